@@ -1,0 +1,160 @@
+/* libtxl: Transformer-XL inference over unbounded token streams.
+ *
+ * Opaque handles with paired create/free calls.  A txl_model holds the
+ * (memory-mapped, read-only) weights and is shared by any number of
+ * txl_stream objects, each of which owns one stream's recurrent memory.
+ * Every fallible call reports failure through a GError; nothing aborts on
+ * bad input.  A model may be used from several threads at once; a stream
+ * may not. */
+#ifndef TXL_H
+#define TXL_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define TXL_ERROR (txl_error_quark())
+GQuark txl_error_quark(void);
+
+typedef enum {
+  TXL_ERROR_IO,          /* a file could not be read or written */
+  TXL_ERROR_FORMAT,      /* a file is truncated, corrupt or hostile */
+  TXL_ERROR_UNSUPPORTED, /* well-formed but uses something we do not support */
+  TXL_ERROR_INVALID,     /* an argument is out of range (token id, length) */
+} TxlError;
+
+#define TXL_MAX_CUTOFFS 8
+
+/* Which head column holds a tail cluster's probability.  Hugging Face
+ * (and its TensorFlow port) put cluster i at shortlist + i - 1; the
+ * official PyTorch release reads column -i. */
+typedef enum {
+  TXL_CLUSTER_HF = 0,
+  TXL_CLUSTER_OFFICIAL = 1,
+} TxlClusterOrder;
+
+typedef struct {
+  int n_token;   /* vocabulary size */
+  int d_model;
+  int d_embed;
+  int n_head;
+  int d_head;
+  int d_inner;
+  int n_layer;
+  int mem_len;   /* default memory length (positions) */
+  int tgt_len;   /* default segment length (tokens) */
+  int clamp_len; /* distances capped at this when > 0 */
+  gboolean same_length;
+  gboolean pre_lnorm;
+  gboolean untie_r;    /* per-layer r_w_bias / r_r_bias */
+  gboolean tie_weight; /* output layers share the embedding tables */
+  int div_val;
+  int n_cutoffs;       /* tail clusters; cutoffs exclude n_token */
+  int cutoffs[TXL_MAX_CUTOFFS];
+  gboolean tie_projs[TXL_MAX_CUTOFFS + 1];
+  float layer_norm_eps;
+  TxlClusterOrder cluster_order;
+} TxlConfig;
+
+typedef struct _TxlModel TxlModel;
+typedef struct _TxlStream TxlStream;
+typedef struct _TxlTokenizer TxlTokenizer;
+
+/* ---- model ---------------------------------------------------------- */
+
+TxlModel *txl_model_load(const char *path, GError **error);
+TxlModel *txl_model_ref(TxlModel *model);
+void txl_model_unref(TxlModel *model);
+const TxlConfig *txl_model_config(const TxlModel *model);
+/* The tokenizer stored in the model file (owned by the model). */
+const TxlTokenizer *txl_model_tokenizer(const TxlModel *model);
+/* Hex digest identifying config + weights, and the vocabulary. */
+const char *txl_model_id(const TxlModel *model);
+const char *txl_model_vocab_id(const TxlModel *model);
+/* Checks a config for internal consistency; names the offending field. */
+gboolean txl_config_validate(const TxlConfig *cfg, GError **error);
+
+/* ---- stream state --------------------------------------------------- */
+
+typedef struct {
+  int mem_len;     /* < 0: model default */
+  int clamp_len;   /* < 0: model default */
+  int same_length; /* < 0: model default, else 0/1 */
+  int max_segment; /* largest segment forward() will be given; <= 0: tgt_len */
+} TxlStreamOptions;
+
+#define TXL_STREAM_OPTIONS_DEFAULT { -1, -1, -1, 0 }
+
+TxlStream *txl_stream_new(TxlModel *model, const TxlStreamOptions *opts,
+                          GError **error);
+void txl_stream_free(TxlStream *stream);
+/* Forget the memory: the next segment starts a new stream. */
+void txl_stream_reset(TxlStream *stream);
+int txl_stream_mem_len(const TxlStream *stream);  /* configured */
+int txl_stream_mem_used(const TxlStream *stream); /* positions held now */
+int txl_stream_max_segment(const TxlStream *stream);
+
+/* Runs one segment of n input tokens (1 <= n <= max_segment) through the
+ * model, then appends them to the memory.  When targets is not NULL,
+ * logprobs[i] receives ln P(targets[i] | inputs[..i] and the memory).
+ * On error the stream is left untouched. */
+gboolean txl_stream_forward(TxlStream *stream, const int32_t *inputs, int n,
+                            const int32_t *targets, float *logprobs,
+                            GError **error);
+
+/* Log-probabilities over the whole vocabulary (n_token floats) for the
+ * token after the last input of the last forward(). */
+gboolean txl_stream_next_logprobs(TxlStream *stream, float *out,
+                                  GError **error);
+
+/* ---- scorer: a token stream cut into segments ----------------------- */
+
+/* Receives, for every token from the stream's second on, its absolute
+ * position in the stream, its id and ln P(token | all before it). */
+typedef void (*TxlScoreFunc)(gint64 pos, int32_t token, float logprob,
+                             gpointer user_data);
+
+typedef struct _TxlScorer TxlScorer;
+
+/* Inputs t0..t(N-1) predict t1..tN, then the next N, as the official
+ * evaluation does.  segment <= 0 means the model's tgt_len. */
+TxlScorer *txl_scorer_new(TxlModel *model, const TxlStreamOptions *opts,
+                          int segment, TxlScoreFunc func, gpointer user_data,
+                          GError **error);
+void txl_scorer_free(TxlScorer *scorer);
+/* Any number of tokens, any split: results do not depend on the split. */
+gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens, gsize n,
+                         GError **error);
+/* Scores the pending partial segment (end of stream). */
+gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
+gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
+TxlStream *txl_scorer_stream(TxlScorer *scorer);
+
+/* ---- tokenizer ------------------------------------------------------ */
+
+typedef enum {
+  TXL_TOKENIZER_BYTE = 0, /* one token per byte; ids 0..255 */
+  TXL_TOKENIZER_WORD = 1, /* whitespace-split symbols, <unk>, <eos> */
+  TXL_TOKENIZER_NONE = 2, /* ids only: the model came without a vocabulary */
+} TxlTokenizerType;
+
+TxlTokenizerType txl_tokenizer_type(const TxlTokenizer *tok);
+int txl_tokenizer_n_tokens(const TxlTokenizer *tok);
+/* Symbol text of an id (may contain any byte; len returned). */
+const char *txl_tokenizer_symbol(const TxlTokenizer *tok, int id, gsize *len);
+
+/* Streaming encoder: text arrives in arbitrary pieces; ids only depend on
+ * the concatenated text.  A line end is always a token boundary. */
+typedef struct _TxlEncoder TxlEncoder;
+typedef void (*TxlTokenFunc)(int32_t id, gint64 line, gsize byte_start,
+                             gsize byte_end, gpointer user_data);
+TxlEncoder *txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func,
+                            gpointer user_data);
+void txl_encoder_free(TxlEncoder *enc);
+void txl_encoder_push(TxlEncoder *enc, const char *data, gsize len);
+void txl_encoder_finish(TxlEncoder *enc);
+
+G_END_DECLS
+
+#endif
