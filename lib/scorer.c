@@ -1,1 +1,106 @@
-/* placeholder */
+/* Cuts a token stream into segments the way the official evaluation does:
+ * inputs t0..t(N-1) predict t1..tN, then inputs tN..t(2N-1), and so on.
+ * A segment runs once its last target has arrived, so results never depend
+ * on how the tokens were handed over. */
+#include "model_internal.h"
+
+#include <string.h>
+
+struct _TxlScorer {
+  TxlStream *stream;
+  int n_token;
+  int seg;
+  int32_t *pend; /* seg + 1 tokens: the inputs and one more */
+  int npend;
+  float *lp;
+  gint64 seen;   /* tokens pushed so far */
+  TxlScoreFunc func;
+  gpointer data;
+};
+
+TxlScorer *
+txl_scorer_new(TxlModel *m, const TxlStreamOptions *opts, int segment,
+               TxlScoreFunc func, gpointer data, GError **error)
+{
+  TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
+  if (opts)
+    o = *opts;
+  int seg = segment > 0 ? segment : m->cfg.tgt_len;
+  o.max_segment = seg;
+  TxlStream *st = txl_stream_new(m, &o, error);
+  if (!st)
+    return NULL;
+  TxlScorer *s = g_new0(TxlScorer, 1);
+  s->stream = st;
+  s->n_token = m->cfg.n_token;
+  s->seg = seg;
+  s->pend = g_new(int32_t, seg + 1);
+  s->lp = g_new(float, seg);
+  s->func = func;
+  s->data = data;
+  return s;
+}
+
+void
+txl_scorer_free(TxlScorer *s)
+{
+  if (!s)
+    return;
+  txl_stream_free(s->stream);
+  g_free(s->pend);
+  g_free(s->lp);
+  g_free(s);
+}
+
+static gboolean
+run(TxlScorer *s, int n, GError **error)
+{
+  if (!txl_stream_forward(s->stream, s->pend, n, s->pend + 1, s->lp, error))
+    return FALSE;
+  gint64 first = s->seen - s->npend + 1; /* stream position of pend[1] */
+  for (int i = 0; i < n; i++)
+    s->func(first + i, s->pend[i + 1], s->lp[i], s->data);
+  memmove(s->pend, s->pend + n, sizeof(int32_t) * (s->npend - n));
+  s->npend -= n;
+  return TRUE;
+}
+
+gboolean
+txl_scorer_push(TxlScorer *s, const int32_t *tokens, gsize n, GError **error)
+{
+  const int n_token = s->n_token;
+  for (gsize i = 0; i < n; i++) {
+    /* checked here so a bad id is refused before it joins a segment */
+    if (tokens[i] < 0 || tokens[i] >= n_token) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "token %" G_GINT64_FORMAT " has id %d, outside the "
+                  "vocabulary [0, %d)", s->seen, tokens[i], n_token);
+      return FALSE;
+    }
+    s->pend[s->npend++] = tokens[i];
+    s->seen++;
+    if (s->npend == s->seg + 1 && !run(s, s->seg, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+txl_scorer_finish(TxlScorer *s, GError **error)
+{
+  if (s->npend >= 2 && !run(s, s->npend - 1, error))
+    return FALSE;
+  return TRUE;
+}
+
+gint64
+txl_scorer_tokens_seen(const TxlScorer *s)
+{
+  return s->seen;
+}
+
+TxlStream *
+txl_scorer_stream(TxlScorer *s)
+{
+  return s->stream;
+}

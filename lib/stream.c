@@ -1,1 +1,252 @@
-/* placeholder */
+/* One stream's recurrent state and the segment forward pass.
+ *
+ * The memory of layer l holds the keys and values of that layer's inputs
+ * at the last mem_len positions.  Keeping keys and values rather than the
+ * hidden states means a memory position is projected once, when it is
+ * current, instead of again in every later segment (the official code
+ * re-projects [mem; h] each time, which is most of its work at long
+ * memories).  The two are equivalent: a memory row only ever enters the
+ * computation through its key and value. */
+#include "model_internal.h"
+#include "ops.h"
+
+#include <math.h>
+#include <string.h>
+
+struct _TxlStream {
+  TxlModel *m;
+  int mem_len, clamp_len, same_length, max_seg;
+  int mlen;
+  TxlRTable *rt;
+  float **kmem, **vmem; /* per layer: (mem_len + max_seg, HD) */
+
+  float *block; /* all scratch below lives in one allocation */
+  float *h, *h2, *x, *qkv, *qbias, *scores, *attn, *ff, *emb, *out, *last_h;
+  int *idx;
+  gboolean has_last;
+};
+
+#define MAX_STATE_BYTES ((gsize)64 << 30)
+
+TxlStream *
+txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
+{
+  const TxlConfig *c = &m->cfg;
+  TxlStreamOptions def = TXL_STREAM_OPTIONS_DEFAULT;
+  if (!o)
+    o = &def;
+  int mem_len = o->mem_len >= 0 ? o->mem_len : c->mem_len;
+  int clamp = o->clamp_len >= 0 ? o->clamp_len : c->clamp_len;
+  int same = o->same_length >= 0 ? (o->same_length != 0) : c->same_length;
+  int seg = o->max_segment > 0 ? o->max_segment : c->tgt_len;
+  if (mem_len > (1 << 20) || seg > (1 << 20) || clamp > (1 << 20)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "mem_len %d, segment %d, clamp_len %d: each must be at most "
+                "1048576", mem_len, seg, clamp);
+    return NULL;
+  }
+  if (same && mem_len == 0) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "same_length needs mem_len > 0 (with no memory every "
+                        "query would see no key)");
+    return NULL;
+  }
+  const gsize d = c->d_model, HD = (gsize)c->n_head * c->d_head;
+  const gsize S = seg, K = (gsize)mem_len + seg;
+  gsize state = 2 * (gsize)c->n_layer * K * HD;
+  gsize fl = 2 * S * d + S * d + S * 3 * HD + 2 * S * c->d_head + 2 * S * K +
+             S * HD + S * c->d_inner + S * (c->d_embed + d) +
+             txl_out_scratch_floats(m, seg) + d;
+  if ((state + fl) * sizeof(float) > MAX_STATE_BYTES) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "a stream with mem_len %d and segment %d would need %.1f GiB",
+                mem_len, seg, (state + fl) * 4.0 / (1 << 30));
+    return NULL;
+  }
+
+  TxlStream *s = g_new0(TxlStream, 1);
+  s->m = txl_model_ref(m);
+  s->mem_len = mem_len;
+  s->clamp_len = clamp;
+  s->same_length = same;
+  s->max_seg = seg;
+  s->rt = txl_model_get_rtable(m, clamp, (int)K);
+  s->kmem = g_new(float *, c->n_layer);
+  s->vmem = g_new(float *, c->n_layer);
+  for (int l = 0; l < c->n_layer; l++) {
+    s->kmem[l] = g_new(float, K * HD);
+    s->vmem[l] = g_new(float, K * HD);
+  }
+  float *p = s->block = g_new(float, fl);
+  s->h = p; p += S * d;
+  s->h2 = p; p += S * d;
+  s->x = p; p += S * d;
+  s->qkv = p; p += S * 3 * HD;
+  s->qbias = p; p += 2 * S * c->d_head;
+  s->scores = p; p += 2 * S * K;
+  s->attn = p; p += S * HD;
+  s->ff = p; p += S * c->d_inner;
+  s->emb = p; p += S * (c->d_embed + d);
+  s->out = p; p += txl_out_scratch_floats(m, seg);
+  s->last_h = p;
+  s->idx = g_new(int, seg);
+  return s;
+}
+
+void
+txl_stream_free(TxlStream *s)
+{
+  if (!s)
+    return;
+  for (int l = 0; l < s->m->cfg.n_layer; l++) {
+    g_free(s->kmem[l]);
+    g_free(s->vmem[l]);
+  }
+  g_free(s->kmem);
+  g_free(s->vmem);
+  g_free(s->block);
+  g_free(s->idx);
+  txl_rtable_unref(s->rt);
+  txl_model_unref(s->m);
+  g_free(s);
+}
+
+void
+txl_stream_reset(TxlStream *s)
+{
+  s->mlen = 0;
+  s->has_last = FALSE;
+}
+
+int txl_stream_mem_len(const TxlStream *s) { return s->mem_len; }
+int txl_stream_mem_used(const TxlStream *s) { return s->mlen; }
+int txl_stream_max_segment(const TxlStream *s) { return s->max_seg; }
+
+static gboolean
+check_ids(const int32_t *ids, int n, int n_token, const char *what,
+          GError **error)
+{
+  for (int i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= n_token) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s %d is token id %d, outside the vocabulary [0, %d)", what,
+                  i, ids[i], n_token);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Drops the oldest rows so that at most mem_len remain. */
+static void
+trim_memory(float *buf, int total, int keep, gsize width)
+{
+  if (keep < total && keep > 0)
+    memmove(buf, buf + (gsize)(total - keep) * width,
+            sizeof(float) * (gsize)keep * width);
+}
+
+static void
+layer_forward(TxlStream *s, int l, int n)
+{
+  const TxlConfig *c = &s->m->cfg;
+  const TxlLayerWeights *L = &s->m->layers[l];
+  const int d = c->d_model, HD = c->n_head * c->d_head;
+  const int klen = s->mlen + n;
+  const float eps = c->layer_norm_eps;
+  const gsize nd = (gsize)n * d;
+
+  const float *xin = s->h;
+  if (c->pre_lnorm) {
+    txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
+    xin = s->x;
+  }
+  txl_linear(xin, n, d, L->qkv_w, NULL, 3 * HD, s->qkv);
+  for (int i = 0; i < n; i++) {
+    const float *row = s->qkv + (gsize)i * 3 * HD;
+    memcpy(s->kmem[l] + (gsize)(s->mlen + i) * HD, row + HD,
+           sizeof(float) * HD);
+    memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD, row + 2 * HD,
+           sizeof(float) * HD);
+  }
+  TxlAttnArgs a = {
+    .qlen = n, .mlen = s->mlen, .n_head = c->n_head, .d_head = c->d_head,
+    .same_length = s->same_length, .mem_len = s->mem_len,
+    .q = s->qkv, .ldq = 3 * HD,
+    .k = s->kmem[l], .v = s->vmem[l], .ldkv = HD,
+    .rk = s->rt->layer[l] + (gsize)(s->rt->maxk - klen) * HD,
+    .r_w_bias = L->r_w_bias, .r_r_bias = L->r_r_bias,
+  };
+  txl_rel_attention(&a, s->qbias, s->scores, s->attn);
+
+  /* h2 = h + attention output, normalised after when post-LN */
+  memcpy(s->h2, s->h, sizeof(float) * nd);
+  txl_linear_acc(s->attn, n, HD, L->o_w, d, s->h2);
+  if (!c->pre_lnorm) {
+    txl_layer_norm(s->h2, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
+    memcpy(s->h2, s->x, sizeof(float) * nd);
+  }
+
+  /* position-wise feed-forward, residual into h */
+  const float *fin = s->h2;
+  if (c->pre_lnorm) {
+    txl_layer_norm(s->h2, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x);
+    fin = s->x;
+  }
+  txl_linear(fin, n, d, L->ff1_w, L->ff1_b, c->d_inner, s->ff);
+  txl_relu(s->ff, (gsize)n * c->d_inner);
+  memcpy(s->h, s->h2, sizeof(float) * nd);
+  for (int i = 0; i < n; i++)
+    memcpy(s->x + (gsize)i * d, L->ff2_b, sizeof(float) * d);
+  txl_linear_acc(s->ff, n, c->d_inner, L->ff2_w, d, s->x);
+  txl_add(s->h, s->x, nd);
+  if (!c->pre_lnorm) {
+    txl_layer_norm(s->h, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x);
+    memcpy(s->h, s->x, sizeof(float) * nd);
+  }
+
+  int keep = MIN(s->mem_len, klen);
+  trim_memory(s->kmem[l], klen, keep, HD);
+  trim_memory(s->vmem[l], klen, keep, HD);
+}
+
+gboolean
+txl_stream_forward(TxlStream *s, const int32_t *inputs, int n,
+                   const int32_t *targets, float *logprobs, GError **error)
+{
+  const TxlConfig *c = &s->m->cfg;
+  if (n < 1 || n > s->max_seg) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "segment of %d tokens: must be between 1 and %d", n,
+                s->max_seg);
+    return FALSE;
+  }
+  if (!check_ids(inputs, n, c->n_token, "input", error) ||
+      (targets && !check_ids(targets, n, c->n_token, "target", error)))
+    return FALSE;
+
+  txl_embed(s->m, inputs, n, s->h, s->emb, s->idx);
+  for (int l = 0; l < c->n_layer; l++)
+    layer_forward(s, l, n);
+  s->mlen = MIN(s->mem_len, s->mlen + n);
+
+  memcpy(s->last_h, s->h + (gsize)(n - 1) * c->d_model,
+         sizeof(float) * c->d_model);
+  s->has_last = TRUE;
+  if (targets)
+    txl_out_logprobs(s->m, s->h, n, targets, logprobs, s->out, s->idx);
+  return TRUE;
+}
+
+gboolean
+txl_stream_next_logprobs(TxlStream *s, float *out, GError **error)
+{
+  if (!s->has_last) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "no token has been fed since the stream started or "
+                        "was reset");
+    return FALSE;
+  }
+  txl_out_full(s->m, s->last_h, out, s->out);
+  return TRUE;
+}

@@ -1,0 +1,54 @@
+/* Forward kernels of one Transformer-XL layer, on row-major float32
+ * matrices.  Pure functions over caller-owned buffers: no allocation. */
+#ifndef TXL_OPS_H
+#define TXL_OPS_H
+
+#include "model_internal.h"
+
+/* y[n, out] = x[n, in] W^T (+ b) with W (out, in) as PyTorch stores it. */
+void txl_linear(const float *x, int n, int in, const float *W, const float *b,
+                int out, float *y);
+/* Same, accumulating into y (y += x W^T). */
+void txl_linear_acc(const float *x, int n, int in, const float *W, int out,
+                    float *y);
+void txl_layer_norm(const float *x, int n, int d, const float *w,
+                    const float *b, float eps, float *y);
+void txl_relu(float *x, gsize n);
+void txl_add(float *y, const float *x, gsize n);
+/* Sinusoidal embedding of distance `dist` (d floats: sines then cosines). */
+void txl_pos_emb(float dist, int d, float *out);
+
+/* Embeds n ids into h (n, d_model), scaled by sqrt(d_model).  scratch needs
+ * n * (d_embed + d_model) floats, idx n ints.  Ids must be valid. */
+void txl_embed(const TxlModel *m, const int32_t *ids, int n, float *h,
+               float *scratch, int *idx);
+
+/* Relative multi-head attention core for one layer.  q rows have stride
+ * ldq; K and V hold klen = mlen + qlen rows of stride ldkv; rk is the
+ * (klen, HD) block of projected positions, oldest distance first.  Writes
+ * the attention vectors (qlen, HD).  scores needs 2 * qlen * klen floats. */
+typedef struct {
+  int qlen, mlen, n_head, d_head;
+  int same_length, mem_len;
+  const float *q; int ldq;
+  const float *k, *v; int ldkv;
+  const float *rk;
+  const float *r_w_bias, *r_r_bias;
+} TxlAttnArgs;
+void txl_rel_attention(const TxlAttnArgs *a, float *qbias, float *scores,
+                       float *out);
+/* First key index visible to query i under same_length (0 otherwise). */
+int txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
+                       int same_length);
+
+/* Output side: log P(target) for n rows of final hidden states.  scratch
+ * must hold txl_out_scratch_floats(m, n) floats, rows n ints. */
+gsize txl_out_scratch_floats(const TxlModel *m, int n);
+void txl_out_logprobs(const TxlModel *m, const float *h, int n,
+                      const int32_t *targets, float *logprobs, float *scratch,
+                      int *rows);
+/* Full distribution over the vocabulary for one hidden row. */
+void txl_out_full(const TxlModel *m, const float *h, float *out,
+                  float *scratch);
+
+#endif

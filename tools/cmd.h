@@ -1,0 +1,9 @@
+#ifndef TXL_TOOLS_CMD_H
+#define TXL_TOOLS_CMD_H
+
+int txl_cmd_score(int argc, char **argv);
+int txl_cmd_convert(int argc, char **argv);
+int txl_cmd_bench(int argc, char **argv);
+int txl_cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,162 @@
+/* txl bench: scoring throughput, and how it compares with this machine's
+ * sgemm peak measured in the same run (shared machines are noisy, so only
+ * ratios taken together mean anything). */
+#include "cmd.h"
+#include "txl.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double
+now(void)
+{
+  return g_get_monotonic_time() / 1e6;
+}
+
+/* Best of several runs of a square sgemm: the machine's practical peak. */
+static double
+sgemm_peak_gflops(int n, double seconds)
+{
+  float *a = g_new(float, (gsize)n * n), *b = g_new(float, (gsize)n * n),
+        *c = g_new0(float, (gsize)n * n);
+  for (gsize i = 0; i < (gsize)n * n; i++) {
+    a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+  }
+  double best = 0.0, t_end = now() + seconds;
+  int runs = 0;
+  while (runs < 3 || now() < t_end) {
+    double t0 = now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n,
+                b, n, 0.0f, c, n);
+    double g = 2.0 * n * n * (double)n / (now() - t0) / 1e9;
+    best = g > best ? g : best;
+    runs++;
+  }
+  g_free(a);
+  g_free(b);
+  g_free(c);
+  return best;
+}
+
+/* FLOPs of one segment as this engine executes it (memory keys and values
+ * are cached, so only the segment's own rows are projected). */
+static double
+segment_flops(const TxlConfig *c, int n, int mlen, gboolean recompute)
+{
+  double d = c->d_model, HD = (double)c->n_head * c->d_head;
+  double klen = mlen + n, rows = recompute ? klen : n;
+  double per_layer = 2 * rows * d * 3 * HD      /* q, k, v */
+                     + 3 * 2 * n * klen * HD     /* content, position, values */
+                     + 2 * n * HD * d            /* output projection */
+                     + 2 * 2 * n * d * c->d_inner; /* feed-forward */
+  if (recompute)
+    per_layer += 2 * klen * d * HD; /* W_R R, every segment */
+  double head = c->n_cutoffs ? c->cutoffs[0] + c->n_cutoffs : c->n_token;
+  double out = 2 * n * c->d_embed * head;
+  if (c->d_embed != c->d_model)
+    out += 2 * n * c->d_model * c->d_embed;
+  return c->n_layer * per_layer + out;
+}
+
+int
+txl_cmd_bench(int argc, char **argv)
+{
+  g_autofree char *model_path = NULL;
+  int segment = 0, mem_len = -1, segments = 0, threads = 0, peak_n = 1024;
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "segment", 0, 0, G_OPTION_ARG_INT, &segment, "Segment length (default: tgt_len)", "N" },
+    { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
+    { "segments", 0, 0, G_OPTION_ARG_INT, &segments,
+      "Timed segments after the memory is full (default: about 3 s worth)", "N" },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "OpenBLAS threads (default: all cores)", "N" },
+    { "peak-size", 0, 0, G_OPTION_ARG_INT, &peak_n, "Matrix size of the sgemm peak run (default 1024)", "N" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
+    { NULL },
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("");
+  g_option_context_set_summary(ctx,
+    "Measure scoring tokens/s with full memory, the GFLOPS achieved, and\n"
+    "their ratio to this machine's sgemm peak measured in the same run.");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path) {
+    fprintf(stderr, "txl bench: %s\n", err ? err->message : "-m MODEL is required");
+    return 2;
+  }
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+  TxlModel *m = txl_model_load(model_path, &err);
+  if (!m) {
+    fprintf(stderr, "txl bench: %s\n", err->message);
+    return 1;
+  }
+  const TxlConfig *c = txl_model_config(m);
+  int seg = segment > 0 ? segment : c->tgt_len;
+  TxlStreamOptions o = { mem_len, -1, -1, seg };
+  TxlStream *s = txl_stream_new(m, &o, &err);
+  if (!s) {
+    fprintf(stderr, "txl bench: %s\n", err->message);
+    txl_model_unref(m);
+    return 1;
+  }
+  int ml = txl_stream_mem_len(s);
+  int32_t *in = g_new(int32_t, seg), *tg = g_new(int32_t, seg);
+  float *lp = g_new(float, seg);
+  GRand *r = g_rand_new_with_seed(1234);
+  /* warm up: fill the memory so every timed segment sees full length */
+  int warm = ml / seg + 2;
+  for (int i = 0; i < warm; i++) {
+    for (int j = 0; j < seg; j++) {
+      in[j] = g_rand_int_range(r, 0, c->n_token);
+      tg[j] = g_rand_int_range(r, 0, c->n_token);
+    }
+    txl_stream_forward(s, in, seg, tg, lp, NULL);
+  }
+  int mlen = txl_stream_mem_used(s);
+  double t0 = now(), elapsed;
+  int done = 0;
+  for (;;) {
+    for (int j = 0; j < seg; j++) {
+      in[j] = g_rand_int_range(r, 0, c->n_token);
+      tg[j] = g_rand_int_range(r, 0, c->n_token);
+    }
+    txl_stream_forward(s, in, seg, tg, lp, NULL);
+    done++;
+    elapsed = now() - t0;
+    if (segments > 0 ? done >= segments : (elapsed >= 3.0 && done >= 3))
+      break;
+  }
+  double tps = (double)done * seg / elapsed;
+  double flops = segment_flops(c, seg, mlen, FALSE);
+  double gflops = flops * done / elapsed / 1e9;
+  double naive = segment_flops(c, seg, mlen, TRUE) * done / elapsed / 1e9;
+  double peak = sgemm_peak_gflops(peak_n, 2.0);
+  int nthreads = openblas_get_num_threads();
+  if (json) {
+    printf("{\"tokens_per_s\": %.1f, \"gflops\": %.2f, \"gflops_recompute_equiv\": %.2f, "
+           "\"sgemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
+           "\"mem_len\": %d, \"segments\": %d, \"threads\": %d}\n",
+           tps, gflops, naive, peak, gflops / peak, seg, ml, done, nthreads);
+  } else {
+    printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
+           model_path, c->d_model, c->n_layer, c->n_head, c->d_inner, c->n_token);
+    printf("setting      segment %d, mem_len %d, %d OpenBLAS threads, %d segments timed\n",
+           seg, ml, nthreads, done);
+    printf("throughput   %.1f tokens/s\n", tps);
+    printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
+           "official code does)\n", gflops, naive);
+    printf("sgemm peak   %.2f GFLOPS (%dx%d, same run)\n", peak, peak_n, peak_n);
+    printf("ratio        %.1f%% of the sgemm peak\n", 100.0 * gflops / peak);
+  }
+  g_rand_free(r);
+  g_free(in);
+  g_free(tg);
+  g_free(lp);
+  txl_stream_free(s);
+  txl_model_unref(m);
+  return 0;
+}

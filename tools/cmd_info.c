@@ -1,0 +1,43 @@
+#include "cmd.h"
+#include "txl.h"
+
+#include <stdio.h>
+
+int
+txl_cmd_info(int argc, char **argv)
+{
+  g_autoptr(GOptionContext) ctx = g_option_context_new("MODEL");
+  g_option_context_set_summary(ctx, "Print a model file's configuration.");
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc != 2) {
+    fprintf(stderr, "txl info: %s\n",
+            err ? err->message : "expected exactly one MODEL file");
+    return 2;
+  }
+  TxlModel *m = txl_model_load(argv[1], &err);
+  if (!m) {
+    fprintf(stderr, "txl info: %s\n", err->message);
+    return 1;
+  }
+  const TxlConfig *c = txl_model_config(m);
+  printf("{\"n_token\": %d, \"d_model\": %d, \"d_embed\": %d, \"n_head\": %d, "
+         "\"d_head\": %d, \"d_inner\": %d, \"n_layer\": %d, \"mem_len\": %d, "
+         "\"tgt_len\": %d, \"clamp_len\": %d, \"same_length\": %s, "
+         "\"pre_lnorm\": %s, \"untie_r\": %s, \"tie_weight\": %s, "
+         "\"div_val\": %d, \"cutoffs\": [",
+         c->n_token, c->d_model, c->d_embed, c->n_head, c->d_head, c->d_inner,
+         c->n_layer, c->mem_len, c->tgt_len, c->clamp_len,
+         c->same_length ? "true" : "false", c->pre_lnorm ? "true" : "false",
+         c->untie_r ? "true" : "false", c->tie_weight ? "true" : "false",
+         c->div_val);
+  for (int i = 0; i < c->n_cutoffs; i++)
+    printf("%s%d", i ? ", " : "", c->cutoffs[i]);
+  const TxlTokenizer *t = txl_model_tokenizer(m);
+  static const char *types[] = { "byte", "word", "none" };
+  printf("], \"cluster_order\": \"%s\", \"tokenizer\": \"%s\", "
+         "\"model_id\": \"%s\", \"vocab_id\": \"%s\"}\n",
+         c->cluster_order == TXL_CLUSTER_OFFICIAL ? "official" : "hf",
+         types[txl_tokenizer_type(t)], txl_model_id(m), txl_model_vocab_id(m));
+  txl_model_unref(m);
+  return 0;
+}

@@ -1,0 +1,398 @@
+/* txl score: per-token log-probs of an id stream, or per-line scores of a
+ * text through the model's tokenizer. */
+#include "cmd.h"
+#include "txl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CHUNK 65536
+#define TEXT_CAP 4096 /* bytes of a line echoed in the JSON output */
+
+typedef struct {
+  TxlScorer *scorer;
+  GError *error;
+  gint64 scored;
+  double nll_sum;
+  gsize bytes;
+} Common;
+
+/* ---- --ids --------------------------------------------------------- */
+
+static void
+print_token(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  Common *c = data;
+  c->scored++;
+  c->nll_sum -= logprob;
+  printf("{\"pos\": %" G_GINT64_FORMAT ", \"token\": %d, \"logprob\": %.9g}\n",
+         pos, token, (double)logprob);
+}
+
+typedef struct {
+  char word[32];
+  gsize len;
+  gboolean overlong;
+  gint64 index;
+} IdParser;
+
+static gboolean
+flush_id(Common *c, IdParser *p)
+{
+  if (p->len == 0 && !p->overlong)
+    return TRUE;
+  p->word[p->len] = '\0';
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(p->word, &end, 10);
+  gboolean numeric = p->len > 0 && *end == '\0' &&
+                     (g_ascii_isdigit(p->word[0]) ||
+                      (p->word[0] == '-' && p->len > 1));
+  if (!numeric) {
+    g_set_error(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
+                "input word %" G_GINT64_FORMAT " ('%s%s') is not a token id",
+                p->index + 1, p->word, p->overlong ? "..." : "");
+    return FALSE;
+  }
+  if (p->overlong || errno == ERANGE || v < 0 || v > G_MAXINT32) {
+    g_set_error(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
+                "input word %" G_GINT64_FORMAT " ('%s%s') is not a valid "
+                "token id (out of range)", p->index + 1, p->word,
+                p->overlong ? "..." : "");
+    return FALSE;
+  }
+  int32_t id = (int32_t)v;
+  p->len = 0;
+  p->overlong = FALSE;
+  p->index++;
+  return txl_scorer_push(c->scorer, &id, 1, &c->error);
+}
+
+static gboolean
+score_ids(Common *c, FILE *in)
+{
+  IdParser p = { 0 };
+  char buf[CHUNK];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, in)) > 0) {
+    for (size_t i = 0; i < got; i++) {
+      char ch = buf[i];
+      if (g_ascii_isspace(ch)) {
+        if (!flush_id(c, &p))
+          return FALSE;
+      } else if (p.len + 1 < sizeof p.word) {
+        p.word[p.len++] = ch;
+      } else {
+        p.overlong = TRUE;
+      }
+    }
+  }
+  if (ferror(in)) {
+    g_set_error(&c->error, TXL_ERROR, TXL_ERROR_IO, "read error: %s",
+                g_strerror(errno));
+    return FALSE;
+  }
+  if (!flush_id(c, &p))
+    return FALSE;
+  if (p.index == 0) {
+    g_set_error_literal(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "no token ids in the input");
+    return FALSE;
+  }
+  if (p.index == 1) {
+    g_set_error_literal(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "only one token id in the input: nothing to predict");
+    return FALSE;
+  }
+  return txl_scorer_finish(c->scorer, &c->error);
+}
+
+/* ---- text ------------------------------------------------------------ */
+
+typedef struct {
+  gint64 line;
+  GString *text;
+  gsize bytes;
+  gint64 pushed, scored; /* tokens of this line */
+  double nll;
+  gboolean closed; /* its line end has been read */
+} Line;
+
+typedef struct {
+  Common c;
+  GQueue lines;     /* Line*, oldest first, not yet printed */
+  GArray *tok_line; /* line of each pushed, not yet scored token */
+  gint64 tok_base;  /* stream position of tok_line[0] */
+  gint64 cur_line;
+  gint64 last_scored;
+} TextScore;
+
+static Line *
+line_get(TextScore *t, gint64 line)
+{
+  /* lines are queued in order; the one wanted is almost always near the end */
+  for (GList *it = t->lines.tail; it; it = it->prev) {
+    Line *l = it->data;
+    if (l->line == line)
+      return l;
+    if (l->line < line)
+      break;
+  }
+  Line *l = g_new0(Line, 1);
+  l->line = line;
+  l->text = g_string_new(NULL);
+  g_queue_push_tail(&t->lines, l);
+  return l;
+}
+
+static void
+json_string(GString *out, const char *s, gsize len)
+{
+  g_string_append_c(out, '"');
+  const char *p = s, *end = s + len;
+  while (p < end) {
+    gunichar ch = g_utf8_get_char_validated(p, end - p);
+    if (ch == (gunichar)-1 || ch == (gunichar)-2) {
+      g_string_append(out, "\\ufffd"); /* an invalid byte, shown as such */
+      p++;
+      continue;
+    }
+    if (ch == '"' || ch == '\\')
+      g_string_append_printf(out, "\\%c", (char)ch);
+    else if (ch < 0x20)
+      g_string_append_printf(out, "\\u%04x", ch);
+    else
+      g_string_append_len(out, p, g_utf8_next_char(p) - p);
+    p = g_utf8_next_char(p);
+  }
+  g_string_append_c(out, '"');
+}
+
+static void
+line_free(gpointer p)
+{
+  Line *l = p;
+  g_string_free(l->text, TRUE);
+  g_free(l);
+}
+
+static void
+print_ready_lines(TextScore *t, gboolean all)
+{
+  Line *l;
+  while ((l = g_queue_peek_head(&t->lines)) &&
+         (all || (l->closed && l->scored >= l->pushed))) {
+    g_queue_pop_head(&t->lines);
+    g_autoptr(GString) o = g_string_new(NULL);
+    g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT
+                           ", \"tokens\": %" G_GINT64_FORMAT
+                           ", \"bytes\": %zu, ", l->line, l->scored, l->bytes);
+    if (l->scored > 0) {
+      double mean = l->nll / l->scored;
+      g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f",
+                             mean, exp(mean),
+                             l->bytes ? l->nll / G_LN2 / l->bytes : 0.0);
+    } else {
+      g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null");
+    }
+    g_string_append(o, ", \"text\": ");
+    json_string(o, l->text->str, l->text->len);
+    g_string_append(o, "}\n");
+    fputs(o->str, stdout);
+    line_free(l);
+  }
+}
+
+static void
+text_scored(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  TextScore *t = data;
+  t->c.scored++;
+  t->c.nll_sum -= logprob;
+  gint64 line = g_array_index(t->tok_line, gint64, pos - t->tok_base);
+  t->last_scored = pos;
+  Line *l = line_get(t, line);
+  l->scored++;
+  l->nll -= logprob;
+}
+
+static void
+text_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
+{
+  TextScore *t = data;
+  if (t->c.error)
+    return;
+  Line *l = line_get(t, line);
+  /* the stream's first token has nothing before it to be predicted from */
+  if (txl_scorer_tokens_seen(t->c.scorer) > 0)
+    l->pushed++;
+  g_array_append_val(t->tok_line, line);
+  txl_scorer_push(t->c.scorer, &id, 1, &t->c.error);
+  /* forget the lines of tokens already scored, so memory stays bounded */
+  gint64 done = t->last_scored - t->tok_base + 1;
+  if (done > 4096) {
+    g_array_remove_range(t->tok_line, 0, (guint)done);
+    t->tok_base += done;
+  }
+}
+
+static void
+text_bytes(TextScore *t, const char *buf, gsize len)
+{
+  for (gsize i = 0; i < len; i++) {
+    Line *l = line_get(t, t->cur_line);
+    l->bytes++;
+    if (buf[i] == '\n') {
+      l->closed = TRUE;
+      t->cur_line++;
+    } else if (l->text->len < TEXT_CAP) {
+      g_string_append_c(l->text, buf[i]);
+    }
+  }
+}
+
+static gboolean
+score_text(TextScore *t, const TxlTokenizer *tok, FILE *in)
+{
+  TxlEncoder *enc = txl_encoder_new(tok, text_token, t);
+  char buf[CHUNK];
+  size_t got;
+  gboolean any = FALSE;
+  while (!t->c.error && (got = fread(buf, 1, sizeof buf, in)) > 0) {
+    any = TRUE;
+    /* bytes first, so a token's line exists before the token arrives */
+    text_bytes(t, buf, got);
+    txl_encoder_push(enc, buf, got);
+    print_ready_lines(t, FALSE);
+  }
+  if (!t->c.error && ferror(in))
+    g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_IO, "read error: %s",
+                g_strerror(errno));
+  if (!t->c.error && !any)
+    g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the input is empty");
+  if (!t->c.error)
+    txl_encoder_finish(enc);
+  txl_encoder_free(enc);
+  if (!t->c.error && txl_scorer_tokens_seen(t->c.scorer) < 2)
+    g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the input has fewer than two tokens: nothing to "
+                        "predict");
+  if (!t->c.error)
+    txl_scorer_finish(t->c.scorer, &t->c.error);
+  if (t->c.error)
+    return FALSE;
+  for (GList *it = t->lines.head; it; it = it->next) {
+    Line *l = it->data;
+    l->closed = TRUE;
+    t->c.bytes += l->bytes;
+  }
+  print_ready_lines(t, TRUE);
+  return TRUE;
+}
+
+int
+txl_cmd_score(int argc, char **argv)
+{
+  g_autofree char *model_path = NULL;
+  gboolean ids = FALSE;
+  int segment = 0, mem_len = -1, same_length = -1, clamp_len = -1;
+  GOptionEntry entries[] = {
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
+      "Read whitespace-separated token ids; print one JSON object per token", NULL },
+    { "segment", 0, 0, G_OPTION_ARG_INT, &segment,
+      "Segment length in tokens (default: the model's tgt_len)", "N" },
+    { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len,
+      "Memory length in positions (default: the model's)", "N" },
+    { "same-length", 0, 0, G_OPTION_ARG_INT, &same_length,
+      "1: every query sees mem_len keys; 0: all earlier keys (default: the model's)", "0|1" },
+    { "clamp-len", 0, 0, G_OPTION_ARG_INT, &clamp_len,
+      "Cap relative distances at N; 0: no cap (default: the model's)", "N" },
+    { NULL },
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE|-]");
+  g_option_context_set_summary(ctx,
+    "Score a token stream segment by segment with recurrent memory.\n"
+    "Text mode prints one JSON object per input line (mean NLL per token in\n"
+    "nats, perplexity, bits per byte); --ids prints ln P for every token from\n"
+    "the second on.  A summary goes to standard error.");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+    fprintf(stderr, "txl score: %s\n", err->message);
+    return 2;
+  }
+  if (!model_path) {
+    fprintf(stderr, "txl score: -m MODEL is required\n");
+    return 2;
+  }
+  if (argc > 2) {
+    fprintf(stderr, "txl score: at most one input FILE\n");
+    return 2;
+  }
+  if (segment < 0 || (same_length != -1 && same_length != 0 &&
+                      same_length != 1) || mem_len < -1 || clamp_len < -1) {
+    fprintf(stderr, "txl score: --segment, --mem-len and --clamp-len take "
+                    "non-negative numbers, --same-length 0 or 1\n");
+    return 2;
+  }
+  const char *path = argc == 2 ? argv[1] : "-";
+  FILE *in = stdin;
+  if (strcmp(path, "-") != 0 && !(in = fopen(path, "rb"))) {
+    fprintf(stderr, "txl score: cannot open '%s': %s\n", path,
+            g_strerror(errno));
+    return 1;
+  }
+  TxlModel *m = txl_model_load(model_path, &err);
+  if (!m) {
+    fprintf(stderr, "txl score: %s\n", err->message);
+    if (in != stdin)
+      fclose(in);
+    return 1;
+  }
+  const TxlTokenizer *tok = txl_model_tokenizer(m);
+  if (!ids && txl_tokenizer_type(tok) == TXL_TOKENIZER_NONE) {
+    fprintf(stderr, "txl score: %s has no tokenizer; score token ids with "
+                    "--ids\n", model_path);
+    txl_model_unref(m);
+    if (in != stdin)
+      fclose(in);
+    return 1;
+  }
+  TxlStreamOptions o = { mem_len, clamp_len, same_length, 0 };
+  TextScore t = { 0 };
+  g_queue_init(&t.lines);
+  t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
+  t.cur_line = 1;
+  gboolean ok = FALSE;
+  t.c.scorer = txl_scorer_new(m, &o, segment, ids ? print_token : text_scored,
+                              ids ? (gpointer)&t.c : (gpointer)&t, &t.c.error);
+  if (t.c.scorer)
+    ok = ids ? score_ids(&t.c, in) : score_text(&t, tok, in);
+  fflush(stdout);
+  int rc = 0;
+  if (!ok) {
+    fprintf(stderr, "txl score: %s%s%s\n", path[0] == '-' ? "" : path,
+            path[0] == '-' ? "" : ": ", t.c.error->message);
+    rc = 1;
+  } else {
+    double mean = t.c.nll_sum / MAX(t.c.scored, 1);
+    fprintf(stderr, "txl score: %" G_GINT64_FORMAT " tokens scored, mean NLL "
+                    "%.4f nats/token, perplexity %.3f", t.c.scored, mean,
+            exp(mean));
+    if (!ids && t.c.bytes)
+      fprintf(stderr, ", %.4f bits/byte", t.c.nll_sum / G_LN2 / t.c.bytes);
+    fprintf(stderr, "\n");
+  }
+  g_clear_error(&t.c.error);
+  txl_scorer_free(t.c.scorer);
+  g_queue_clear_full(&t.lines, line_free);
+  g_array_free(t.tok_line, TRUE);
+  txl_model_unref(m);
+  if (in != stdin)
+    fclose(in);
+  return rc;
+}

@@ -1,0 +1,54 @@
+/* txl: the command line over libtxl. */
+#include "cmd.h"
+#include "txl.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *help;
+} commands[] = {
+  { "score", txl_cmd_score, "score token ids or text with a model" },
+  { "convert", txl_cmd_convert, "import a Hugging Face TransfoXL checkpoint" },
+  { "bench", txl_cmd_bench, "measure scoring speed against the sgemm peak" },
+  { "info", txl_cmd_info, "print a model file's configuration" },
+};
+
+static void
+usage(FILE *out)
+{
+  fprintf(out, "usage: txl COMMAND [OPTIONS]\n\ncommands:\n");
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].help);
+  fprintf(out, "\n'txl COMMAND --help' describes a command's options.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+  /* numbers in JSON output must use '.', whatever the user's locale */
+  setlocale(LC_ALL, "");
+  setlocale(LC_NUMERIC, "C");
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+      !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("txl 0.1.0\n");
+    return 0;
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (!strcmp(argv[1], commands[i].name))
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "txl: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
