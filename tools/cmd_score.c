@@ -241,6 +241,7 @@ text_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
 static void
 text_bytes(TextScore *t, const char *buf, gsize len)
 {
+  t->c.bytes += len;
   for (gsize i = 0; i < len; i++) {
     Line *l = line_get(t, t->cur_line);
     l->bytes++;
@@ -287,7 +288,6 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in)
   for (GList *it = t->lines.head; it; it = it->next) {
     Line *l = it->data;
     l->closed = TRUE;
-    t->c.bytes += l->bytes;
   }
   print_ready_lines(t, TRUE);
   return TRUE;

@@ -1,0 +1,13 @@
+#!/bin/sh
+# Installs what txl needs to build and test on Debian 12 (run as root or
+# with sudo available).
+set -e
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+  build-essential meson ninja-build pkg-config \
+  libglib2.0-dev libjson-glib-dev libopenblas-dev libzstd-dev \
+  libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
+  gstreamer1.0-tools gstreamer1.0-plugins-base \
+  python3 python3-numpy python3-torch
