@@ -79,8 +79,8 @@ def make_config(**overrides):
     cfg.setdefault('adaptive', True)
     cfg.setdefault('attn_type', 0)
     cfg.setdefault('sample_softmax', -1)
-    cfg.setdefault('proj_share_all_but_first', all(cfg['tie_projs'][1:]) and
-                   not cfg['tie_projs'][0] and n > 1)
+    # no 'proj_share_all_but_first': save_pretrained does not write it (the
+    # constructor turns it into tie_projs); pass it as an override to get it
     cfg.setdefault('dropout', 0.1)
     cfg.setdefault('dropatt', 0.0)
     cfg.setdefault('init', 'normal')

@@ -18,7 +18,9 @@ Public entry points
 Stream semantics (as in the official evaluation): inputs t0..t(N-1) predict
 t1..tN, the next segment's inputs are tN..t(2N-1), and so on; the last
 segment may be shorter.  The memory of each layer holds that layer's *input*
-hidden states for the last ``mem_len`` positions; it starts empty.
+hidden states for the last ``mem_len`` positions; it starts empty, as in the
+official release (``hf_zero_mems=True`` instead starts from mem_len zero
+vectors, as Hugging Face's ``init_mems`` does).  See docs/reference.md.
 """
 import json
 import math
@@ -231,8 +233,10 @@ class TransfoXLRef:
         return self._ln(h + y, p + 'layer_norm')
 
     # ------------------------------------------------------------ segment
-    def init_mems(self):
-        return [torch.zeros(0, self.d_model) for _ in range(self.n_layer)]
+    def init_mems(self, zero_rows=0):
+        """Empty memory (the official release).  zero_rows > 0 reproduces
+        Hugging Face's init_mems, which starts with mem_len zero vectors."""
+        return [torch.zeros(zero_rows, self.d_model) for _ in range(self.n_layer)]
 
     def _settings(self, mem_len, same_length, clamp_len):
         mem_len = self.mem_len if mem_len is None else int(mem_len)
@@ -352,13 +356,21 @@ def _segments(n_inputs, segment):
         s += segment
 
 
-def score_ids(model, ids, segment, mem_len=None, same_length=None, clamp_len=None):
+def _first_mems(model, mem_len, hf_zero_mems):
+    ml = model.mem_len if mem_len is None else int(mem_len)
+    return model.init_mems(ml if (hf_zero_mems and ml > 0) else 0)
+
+
+def score_ids(model, ids, segment, mem_len=None, same_length=None, clamp_len=None,
+              hf_zero_mems=False):
     """Log-prob of every token from the second on: [(pos, token, logprob)],
     pos being the token's 0-based index in the stream (so the second token
-    has pos 1).  Inputs t0..t(N-1) predict t1..tN, then the next N, ..."""
+    has pos 1).  Inputs t0..t(N-1) predict t1..tN, then the next N, ...
+    hf_zero_mems: start from mem_len zero vectors as HF's init_mems does
+    (default: an empty memory, as the official release and libtxl do)."""
     ids = [int(x) for x in ids]
     out = []
-    mems = model.init_mems()
+    mems = _first_mems(model, mem_len, hf_zero_mems)
     for a, b in _segments(len(ids) - 1, segment):
         h, mems = model.forward(ids[a:b], mems, mem_len, same_length, clamp_len)
         lp = model.target_logprobs(h, ids[a + 1:b + 1])
@@ -368,12 +380,12 @@ def score_ids(model, ids, segment, mem_len=None, same_length=None, clamp_len=Non
 
 
 def stream_logprobs(model, ids, segment, mem_len=None, same_length=None,
-                    clamp_len=None):
+                    clamp_len=None, hf_zero_mems=False):
     """Every token of ids is an input (segments of `segment` from t0);
     row t is the log-distribution of the token following ids[t]."""
     ids = [int(x) for x in ids]
     rows = []
-    mems = model.init_mems()
+    mems = _first_mems(model, mem_len, hf_zero_mems)
     for a, b in _segments(len(ids), segment):
         h, mems = model.forward(ids[a:b], mems, mem_len, same_length, clamp_len)
         rows.append(model.log_probs(h))
