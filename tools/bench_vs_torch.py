@@ -1,0 +1,91 @@
+"""Scoring throughput of txl against the PyTorch reference on the same
+weights, measured in one run (shared machines are noisy: only ratios taken
+together are meaningful).
+
+Usage: /usr/bin/python3 tools/bench_vs_torch.py [--txl build/tools/txl]
+       [--preset small|wt103|all] [--seconds S]
+
+For each preset it writes a random Hugging Face style checkpoint, converts
+it, runs `txl bench --json` and times the vectorised float32 PyTorch
+reference (tests/ref/txl_ref.py) at 1 and 2 threads, keeping its best."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'ref'))
+import hf_checkpoint  # noqa: E402
+import torch  # noqa: E402
+import txl_ref  # noqa: E402
+
+PRESETS = {
+    'small': dict(vocab_size=256, d_model=256, d_embed=256, n_head=8, d_head=32,
+                  d_inner=1024, n_layer=4, mem_len=256, tgt_len=64),
+    'wt103': dict(vocab_size=256, d_model=1024, d_embed=1024, n_head=16,
+                  d_head=64, d_inner=4096, n_layer=4, mem_len=640, tgt_len=64),
+}
+
+
+def torch_tokens_per_s(model, cfg, threads, seconds):
+    torch.set_num_threads(threads)
+    seg, mem_len, V = cfg['tgt_len'], cfg['mem_len'], cfg['vocab_size']
+    g = torch.Generator().manual_seed(0)
+    mems = model.init_mems()
+
+    def step(mems):
+        ids = torch.randint(0, V, (seg + 1,), generator=g).tolist()
+        h, mems = model.forward(ids[:seg], mems, mem_len, False, 0)
+        model.target_logprobs(h, ids[1:])
+        return mems
+
+    for _ in range(mem_len // seg + 2):  # fill the memory first
+        mems = step(mems)
+    n, t0 = 0, time.perf_counter()
+    while True:
+        mems = step(mems)
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= seconds and n >= 3:
+            return n * seg / dt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--txl', default=os.path.join(HERE, '..', 'build', 'tools', 'txl'))
+    ap.add_argument('--preset', default='all', choices=['all'] + list(PRESETS))
+    ap.add_argument('--seconds', type=float, default=4.0)
+    args = ap.parse_args()
+    names = list(PRESETS) if args.preset == 'all' else [args.preset]
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            cfg = hf_checkpoint.make_config(**PRESETS[name], clamp_len=0,
+                                            same_length=False, div_val=1,
+                                            cutoffs=[], untie_r=True)
+            d = os.path.join(tmp, name)
+            hf_checkpoint.make_checkpoint(d, cfg, seed=3)
+            model_path = os.path.join(d, 'model.gguf')
+            subprocess.run([args.txl, 'convert', '--hf', d, '-o', model_path],
+                           check=True, capture_output=True)
+            model = txl_ref.load_checkpoint(d)
+            ours = json.loads(subprocess.run(
+                [args.txl, 'bench', '-m', model_path, '--json'],
+                check=True, capture_output=True, text=True).stdout)
+            theirs = {t: torch_tokens_per_s(model, cfg, t, args.seconds)
+                      for t in (1, 2)}
+            best_t = max(theirs, key=theirs.get)
+            print(json.dumps({
+                'preset': name, 'txl_tokens_per_s': round(ours['tokens_per_s'], 1),
+                'torch_tokens_per_s': {str(k): round(v, 1) for k, v in theirs.items()},
+                'torch_best_threads': best_t,
+                'ratio_vs_torch': round(ours['tokens_per_s'] / theirs[best_t], 2),
+                'txl_gflops': ours['gflops'], 'sgemm_peak_gflops': ours['sgemm_peak_gflops'],
+                'peak_ratio': ours['peak_ratio'], 'threads': ours['threads']}))
+            sys.stdout.flush()
+
+
+if __name__ == '__main__':
+    main()
