@@ -3,6 +3,7 @@
  * per head; the position block is read shifted, so row i of the position
  * scores uses column j + qlen-1-i of the raw product (the "rel shift"). */
 #include "ops.h"
+#include "vecmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -20,6 +21,42 @@ txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
   int shift = mask_len > 0 ? qlen - mask_len : qlen;
   int lo = i - shift + 1;
   return lo > 0 ? lo : 0;
+}
+
+/* row[j] = softmax_j((row[j] + pos[j]) * scale), over n >= 1 entries */
+static void
+softmax_row(float *row, const float *pos, int n, float scale)
+{
+  const v8f vs = v8_set1(scale);
+  int j = 0;
+  v8f vmax = v8_set1(-INFINITY);
+  for (; j + 8 <= n; j += 8) {
+    v8f x = (v8_load(row + j) + v8_load(pos + j)) * vs;
+    v8_store(row + j, x);
+    vmax = v8_max(x, vmax);
+  }
+  float mx = v8_hmax(vmax);
+  for (; j < n; j++) {
+    row[j] = (row[j] + pos[j]) * scale;
+    mx = row[j] > mx ? row[j] : mx;
+  }
+  const v8f vm = v8_set1(mx);
+  v8f vsum = v8_set1(0.0f);
+  for (j = 0; j + 8 <= n; j += 8) {
+    v8f e = v8_exp(v8_load(row + j) - vm);
+    v8_store(row + j, e);
+    vsum += e;
+  }
+  float sum = v8_hsum(vsum);
+  for (; j < n; j++) {
+    row[j] = txl_exp1(row[j] - mx);
+    sum += row[j];
+  }
+  const v8f inv = v8_set1(1.0f / sum);
+  for (j = 0; j + 8 <= n; j += 8)
+    v8_store(row + j, v8_load(row + j) * inv);
+  for (; j < n; j++)
+    row[j] *= 1.0f / sum;
 }
 
 void
@@ -48,28 +85,14 @@ txl_rel_attention(const TxlAttnArgs *a, float *qbias, float *scores,
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, dh, 1.0f,
                 qv, dh, a->rk + (gsize)n * dh, HD, 0.0f, bd, klen);
     for (int i = 0; i < qlen; i++) {
-      float *row = ac + (gsize)i * klen;
-      const float *pos = bd + (gsize)i * klen + (qlen - 1 - i);
       int lo = txl_attn_first_key(i, qlen, a->mlen, klen, a->mem_len,
                                   a->same_length);
       int hi = a->mlen + i; /* causal: the query itself is the last key */
-      float mx = -INFINITY;
-      for (int j = lo; j <= hi; j++) {
-        row[j] = (row[j] + pos[j]) * scale;
-        mx = row[j] > mx ? row[j] : mx;
-      }
-      float sum = 0.0f;
-      for (int j = lo; j <= hi; j++) {
-        row[j] = expf(row[j] - mx);
-        sum += row[j];
-      }
-      float inv = 1.0f / sum;
-      for (int j = 0; j < lo; j++)
-        row[j] = 0.0f;
-      for (int j = lo; j <= hi; j++)
-        row[j] *= inv;
-      for (int j = hi + 1; j < klen; j++)
-        row[j] = 0.0f;
+      float *row = ac + (gsize)i * klen;
+      softmax_row(row + lo, bd + (gsize)i * klen + (qlen - 1 - i) + lo,
+                  hi - lo + 1, scale);
+      memset(row, 0, sizeof(float) * lo);
+      memset(row + hi + 1, 0, sizeof(float) * (klen - hi - 1));
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, dh, klen,
                 1.0f, ac, klen, a->v + (gsize)n * dh, a->ldkv, 0.0f,
