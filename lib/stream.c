@@ -17,8 +17,11 @@ struct _TxlStream {
   TxlModel *m;
   int mem_len, clamp_len, same_length, max_seg;
   int mlen;
+  TxlMemoryKind kind;
   TxlRTable *rt;
-  float **kmem, **vmem; /* per layer: (mem_len + max_seg, HD) */
+  /* per layer, (mem_len + max_seg) rows: KV memory keeps keys and values
+   * (HD wide each); hidden memory keeps layer inputs in kmem (d_model wide) */
+  float **kmem, **vmem;
 
   float *block; /* all scratch below lives in one allocation */
   float *h, *h2, *x, *qkv, *qbias, *scores, *attn, *ff, *emb, *out, *last_h;
@@ -51,10 +54,18 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
                         "query would see no key)");
     return NULL;
   }
+  if (o->memory != TXL_MEMORY_KV && o->memory != TXL_MEMORY_HIDDEN) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID, "unknown memory kind %d",
+                (int)o->memory);
+    return NULL;
+  }
+  const gboolean hidden = o->memory == TXL_MEMORY_HIDDEN;
   const gsize d = c->d_model, HD = (gsize)c->n_head * c->d_head;
   const gsize S = seg, K = (gsize)mem_len + seg;
-  gsize state = 2 * (gsize)c->n_layer * K * HD;
-  gsize fl = 2 * S * d + S * d + S * 3 * HD + 2 * S * c->d_head + 2 * S * K +
+  /* hidden memory projects all klen rows each segment: wider scratch */
+  const gsize QR = hidden ? K : S;
+  gsize state = (gsize)c->n_layer * K * (hidden ? d : 2 * HD);
+  gsize fl = 2 * S * d + QR * d + QR * 3 * HD + 2 * S * c->d_head + 2 * S * K +
              S * HD + S * c->d_inner + S * (c->d_embed + d) +
              txl_out_scratch_floats(m, seg) + d;
   if ((state + fl) * sizeof(float) > MAX_STATE_BYTES) {
@@ -70,18 +81,20 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   s->clamp_len = clamp;
   s->same_length = same;
   s->max_seg = seg;
+  s->kind = o->memory;
   s->rt = txl_model_get_rtable(m, clamp, (int)K);
-  s->kmem = g_new(float *, c->n_layer);
-  s->vmem = g_new(float *, c->n_layer);
+  s->kmem = g_new0(float *, c->n_layer);
+  s->vmem = g_new0(float *, c->n_layer);
   for (int l = 0; l < c->n_layer; l++) {
-    s->kmem[l] = g_new(float, K * HD);
-    s->vmem[l] = g_new(float, K * HD);
+    s->kmem[l] = g_new(float, K * (hidden ? d : HD));
+    if (!hidden)
+      s->vmem[l] = g_new(float, K * HD);
   }
   float *p = s->block = g_new(float, fl);
   s->h = p; p += S * d;
   s->h2 = p; p += S * d;
-  s->x = p; p += S * d;
-  s->qkv = p; p += S * 3 * HD;
+  s->x = p; p += QR * d;
+  s->qkv = p; p += QR * 3 * HD;
   s->qbias = p; p += 2 * S * c->d_head;
   s->scores = p; p += 2 * S * K;
   s->attn = p; p += S * HD;
@@ -122,6 +135,15 @@ int txl_stream_mem_len(const TxlStream *s) { return s->mem_len; }
 int txl_stream_mem_used(const TxlStream *s) { return s->mlen; }
 int txl_stream_max_segment(const TxlStream *s) { return s->max_seg; }
 
+gsize
+txl_stream_state_bytes(const TxlStream *s)
+{
+  const TxlConfig *c = &s->m->cfg;
+  gsize per = s->kind == TXL_MEMORY_HIDDEN ? (gsize)c->d_model
+                                           : 2 * (gsize)c->n_head * c->d_head;
+  return (gsize)c->n_layer * s->mem_len * per * sizeof(float);
+}
+
 static gboolean
 check_ids(const int32_t *ids, int n, int n_token, const char *what,
           GError **error)
@@ -156,24 +178,46 @@ layer_forward(TxlStream *s, int l, int n)
   const float eps = c->layer_norm_eps;
   const gsize nd = (gsize)n * d;
 
-  const float *xin = s->h;
-  if (c->pre_lnorm) {
-    txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
-    xin = s->x;
-  }
-  txl_linear(xin, n, d, L->qkv_w, NULL, 3 * HD, s->qkv);
-  for (int i = 0; i < n; i++) {
-    const float *row = s->qkv + (gsize)i * 3 * HD;
-    memcpy(s->kmem[l] + (gsize)(s->mlen + i) * HD, row + HD,
-           sizeof(float) * HD);
-    memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD, row + 2 * HD,
-           sizeof(float) * HD);
+  const float *q, *k, *v;
+  int ldkv;
+  if (s->kind == TXL_MEMORY_KV) {
+    const float *xin = s->h;
+    if (c->pre_lnorm) {
+      txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
+      xin = s->x;
+    }
+    txl_linear(xin, n, d, L->qkv_w, NULL, 3 * HD, s->qkv);
+    for (int i = 0; i < n; i++) {
+      const float *row = s->qkv + (gsize)i * 3 * HD;
+      memcpy(s->kmem[l] + (gsize)(s->mlen + i) * HD, row + HD,
+             sizeof(float) * HD);
+      memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD, row + 2 * HD,
+             sizeof(float) * HD);
+    }
+    q = s->qkv;
+    k = s->kmem[l];
+    v = s->vmem[l];
+    ldkv = HD;
+  } else {
+    /* the official way: project [memory; h] again */
+    float *all = s->kmem[l];
+    memcpy(all + (gsize)s->mlen * d, s->h, sizeof(float) * nd);
+    const float *xin = all;
+    if (c->pre_lnorm) {
+      txl_layer_norm(all, klen, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
+      xin = s->x;
+    }
+    txl_linear(xin, klen, d, L->qkv_w, NULL, 3 * HD, s->qkv);
+    q = s->qkv + (gsize)s->mlen * 3 * HD;
+    k = s->qkv + HD;
+    v = s->qkv + 2 * HD;
+    ldkv = 3 * HD;
   }
   TxlAttnArgs a = {
     .qlen = n, .mlen = s->mlen, .n_head = c->n_head, .d_head = c->d_head,
     .same_length = s->same_length, .mem_len = s->mem_len,
-    .q = s->qkv, .ldq = 3 * HD,
-    .k = s->kmem[l], .v = s->vmem[l], .ldkv = HD,
+    .q = q, .ldq = 3 * HD,
+    .k = k, .v = v, .ldkv = ldkv,
     .rk = s->rt->layer[l] + (gsize)(s->rt->maxk - klen) * HD,
     .r_w_bias = L->r_w_bias, .r_r_bias = L->r_r_bias,
   };
@@ -206,8 +250,12 @@ layer_forward(TxlStream *s, int l, int n)
   }
 
   int keep = MIN(s->mem_len, klen);
-  trim_memory(s->kmem[l], klen, keep, HD);
-  trim_memory(s->vmem[l], klen, keep, HD);
+  if (s->kind == TXL_MEMORY_KV) {
+    trim_memory(s->kmem[l], klen, keep, HD);
+    trim_memory(s->vmem[l], klen, keep, HD);
+  } else {
+    trim_memory(s->kmem[l], klen, keep, d);
+  }
 }
 
 gboolean

@@ -77,14 +77,25 @@ gboolean txl_config_validate(const TxlConfig *cfg, GError **error);
 
 /* ---- stream state --------------------------------------------------- */
 
+/* What a stream remembers of each past position, per layer. */
+typedef enum {
+  /* its key and value (2 x n_head x d_head floats): each position is
+   * projected once; the fastest */
+  TXL_MEMORY_KV = 0,
+  /* its hidden state (d_model floats), re-projected in every segment as
+   * the official code does: half the state when n_head x d_head = d_model */
+  TXL_MEMORY_HIDDEN = 1,
+} TxlMemoryKind;
+
 typedef struct {
   int mem_len;     /* < 0: model default */
   int clamp_len;   /* < 0: model default */
   int same_length; /* < 0: model default, else 0/1 */
   int max_segment; /* largest segment forward() will be given; <= 0: tgt_len */
+  TxlMemoryKind memory;
 } TxlStreamOptions;
 
-#define TXL_STREAM_OPTIONS_DEFAULT { -1, -1, -1, 0 }
+#define TXL_STREAM_OPTIONS_DEFAULT { -1, -1, -1, 0, TXL_MEMORY_KV }
 
 TxlStream *txl_stream_new(TxlModel *model, const TxlStreamOptions *opts,
                           GError **error);
@@ -94,6 +105,8 @@ void txl_stream_reset(TxlStream *stream);
 int txl_stream_mem_len(const TxlStream *stream);  /* configured */
 int txl_stream_mem_used(const TxlStream *stream); /* positions held now */
 int txl_stream_max_segment(const TxlStream *stream);
+/* Bytes of recurrent state (memory only, scratch excluded). */
+gsize txl_stream_state_bytes(const TxlStream *stream);
 
 /* Runs one segment of n input tokens (1 <= n <= max_segment) through the
  * model, then appends them to the memory.  When targets is not NULL,

@@ -257,6 +257,43 @@ test_memory_matters(void)
   g_free(path);
 }
 
+/* Hidden-state memory re-projects what KV memory caches: same numbers. */
+static void
+test_memory_kinds_agree(void)
+{
+  for (int variant = 0; variant < 3; variant++) {
+    TxlConfig c;
+    tu_small_config(&c);
+    c.pre_lnorm = variant == 1;
+    c.same_length = variant == 2;
+    c.clamp_len = variant == 2 ? 4 : 0;
+    char *path;
+    TxlModel *m = load(&c, &path);
+    int32_t ids[N_IDS];
+    random_ids(ids, N_IDS, c.n_token, 10 + variant);
+    Collected kv, hid;
+    TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
+    score(m, &o, 6, ids, N_IDS, NULL, 0, &kv);
+    o.memory = TXL_MEMORY_HIDDEN;
+    score(m, &o, 6, ids, N_IDS, NULL, 0, &hid);
+    float worst = 0.0f;
+    for (int i = 0; i < N_IDS - 1; i++)
+      worst = MAX(worst, fabsf(kv.lp[i] - hid.lp[i]));
+    g_assert_cmpfloat(worst, <=, 1e-5f);
+    g_autoptr(GError) err = NULL;
+    TxlStream *a = txl_stream_new(m, NULL, &err);
+    TxlStream *b = txl_stream_new(m, &o, &err);
+    /* d_model 32 vs 2 x 4 x 8 per position */
+    g_assert_cmpuint(txl_stream_state_bytes(a), ==,
+                     2 * txl_stream_state_bytes(b));
+    txl_stream_free(a);
+    txl_stream_free(b);
+    txl_model_unref(m);
+    tu_remove(path);
+    g_free(path);
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -268,5 +305,6 @@ main(int argc, char **argv)
   g_test_add_func("/stream/reset-and-full-distribution",
                   test_reset_and_full_distribution);
   g_test_add_func("/stream/memory-matters", test_memory_matters);
+  g_test_add_func("/stream/memory-kinds-agree", test_memory_kinds_agree);
   return g_test_run();
 }

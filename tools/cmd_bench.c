@@ -40,13 +40,15 @@ sgemm_peak_gflops(int n, double seconds)
   return best;
 }
 
-/* FLOPs of one segment as this engine executes it (memory keys and values
- * are cached, so only the segment's own rows are projected). */
+/* FLOPs of one segment: as this engine executes it (all_rows: hidden
+ * memory, re-projected each segment; else only the segment's own rows), or
+ * (recompute) as the official code does, which also re-projects W_R R. */
 static double
-segment_flops(const TxlConfig *c, int n, int mlen, gboolean recompute)
+segment_flops(const TxlConfig *c, int n, int mlen, gboolean all_rows,
+              gboolean recompute)
 {
   double d = c->d_model, HD = (double)c->n_head * c->d_head;
-  double klen = mlen + n, rows = recompute ? klen : n;
+  double klen = mlen + n, rows = all_rows || recompute ? klen : n;
   double per_layer = 2 * rows * d * 3 * HD      /* q, k, v */
                      + 3 * 2 * n * klen * HD     /* content, position, values */
                      + 2 * n * HD * d            /* output projection */
@@ -66,6 +68,7 @@ txl_cmd_bench(int argc, char **argv)
   g_autofree char *model_path = NULL;
   int segment = 0, mem_len = -1, segments = 0, threads = 0, peak_n = 1024;
   gboolean json = FALSE;
+  g_autofree char *memory = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "segment", 0, 0, G_OPTION_ARG_INT, &segment, "Segment length (default: tgt_len)", "N" },
@@ -74,6 +77,7 @@ txl_cmd_bench(int argc, char **argv)
       "Timed segments after the memory is full (default: about 3 s worth)", "N" },
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "OpenBLAS threads (default: all cores)", "N" },
     { "peak-size", 0, 0, G_OPTION_ARG_INT, &peak_n, "Matrix size of the sgemm peak run (default 1024)", "N" },
+    { "memory", 0, 0, G_OPTION_ARG_STRING, &memory, "kv (default) or hidden", "KIND" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL },
   };
@@ -87,6 +91,11 @@ txl_cmd_bench(int argc, char **argv)
     fprintf(stderr, "txl bench: %s\n", err ? err->message : "-m MODEL is required");
     return 2;
   }
+  gboolean hidden = memory && !strcmp(memory, "hidden");
+  if (memory && !hidden && strcmp(memory, "kv") != 0) {
+    fprintf(stderr, "txl bench: --memory takes kv or hidden\n");
+    return 2;
+  }
   if (threads > 0)
     openblas_set_num_threads(threads);
   TxlModel *m = txl_model_load(model_path, &err);
@@ -96,7 +105,8 @@ txl_cmd_bench(int argc, char **argv)
   }
   const TxlConfig *c = txl_model_config(m);
   int seg = segment > 0 ? segment : c->tgt_len;
-  TxlStreamOptions o = { mem_len, -1, -1, seg };
+  TxlStreamOptions o = { mem_len, -1, -1, seg,
+                         hidden ? TXL_MEMORY_HIDDEN : TXL_MEMORY_KV };
   TxlStream *s = txl_stream_new(m, &o, &err);
   if (!s) {
     fprintf(stderr, "txl bench: %s\n", err->message);
@@ -131,21 +141,25 @@ txl_cmd_bench(int argc, char **argv)
       break;
   }
   double tps = (double)done * seg / elapsed;
-  double flops = segment_flops(c, seg, mlen, FALSE);
+  double flops = segment_flops(c, seg, mlen, hidden, FALSE);
   double gflops = flops * done / elapsed / 1e9;
-  double naive = segment_flops(c, seg, mlen, TRUE) * done / elapsed / 1e9;
+  double naive = segment_flops(c, seg, mlen, TRUE, TRUE) * done / elapsed / 1e9;
   double peak = sgemm_peak_gflops(peak_n, 2.0);
   int nthreads = openblas_get_num_threads();
   if (json) {
     printf("{\"tokens_per_s\": %.1f, \"gflops\": %.2f, \"gflops_recompute_equiv\": %.2f, "
            "\"sgemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
-           "\"mem_len\": %d, \"segments\": %d, \"threads\": %d}\n",
-           tps, gflops, naive, peak, gflops / peak, seg, ml, done, nthreads);
+           "\"mem_len\": %d, \"segments\": %d, \"threads\": %d, \"memory\": \"%s\", "
+           "\"state_bytes\": %zu}\n",
+           tps, gflops, naive, peak, gflops / peak, seg, ml, done, nthreads,
+           hidden ? "hidden" : "kv", txl_stream_state_bytes(s));
   } else {
     printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
            model_path, c->d_model, c->n_layer, c->n_head, c->d_inner, c->n_token);
-    printf("setting      segment %d, mem_len %d, %d OpenBLAS threads, %d segments timed\n",
-           seg, ml, nthreads, done);
+    printf("setting      segment %d, mem_len %d, %s memory (%.1f MiB of state), "
+           "%d OpenBLAS threads, %d segments timed\n", seg, ml,
+           hidden ? "hidden" : "kv", txl_stream_state_bytes(s) / 1048576.0,
+           nthreads, done);
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);

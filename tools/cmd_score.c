@@ -299,6 +299,7 @@ txl_cmd_score(int argc, char **argv)
   g_autofree char *model_path = NULL;
   gboolean ids = FALSE;
   int segment = 0, mem_len = -1, same_length = -1, clamp_len = -1;
+  g_autofree char *memory = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
@@ -311,6 +312,8 @@ txl_cmd_score(int argc, char **argv)
       "1: every query sees mem_len keys; 0: all earlier keys (default: the model's)", "0|1" },
     { "clamp-len", 0, 0, G_OPTION_ARG_INT, &clamp_len,
       "Cap relative distances at N; 0: no cap (default: the model's)", "N" },
+    { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
+      "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
     { NULL },
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE|-]");
@@ -339,6 +342,14 @@ txl_cmd_score(int argc, char **argv)
                     "non-negative numbers, --same-length 0 or 1\n");
     return 2;
   }
+  TxlMemoryKind kind = TXL_MEMORY_KV;
+  if (memory && !strcmp(memory, "hidden"))
+    kind = TXL_MEMORY_HIDDEN;
+  else if (memory && strcmp(memory, "kv") != 0) {
+    fprintf(stderr, "txl score: --memory takes kv or hidden, not '%s'\n",
+            memory);
+    return 2;
+  }
   const char *path = argc == 2 ? argv[1] : "-";
   FILE *in = stdin;
   if (strcmp(path, "-") != 0 && !(in = fopen(path, "rb"))) {
@@ -362,7 +373,7 @@ txl_cmd_score(int argc, char **argv)
       fclose(in);
     return 1;
   }
-  TxlStreamOptions o = { mem_len, clamp_len, same_length, 0 };
+  TxlStreamOptions o = { mem_len, clamp_len, same_length, 0, kind };
   TextScore t = { 0 };
   g_queue_init(&t.lines);
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
