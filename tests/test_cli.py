@@ -1,0 +1,133 @@
+"""The txl command line: clear errors and exit codes on bad input, and the
+text scoring output (per-line JSON) staying consistent with --ids."""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ref'))
+import hf_checkpoint  # noqa: E402
+
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', 'build', 'tools', 'txl'))
+results = []
+
+
+def run(args, stdin=b''):
+    p = subprocess.run([TXL] + args, input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
+
+
+def expect_fail(name, args, stdin, code, needle):
+    rc, out, err = run(args, stdin)
+    check(name, rc == code and needle in err, 'rc=%d stderr=%r' % (rc, err[-300:]))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-cli-')
+    words = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
+    cfg = hf_checkpoint.make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32,
+                                    n_head=4, d_head=8, d_inner=64, n_layer=2,
+                                    mem_len=8, tgt_len=4, same_length=False)
+    word_dir = os.path.join(tmp, 'word')
+    hf_checkpoint.make_checkpoint(word_dir, cfg, seed=5)
+    with open(os.path.join(word_dir, 'vocab.txt'), 'w') as f:
+        f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
+    wm = os.path.join(tmp, 'word.gguf')
+    rc, _, err = run(['convert', '--hf', word_dir, '-o', wm])
+    check('convert word model', rc == 0, err)
+    none_dir = os.path.join(tmp, 'none')
+    hf_checkpoint.make_checkpoint(none_dir, cfg, seed=6)
+    nm = os.path.join(tmp, 'none.gguf')
+    rc, _, err = run(['convert', '--hf', none_dir, '-o', nm])
+    check('convert id-only model', rc == 0, err)
+    V = cfg['vocab_size']
+
+    # --ids errors
+    expect_fail('id out of range', ['score', '-m', nm, '--ids'], b'1 2 %d 3' % V, 1, 'outside the vocabulary')
+    expect_fail('negative id', ['score', '-m', nm, '--ids'], b'1 -2 3', 1, 'not a valid token id')
+    expect_fail('non-numeric id', ['score', '-m', nm, '--ids'], b'1 2x 3', 1, "'2x'")
+    expect_fail('huge id', ['score', '-m', nm, '--ids'], b'1 99999999999999999999999 3', 1, 'out of range')
+    expect_fail('empty input', ['score', '-m', nm, '--ids'], b'  \n ', 1, 'no token ids')
+    expect_fail('single id', ['score', '-m', nm, '--ids'], b'3', 1, 'only one token')
+    expect_fail('unreadable input', ['score', '-m', nm, '--ids', os.path.join(tmp, 'nope.txt')], b'', 1, 'cannot open')
+    expect_fail('missing model', ['score', '-m', os.path.join(tmp, 'nope.gguf'), '--ids'], b'1 2', 1, 'nope.gguf')
+    expect_fail('text on an id-only model', ['score', '-m', nm], b'the cat\n', 1, '--ids')
+    expect_fail('bad --same-length', ['score', '-m', nm, '--ids', '--same-length', '2'], b'1 2', 2, 'same-length')
+    expect_fail('bad --memory', ['score', '-m', nm, '--ids', '--memory', 'disk'], b'1 2', 2, 'memory')
+    expect_fail('same_length without memory', ['score', '-m', nm, '--ids', '--mem-len', '0', '--same-length', '1'],
+                b'1 2 3', 1, 'mem_len')
+    with open(nm, 'rb') as f:
+        blob = f.read()
+    cut = os.path.join(tmp, 'cut.gguf')
+    with open(cut, 'wb') as f:
+        f.write(blob[:len(blob) // 2])
+    expect_fail('truncated model', ['score', '-m', cut, '--ids'], b'1 2', 1, 'cut.gguf')
+    rc, _, _ = run([])
+    check('no command: usage, exit 2', rc == 2)
+    rc, _, err = run(['frobnicate'])
+    check('unknown command: exit 2', rc == 2 and 'frobnicate' in err)
+    rc, out, _ = run(['info', nm])
+    check('info prints JSON', rc == 0 and json.loads(out)['n_token'] == V)
+
+    # --ids output: one object per token from the second on, positions 1..n-1
+    ids = [random.Random(1).randrange(V) for _ in range(23)]
+    rc, out, err = run(['score', '-m', nm, '--ids'], ' '.join(map(str, ids)).encode())
+    rows = [json.loads(l) for l in out.splitlines()]
+    check('--ids rows', rc == 0 and [r['pos'] for r in rows] == list(range(1, 23))
+          and [r['token'] for r in rows] == ids[1:]
+          and all(r['logprob'] < 0 for r in rows), err)
+
+    # text: per-line JSON; totals agree with the summary; file == stdin
+    text = b'the cat sat on the mat\nthe dog ran\n\nzebra cat\na cat sat'
+    path = os.path.join(tmp, 'in.txt')
+    with open(path, 'wb') as f:
+        f.write(text)
+    rc, out_file, err = run(['score', '-m', wm, path])
+    lines = [json.loads(l) for l in out_file.splitlines()]
+    check('text: one object per line', rc == 0 and [l['line'] for l in lines] == [1, 2, 3, 4, 5], err)
+    # words + <eos> per line, minus the stream's first token
+    check('text: token counts', [l['tokens'] for l in lines] == [6, 4, 1, 3, 4], str([l['tokens'] for l in lines]))
+    check('text: bytes', [l['bytes'] for l in lines] == [23, 12, 1, 10, 9], str([l['bytes'] for l in lines]))
+    tot = sum(l['nll'] * l['tokens'] for l in lines)
+    n = sum(l['tokens'] for l in lines)
+    summary = float(err.split('mean NLL ')[1].split()[0])
+    check('text: summary mean NLL', abs(tot / n - summary) < 1e-3, '%g vs %g' % (tot / n, summary))
+    check('text: ppl = exp(nll)', all(abs(math.log(l['ppl']) - l['nll']) < 1e-4 for l in lines))
+    check('text: bpb', all(abs(l['bpb'] - l['nll'] * l['tokens'] / math.log(2) / l['bytes']) < 1e-4 for l in lines))
+    rc, out_stdin, _ = run(['score', '-m', wm, '-'], text)
+    check('text: stdin == file', out_stdin == out_file)
+    # the same text as ids gives the same log-probs
+    vocab = ['<eos>', '<unk>'] + words
+    tok = []
+    for line in text.decode().split('\n'):
+        tok += [vocab.index(w) if w in vocab else 1 for w in line.split()] + [0]
+    rc, out_ids, _ = run(['score', '-m', wm, '--ids'], ' '.join(map(str, tok)).encode())
+    lp = [json.loads(l)['logprob'] for l in out_ids.splitlines()]
+    check('text == ids', abs(-sum(lp) - tot) < 1e-3, '%g vs %g' % (-sum(lp), tot))
+
+    # binary junk, NULs, invalid UTF-8, a 2 MB line: valid JSON out, no crash
+    junk = bytes(random.Random(2).randrange(256) for _ in range(20000)) + b'\x00\xff\xfe' + b'cat ' * 500000
+    rc, out, err = run(['score', '-m', wm, '-'], junk)
+    ok = rc == 0
+    try:
+        for l in out.splitlines():
+            json.loads(l)
+    except ValueError:
+        ok = False
+    check('binary junk and a huge line', ok, err[-300:])
+
+    failed = results.count(False)
+    print('%d passed, %d failed' % (len(results) - failed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()
