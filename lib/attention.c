@@ -3,6 +3,7 @@
  * per head; the position block is read shifted, so row i of the position
  * scores uses column j + qlen-1-i of the raw product (the "rel shift"). */
 #include "ops.h"
+#include "parallel.h"
 #include "vecmath.h"
 
 #include <cblas.h>
@@ -23,8 +24,9 @@ txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
   return lo > 0 ? lo : 0;
 }
 
-/* row[j] = softmax_j((row[j] + pos[j]) * scale), over n >= 1 entries */
-static void
+/* row[j] = exp((row[j] + pos[j]) * scale - max), over n >= 1 entries;
+ * returns 1 / sum, applied to the (narrower) output row instead */
+static float
 softmax_row(float *row, const float *pos, int n, float scale)
 {
   const v8f vs = v8_set1(scale);
@@ -52,25 +54,37 @@ softmax_row(float *row, const float *pos, int n, float scale)
     row[j] = txl_exp1(row[j] - mx);
     sum += row[j];
   }
-  const v8f inv = v8_set1(1.0f / sum);
-  for (j = 0; j + 8 <= n; j += 8)
-    v8_store(row + j, v8_load(row + j) * inv);
-  for (; j < n; j++)
-    row[j] *= 1.0f / sum;
+  return 1.0f / sum;
 }
 
-void
-txl_rel_attention(const TxlAttnArgs *a, float *qbias, float *scores,
-                  float *out)
+gsize
+txl_attn_scratch_floats(int qlen, int klen, int d_head)
 {
+  return 2 * (gsize)qlen * d_head + 2 * (gsize)qlen * klen + qlen;
+}
+
+typedef struct {
+  const TxlAttnArgs *a;
+  float *scratch;
+  gsize slot;
+  float *out;
+} AttnJob;
+
+static void
+heads_task(int t, int n_tasks, gpointer p)
+{
+  const AttnJob *job = p;
+  const TxlAttnArgs *a = job->a;
   const int qlen = a->qlen, dh = a->d_head, H = a->n_head;
   const int klen = a->mlen + qlen;
   const int HD = H * dh;
   const float scale = 1.0f / sqrtf((float)dh);
-  float *qu = qbias, *qv = qbias + (gsize)qlen * dh;
-  float *ac = scores, *bd = scores + (gsize)qlen * klen;
+  float *qu = job->scratch + (gsize)t * job->slot;
+  float *qv = qu + (gsize)qlen * dh;
+  float *ac = qv + (gsize)qlen * dh, *bd = ac + (gsize)qlen * klen;
+  float *inv = bd + (gsize)qlen * klen;
 
-  for (int n = 0; n < H; n++) {
+  for (int n = t * H / n_tasks; n < (t + 1) * H / n_tasks; n++) {
     const float *u = a->r_w_bias + (gsize)n * dh;
     const float *v = a->r_r_bias + (gsize)n * dh;
     for (int i = 0; i < qlen; i++) {
@@ -89,13 +103,29 @@ txl_rel_attention(const TxlAttnArgs *a, float *qbias, float *scores,
                                   a->same_length);
       int hi = a->mlen + i; /* causal: the query itself is the last key */
       float *row = ac + (gsize)i * klen;
-      softmax_row(row + lo, bd + (gsize)i * klen + (qlen - 1 - i) + lo,
-                  hi - lo + 1, scale);
+      inv[i] = softmax_row(row + lo, bd + (gsize)i * klen + (qlen - 1 - i) + lo,
+                           hi - lo + 1, scale);
       memset(row, 0, sizeof(float) * lo);
       memset(row + hi + 1, 0, sizeof(float) * (klen - hi - 1));
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, dh, klen,
                 1.0f, ac, klen, a->v + (gsize)n * dh, a->ldkv, 0.0f,
-                out + (gsize)n * dh, HD);
+                job->out + (gsize)n * dh, HD);
+    for (int i = 0; i < qlen; i++) {
+      float *o = job->out + (gsize)i * HD + (gsize)n * dh;
+      for (int c = 0; c < dh; c++)
+        o[c] *= inv[i];
+    }
   }
+}
+
+void
+txl_rel_attention(const TxlAttnArgs *a, float *scratch, int slots, float *out)
+{
+  AttnJob job = { a, scratch,
+                  txl_attn_scratch_floats(a->qlen, a->mlen + a->qlen,
+                                          a->d_head),
+                  out };
+  /* heads are independent: one task per group of heads */
+  txl_parallel_run(MIN(slots, a->n_head), heads_task, &job);
 }

@@ -26,7 +26,8 @@ void txl_embed(const TxlModel *m, const int32_t *ids, int n, float *h,
 /* Relative multi-head attention core for one layer.  q rows have stride
  * ldq; K and V hold klen = mlen + qlen rows of stride ldkv; rk is the
  * (klen, HD) block of projected positions, oldest distance first.  Writes
- * the attention vectors (qlen, HD).  scores needs 2 * qlen * klen floats. */
+ * the attention vectors (qlen, HD).  Heads run in parallel, up to `slots`
+ * at once, each with txl_attn_scratch_floats() of scratch. */
 typedef struct {
   int qlen, mlen, n_head, d_head;
   int same_length, mem_len;
@@ -35,7 +36,8 @@ typedef struct {
   const float *rk;
   const float *r_w_bias, *r_r_bias;
 } TxlAttnArgs;
-void txl_rel_attention(const TxlAttnArgs *a, float *qbias, float *scores,
+gsize txl_attn_scratch_floats(int qlen, int klen, int d_head);
+void txl_rel_attention(const TxlAttnArgs *a, float *scratch, int slots,
                        float *out);
 /* First key index visible to query i under same_length (0 otherwise). */
 int txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,

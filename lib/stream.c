@@ -9,6 +9,7 @@
  * computation through its key and value. */
 #include "model_internal.h"
 #include "ops.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -24,8 +25,9 @@ struct _TxlStream {
   float **kmem, **vmem;
 
   float *block; /* all scratch below lives in one allocation */
-  float *h, *h2, *x, *qkv, *qbias, *scores, *attn, *ff, *emb, *out, *last_h;
+  float *h, *h2, *x, *qkv, *attn_scratch, *attn, *ff, *emb, *out, *last_h;
   int *idx;
+  int slots; /* attention scratch slots: heads computed at once */
   gboolean has_last;
 };
 
@@ -65,7 +67,9 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   /* hidden memory projects all klen rows each segment: wider scratch */
   const gsize QR = hidden ? K : S;
   gsize state = (gsize)c->n_layer * K * (hidden ? d : 2 * HD);
-  gsize fl = 2 * S * d + QR * d + QR * 3 * HD + 2 * S * c->d_head + 2 * S * K +
+  const int slots = MIN(txl_parallel_threads(), c->n_head);
+  const gsize attn_fl = slots * txl_attn_scratch_floats(seg, (int)K, c->d_head);
+  gsize fl = 2 * S * d + QR * d + QR * 3 * HD + attn_fl +
              S * HD + S * c->d_inner + S * (c->d_embed + d) +
              txl_out_scratch_floats(m, seg) + d;
   if ((state + fl) * sizeof(float) > MAX_STATE_BYTES) {
@@ -95,8 +99,8 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   s->h2 = p; p += S * d;
   s->x = p; p += QR * d;
   s->qkv = p; p += QR * 3 * HD;
-  s->qbias = p; p += 2 * S * c->d_head;
-  s->scores = p; p += 2 * S * K;
+  s->attn_scratch = p; p += attn_fl;
+  s->slots = slots;
   s->attn = p; p += S * HD;
   s->ff = p; p += S * c->d_inner;
   s->emb = p; p += S * (c->d_embed + d);
@@ -221,7 +225,7 @@ layer_forward(TxlStream *s, int l, int n)
     .rk = s->rt->layer[l] + (gsize)(s->rt->maxk - klen) * HD,
     .r_w_bias = L->r_w_bias, .r_r_bias = L->r_r_bias,
   };
-  txl_rel_attention(&a, s->qbias, s->scores, s->attn);
+  txl_rel_attention(&a, s->attn_scratch, s->slots, s->attn);
 
   /* h2 = h + attention output, normalised after when post-LN */
   memcpy(s->h2, s->h, sizeof(float) * nd);

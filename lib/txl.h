@@ -61,6 +61,13 @@ typedef struct _TxlModel TxlModel;
 typedef struct _TxlStream TxlStream;
 typedef struct _TxlTokenizer TxlTokenizer;
 
+/* ---- threads -------------------------------------------------------- */
+
+/* libtxl splits each segment's work over a process-wide pool of threads
+ * (TXL_NUM_THREADS, default: every core) and runs OpenBLAS single-threaded
+ * inside it.  Returns the number of threads, the caller's included. */
+int txl_num_threads(void);
+
 /* ---- model ---------------------------------------------------------- */
 
 TxlModel *txl_model_load(const char *path, GError **error);

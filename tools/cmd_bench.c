@@ -75,7 +75,8 @@ txl_cmd_bench(int argc, char **argv)
     { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
     { "segments", 0, 0, G_OPTION_ARG_INT, &segments,
       "Timed segments after the memory is full (default: about 3 s worth)", "N" },
-    { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "OpenBLAS threads (default: all cores)", "N" },
+    { "threads", 0, 0, G_OPTION_ARG_INT, &threads,
+      "libtxl threads (default: TXL_NUM_THREADS, else all cores)", "N" },
     { "peak-size", 0, 0, G_OPTION_ARG_INT, &peak_n, "Matrix size of the sgemm peak run (default 1024)", "N" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory, "kv (default) or hidden", "KIND" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
@@ -96,8 +97,10 @@ txl_cmd_bench(int argc, char **argv)
     fprintf(stderr, "txl bench: --memory takes kv or hidden\n");
     return 2;
   }
-  if (threads > 0)
-    openblas_set_num_threads(threads);
+  if (threads > 0) {
+    g_autofree char *t = g_strdup_printf("%d", threads);
+    g_setenv("TXL_NUM_THREADS", t, TRUE); /* read when the pool starts */
+  }
   TxlModel *m = txl_model_load(model_path, &err);
   if (!m) {
     fprintf(stderr, "txl bench: %s\n", err->message);
@@ -144,8 +147,12 @@ txl_cmd_bench(int argc, char **argv)
   double flops = segment_flops(c, seg, mlen, hidden, FALSE);
   double gflops = flops * done / elapsed / 1e9;
   double naive = segment_flops(c, seg, mlen, TRUE, TRUE) * done / elapsed / 1e9;
+  int nthreads = txl_num_threads();
+  /* the machine's peak: OpenBLAS on as many threads as libtxl used (libtxl
+   * itself keeps OpenBLAS single-threaded inside its own pool) */
+  openblas_set_num_threads(nthreads);
   double peak = sgemm_peak_gflops(peak_n, 2.0);
-  int nthreads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
   if (json) {
     printf("{\"tokens_per_s\": %.1f, \"gflops\": %.2f, \"gflops_recompute_equiv\": %.2f, "
            "\"sgemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
@@ -157,13 +164,14 @@ txl_cmd_bench(int argc, char **argv)
     printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
            model_path, c->d_model, c->n_layer, c->n_head, c->d_inner, c->n_token);
     printf("setting      segment %d, mem_len %d, %s memory (%.1f MiB of state), "
-           "%d OpenBLAS threads, %d segments timed\n", seg, ml,
+           "%d threads, %d segments timed\n", seg, ml,
            hidden ? "hidden" : "kv", txl_stream_state_bytes(s) / 1048576.0,
            nthreads, done);
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);
-    printf("sgemm peak   %.2f GFLOPS (%dx%d, same run)\n", peak, peak_n, peak_n);
+    printf("sgemm peak   %.2f GFLOPS (OpenBLAS %dx%d, %d threads, same run)\n", peak,
+           peak_n, peak_n, nthreads);
     printf("ratio        %.1f%% of the sgemm peak\n", 100.0 * gflops / peak);
   }
   g_rand_free(r);
