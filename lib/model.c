@@ -201,17 +201,16 @@ model_free(TxlModel *m)
   g_free(m);
 }
 
-TxlModel *
-txl_model_load(const char *path, GError **error)
+static TxlModel *
+model_load(const char *path, const void *buf, gsize size, GError **error)
 {
-  g_return_val_if_fail(path != NULL, NULL);
   TxlModel *m = g_new0(TxlModel, 1);
   m->ref = 1;
   g_mutex_init(&m->lock);
   m->path = g_strdup(path);
   m->rtables = g_ptr_array_new_with_free_func((GDestroyNotify)txl_rtable_unref);
   GError *err = NULL;
-  m->file = gguf_open(path, &err);
+  m->file = buf ? gguf_parse(buf, size, &err) : gguf_open(path, &err);
   if (!m->file)
     goto fail;
   if (!txl_config_read_gguf(m->file, &m->cfg, &err))
@@ -232,6 +231,19 @@ fail:
   g_propagate_error(error, err);
   model_free(m);
   return NULL;
+}
+
+TxlModel *
+txl_model_load(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  return model_load(path, NULL, 0, error);
+}
+
+TxlModel *
+txl_model_from_buffer(const void *data, gsize size, GError **error)
+{
+  return model_load("<buffer>", data, size, error);
 }
 
 TxlModel *

@@ -67,6 +67,9 @@ struct _TxlModel {
   char *id, *vocab_id;
 };
 
+/* Loads from a caller-owned buffer that must outlive the model (fuzzing). */
+TxlModel *txl_model_from_buffer(const void *data, gsize size, GError **error);
+
 /* Returns a table covering at least maxk positions (new reference). */
 TxlRTable *txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk);
 void txl_rtable_unref(TxlRTable *t);
