@@ -1,0 +1,56 @@
+/* The training batcher: B contiguous streams, consecutive segments,
+ * targets shifted by one, a new pass flagged, seek for resume. */
+#include "batcher.h"
+
+#include <string.h>
+
+static void
+test_streams(void)
+{
+  int32_t tok[100];
+  for (int i = 0; i < 100; i++)
+    tok[i] = i;
+  g_autoptr(GError) err = NULL;
+  TxlBatcher *b = txl_batcher_new(tok, 100, 3, 4, &err);
+  g_assert_no_error(err);
+  /* 33 tokens per stream: (33 - 1) / 4 = 8 segments per pass */
+  g_assert_cmpint(txl_batcher_batches_per_epoch(b), ==, 8);
+  int32_t in[12], tg[12];
+  g_assert_true(txl_batcher_next(b, in, tg));
+  static const int32_t in0[12] = { 0, 1, 2, 3, 33, 34, 35, 36, 66, 67, 68, 69 };
+  g_assert_cmpmem(in, sizeof in, in0, sizeof in0);
+  for (int i = 0; i < 12; i++)
+    g_assert_cmpint(tg[i], ==, in[i] + 1);
+  g_assert_false(txl_batcher_next(b, in, tg));
+  g_assert_cmpint(in[0], ==, 4); /* stream 0 continues where it ended */
+  g_assert_cmpint(in[4], ==, 37);
+  for (int k = 2; k < 8; k++)
+    g_assert_false(txl_batcher_next(b, in, tg));
+  g_assert_cmpint(tg[11], ==, 98); /* last target inside stream 2 */
+  g_assert_true(txl_batcher_next(b, in, tg)); /* a new pass */
+  g_assert_cmpint(in[0], ==, 0);
+  txl_batcher_seek(b, 13);
+  g_assert_cmpint(txl_batcher_position(b), ==, 13);
+  g_assert_false(txl_batcher_next(b, in, tg));
+  g_assert_cmpint(in[0], ==, 20); /* (13 mod 8) * 4 */
+  txl_batcher_free(b);
+}
+
+static void
+test_too_small(void)
+{
+  int32_t tok[10] = { 0 };
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_batcher_new(tok, 10, 3, 4, &err));
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  g_assert_nonnull(strstr(err->message, "15"));
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/batcher/streams", test_streams);
+  g_test_add_func("/batcher/too-small", test_too_small);
+  return g_test_run();
+}
