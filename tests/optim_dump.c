@@ -33,5 +33,11 @@ main(void)
   fwrite(p, 4, n, stdout);
   fwrite(lrs, 4, steps, stdout);
   fwrite(norms, 4, steps, stdout);
+  g_free(p);
+  g_free(g);
+  g_free(m);
+  g_free(v);
+  g_free(lrs);
+  g_free(norms);
   return 0;
 }

@@ -31,7 +31,10 @@ def case(n, steps, lr, wd, max_norm, seed):
     p0 = rng.standard_normal(n).astype(np.float32)
     grads = (rng.standard_normal((steps, n)) * rng.uniform(0.1, 3.0, (steps, 1))).astype(np.float32)
     blob = struct.pack('<qqfff', n, steps, lr, wd, max_norm) + p0.tobytes() + grads.tobytes()
-    out = subprocess.run([DUMP], input=blob, capture_output=True, check=True).stdout
+    r = subprocess.run([DUMP], input=blob, capture_output=True)
+    if r.returncode != 0:
+        sys.exit('optim_dump failed (%d): %s' % (r.returncode, r.stderr.decode()[-2000:]))
+    out = r.stdout
     got = np.frombuffer(out[:4 * n], dtype=np.float32)
     lrs = np.frombuffer(out[4 * n:4 * (n + steps)], dtype=np.float32)
     norms = np.frombuffer(out[4 * (n + steps):], dtype=np.float32)
