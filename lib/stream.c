@@ -86,15 +86,29 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   s->same_length = same;
   s->max_seg = seg;
   s->kind = o->memory;
-  s->rt = txl_model_get_rtable(m, clamp, (int)K);
+  /* A model file's own mem_len and tgt_len can ask for tens of GiB (the
+   * attention scratch grows with segment x (mem_len + segment)): refuse
+   * what cannot be had instead of aborting in g_new. */
+  gboolean ok = TRUE;
   s->kmem = g_new0(float *, c->n_layer);
   s->vmem = g_new0(float *, c->n_layer);
-  for (int l = 0; l < c->n_layer; l++) {
-    s->kmem[l] = g_new(float, K * (hidden ? d : HD));
-    if (!hidden)
-      s->vmem[l] = g_new(float, K * HD);
+  for (int l = 0; l < c->n_layer && ok; l++) {
+    ok = (s->kmem[l] = g_try_new(float, K * (hidden ? d : HD))) != NULL;
+    if (ok && !hidden)
+      ok = (s->vmem[l] = g_try_new(float, K * HD)) != NULL;
   }
-  float *p = s->block = g_new(float, fl);
+  if (ok)
+    ok = (s->block = g_try_new(float, fl)) != NULL;
+  if (!ok) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "a stream with mem_len %d and segment %d needs %.1f GiB, "
+                "more than can be allocated", mem_len, seg,
+                (state + fl) * 4.0 / (1 << 30));
+    txl_stream_free(s);
+    return NULL;
+  }
+  s->rt = txl_model_get_rtable(m, clamp, (int)K);
+  float *p = s->block;
   s->h = p; p += S * d;
   s->h2 = p; p += S * d;
   s->x = p; p += QR * d;
