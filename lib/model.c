@@ -277,7 +277,9 @@ txl_model_id(const TxlModel *cm)
 {
   TxlModel *m = (TxlModel *)cm;
   g_mutex_lock(&m->lock);
-  if (!m->id) {
+  if (!m->id && !m->file) {
+    m->id = g_strdup("in-memory"); /* a view (txl_model_new_view) */
+  } else if (!m->id) {
     gsize size;
     const void *buf = gguf_buffer(m->file, &size);
     m->id = g_compute_checksum_for_data(G_CHECKSUM_SHA256, buf, size);
@@ -364,4 +366,32 @@ txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk)
   g_atomic_int_inc(&found->ref);
   g_mutex_unlock(&m->lock);
   return found;
+}
+
+/* ---- views over weights held elsewhere (training, lib/params.c) ---- */
+
+#include "params.h"
+
+TxlModel *
+txl_model_new_view(const TxlConfig *cfg)
+{
+  TxlModel *m = g_new0(TxlModel, 1);
+  m->ref = 1;
+  g_mutex_init(&m->lock);
+  m->cfg = *cfg;
+  m->path = g_strdup("<in-memory>");
+  m->rtables = g_ptr_array_new_with_free_func((GDestroyNotify)txl_rtable_unref);
+  m->tok.type = TXL_TOKENIZER_NONE;
+  m->tok.n_tokens = cfg->n_token;
+  m->tok.unk_id = m->tok.eos_id = -1;
+  m->layers = g_new0(TxlLayerWeights, cfg->n_layer);
+  return m;
+}
+
+void
+txl_model_weights_changed(TxlModel *m)
+{
+  g_mutex_lock(&m->lock);
+  g_ptr_array_set_size(m->rtables, 0);
+  g_mutex_unlock(&m->lock);
 }

@@ -1,0 +1,223 @@
+/* Training kernels: products, layer norm, dropout and cross-entropy, each
+ * forward with its backward.  Row-major float32, caller-owned buffers. */
+#include "train.h"
+#include "parallel.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* below this many multiply-adds one thread is faster than the pool */
+#define GEMM_PAR_MIN_MACS (1 << 18)
+
+typedef struct {
+  gboolean ta, tb;
+  int M, N, K, lda, ldb, ldc, step;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+} Gemm;
+
+static void
+gemm_task(int t, int n_tasks, gpointer p)
+{
+  const Gemm *g = p;
+  int a = t * g->step, b = MIN(g->N, a + g->step);
+  if (a >= b)
+    return;
+  const float *B = g->tb ? g->B + (gsize)a * g->ldb : g->B + a;
+  cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
+              g->tb ? CblasTrans : CblasNoTrans, g->M, b - a, g->K, g->alpha,
+              g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
+}
+
+void
+txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
+         const float *A, int lda, const float *B, int ldb, float beta,
+         float *C, int ldc)
+{
+  if (M <= 0 || N <= 0)
+    return;
+  int T = txl_parallel_threads();
+  double macs = (double)M * N * K;
+  int tasks = macs < GEMM_PAR_MIN_MACS ? 1 : MIN(T, (N + 15) / 16);
+  /* whole 16-column panels keep the kernels on their fast path, and each
+   * column is computed by one call whatever the thread count */
+  int step = tasks > 1 ? (((N + tasks - 1) / tasks + 15) / 16) * 16 : N;
+  Gemm g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
+             A, B, C };
+  if (tasks <= 1)
+    gemm_task(0, 1, &g);
+  else
+    txl_parallel_run((N + step - 1) / step, gemm_task, &g);
+}
+
+/* ---- linear ---------------------------------------------------------- */
+
+void
+txl_linear_forward(const float *x, int n, int in, const float *W,
+                   const float *b, int out, float *y)
+{
+  if (b)
+    for (int i = 0; i < n; i++)
+      memcpy(y + (gsize)i * out, b, sizeof(float) * out);
+  txl_gemm(FALSE, TRUE, n, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y,
+           out);
+}
+
+/* db += column sums of dy, summed in double (in chunks of columns, on the
+ * stack) so long batches lose nothing */
+static void
+col_sums(const float *dy, int n, int out, float *db)
+{
+  enum { CHUNK = 256 };
+  double acc[CHUNK];
+  for (int c0 = 0; c0 < out; c0 += CHUNK) {
+    int w = MIN(CHUNK, out - c0);
+    memset(acc, 0, sizeof acc);
+    for (int i = 0; i < n; i++) {
+      const float *r = dy + (gsize)i * out + c0;
+      for (int j = 0; j < w; j++)
+        acc[j] += r[j];
+    }
+    for (int j = 0; j < w; j++)
+      db[c0 + j] += (float)acc[j];
+  }
+}
+
+void
+txl_linear_backward(const float *dy, const float *x, int n, int in,
+                    const float *W, int out, float *dx, float beta, float *dW,
+                    float *db)
+{
+  if (db)
+    col_sums(dy, n, out, db);
+  /* dW (out, in) += dy^T (out, n) x (n, in) */
+  txl_gemm(TRUE, FALSE, out, in, n, 1.0f, dy, out, x, in, 1.0f, dW, in);
+  if (dx)
+    txl_gemm(FALSE, FALSE, n, in, out, 1.0f, dy, out, W, in, beta, dx, in);
+}
+
+/* ---- layer norm ------------------------------------------------------ */
+
+void
+txl_ln_forward(const float *x, int n, int d, const float *w, const float *b,
+               float eps, float *y, float *mean, float *rstd)
+{
+  for (int i = 0; i < n; i++) {
+    const float *xi = x + (gsize)i * d;
+    float *yi = y + (gsize)i * d;
+    /* double statistics, as the inference kernel, so a validation run and
+     * a training forward agree */
+    double s = 0.0, v = 0.0;
+    for (int j = 0; j < d; j++)
+      s += xi[j];
+    double mu = s / d;
+    for (int j = 0; j < d; j++)
+      v += (xi[j] - mu) * (xi[j] - mu);
+    float r = (float)(1.0 / sqrt(v / d + eps)), m = (float)mu;
+    for (int j = 0; j < d; j++)
+      yi[j] = (xi[j] - m) * r * w[j] + b[j];
+    mean[i] = m;
+    rstd[i] = r;
+  }
+}
+
+void
+txl_ln_backward(const float *dy, const float *x, const float *mean,
+                const float *rstd, int n, int d, const float *w, float *dx,
+                float beta, float *dw, float *db)
+{
+  for (int i = 0; i < n; i++) {
+    const float *dyi = dy + (gsize)i * d, *xi = x + (gsize)i * d;
+    const float m = mean[i], r = rstd[i];
+    /* with xh = (x - m) r and g = dy w:
+     * dx = r (g - mean(g) - xh mean(g xh)) */
+    double sg = 0.0, sgx = 0.0;
+    for (int j = 0; j < d; j++) {
+      float xh = (xi[j] - m) * r, g = dyi[j] * w[j];
+      sg += g;
+      sgx += (double)g * xh;
+      dw[j] += dyi[j] * xh;
+      db[j] += dyi[j];
+    }
+    if (!dx)
+      continue;
+    const float mg = (float)(sg / d), mgx = (float)(sgx / d);
+    float *dxi = dx + (gsize)i * d;
+    for (int j = 0; j < d; j++) {
+      float xh = (xi[j] - m) * r;
+      float v = r * (dyi[j] * w[j] - mg - xh * mgx);
+      dxi[j] = beta != 0.0f ? dxi[j] + v : v;
+    }
+  }
+}
+
+/* ---- dropout --------------------------------------------------------- */
+
+/* splitmix64's finaliser: a good 64-bit mixer, so consecutive counters
+ * give independent-looking bits */
+static inline guint64
+mix64(guint64 z)
+{
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+guint64
+txl_dropout_key(guint64 seed, guint64 step, int site, int layer)
+{
+  guint64 k = mix64(seed + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+  k = mix64(k ^ (step * G_GUINT64_CONSTANT(0xd1b54a32d192ed03)));
+  return mix64(k ^ ((guint64)(guint32)site << 32 | (guint32)layer));
+}
+
+void
+txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first)
+{
+  if (p <= 0.0f)
+    return;
+  /* keep when the top 24 bits, as a fraction, are >= p */
+  const guint32 thresh = (guint32)(p * 16777216.0f);
+  const float scale = 1.0f / (1.0f - p);
+  for (gsize i = 0; i < n; i++) {
+    guint64 h = mix64(key + (first + i) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+    x[i] = (guint32)(h >> 40) >= thresh ? x[i] * scale : 0.0f;
+  }
+}
+
+/* ---- cross-entropy --------------------------------------------------- */
+
+double
+txl_ce_forward(const float *logits, int n, int V, const int32_t *targets,
+               float *lse)
+{
+  double total = 0.0;
+  for (int i = 0; i < n; i++) {
+    const float *z = logits + (gsize)i * V;
+    float mx = -INFINITY;
+    for (int j = 0; j < V; j++)
+      mx = z[j] > mx ? z[j] : mx;
+    double s = 0.0;
+    for (int j = 0; j < V; j++)
+      s += expf(z[j] - mx);
+    double l = mx + log(s);
+    lse[i] = (float)l;
+    total += l - z[targets[i]];
+  }
+  return total / n;
+}
+
+void
+txl_ce_backward(float *logits, int n, int V, const int32_t *targets,
+                const float *lse, float scale)
+{
+  for (int i = 0; i < n; i++) {
+    float *z = logits + (gsize)i * V;
+    const float l = lse[i];
+    for (int j = 0; j < V; j++)
+      z[j] = expf(z[j] - l) * scale;
+    z[targets[i]] -= scale;
+  }
+}
