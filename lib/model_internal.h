@@ -46,6 +46,7 @@ struct _TxlTokenizer {
   int unk_id, eos_id; /* -1 when absent */
   gboolean lower_case;
   char byte_sym[256];
+  struct _TxlBpe *bpe; /* bpe: merges, specials, normalisation (bpe.h) */
 };
 
 struct _TxlModel {
@@ -77,5 +78,8 @@ void txl_rtable_unref(TxlRTable *t);
 gboolean txl_tokenizer_load(TxlTokenizer *tok, const GgufFile *f, int n_token,
                             GError **error);
 void txl_tokenizer_clear(TxlTokenizer *tok);
+/* Adds what the tokenizer.* keys define beyond the symbols (bpe merges,
+ * specials, normalisation rules) to a vocabulary checksum. */
+void txl_tokenizer_checksum(const TxlTokenizer *tok, GChecksum *cs);
 
 #endif

@@ -1,6 +1,7 @@
 /* Tokenizers stored in the model file, and a streaming encoder whose
  * output depends only on the concatenated input, never on how it was cut
  * into pieces. */
+#include "bpe.h"
 #include "model_internal.h"
 
 #include <string.h>
@@ -32,6 +33,7 @@ txl_tokenizer_clear(TxlTokenizer *t)
 {
   if (t->lookup)
     g_hash_table_unref(t->lookup);
+  txl_bpe_free(t->bpe);
   g_free(t->sym);
   g_free(t->sym_len);
   memset(t, 0, sizeof *t);
@@ -49,6 +51,51 @@ optional_id(const GgufFile *f, const char *key, int n_token, int *out,
     return FALSE;
   *out = (int)v;
   return TRUE;
+}
+
+/* sym/sym_len of a bpe tokenizer point at its token bytes, so symbol()
+ * and the vocabulary id treat it like a word list. */
+static void
+bpe_symbols(TxlTokenizer *t)
+{
+  t->n_tokens = txl_bpe_n_tokens(t->bpe);
+  t->sym = g_new(const char *, t->n_tokens + 1);
+  t->sym_len = g_new(gsize, t->n_tokens + 1);
+  for (int i = 0; i < t->n_tokens; i++)
+    t->sym[i] = txl_bpe_token(t->bpe, i, &t->sym_len[i]);
+}
+
+TxlTokenizer *
+txl_tokenizer_new_bpe(TxlBpe *bpe)
+{
+  TxlTokenizer *t = g_new0(TxlTokenizer, 1);
+  t->type = TXL_TOKENIZER_BPE;
+  t->unk_id = t->eos_id = -1;
+  t->bpe = bpe;
+  bpe_symbols(t);
+  return t;
+}
+
+void
+txl_tokenizer_free(TxlTokenizer *t)
+{
+  if (!t)
+    return;
+  txl_tokenizer_clear(t);
+  g_free(t);
+}
+
+const TxlBpe *
+txl_tokenizer_get_bpe(const TxlTokenizer *t)
+{
+  return t->type == TXL_TOKENIZER_BPE ? t->bpe : NULL;
+}
+
+void
+txl_tokenizer_checksum(const TxlTokenizer *t, GChecksum *cs)
+{
+  if (t->bpe)
+    txl_bpe_checksum(t->bpe, cs);
 }
 
 gboolean
@@ -77,9 +124,18 @@ txl_tokenizer_load(TxlTokenizer *t, const GgufFile *f, int n_token,
     }
     return TRUE;
   }
+  if (strcmp(type, "bpe") == 0) {
+    t->type = TXL_TOKENIZER_BPE;
+    t->bpe = txl_bpe_load_gguf(f, n_token, error);
+    if (!t->bpe)
+      return FALSE;
+    bpe_symbols(t);
+    return TRUE;
+  }
   if (strcmp(type, "word") != 0) {
+    g_autofree char *esc = g_strescape(type, NULL);
     g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
-                "tokenizer.type '%s' is not one of byte, word, none", type);
+                "tokenizer.type '%s' is not one of byte, word, bpe, none", esc);
     return FALSE;
   }
   t->type = TXL_TOKENIZER_WORD;
@@ -125,12 +181,19 @@ txl_tokenizer_n_tokens(const TxlTokenizer *t)
 }
 
 const char *
+txl_tokenizer_type_name(TxlTokenizerType type)
+{
+  static const char *const names[] = { "byte", "word", "none", "bpe" };
+  return (unsigned)type < G_N_ELEMENTS(names) ? names[type] : "unknown";
+}
+
+const char *
 txl_tokenizer_symbol(const TxlTokenizer *t, int id, gsize *len)
 {
   *len = 0;
   if (id < 0 || id >= t->n_tokens)
     return NULL;
-  if (t->type == TXL_TOKENIZER_WORD) {
+  if (t->type == TXL_TOKENIZER_WORD || t->type == TXL_TOKENIZER_BPE) {
     *len = t->sym_len[id];
     return t->sym[id];
   }
@@ -139,6 +202,35 @@ txl_tokenizer_symbol(const TxlTokenizer *t, int id, gsize *len)
     return t->byte_sym + id;
   }
   return "";
+}
+
+gboolean
+txl_tokenizer_decode(const TxlTokenizer *t, const int32_t *ids, gsize n,
+                     GByteArray *out, GError **error)
+{
+  for (gsize i = 0; i < n; i++) {
+    int id = ids[i];
+    gsize len;
+    const char *s = txl_tokenizer_symbol(t, id, &len);
+    if (!s || (t->type == TXL_TOKENIZER_BYTE && id >= 256) ||
+        t->type == TXL_TOKENIZER_NONE) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "token %d (at %zu) has no text in this %s tokenizer of %d "
+                  "ids", id, i, txl_tokenizer_type_name(t->type),
+                  t->n_tokens);
+      return FALSE;
+    }
+    if (t->type == TXL_TOKENIZER_WORD) {
+      if (id == t->eos_id) {
+        g_byte_array_append(out, (const guint8 *)"\n", 1);
+        continue;
+      }
+      if (out->len && out->data[out->len - 1] != '\n')
+        g_byte_array_append(out, (const guint8 *)" ", 1);
+    }
+    g_byte_array_append(out, (const guint8 *)s, (guint)len);
+  }
+  return TRUE;
 }
 
 /* ---- streaming encoder ----------------------------------------------- */
@@ -152,7 +244,35 @@ struct _TxlEncoder {
   GString *word;  /* word tokenizer: bytes of the word being read */
   gsize word_start;
   gboolean line_has_text;
+  TxlPretok *pretok; /* bpe: chunks and fields, held back until certain */
+  TxlBpeOut out;
 };
+
+/* bpe: a pre-token is final, encode it.  Line numbers advance here, as
+ * the '\n' piece is emitted, since pieces lag behind the input. */
+static void
+bpe_piece(const guchar *s, gsize len, gsize start, int special, gpointer data)
+{
+  TxlEncoder *e = data;
+  const TxlBpe *b = e->tok->bpe;
+  if (special >= 0) {
+    e->func(special, e->line, start, start + len, e->data);
+    return;
+  }
+  if (len == 1) {
+    e->func(txl_bpe_byte_id(b, s[0]), e->line, start, start + 1, e->data);
+    if (s[0] == '\n')
+      e->line++;
+    return;
+  }
+  txl_bpe_encode_chunk(b, s, len, &e->out);
+  gsize prev = 0;
+  for (gsize i = 0; i < e->out.n; i++) {
+    e->func(e->out.id[i], e->line, start + prev, start + e->out.end[i],
+            e->data);
+    prev = e->out.end[i];
+  }
+}
 
 TxlEncoder *
 txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func, gpointer data)
@@ -163,6 +283,8 @@ txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func, gpointer data)
   e->data = data;
   e->line = 1;
   e->word = g_string_new(NULL);
+  if (tok->type == TXL_TOKENIZER_BPE)
+    e->pretok = txl_pretok_new(tok->bpe, bpe_piece, e);
   return e;
 }
 
@@ -172,6 +294,8 @@ txl_encoder_free(TxlEncoder *e)
   if (!e)
     return;
   g_string_free(e->word, TRUE);
+  txl_pretok_free(e->pretok);
+  txl_bpe_out_clear(&e->out);
   g_free(e);
 }
 
@@ -206,6 +330,11 @@ void
 txl_encoder_push(TxlEncoder *e, const char *data, gsize len)
 {
   const TxlTokenizer *t = e->tok;
+  if (e->pretok) {
+    txl_pretok_push(e->pretok, (const guchar *)data, len);
+    e->offset += len;
+    return;
+  }
   for (gsize i = 0; i < len; i++, e->offset++) {
     guchar b = (guchar)data[i];
     if (t->type == TXL_TOKENIZER_BYTE) {
@@ -234,6 +363,10 @@ txl_encoder_push(TxlEncoder *e, const char *data, gsize len)
 void
 txl_encoder_finish(TxlEncoder *e)
 {
+  if (e->pretok) {
+    txl_pretok_finish(e->pretok);
+    return;
+  }
   /* an unterminated last line still ends: it gets its <eos> */
   if (e->tok->type == TXL_TOKENIZER_WORD &&
       (e->line_has_text || e->word->len > 0)) {

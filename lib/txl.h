@@ -157,12 +157,22 @@ typedef enum {
   TXL_TOKENIZER_BYTE = 0, /* one token per byte; ids 0..255 */
   TXL_TOKENIZER_WORD = 1, /* whitespace-split symbols, <unk>, <eos> */
   TXL_TOKENIZER_NONE = 2, /* ids only: the model came without a vocabulary */
+  TXL_TOKENIZER_BPE = 3,  /* byte-level BPE learned from data, optionally
+                           * with log normalisation (docs/tokenizers.md) */
 } TxlTokenizerType;
 
 TxlTokenizerType txl_tokenizer_type(const TxlTokenizer *tok);
+/* "byte", "word", "none", "bpe" (the tokenizer.type key). */
+const char *txl_tokenizer_type_name(TxlTokenizerType type);
 int txl_tokenizer_n_tokens(const TxlTokenizer *tok);
 /* Symbol text of an id (may contain any byte; len returned). */
 const char *txl_tokenizer_symbol(const TxlTokenizer *tok, int id, gsize *len);
+/* Appends the text of ids to out.  byte and bpe: the bytes themselves, so
+ * decoding inverts encoding (a normalised field decodes to its placeholder
+ * name, e.g. "<NUM>"); word: symbols joined by ' ', <eos> as '\n'.  Fails
+ * on an id outside the vocabulary. */
+gboolean txl_tokenizer_decode(const TxlTokenizer *tok, const int32_t *ids,
+                              gsize n, GByteArray *out, GError **error);
 
 /* Streaming encoder: text arrives in arbitrary pieces; ids only depend on
  * the concatenated text.  A line end is always a token boundary. */

@@ -1,0 +1,1191 @@
+/* Byte-level BPE: vocabulary, model-file keys, pre-tokenizer, encoder and
+ * trainer.  See docs/tokenizers.md for the design and its reasons. */
+#include "bpe.h"
+
+#include <string.h>
+
+#define NONE32 G_MAXUINT32
+
+struct _TxlBpe {
+  int n_tokens;
+  GByteArray *blob;  /* token bytes back to back */
+  GArray *off, *len; /* guint32 per token */
+  GArray *special;   /* guint8 per token */
+  GArray *merges;    /* guint32 triples: left, right, result; rank = index */
+  int byte_id[256];
+  guint rules;
+  int ph[TXL_NORM_N_RULES][2]; /* placeholder ids: plain, spaced */
+  /* (left, right) -> rank + 1, open addressing; built by bpe_finalize */
+  guint64 *pkey;
+  guint32 *pval;
+  guint32 pmask;
+  GHashTable *by_bytes; /* GBytes of a non-special token -> id + 1 */
+};
+
+/* ---- vocabulary ------------------------------------------------------ */
+
+static TxlBpe *
+bpe_new(void)
+{
+  TxlBpe *b = g_new0(TxlBpe, 1);
+  b->blob = g_byte_array_new();
+  b->off = g_array_new(FALSE, FALSE, sizeof(guint32));
+  b->len = g_array_new(FALSE, FALSE, sizeof(guint32));
+  b->special = g_array_new(FALSE, FALSE, 1);
+  b->merges = g_array_new(FALSE, FALSE, sizeof(guint32));
+  b->by_bytes = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+                                      (GDestroyNotify)g_bytes_unref, NULL);
+  for (int i = 0; i < 256; i++)
+    b->byte_id[i] = -1;
+  for (int r = 0; r < TXL_NORM_N_RULES; r++)
+    b->ph[r][0] = b->ph[r][1] = -1;
+  return b;
+}
+
+void
+txl_bpe_free(TxlBpe *b)
+{
+  if (!b)
+    return;
+  g_byte_array_unref(b->blob);
+  g_array_unref(b->off);
+  g_array_unref(b->len);
+  g_array_unref(b->special);
+  g_array_unref(b->merges);
+  g_hash_table_unref(b->by_bytes);
+  g_free(b->pkey);
+  g_free(b->pval);
+  g_free(b);
+}
+
+int
+txl_bpe_n_tokens(const TxlBpe *b)
+{
+  return b->n_tokens;
+}
+
+int
+txl_bpe_n_merges(const TxlBpe *b)
+{
+  return (int)(b->merges->len / 3);
+}
+
+guint
+txl_bpe_normalize(const TxlBpe *b)
+{
+  return b->rules;
+}
+
+const char *
+txl_bpe_token(const TxlBpe *b, int id, gsize *len)
+{
+  if (id < 0 || id >= b->n_tokens) {
+    *len = 0;
+    return NULL;
+  }
+  *len = g_array_index(b->len, guint32, id);
+  return (const char *)b->blob->data + g_array_index(b->off, guint32, id);
+}
+
+gboolean
+txl_bpe_is_special(const TxlBpe *b, int id)
+{
+  return id >= 0 && id < b->n_tokens && g_array_index(b->special, guint8, id);
+}
+
+int
+txl_bpe_byte_id(const TxlBpe *b, guchar c)
+{
+  return b->byte_id[c];
+}
+
+int
+txl_bpe_placeholder_id(const TxlBpe *b, TxlNormRule r, gboolean spaced)
+{
+  return (unsigned)r < TXL_NORM_N_RULES ? b->ph[r][spaced ? 1 : 0] : -1;
+}
+
+/* Appends a token; returns its id, or -1 when a non-special token with the
+ * same bytes exists (*dup set to its id). */
+static int
+bpe_add_token(TxlBpe *b, const void *s, gsize len, gboolean special, int *dup)
+{
+  if (!special) {
+    GBytes *k = g_bytes_new(s, len);
+    gpointer v = g_hash_table_lookup(b->by_bytes, k);
+    if (v) {
+      g_bytes_unref(k);
+      *dup = GPOINTER_TO_INT(v) - 1;
+      return -1;
+    }
+    g_hash_table_insert(b->by_bytes, k, GINT_TO_POINTER(b->n_tokens + 1));
+    if (len == 1)
+      b->byte_id[*(const guchar *)s] = b->n_tokens;
+  }
+  guint32 off = b->blob->len, l = (guint32)len;
+  guint8 sp = special ? 1 : 0;
+  g_byte_array_append(b->blob, s, (guint)len);
+  g_array_append_val(b->off, off);
+  g_array_append_val(b->len, l);
+  g_array_append_val(b->special, sp);
+  return b->n_tokens++;
+}
+
+static int
+bpe_find(const TxlBpe *b, const void *s, gsize len)
+{
+  GBytes *k = g_bytes_new_static(s, len);
+  int id = GPOINTER_TO_INT(g_hash_table_lookup(b->by_bytes, k)) - 1;
+  g_bytes_unref(k);
+  return id;
+}
+
+static inline guint32
+pair_slot(guint64 key, guint32 mask)
+{
+  return (guint32)((key * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+}
+
+static inline guint64
+pair_key(guint32 a, guint32 b)
+{
+  return ((guint64)a << 32) | b;
+}
+
+/* Rank of merging a and b, or -1. */
+static inline int
+bpe_rank(const TxlBpe *b, guint32 l, guint32 r)
+{
+  guint64 key = pair_key(l, r);
+  for (guint32 i = pair_slot(key, b->pmask);; i = (i + 1) & b->pmask) {
+    if (!b->pval[i])
+      return -1;
+    if (b->pkey[i] == key)
+      return (int)b->pval[i] - 1;
+  }
+}
+
+static void
+bpe_finalize(TxlBpe *b)
+{
+  guint32 nm = b->merges->len / 3, size = 16;
+  while (size < 2 * nm + 16)
+    size *= 2;
+  g_free(b->pkey);
+  g_free(b->pval);
+  b->pkey = g_new0(guint64, size);
+  b->pval = g_new0(guint32, size);
+  b->pmask = size - 1;
+  const guint32 *m = (const guint32 *)b->merges->data;
+  for (guint32 k = 0; k < nm; k++) {
+    guint64 key = pair_key(m[3 * k], m[3 * k + 1]);
+    guint32 i = pair_slot(key, b->pmask);
+    while (b->pval[i] && b->pkey[i] != key)
+      i = (i + 1) & b->pmask;
+    if (!b->pval[i]) { /* the first rank of a pair wins */
+      b->pkey[i] = key;
+      b->pval[i] = k + 1;
+    }
+  }
+  for (int r = 0; r < TXL_NORM_N_RULES; r++)
+    b->ph[r][0] = b->ph[r][1] = -1;
+  for (int id = 0; id < b->n_tokens; id++) {
+    if (!txl_bpe_is_special(b, id))
+      continue;
+    gsize len;
+    const char *s = txl_bpe_token(b, id, &len);
+    gboolean spaced = len > 0 && s[0] == ' ';
+    for (int r = 0; r < TXL_NORM_N_RULES; r++) {
+      const char *ph = txl_norm_placeholder(r);
+      if ((b->rules & (1u << r)) && len == strlen(ph) + spaced &&
+          memcmp(s + spaced, ph, len - spaced) == 0 && b->ph[r][spaced] < 0)
+        b->ph[r][spaced] = id;
+    }
+  }
+}
+
+/* ---- model file ------------------------------------------------------ */
+
+static gboolean
+fail(GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static gboolean
+fail(GError **error, int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, TXL_ERROR, code, msg);
+  g_free(msg);
+  return FALSE;
+}
+
+static gboolean
+load_rules(TxlBpe *b, const GgufFile *f, GError **error)
+{
+  if (!gguf_has_key(f, "tokenizer.normalize"))
+    return TRUE;
+  gint64 ver;
+  if (!gguf_get_int(f, "tokenizer.normalize_version", 0, G_MAXINT32, &ver,
+                    error))
+    return FALSE;
+  if (ver != TXL_NORM_VERSION)
+    return fail(error, TXL_ERROR_UNSUPPORTED,
+                "tokenizer.normalize_version %" G_GINT64_FORMAT
+                " is not supported (this library applies version %d)",
+                ver, TXL_NORM_VERSION);
+  const char **names;
+  gsize *lens, n;
+  if (!gguf_get_string_array(f, "tokenizer.normalize", &names, &lens, &n,
+                             error))
+    return FALSE;
+  gboolean ok = TRUE;
+  for (gsize i = 0; i < n && ok; i++) {
+    int r = txl_norm_rule_from_name(names[i], lens[i]);
+    if (r < 0) {
+      g_autofree char *raw = g_strndup(names[i], MIN(lens[i], 64));
+      g_autofree char *esc = g_strescape(raw, NULL);
+      ok = fail(error, TXL_ERROR_UNSUPPORTED,
+                "tokenizer.normalize[%zu] '%s' is not a known rule", i, esc);
+    } else if (b->rules & (1u << r)) {
+      ok = fail(error, TXL_ERROR_FORMAT,
+                "tokenizer.normalize[%zu]: rule '%s' listed twice", i,
+                txl_norm_rule_name(r));
+    } else {
+      b->rules |= 1u << r;
+    }
+  }
+  g_free(names);
+  g_free(lens);
+  return ok;
+}
+
+TxlBpe *
+txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
+{
+  TxlBpe *b = bpe_new();
+  const char **toks = NULL;
+  gsize *tlen = NULL, n = 0, nm = 0, ns = 0;
+  gint64 *merges = NULL, *specials = NULL;
+  guint8 *avail = NULL, *made = NULL, *is_sp = NULL;
+  gboolean ok = FALSE;
+  g_autofree char *pre = gguf_get_string(f, "tokenizer.pre", error);
+  if (!pre)
+    goto out;
+  if (strcmp(pre, TXL_BPE_PRE) != 0) {
+    g_autofree char *esc = g_strescape(pre, NULL);
+    fail(error, TXL_ERROR_UNSUPPORTED,
+         "tokenizer.pre '%s' is not supported (this library has '%s')", esc,
+         TXL_BPE_PRE);
+    goto out;
+  }
+  if (!gguf_get_string_array(f, "tokenizer.tokens", &toks, &tlen, &n, error))
+    goto out;
+  if (n != (gsize)n_token) {
+    fail(error, TXL_ERROR_FORMAT,
+         "tokenizer.tokens has %zu symbols, n_token is %d", n, n_token);
+    goto out;
+  }
+  if (gguf_has_key(f, "tokenizer.specials") &&
+      !gguf_get_int_array(f, "tokenizer.specials", &specials, &ns, error))
+    goto out;
+  is_sp = g_new0(guint8, n + 1);
+  for (gsize i = 0; i < ns; i++) {
+    if (specials[i] < 0 || specials[i] >= n_token) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.specials[%zu] = %" G_GINT64_FORMAT
+           " is not a token id (n_token %d)", i, specials[i], n_token);
+      goto out;
+    }
+    if (is_sp[specials[i]]++) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.specials[%zu]: id %" G_GINT64_FORMAT " listed twice", i,
+           specials[i]);
+      goto out;
+    }
+  }
+  for (gsize i = 0; i < n; i++) {
+    if (tlen[i] == 0 || tlen[i] > TXL_BPE_MAX_TOKEN) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.tokens[%zu] has %zu bytes (1..%d allowed)", i, tlen[i],
+           TXL_BPE_MAX_TOKEN);
+      goto out;
+    }
+    int dup;
+    if (bpe_add_token(b, toks[i], tlen[i], is_sp[i], &dup) < 0) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.tokens[%zu] repeats the bytes of tokenizer.tokens[%d]",
+           i, dup);
+      goto out;
+    }
+  }
+  for (int c = 0; c < 256; c++)
+    if (b->byte_id[c] < 0) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.tokens lacks a token for the byte 0x%02x", c);
+      goto out;
+    }
+  if (!gguf_get_int_array(f, "tokenizer.merges", &merges, &nm, error))
+    goto out;
+  if (nm % 2) {
+    fail(error, TXL_ERROR_FORMAT,
+         "tokenizer.merges has %zu ids, not a whole number of pairs", nm);
+    goto out;
+  }
+  /* A merge may only use tokens that exist by then: bytes, or results of
+   * earlier merges.  This orders the merges and so rules out cycles. */
+  avail = g_new0(guint8, n);
+  made = g_new0(guint8, n);
+  for (int c = 0; c < 256; c++)
+    avail[b->byte_id[c]] = 1;
+  GByteArray *cat = g_byte_array_new();
+  for (gsize k = 0; k < nm / 2; k++) {
+    gint64 l = merges[2 * k], r = merges[2 * k + 1];
+    for (int side = 0; side < 2; side++) {
+      gint64 id = side ? r : l;
+      if (id < 0 || id >= n_token) {
+        fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.merges[%zu] = %" G_GINT64_FORMAT
+             " is not a token id (n_token %d)", 2 * k + side, id, n_token);
+        g_byte_array_unref(cat);
+        goto out;
+      }
+      if (is_sp[id] || !avail[id]) {
+        fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.merges[%zu] uses id %" G_GINT64_FORMAT
+             ", which is %s", 2 * k + side, id,
+             is_sp[id] ? "a special token"
+                       : "not created by any earlier merge (merges must be "
+                         "in rank order, without cycles)");
+        g_byte_array_unref(cat);
+        goto out;
+      }
+    }
+    g_byte_array_set_size(cat, 0);
+    g_byte_array_append(cat, (const guint8 *)toks[l], (guint)tlen[l]);
+    g_byte_array_append(cat, (const guint8 *)toks[r], (guint)tlen[r]);
+    int res = cat->len <= TXL_BPE_MAX_TOKEN ? bpe_find(b, cat->data, cat->len)
+                                            : -1;
+    if (res < 0) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.merges pair %zu (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+           "): their concatenation is not in tokenizer.tokens", k, l, r);
+      g_byte_array_unref(cat);
+      goto out;
+    }
+    avail[res] = made[res] = 1;
+    guint32 tri[3] = { (guint32)l, (guint32)r, (guint32)res };
+    g_array_append_vals(b->merges, tri, 3);
+  }
+  g_byte_array_unref(cat);
+  for (gsize i = 0; i < n; i++)
+    if (!is_sp[i] && tlen[i] > 1 && !made[i]) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.tokens[%zu] is not created by any of tokenizer.merges",
+           i);
+      goto out;
+    }
+  if (!load_rules(b, f, error))
+    goto out;
+  bpe_finalize(b);
+  /* every merge pair must be listed once: a second rank would be dead */
+  const guint32 *m = (const guint32 *)b->merges->data;
+  for (gsize k = 0; k < nm / 2; k++)
+    if (bpe_rank(b, m[3 * k], m[3 * k + 1]) != (int)k) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.merges pair %zu (%u, %u) repeats an earlier pair", k,
+           m[3 * k], m[3 * k + 1]);
+      goto out;
+    }
+  for (int r = 0; r < TXL_NORM_N_RULES; r++)
+    for (int sp = 0; sp < 2 && (b->rules & (1u << r)); sp++)
+      if (b->ph[r][sp] < 0) {
+        fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.normalize has '%s' but tokenizer.specials has no "
+             "'%s%s' token", txl_norm_rule_name(r), sp ? " " : "",
+             txl_norm_placeholder(r));
+        goto out;
+      }
+  ok = TRUE;
+
+out:
+  g_free(toks);
+  g_free(tlen);
+  g_free(merges);
+  g_free(specials);
+  g_free(avail);
+  g_free(made);
+  g_free(is_sp);
+  if (!ok) {
+    txl_bpe_free(b);
+    return NULL;
+  }
+  return b;
+}
+
+void
+txl_bpe_write_gguf(const TxlBpe *b, GgufWriter *w)
+{
+  gguf_writer_add_string(w, "tokenizer.type", "bpe");
+  gguf_writer_add_string(w, "tokenizer.pre", TXL_BPE_PRE);
+  const char **s = g_new(const char *, b->n_tokens + 1);
+  gsize *l = g_new(gsize, b->n_tokens + 1);
+  GArray *sp = g_array_new(FALSE, FALSE, sizeof(guint32));
+  for (int i = 0; i < b->n_tokens; i++) {
+    s[i] = txl_bpe_token(b, i, &l[i]);
+    if (txl_bpe_is_special(b, i)) {
+      guint32 id = (guint32)i;
+      g_array_append_val(sp, id);
+    }
+  }
+  gguf_writer_add_string_array(w, "tokenizer.tokens", s, l, b->n_tokens);
+  gguf_writer_add_u32_array(w, "tokenizer.specials", (const uint32_t *)sp->data,
+                            sp->len);
+  guint nm = b->merges->len / 3;
+  uint32_t *pairs = g_new(uint32_t, 2 * nm + 1);
+  const guint32 *m = (const guint32 *)b->merges->data;
+  for (guint k = 0; k < nm; k++) {
+    pairs[2 * k] = m[3 * k];
+    pairs[2 * k + 1] = m[3 * k + 1];
+  }
+  gguf_writer_add_u32_array(w, "tokenizer.merges", pairs, 2 * nm);
+  if (b->rules) {
+    const char *names[TXL_NORM_N_RULES];
+    gsize lens[TXL_NORM_N_RULES], k = 0;
+    for (int r = 0; r < TXL_NORM_N_RULES; r++)
+      if (b->rules & (1u << r)) {
+        names[k] = txl_norm_rule_name(r);
+        lens[k] = strlen(names[k]);
+        k++;
+      }
+    gguf_writer_add_string_array(w, "tokenizer.normalize", names, lens, k);
+    gguf_writer_add_u32(w, "tokenizer.normalize_version", TXL_NORM_VERSION);
+  }
+  g_free(pairs);
+  g_array_unref(sp);
+  g_free(s);
+  g_free(l);
+}
+
+void
+txl_bpe_checksum(const TxlBpe *b, GChecksum *cs)
+{
+  guint32 hdr[5] = { (guint32)b->n_tokens, b->merges->len / 3, b->rules,
+                     TXL_NORM_VERSION, TXL_BPE_MAX_CHUNK };
+  g_checksum_update(cs, (const guchar *)TXL_BPE_PRE, strlen(TXL_BPE_PRE));
+  g_checksum_update(cs, (const guchar *)hdr, sizeof hdr);
+  g_checksum_update(cs, (const guchar *)b->special->data, b->special->len);
+  g_checksum_update(cs, (const guchar *)b->len->data, b->len->len * 4);
+  g_checksum_update(cs, b->blob->data, b->blob->len);
+  g_checksum_update(cs, (const guchar *)b->merges->data, b->merges->len * 4);
+}
+
+/* ---- pre-tokenizer ---------------------------------------------------- */
+
+/* Byte classes.  Bytes >= 0x80 count as letters so that UTF-8 sequences
+ * (and any other 8-bit text) stay inside words; '_' too, since
+ * snake_case identifiers are words in logs. */
+enum { K_NONE, K_SPACE, K_LETTER, K_DIGIT, K_PUNCT, K_NL };
+
+static inline int
+byte_kind(guchar c)
+{
+  if (c == '\n')
+    return K_NL;
+  if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f')
+    return K_SPACE;
+  if (c >= '0' && c <= '9')
+    return K_DIGIT;
+  if (c >= 0x80 || c == '_' || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
+    return K_LETTER;
+  return K_PUNCT;
+}
+
+struct _TxlPretok {
+  const TxlBpe *bpe;
+  guint rules;
+  TxlPieceFunc func;
+  gpointer data;
+  gsize offset; /* absolute offset of the next input byte */
+  guchar chunk[TXL_BPE_MAX_CHUNK];
+  gsize clen, cstart;
+  int ckind;
+  GByteArray *line; /* normalisation: the line (segment) so far */
+  gsize line_start;
+};
+
+TxlPretok *
+txl_pretok_new(const TxlBpe *bpe, TxlPieceFunc func, gpointer data)
+{
+  TxlPretok *p = g_new0(TxlPretok, 1);
+  p->bpe = bpe;
+  p->rules = bpe->rules;
+  p->func = func;
+  p->data = data;
+  p->line = g_byte_array_new();
+  return p;
+}
+
+void
+txl_pretok_free(TxlPretok *p)
+{
+  if (!p)
+    return;
+  g_byte_array_unref(p->line);
+  g_free(p);
+}
+
+static void
+chunk_flush(TxlPretok *p)
+{
+  if (p->clen)
+    p->func(p->chunk, p->clen, p->cstart, -1, p->data);
+  p->clen = 0;
+  p->ckind = K_NONE;
+}
+
+/* The chunk rules (GPT-2-like, written for bytes): a run of one class
+ * (letters, digits, punctuation, spaces) is a chunk; the last ' ' of a
+ * space run joins the word after it, so " the" is one chunk; '\n' is
+ * always a chunk of its own; a chunk ends after TXL_BPE_MAX_CHUNK bytes.
+ * Each decision needs only the bytes already seen, except the space run,
+ * which is held until the next byte: so the chunks never depend on how
+ * the input was cut. */
+static inline void
+chunk_byte(TxlPretok *p, guchar c, gsize off)
+{
+  int k = byte_kind(c);
+  if (k == K_NL) {
+    chunk_flush(p);
+    p->func(&c, 1, off, -1, p->data);
+    return;
+  }
+  if (p->clen == TXL_BPE_MAX_CHUNK)
+    chunk_flush(p);
+  if (k != p->ckind) {
+    if (k != K_SPACE && p->ckind == K_SPACE && p->chunk[p->clen - 1] == ' ') {
+      if (p->clen > 1)
+        p->func(p->chunk, p->clen - 1, p->cstart, -1, p->data);
+      p->cstart += p->clen - 1;
+      p->chunk[0] = ' ';
+      p->clen = 1;
+    } else {
+      chunk_flush(p);
+      p->cstart = off;
+    }
+    p->ckind = k;
+  }
+  p->chunk[p->clen++] = c;
+}
+
+/* A normalised field at line[i..j) becomes one special token; like a word
+ * it takes the ' ' before it, as the spaced placeholder. */
+static void
+chunk_field(TxlPretok *p, TxlNormRule r, gsize i, gsize j)
+{
+  const guchar *s = p->line->data;
+  int spaced = p->bpe->ph[r][1];
+  if (p->ckind == K_SPACE && p->chunk[p->clen - 1] == ' ' && spaced >= 0 &&
+      i > 0) {
+    if (p->clen > 1)
+      p->func(p->chunk, p->clen - 1, p->cstart, -1, p->data);
+    p->clen = 0;
+    p->ckind = K_NONE;
+    p->func(s + i - 1, j - i + 1, p->line_start + i - 1, spaced, p->data);
+  } else {
+    chunk_flush(p);
+    p->func(s + i, j - i, p->line_start + i, p->bpe->ph[r][0], p->data);
+  }
+}
+
+typedef struct {
+  TxlPretok *p;
+  gsize done;
+} LineScan;
+
+static void
+on_field(TxlNormRule r, gsize i, gsize j, gpointer data)
+{
+  LineScan *ls = data;
+  TxlPretok *p = ls->p;
+  for (gsize k = ls->done; k < i; k++)
+    chunk_byte(p, p->line->data[k], p->line_start + k);
+  chunk_field(p, r, i, j);
+  ls->done = j;
+}
+
+static void
+process_line(TxlPretok *p)
+{
+  LineScan ls = { p, 0 };
+  txl_norm_scan(p->rules, p->line->data, p->line->len, on_field, &ls);
+  for (gsize k = ls.done; k < p->line->len; k++)
+    chunk_byte(p, p->line->data[k], p->line_start + k);
+  g_byte_array_set_size(p->line, 0);
+}
+
+void
+txl_pretok_push(TxlPretok *p, const guchar *data, gsize len)
+{
+  if (!p->rules) {
+    for (gsize i = 0; i < len; i++)
+      chunk_byte(p, data[i], p->offset + i);
+    p->offset += len;
+    return;
+  }
+  /* Fields may span spaces (timestamps), so normalisation works on whole
+   * lines, cut every TXL_NORM_SEGMENT bytes. */
+  gsize i = 0;
+  while (i < len) {
+    if (p->line->len == 0)
+      p->line_start = p->offset;
+    gsize room = TXL_NORM_SEGMENT - p->line->len;
+    const guchar *nl = memchr(data + i, '\n', MIN(len - i, room));
+    gsize take = nl ? (gsize)(nl - (data + i)) : MIN(len - i, room);
+    g_byte_array_append(p->line, data + i, (guint)take);
+    p->offset += take;
+    i += take;
+    if (nl) {
+      process_line(p);
+      chunk_byte(p, '\n', p->offset);
+      p->offset++;
+      i++;
+    } else if (p->line->len == TXL_NORM_SEGMENT) {
+      process_line(p);
+      chunk_flush(p);
+    }
+  }
+}
+
+void
+txl_pretok_finish(TxlPretok *p)
+{
+  if (p->line->len)
+    process_line(p);
+  chunk_flush(p);
+}
+
+/* ---- chunk encoder ----------------------------------------------------- */
+
+void
+txl_bpe_out_clear(TxlBpeOut *o)
+{
+  g_free(o->id);
+  g_free(o->end);
+  g_free(o->sym);
+  g_free(o->next);
+  g_free(o->prev);
+  g_free(o->heap);
+  memset(o, 0, sizeof *o);
+}
+
+static void
+out_reserve(TxlBpeOut *o, gsize n)
+{
+  if (n <= o->cap)
+    return;
+  gsize c = MAX(n, 2 * o->cap);
+  o->id = g_renew(int32_t, o->id, c);
+  o->end = g_renew(guint32, o->end, c);
+  o->sym = g_renew(int32_t, o->sym, c);
+  o->next = g_renew(guint32, o->next, c);
+  o->prev = g_renew(guint32, o->prev, c);
+  o->heap = g_renew(guint64, o->heap, 3 * c);
+  o->cap = c;
+}
+
+/* Min-heap of (rank << 32 | position): the lowest rank merges first, and
+ * among equal ranks the leftmost, as training applied it. */
+static inline void
+heap_push(guint64 *h, gsize *n, guint64 v)
+{
+  gsize i = (*n)++;
+  while (i > 0) {
+    gsize up = (i - 1) / 2;
+    if (h[up] <= v)
+      break;
+    h[i] = h[up];
+    i = up;
+  }
+  h[i] = v;
+}
+
+static inline guint64
+heap_pop(guint64 *h, gsize *n)
+{
+  guint64 top = h[0], v = h[--(*n)];
+  gsize i = 0, m = *n;
+  for (;;) {
+    gsize c = 2 * i + 1;
+    if (c >= m)
+      break;
+    if (c + 1 < m && h[c + 1] < h[c])
+      c++;
+    if (v <= h[c])
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (m)
+    h[i] = v;
+  return top;
+}
+
+void
+txl_bpe_encode_chunk(const TxlBpe *b, const guchar *s, gsize n, TxlBpeOut *o)
+{
+  out_reserve(o, MAX(n, 1));
+  o->n = 0;
+  if (n == 0)
+    return;
+  if (n == 1) {
+    o->id[0] = b->byte_id[s[0]];
+    o->end[0] = 1;
+    o->n = 1;
+    return;
+  }
+  int32_t *sym = o->sym;
+  guint32 *next = o->next, *prev = o->prev;
+  guint64 *h = o->heap;
+  gsize hn = 0;
+  for (gsize i = 0; i < n; i++) {
+    sym[i] = b->byte_id[s[i]];
+    next[i] = i + 1 < n ? (guint32)(i + 1) : NONE32;
+    prev[i] = i ? (guint32)(i - 1) : NONE32;
+  }
+  for (gsize i = 0; i + 1 < n; i++) {
+    int r = bpe_rank(b, sym[i], sym[i + 1]);
+    if (r >= 0)
+      heap_push(h, &hn, ((guint64)r << 32) | i);
+  }
+  const guint32 *m = (const guint32 *)b->merges->data;
+  while (hn) {
+    guint64 top = heap_pop(h, &hn);
+    guint32 i = (guint32)top, r = (guint32)(top >> 32), j = next[i];
+    /* stale entries: the left symbol was absorbed, or either side has
+     * changed since (a pair's rank identifies it, so equal rank means the
+     * same pair) */
+    if (sym[i] < 0 || j == NONE32 || bpe_rank(b, sym[i], sym[j]) != (int)r)
+      continue;
+    sym[i] = (int32_t)m[3 * r + 2];
+    sym[j] = -1;
+    next[i] = next[j];
+    if (next[j] != NONE32)
+      prev[next[j]] = i;
+    int nr;
+    if (prev[i] != NONE32 && (nr = bpe_rank(b, sym[prev[i]], sym[i])) >= 0)
+      heap_push(h, &hn, ((guint64)nr << 32) | prev[i]);
+    if (next[i] != NONE32 && (nr = bpe_rank(b, sym[i], sym[next[i]])) >= 0)
+      heap_push(h, &hn, ((guint64)nr << 32) | i);
+  }
+  for (guint32 i = 0; i != NONE32; i = next[i]) {
+    o->id[o->n] = sym[i];
+    o->end[o->n++] = next[i] == NONE32 ? (guint32)n : next[i];
+  }
+}
+
+/* ---- trainer ------------------------------------------------------------ */
+
+typedef struct {
+  const guchar *bytes; /* in the trainer's string chunk */
+  guint32 len;
+  gint64 count;
+} Word;
+
+typedef struct {
+  const guchar *s;
+  gsize len;
+} Key;
+
+static guint
+key_hash(gconstpointer p)
+{
+  const Key *k = p;
+  guint h = 2166136261u;
+  for (gsize i = 0; i < k->len; i++)
+    h = (h ^ k->s[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+key_equal(gconstpointer a, gconstpointer b)
+{
+  const Key *x = a, *y = b;
+  return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
+}
+
+struct _TxlBpeTrainer {
+  TxlBpeTrainOptions o;
+  TxlBpe *bpe;
+  TxlPretok *pretok;
+  GStringChunk *store;
+  GHashTable *seen; /* Key -> word index + 1 */
+  GArray *words;    /* Word, in order of first appearance */
+  gint64 bytes_in;
+};
+
+static void
+count_piece(const guchar *s, gsize len, gsize start, int special,
+            gpointer data)
+{
+  TxlBpeTrainer *t = data;
+  if (special >= 0)
+    return;
+  Key k = { s, len };
+  gpointer v = g_hash_table_lookup(t->seen, &k);
+  if (v) {
+    g_array_index(t->words, Word, GPOINTER_TO_UINT(v) - 1).count++;
+    return;
+  }
+  Word w = { (const guchar *)g_string_chunk_insert_len(t->store,
+                                                       (const char *)s,
+                                                       (gssize)len),
+             (guint32)len, 1 };
+  g_array_append_val(t->words, w);
+  Key *nk = g_new(Key, 1);
+  nk->s = w.bytes;
+  nk->len = len;
+  g_hash_table_insert(t->seen, nk, GUINT_TO_POINTER(t->words->len));
+}
+
+TxlBpeTrainer *
+txl_bpe_trainer_new(const TxlBpeTrainOptions *opts, GError **error)
+{
+  TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
+  if (opts)
+    o = *opts;
+  if (o.min_frequency < 2)
+    o.min_frequency = 2;
+  o.normalize &= TXL_NORM_ALL;
+  int base = 256;
+  for (int r = 0; r < TXL_NORM_N_RULES; r++)
+    base += (o.normalize >> r & 1) * 2;
+  if (o.vocab_size < base || o.vocab_size > (1 << 24)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "vocab_size %d: must be in %d..%d (256 bytes and 2 ids per "
+                "normalisation rule)", o.vocab_size, base, 1 << 24);
+    return NULL;
+  }
+  TxlBpeTrainer *t = g_new0(TxlBpeTrainer, 1);
+  t->o = o;
+  t->bpe = bpe_new();
+  t->bpe->rules = o.normalize;
+  int dup;
+  for (int c = 0; c < 256; c++) {
+    guchar byte = (guchar)c;
+    bpe_add_token(t->bpe, &byte, 1, FALSE, &dup);
+  }
+  for (int r = 0; r < TXL_NORM_N_RULES; r++) {
+    if (!(o.normalize & (1u << r)))
+      continue;
+    g_autofree char *sp = g_strconcat(" ", txl_norm_placeholder(r), NULL);
+    bpe_add_token(t->bpe, txl_norm_placeholder(r),
+                  strlen(txl_norm_placeholder(r)), TRUE, &dup);
+    bpe_add_token(t->bpe, sp, strlen(sp), TRUE, &dup);
+  }
+  bpe_finalize(t->bpe);
+  t->pretok = txl_pretok_new(t->bpe, count_piece, t);
+  t->store = g_string_chunk_new(1 << 16);
+  t->seen = g_hash_table_new_full(key_hash, key_equal, g_free, NULL);
+  t->words = g_array_new(FALSE, FALSE, sizeof(Word));
+  return t;
+}
+
+void
+txl_bpe_trainer_free(TxlBpeTrainer *t)
+{
+  if (!t)
+    return;
+  txl_bpe_free(t->bpe);
+  txl_pretok_free(t->pretok);
+  g_string_chunk_free(t->store);
+  g_hash_table_unref(t->seen);
+  g_array_unref(t->words);
+  g_free(t);
+}
+
+void
+txl_bpe_trainer_push(TxlBpeTrainer *t, const char *data, gsize len)
+{
+  txl_pretok_push(t->pretok, (const guchar *)data, len);
+  t->bytes_in += len;
+}
+
+void
+txl_bpe_trainer_end_text(TxlBpeTrainer *t)
+{
+  txl_pretok_finish(t->pretok);
+}
+
+/* Pair statistics.  Every pair records the words it occurs in (possibly
+ * stale: checked when used), so a merge only revisits those words. */
+typedef struct {
+  guint32 a, b;
+  gint64 count;
+  guint32 *where;
+  guint32 n_where, cap_where;
+  guint32 stamp;
+  gboolean merged;
+} Pair;
+
+typedef struct {
+  GArray *pairs; /* Pair */
+  guint64 *key;
+  guint32 *val; /* pair index + 1 */
+  guint32 mask, used;
+  /* max-heap of (count, pair index) */
+  GArray *heap;
+} Stats;
+
+typedef struct {
+  gint64 count;
+  guint32 pair;
+} HeapItem;
+
+static inline gboolean
+item_before(const HeapItem *x, const HeapItem *y)
+{
+  /* higher count first; on ties the pair seen first, for determinism */
+  return x->count > y->count || (x->count == y->count && x->pair < y->pair);
+}
+
+static void
+stats_push(Stats *st, gint64 count, guint32 pair)
+{
+  HeapItem v = { count, pair };
+  g_array_append_val(st->heap, v);
+  HeapItem *h = (HeapItem *)st->heap->data;
+  gsize i = st->heap->len - 1;
+  while (i > 0) {
+    gsize up = (i - 1) / 2;
+    if (!item_before(&v, &h[up]))
+      break;
+    h[i] = h[up];
+    i = up;
+  }
+  h[i] = v;
+}
+
+static HeapItem
+stats_pop(Stats *st)
+{
+  HeapItem *h = (HeapItem *)st->heap->data, top = h[0];
+  HeapItem v = h[st->heap->len - 1];
+  g_array_set_size(st->heap, st->heap->len - 1);
+  gsize i = 0, m = st->heap->len;
+  for (;;) {
+    gsize c = 2 * i + 1;
+    if (c >= m)
+      break;
+    if (c + 1 < m && item_before(&h[c + 1], &h[c]))
+      c++;
+    if (!item_before(&h[c], &v))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (m)
+    h[i] = v;
+  return top;
+}
+
+static void
+stats_grow(Stats *st)
+{
+  guint32 size = (st->mask + 1) * 2;
+  guint64 *key = g_new0(guint64, size);
+  guint32 *val = g_new0(guint32, size);
+  for (guint32 i = 0; i <= st->mask; i++) {
+    if (!st->val[i])
+      continue;
+    guint32 j = pair_slot(st->key[i], size - 1);
+    while (val[j])
+      j = (j + 1) & (size - 1);
+    key[j] = st->key[i];
+    val[j] = st->val[i];
+  }
+  g_free(st->key);
+  g_free(st->val);
+  st->key = key;
+  st->val = val;
+  st->mask = size - 1;
+}
+
+static guint32
+stats_pair(Stats *st, guint32 a, guint32 b)
+{
+  guint64 key = pair_key(a, b);
+  guint32 i = pair_slot(key, st->mask);
+  for (; st->val[i]; i = (i + 1) & st->mask)
+    if (st->key[i] == key)
+      return st->val[i] - 1;
+  Pair p = { a, b, 0, NULL, 0, 0, 0, FALSE };
+  g_array_append_val(st->pairs, p);
+  st->key[i] = key;
+  st->val[i] = st->pairs->len;
+  if (++st->used * 2 > st->mask)
+    stats_grow(st);
+  return st->pairs->len - 1;
+}
+
+static void
+pair_add_where(Pair *p, guint32 w)
+{
+  if (p->n_where && p->where[p->n_where - 1] == w)
+    return;
+  if (p->n_where == p->cap_where) {
+    p->cap_where = p->cap_where ? 2 * p->cap_where : 4;
+    p->where = g_renew(guint32, p->where, p->cap_where);
+  }
+  p->where[p->n_where++] = w;
+}
+
+TxlBpe *
+txl_bpe_trainer_finish(TxlBpeTrainer *t, GError **error)
+{
+  txl_pretok_finish(t->pretok);
+  TxlBpe *b = t->bpe;
+  const guint nw = t->words->len;
+  Word *words = (Word *)t->words->data;
+  /* symbols of every word, back to back; a word shrinks in place */
+  gsize total = 0;
+  for (guint w = 0; w < nw; w++)
+    total += words[w].len;
+  guint32 *sym = g_new(guint32, total + 1), *woff = g_new(guint32, nw + 1),
+          *wlen = g_new(guint32, nw + 1), *wstamp = g_new0(guint32, nw + 1);
+  Stats st = { g_array_new(FALSE, FALSE, sizeof(Pair)), NULL, NULL, 1023, 0,
+               g_array_new(FALSE, FALSE, sizeof(HeapItem)) };
+  st.key = g_new0(guint64, 1024);
+  st.val = g_new0(guint32, 1024);
+  gsize at = 0;
+  for (guint w = 0; w < nw; w++) {
+    woff[w] = (guint32)at;
+    wlen[w] = words[w].len;
+    for (guint32 i = 0; i < words[w].len; i++)
+      sym[at + i] = (guint32)b->byte_id[words[w].bytes[i]];
+    for (guint32 i = 0; i + 1 < words[w].len; i++) {
+      guint32 pi = stats_pair(&st, sym[at + i], sym[at + i + 1]);
+      Pair *p = &g_array_index(st.pairs, Pair, pi);
+      p->count += words[w].count;
+      pair_add_where(p, w);
+    }
+    at += words[w].len;
+  }
+  for (guint32 pi = 0; pi < st.pairs->len; pi++) {
+    Pair *p = &g_array_index(st.pairs, Pair, pi);
+    if (p->count >= t->o.min_frequency)
+      stats_push(&st, p->count, pi);
+  }
+  GArray *touched = g_array_new(FALSE, FALSE, sizeof(guint32));
+  guint32 *old = g_new(guint32, TXL_BPE_MAX_CHUNK + 1);
+  GByteArray *cat = g_byte_array_new();
+  guint32 step = 0;
+  while (b->n_tokens < t->o.vocab_size && st.heap->len) {
+    HeapItem top = stats_pop(&st);
+    Pair *p = &g_array_index(st.pairs, Pair, top.pair);
+    if (top.count != p->count) {
+      /* stale: increments push a fresh entry, decrements do not */
+      if (p->count < top.count && p->count >= t->o.min_frequency)
+        stats_push(&st, p->count, top.pair);
+      continue;
+    }
+    if (p->count < t->o.min_frequency)
+      break;
+    if (p->merged)
+      continue; /* came back through a token reached by two merges */
+    p->merged = TRUE;
+    const guint32 a = p->a, bb = p->b;
+    gsize la, lb;
+    const char *sa = txl_bpe_token(b, (int)a, &la);
+    g_byte_array_set_size(cat, 0);
+    g_byte_array_append(cat, (const guint8 *)sa, (guint)la);
+    const char *sb = txl_bpe_token(b, (int)bb, &lb);
+    g_byte_array_append(cat, (const guint8 *)sb, (guint)lb);
+    int dup, c = bpe_add_token(b, cat->data, cat->len, FALSE, &dup);
+    if (c < 0)
+      c = dup; /* the same bytes from another split: one token */
+    guint32 tri[3] = { a, bb, (guint32)c };
+    g_array_append_vals(b->merges, tri, 3);
+    step++;
+    g_array_set_size(touched, 0);
+    /* p may move when pairs grows: copy its word list first */
+    guint32 nwhere = p->n_where;
+    guint32 *where = g_memdup2(p->where, nwhere * sizeof(guint32));
+    for (guint32 k = 0; k < nwhere; k++) {
+      guint32 w = where[k];
+      if (wstamp[w] == step)
+        continue;
+      wstamp[w] = step;
+      guint32 *s = sym + woff[w], L = wlen[w], j = 0;
+      memcpy(old, s, L * sizeof(guint32));
+      for (guint32 i = 0; i < L;) {
+        if (i + 1 < L && old[i] == a && old[i + 1] == bb) {
+          s[j++] = (guint32)c;
+          i += 2;
+        } else {
+          s[j++] = old[i++];
+        }
+      }
+      if (j == L)
+        continue;
+      wlen[w] = j;
+      const gint64 cnt = words[w].count;
+      for (guint32 i = 0; i + 1 < L; i++) {
+        guint32 pi = stats_pair(&st, old[i], old[i + 1]);
+        g_array_index(st.pairs, Pair, pi).count -= cnt;
+      }
+      for (guint32 i = 0; i + 1 < j; i++) {
+        guint32 pi = stats_pair(&st, s[i], s[i + 1]);
+        Pair *q = &g_array_index(st.pairs, Pair, pi);
+        q->count += cnt;
+        if (s[i] == (guint32)c || s[i + 1] == (guint32)c) {
+          pair_add_where(q, w);
+          if (q->stamp != step) {
+            q->stamp = step;
+            g_array_append_val(touched, pi);
+          }
+        }
+      }
+    }
+    g_free(where);
+    for (guint k = 0; k < touched->len; k++) {
+      guint32 pi = g_array_index(touched, guint32, k);
+      Pair *q = &g_array_index(st.pairs, Pair, pi);
+      if (q->count >= t->o.min_frequency)
+        stats_push(&st, q->count, pi);
+    }
+  }
+  for (guint32 pi = 0; pi < st.pairs->len; pi++)
+    g_free(g_array_index(st.pairs, Pair, pi).where);
+  g_array_unref(st.pairs);
+  g_array_unref(st.heap);
+  g_free(st.key);
+  g_free(st.val);
+  g_array_unref(touched);
+  g_byte_array_unref(cat);
+  g_free(old);
+  g_free(sym);
+  g_free(woff);
+  g_free(wlen);
+  g_free(wstamp);
+  bpe_finalize(b);
+  t->bpe = NULL;
+  txl_bpe_trainer_free(t);
+  (void)error;
+  return b;
+}
+
+TxlBpe *
+txl_bpe_train(const char *const *texts, const gsize *lens, gsize n,
+              const TxlBpeTrainOptions *opts, GError **error)
+{
+  TxlBpeTrainer *t = txl_bpe_trainer_new(opts, error);
+  if (!t)
+    return NULL;
+  for (gsize i = 0; i < n; i++) {
+    txl_bpe_trainer_push(t, texts[i], lens[i]);
+    txl_bpe_trainer_end_text(t);
+  }
+  return txl_bpe_trainer_finish(t, error);
+}
