@@ -260,9 +260,12 @@ class TransfoXLRef:
             mask = mask | (j <= i - shift)
         return mask
 
-    def forward(self, ids, mems, mem_len=None, same_length=None, clamp_len=None):
+    def forward(self, ids, mems, mem_len=None, same_length=None, clamp_len=None,
+                grad=False):
         """One segment.  ids: sequence of q token ids.  mems: list (n_layer)
-        of (m, d_model) tensors.  Returns (hidden (q, d_model), new_mems)."""
+        of (m, d_model) tensors.  Returns (hidden (q, d_model), new_mems).
+        grad=True records the graph for autograd (training); the new memory
+        is detached, as in the paper: no gradient flows into it."""
         mem_len, same_length, clamp_len = self._settings(mem_len, same_length,
                                                          clamp_len)
         ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1)
@@ -277,11 +280,12 @@ class TransfoXLRef:
         pos_emb = self.rel_pos_emb(k, clamp_len)
         h = self.embed(ids)
         new_mems = []
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             for l in range(self.n_layer):
                 # memory keeps each layer's input, last mem_len positions
                 if mem_len > 0:
-                    new_mems.append(torch.cat([mems[l], h], 0)[max(0, k - mem_len):].clone())
+                    new_mems.append(torch.cat([mems[l], h], 0)[max(0, k - mem_len):]
+                                    .detach().clone())
                 else:
                     new_mems.append(torch.zeros(0, self.d_model))
                 h = self.attention(l, h, mems[l], pos_emb, mask)
@@ -313,9 +317,9 @@ class TransfoXLRef:
             return self.cutoffs[0] + i - 1
         return self.cutoffs[0] + self.n_tail - i  # column -i
 
-    def log_probs(self, hidden):
+    def log_probs(self, hidden, grad=False):
         """hidden: (q, d_model) -> (q, n_token) log-probabilities."""
-        with torch.no_grad():
+        with torch.set_grad_enabled(grad):
             if self.n_tail == 0:
                 w, b = self._out_table(0)
                 return torch.log_softmax(self._logits(hidden, w, b, self._out_proj(0)), -1)
@@ -330,9 +334,9 @@ class TransfoXLRef:
                 parts.append(head[:, self.head_column(i), None] + tail)
             return torch.cat(parts, dim=1)
 
-    def target_logprobs(self, hidden, targets):
+    def target_logprobs(self, hidden, targets, grad=False):
         t = torch.as_tensor(targets, dtype=torch.long).reshape(-1)
-        return self.log_probs(hidden).gather(1, t[:, None])[:, 0]
+        return self.log_probs(hidden, grad).gather(1, t[:, None])[:, 0]
 
 
 # ------------------------------------------------------------------ loading
