@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of fuzz_model, fuzz_safetensors and fuzz_hf_config.
+
+Usage: /usr/bin/python3 fuzz/make_model_seeds.py [TXL] (TXL: the txl tool,
+default build/tools/txl).  Needs numpy.  Each model seed is a tiny random
+Hugging Face checkpoint (tests/ref/hf_checkpoint.py) that the C converter
+turns into a model file, so the seeds are exactly what `txl convert --hf`
+writes.  Rewrites fuzz/corpus-model/, fuzz/corpus-safetensors/ and
+fuzz/corpus-hfconfig/.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'ref'))
+from hf_checkpoint import make_checkpoint, make_config  # noqa: E402
+from safetensors_io import write_safetensors  # noqa: E402
+
+# Every seed is small: a few KB each, so that libFuzzer's default max_len
+# (the largest seed) stays small and each execution stays fast.
+TINY = dict(vocab_size=16, d_model=8, d_embed=8, n_head=2, d_head=4,
+            d_inner=16, n_layer=1, mem_len=4, tgt_len=4, clamp_len=0)
+
+MODELS = {
+    # plain softmax, one layer, per-layer r biases
+    'plain': (dict(TINY), {}),
+    # adaptive input and softmax, div_val 2: cluster dims 8, 4, 2
+    'adaptive_div2': (dict(TINY, vocab_size=24, cutoffs=[8, 16], div_val=2,
+                           tie_projs=[False, True, False]), {}),
+    # d_embed != d_model with div_val 1: projections, untied output layer
+    'proj_untied': (dict(TINY, d_embed=4, cutoffs=[8],
+                         tie_projs=[False, False],
+                         tie_word_embeddings=False), {'store_tied': 'out'}),
+    # shared r biases, pre-LN, same_length, clamping, two layers
+    'shared_r_prelnorm': (dict(TINY, untie_r=False, pre_lnorm=True,
+                               same_length=True, clamp_len=2, n_layer=2),
+                          {}),
+    # no memory at all
+    'no_memory': (dict(TINY, mem_len=0, same_length=False), {}),
+    # word vocabulary (with <eos> and <unk>), lower-casing
+    'word': (dict(TINY, vocab_size=12, cutoffs=[6]),
+             {'vocab': True, 'lower_case': True}),
+    # 256 ids: patched below into a byte tokenizer
+    'byte': (dict(TINY, vocab_size=256, d_embed=2, d_model=4, n_head=1,
+                  d_inner=4), {'byte': True}),
+}
+
+
+def convert(txl, name, cfg, opts, workdir):
+    d = os.path.join(workdir, name)
+    make_checkpoint(d, make_config(**cfg), seed=len(name),
+                    store_tied=opts.get('store_tied', 'emb'),
+                    vocab=opts.get('vocab', False))
+    if opts.get('lower_case'):
+        with open(os.path.join(d, 'tokenizer_config.json'), 'w') as f:
+            json.dump({'lower_case': True}, f)
+    out = os.path.join(workdir, name + '.gguf')
+    subprocess.run([txl, 'convert', '--hf', d, '-o', out], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(out, 'rb') as f:
+        blob = f.read()
+    if opts.get('byte'):
+        # "none" and "byte" are both 4 bytes: the layout does not move
+        old = struct.pack('<Q', 14) + b'tokenizer.type' + struct.pack(
+            '<I', 8) + struct.pack('<Q', 4) + b'none'
+        assert blob.count(old) == 1, name
+        blob = blob.replace(old, old[:-4] + b'byte')
+    return d, blob
+
+
+def raw_safetensors(header, data):
+    h = json.dumps(header, separators=(',', ':')).encode()
+    h += b' ' * ((8 - len(h) % 8) % 8)
+    return struct.pack('<Q', len(h)) + h + data
+
+
+def safetensors_seeds(workdir):
+    seeds = {}
+    p = os.path.join(workdir, 'mixed.safetensors')
+    write_safetensors(p, {
+        'a32': np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5,
+        'b16': np.array([0.5, -1.0, 65504.0, 6e-8], dtype=np.float16),
+        'c64': np.array([[1e300, -1e-300], [np.inf, 0.25]], dtype=np.float64),
+        'scalar': np.array(3.0, dtype=np.float32),
+    }, metadata={'format': 'pt'})
+    with open(p, 'rb') as f:
+        seeds['mixed.safetensors'] = f.read()
+    bf16 = struct.pack('<4H', 0x3f80, 0xbf00, 0x7f80, 0x7fc1)
+    i32 = struct.pack('<2i', -1, 7)
+    seeds['bf16_int_empty.safetensors'] = raw_safetensors({
+        '__metadata__': {'k': 'v'},
+        'bf': {'dtype': 'BF16', 'shape': [2, 2], 'data_offsets': [0, 8]},
+        'ints': {'dtype': 'I32', 'shape': [2], 'data_offsets': [8, 16]},
+        'empty': {'dtype': 'F32', 'shape': [0, 5], 'data_offsets': [16, 16]},
+        'u8': {'dtype': 'U8', 'shape': [1, 1, 1], 'data_offsets': [16, 17]},
+    }, bf16 + i32 + b'\x05')
+    seeds['no_tensors.safetensors'] = raw_safetensors(
+        {'__metadata__': {}}, b'')
+    return seeds
+
+
+def main():
+    txl = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        ROOT, 'build', 'tools', 'txl')
+    dirs = {k: os.path.join(HERE, 'corpus-' + k)
+            for k in ('model', 'safetensors', 'hfconfig')}
+    for d in dirs.values():
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    with tempfile.TemporaryDirectory() as work:
+        for name, (cfg, opts) in MODELS.items():
+            ckpt, blob = convert(txl, name, cfg, opts, work)
+            with open(os.path.join(dirs['model'], name + '.gguf'), 'wb') as f:
+                f.write(blob)
+            if name == 'plain':
+                # the checkpoint fuzz_hf_config converts with every config
+                shutil.copy(os.path.join(ckpt, 'model.safetensors'),
+                            os.path.join(dirs['safetensors'],
+                                         'hf_plain.safetensors'))
+            if name in ('plain', 'adaptive_div2'):
+                with open(os.path.join(ckpt, 'config.json'), 'rb') as f:
+                    text = f.read()
+                configs = {name: text}
+                if name == 'plain':
+                    # a NUL asks for vocab.txt; tokenizer_config.json after it
+                    configs['plain_vocab'] = text + b'\0{"lower_case": true}'
+                for cname, ctext in configs.items():
+                    with open(os.path.join(dirs['hfconfig'], cname + '.json'),
+                              'wb') as f:
+                        f.write(ctext)
+        for name, blob in safetensors_seeds(work).items():
+            with open(os.path.join(dirs['safetensors'], name), 'wb') as f:
+                f.write(blob)
+    # old-style keys: n_token, tie_weight, proj_share_all_but_first
+    old = make_config(**TINY)
+    old['n_token'] = old.pop('vocab_size')
+    old['tie_weight'] = old.pop('tie_word_embeddings')
+    old['proj_share_all_but_first'] = True
+    del old['tie_projs']
+    with open(os.path.join(dirs['hfconfig'], 'old_keys.json'), 'w') as f:
+        json.dump(old, f)
+
+
+if __name__ == '__main__':
+    main()
