@@ -260,6 +260,60 @@ fold_memory(TxlTrainState *s)
   s->step++;
 }
 
+gsize
+txl_train_state_memory_floats(const TxlTrainState *s)
+{
+  const TxlConfig *c = &s->p->cfg;
+  return (gsize)c->n_layer * s->B * s->mem_len * c->d_model;
+}
+
+void
+txl_train_state_save(TxlTrainState *s, float *mem, guint64 *step, int *mlen)
+{
+  const int d = s->p->cfg.d_model;
+  /* the next forward would fold the last segment in; doing it now changes
+   * nothing it computes */
+  if (s->pending)
+    fold_memory(s);
+  s->pending = FALSE;
+  s->can_backward = FALSE;
+  const int K = s->mlen + s->T;
+  gsize at = 0;
+  for (int l = 0; l < s->p->cfg.n_layer; l++)
+    for (int b = 0; b < s->B; b++) {
+      memcpy(mem + at, s->L[l].x + (gsize)b * K * d,
+             sizeof(float) * s->mlen * d);
+      at += (gsize)s->mlen * d;
+    }
+  *step = s->step;
+  *mlen = s->mlen;
+}
+
+gboolean
+txl_train_state_restore(TxlTrainState *s, const float *mem, guint64 step,
+                        int mlen, GError **error)
+{
+  if (mlen < 0 || mlen > s->mem_len) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "saved memory of %d positions does not fit mem_len %d", mlen,
+                s->mem_len);
+    return FALSE;
+  }
+  const int d = s->p->cfg.d_model, K = mlen + s->T;
+  gsize at = 0;
+  for (int l = 0; l < s->p->cfg.n_layer; l++)
+    for (int b = 0; b < s->B; b++) {
+      memcpy(s->L[l].x + (gsize)b * K * d, mem + at,
+             sizeof(float) * mlen * d);
+      at += (gsize)mlen * d;
+    }
+  s->mlen = mlen;
+  s->step = step;
+  s->pending = FALSE;
+  s->can_backward = FALSE;
+  return TRUE;
+}
+
 /* ---- forward ---------------------------------------------------------- */
 
 static guint64

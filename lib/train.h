@@ -138,6 +138,15 @@ void txl_train_backward(TxlTrainState *s);
 /* forward + backward. */
 double txl_train_step(TxlTrainState *s, const int32_t *inputs,
                       const int32_t *targets);
+/* The recurrent memory (n_layer x B x mlen x d_model floats, at most
+ * txl_train_state_memory_floats()) and the dropout step counter, to save a
+ * run and resume it bit for bit. */
+gsize txl_train_state_memory_floats(const TxlTrainState *s);
+void txl_train_state_save(TxlTrainState *s, float *mem, guint64 *step,
+                          int *mlen);
+gboolean txl_train_state_restore(TxlTrainState *s, const float *mem,
+                                 guint64 step, int mlen, GError **error);
+
 /* Takes the last forward back: the next forward sees the same memory and
  * draws the same dropout masks (finite differences, evaluation). */
 void txl_train_rewind(TxlTrainState *s);

@@ -33,11 +33,17 @@ txl_cmd_info(int argc, char **argv)
   for (int i = 0; i < c->n_cutoffs; i++)
     printf("%s%d", i ? ", " : "", c->cutoffs[i]);
   const TxlTokenizer *t = txl_model_tokenizer(m);
-  static const char *types[] = { "byte", "word", "none" };
+  const char *type = "unknown";
+  switch (txl_tokenizer_type(t)) {
+  case TXL_TOKENIZER_BYTE: type = "byte"; break;
+  case TXL_TOKENIZER_WORD: type = "word"; break;
+  case TXL_TOKENIZER_NONE: type = "none"; break;
+  case TXL_TOKENIZER_BPE: type = "bpe"; break;
+  }
   printf("], \"cluster_order\": \"%s\", \"tokenizer\": \"%s\", "
          "\"model_id\": \"%s\", \"vocab_id\": \"%s\"}\n",
          c->cluster_order == TXL_CLUSTER_OFFICIAL ? "official" : "hf",
-         types[txl_tokenizer_type(t)], txl_model_id(m), txl_model_vocab_id(m));
+         type, txl_model_id(m), txl_model_vocab_id(m));
   txl_model_unref(m);
   return 0;
 }
