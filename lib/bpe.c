@@ -94,6 +94,17 @@ txl_bpe_is_special(const TxlBpe *b, int id)
 }
 
 int
+txl_bpe_merge(const TxlBpe *b, int k, int *left, int *right)
+{
+  if (k < 0 || k >= txl_bpe_n_merges(b))
+    return -1;
+  const guint32 *m = (const guint32 *)b->merges->data + 3 * k;
+  *left = (int)m[0];
+  *right = (int)m[1];
+  return (int)m[2];
+}
+
+int
 txl_bpe_byte_id(const TxlBpe *b, guchar c)
 {
   return b->byte_id[c];
@@ -668,9 +679,38 @@ txl_pretok_finish(TxlPretok *p)
 
 /* ---- chunk encoder ----------------------------------------------------- */
 
+/* Direct-mapped cache of short chunks and their tokens.  A log repeats
+ * the same words and punctuation on every line, so most chunks are found
+ * here and skip the merge loop. */
+#define CACHE_SLOTS 4096
+#define CACHE_BYTES 24
+#define CACHE_TOKENS 12
+
+typedef struct {
+  guint8 len, n; /* len 0: empty */
+  guint8 bytes[CACHE_BYTES];
+  guint8 end[CACHE_TOKENS];
+  int32_t id[CACHE_TOKENS];
+} CacheSlot;
+
+struct _TxlBpeCache {
+  const TxlBpe *bpe; /* the entries are valid for this vocabulary only */
+  CacheSlot slot[CACHE_SLOTS];
+};
+
+static inline guint32
+cache_hash(const guchar *s, gsize n)
+{
+  guint32 h = 2166136261u;
+  for (gsize i = 0; i < n; i++)
+    h = (h ^ s[i]) * 16777619u;
+  return (h ^ (h >> 15)) & (CACHE_SLOTS - 1);
+}
+
 void
 txl_bpe_out_clear(TxlBpeOut *o)
 {
+  g_free(o->cache);
   g_free(o->id);
   g_free(o->end);
   g_free(o->sym);
@@ -732,10 +772,13 @@ heap_pop(guint64 *h, gsize *n)
   return top;
 }
 
+static void encode_merge(const TxlBpe *b, const guchar *s, gsize n,
+                         TxlBpeOut *o);
+
 void
 txl_bpe_encode_chunk(const TxlBpe *b, const guchar *s, gsize n, TxlBpeOut *o)
 {
-  out_reserve(o, MAX(n, 1));
+  out_reserve(o, MAX(n, CACHE_TOKENS));
   o->n = 0;
   if (n == 0)
     return;
@@ -745,6 +788,41 @@ txl_bpe_encode_chunk(const TxlBpe *b, const guchar *s, gsize n, TxlBpeOut *o)
     o->n = 1;
     return;
   }
+  if (n > CACHE_BYTES) {
+    encode_merge(b, s, n, o);
+    return;
+  }
+  if (!o->cache || o->cache->bpe != b) {
+    if (!o->cache)
+      o->cache = g_new(struct _TxlBpeCache, 1);
+    memset(o->cache, 0, sizeof *o->cache);
+    o->cache->bpe = b;
+  }
+  CacheSlot *c = &o->cache->slot[cache_hash(s, n)];
+  if (c->len == n && memcmp(c->bytes, s, n) == 0) {
+    for (int i = 0; i < c->n; i++) {
+      o->id[i] = c->id[i];
+      o->end[i] = c->end[i];
+    }
+    o->n = c->n;
+    return;
+  }
+  encode_merge(b, s, n, o);
+  if (o->n <= CACHE_TOKENS) {
+    c->len = (guint8)n;
+    c->n = (guint8)o->n;
+    memcpy(c->bytes, s, n);
+    for (gsize i = 0; i < o->n; i++) {
+      c->id[i] = o->id[i];
+      c->end[i] = (guint8)o->end[i];
+    }
+  }
+}
+
+/* The merge loop proper: O(n log n) for any n. */
+static void
+encode_merge(const TxlBpe *b, const guchar *s, gsize n, TxlBpeOut *o)
+{
   int32_t *sym = o->sym;
   guint32 *next = o->next, *prev = o->prev;
   guint64 *h = o->heap;

@@ -34,6 +34,8 @@ guint txl_bpe_normalize(const TxlBpe *bpe);
 /* Bytes of a token (a special token's bytes are its name, e.g. "<NUM>"). */
 const char *txl_bpe_token(const TxlBpe *bpe, int id, gsize *len);
 gboolean txl_bpe_is_special(const TxlBpe *bpe, int id);
+/* Merge of rank k: joins left and right, returns the id made (or -1). */
+int txl_bpe_merge(const TxlBpe *bpe, int k, int *left, int *right);
 /* Id of the token for byte b. */
 int txl_bpe_byte_id(const TxlBpe *bpe, guchar b);
 /* Placeholder id of a rule, spaced: the variant that also covers one ' '
@@ -108,6 +110,7 @@ typedef struct {
   int32_t *sym;
   guint32 *next, *prev;
   guint64 *heap;
+  struct _TxlBpeCache *cache; /* recent short chunks (logs repeat a lot) */
 } TxlBpeOut;
 
 void txl_bpe_out_clear(TxlBpeOut *out);

@@ -655,6 +655,111 @@ test_hostile_keys(void)
   expect_refused(&v, "token too long", "tokenizer.tokens[259]");
 }
 
+typedef struct {
+  GHashTable *count; /* piece bytes (GBytes) -> count */
+} Pieces;
+
+static void
+collect_piece(const guchar *s, gsize len, gsize start, int special,
+              gpointer data)
+{
+  Pieces *p = data;
+  if (special >= 0)
+    return;
+  GBytes *k = g_bytes_new(s, len);
+  gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(p->count, k));
+  g_hash_table_replace(p->count, k, GSIZE_TO_POINTER(c + 1));
+}
+
+/* Replays the learned merges naively, recounting every pair before each:
+ * the incremental counts and the lazy heap must pick a most frequent pair
+ * every time (ties may go either way). */
+static void
+test_trainer_vs_naive(void)
+{
+  gsize len;
+  char *logs = make_logs(30000, 12, &len);
+  for (int norm = 0; norm < 2; norm++) {
+    TxlTokenizer *tok = train(logs, len, 700, norm ? TXL_NORM_ALL : 0);
+    const TxlBpe *b = txl_tokenizer_get_bpe(tok);
+    Pieces pc = { g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+                                        (GDestroyNotify)g_bytes_unref, NULL) };
+    TxlPretok *p = txl_pretok_new(b, collect_piece, &pc);
+    txl_pretok_push(p, (const guchar *)logs, len);
+    txl_pretok_finish(p);
+    txl_pretok_free(p);
+    GPtrArray *words = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_array_unref);
+    GArray *counts = g_array_new(FALSE, FALSE, sizeof(gsize));
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, pc.count);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+      gsize n;
+      const guchar *s = g_bytes_get_data(k, &n);
+      GArray *w = g_array_new(FALSE, FALSE, 4);
+      for (gsize i = 0; i < n; i++) {
+        int id = txl_bpe_byte_id(b, s[i]);
+        g_array_append_val(w, id);
+      }
+      g_ptr_array_add(words, w);
+      gsize c = GPOINTER_TO_SIZE(v);
+      g_array_append_val(counts, c);
+    }
+    GHashTable *merged = g_hash_table_new(g_int64_hash, g_int64_equal);
+    gint64 *keys = g_new(gint64, txl_bpe_n_merges(b) + 1);
+    for (int m = 0; m < txl_bpe_n_merges(b); m++) {
+      int l, r, res = txl_bpe_merge(b, m, &l, &r);
+      GHashTable *pairs = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                                g_free, NULL);
+      gsize best = 0;
+      for (guint w = 0; w < words->len; w++) {
+        GArray *a = words->pdata[w];
+        for (guint i = 0; i + 1 < a->len; i++) {
+          gint64 key = ((gint64)g_array_index(a, int, i) << 32) |
+                       g_array_index(a, int, i + 1);
+          if (g_hash_table_contains(merged, &key))
+            continue;
+          gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key)) +
+                    g_array_index(counts, gsize, w);
+          g_hash_table_replace(pairs, g_memdup2(&key, 8),
+                               GSIZE_TO_POINTER(c));
+          best = MAX(best, c);
+        }
+      }
+      gint64 key = ((gint64)l << 32) | r;
+      gsize got = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key));
+      if (got != best)
+        g_error("merge %d (%d, %d): count %zu, best %zu", m, l, r, got, best);
+      keys[m] = key;
+      g_hash_table_add(merged, &keys[m]);
+      g_hash_table_unref(pairs);
+      for (guint w = 0; w < words->len; w++) {
+        GArray *a = words->pdata[w];
+        guint j = 0;
+        for (guint i = 0; i < a->len; j++) {
+          int x = g_array_index(a, int, i);
+          if (i + 1 < a->len && x == l && g_array_index(a, int, i + 1) == r) {
+            g_array_index(a, int, j) = res;
+            i += 2;
+          } else {
+            g_array_index(a, int, j) = x;
+            i++;
+          }
+        }
+        g_array_set_size(a, j);
+      }
+    }
+    g_hash_table_unref(merged);
+    g_free(keys);
+    g_array_unref(counts);
+    g_ptr_array_unref(words);
+    g_hash_table_unref(pc.count);
+    txl_tokenizer_free(tok);
+  }
+  g_free(logs);
+}
+
 static void
 test_train_options(void)
 {
@@ -675,6 +780,68 @@ test_train_options(void)
   txl_bpe_free(b);
 }
 
+/* Measurements for docs/tokenizers.md, run by hand:
+ *   TXL_BPE_BENCH="a.log b.log" build/tests/test_bpe -p /bpe/bench
+ * trains on the first TXL_BPE_BENCH_BYTES (default 1 MB) of the files
+ * together, then encodes each file whole. */
+static void
+test_bench(void)
+{
+  const char *files = g_getenv("TXL_BPE_BENCH");
+  if (!files) {
+    g_test_skip("set TXL_BPE_BENCH to a list of log files");
+    return;
+  }
+  const char *nb = g_getenv("TXL_BPE_BENCH_BYTES");
+  const char *vs = g_getenv("TXL_BPE_BENCH_VOCAB");
+  gsize want = nb ? g_ascii_strtoull(nb, NULL, 10) : 1000000;
+  g_auto(GStrv) names = g_strsplit(files, " ", -1);
+  GString *corpus = g_string_new(NULL);
+  for (int i = 0; names[i] && corpus->len < want; i++) {
+    char *data;
+    gsize len;
+    g_assert_true(g_file_get_contents(names[i], &data, &len, NULL));
+    g_string_append_len(corpus, data, (gssize)MIN(len, want - corpus->len));
+    g_free(data);
+  }
+  for (int norm = 0; norm < 2; norm++) {
+    TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
+    o.vocab_size = vs ? atoi(vs) : 4096;
+    o.normalize = norm ? TXL_NORM_ALL : 0;
+    const char *text = corpus->str;
+    gsize len = corpus->len;
+    gint64 t0 = g_get_monotonic_time();
+    TxlBpe *b = txl_bpe_train(&text, &len, 1, &o, NULL);
+    double ts = (g_get_monotonic_time() - t0) / 1e6;
+    printf("train %s: %zu bytes -> %d tokens (%d merges) in %.2f s\n",
+           norm ? "normalised" : "plain", len, txl_bpe_n_tokens(b),
+           txl_bpe_n_merges(b), ts);
+    TxlTokenizer *tok = txl_tokenizer_new_bpe(b);
+    for (int i = 0; names[i]; i++) {
+      char *data;
+      gsize dl;
+      g_assert_true(g_file_get_contents(names[i], &data, &dl, NULL));
+      gsize count = 0;
+      double best = 1e9;
+      for (int rep = 0; rep < 3; rep++) {
+        count = 0;
+        t0 = g_get_monotonic_time();
+        TxlEncoder *e = txl_encoder_new(tok, count_token, &count);
+        txl_encoder_push(e, data, dl);
+        txl_encoder_finish(e);
+        txl_encoder_free(e);
+        best = MIN(best, (g_get_monotonic_time() - t0) / 1e6);
+      }
+      g_autofree char *base = g_path_get_basename(names[i]);
+      printf("  encode %-20s %7zu bytes %7zu tokens (%.3f/byte) %6.1f MB/s\n",
+             base, dl, count, (double)count / dl, dl / best / 1e6);
+      g_free(data);
+    }
+    txl_tokenizer_free(tok);
+  }
+  g_string_free(corpus, TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -686,6 +853,8 @@ main(int argc, char **argv)
   g_test_add_func("/bpe/long-line", test_long_line);
   g_test_add_func("/bpe/model-file", test_model_file);
   g_test_add_func("/bpe/hostile-keys", test_hostile_keys);
+  g_test_add_func("/bpe/trainer-vs-naive", test_trainer_vs_naive);
   g_test_add_func("/bpe/train-options", test_train_options);
+  g_test_add_func("/bpe/bench", test_bench);
   return g_test_run();
 }
