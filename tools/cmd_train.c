@@ -421,8 +421,10 @@ txl_cmd_train(int argc, char **argv)
   tg = g_new(int32_t, BT);
   double t0 = g_get_monotonic_time() / 1e6, t_last = t0;
   gint64 tok_since = 0, first_step = os.step;
-  double loss_avg = 0;
+  double loss_avg = 0, train_s = 0;
+  gint64 trained = 0;
   while (os.step < o.steps && !interrupted) {
+    double ts = g_get_monotonic_time() / 1e6;
     if (txl_batcher_next(b, in, tg))
       train_core_reset_memory(core);
     double loss = train_core_step(core, in, tg);
@@ -439,6 +441,8 @@ txl_cmd_train(int argc, char **argv)
                      0.9f, 0.999f, 1e-8f, (float)o.weight_decay };
     os.step++;
     txl_adamw_step(&opt, os.step, params, grads, os.m, os.v, np, decay);
+    train_s += g_get_monotonic_time() / 1e6 - ts;
+    trained += BT;
     loss_avg = os.step - first_step == 1 ? loss : 0.95 * loss_avg + 0.05 * loss;
     tok_since += BT;
     double now = g_get_monotonic_time() / 1e6;
@@ -482,6 +486,9 @@ txl_cmd_train(int argc, char **argv)
     rc = 130;
     goto out;
   }
+  fprintf(stderr, "txl train: trained %" G_GINT64_FORMAT " tokens in %.2f s "
+          "(%.0f tokens/s, validation excluded)\n", trained, train_s,
+          trained / MAX(train_s, 1e-9));
   fprintf(stderr, "txl train: wrote %s\n", o.output);
   rc = 0;
 
