@@ -295,17 +295,7 @@ txl_model_vocab_id(const TxlModel *cm)
   g_mutex_lock(&m->lock);
   if (!m->vocab_id) {
     GChecksum *cs = g_checksum_new(G_CHECKSUM_SHA256);
-    const TxlTokenizer *t = &m->tok;
-    guint32 hdr[4] = { t->type, (guint32)t->n_tokens, (guint32)t->unk_id,
-                       (guint32)t->eos_id };
-    g_checksum_update(cs, (const guchar *)hdr, sizeof hdr);
-    guchar lc = t->lower_case ? 1 : 0;
-    g_checksum_update(cs, &lc, 1);
-    for (int i = 0; t->sym && i < t->n_tokens; i++) {
-      guint64 len = t->sym_len[i];
-      g_checksum_update(cs, (const guchar *)&len, sizeof len);
-      g_checksum_update(cs, (const guchar *)t->sym[i], t->sym_len[i]);
-    }
+    txl_tokenizer_checksum(&m->tok, cs);
     m->vocab_id = g_strdup(g_checksum_get_string(cs));
     g_checksum_free(cs);
   }

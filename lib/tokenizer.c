@@ -91,9 +91,21 @@ txl_tokenizer_get_bpe(const TxlTokenizer *t)
   return t->type == TXL_TOKENIZER_BPE ? t->bpe : NULL;
 }
 
+/* Everything that decides which ids a text becomes: two models with the
+ * same digest tokenise every input alike. */
 void
 txl_tokenizer_checksum(const TxlTokenizer *t, GChecksum *cs)
 {
+  guint32 hdr[4] = { t->type, (guint32)t->n_tokens, (guint32)t->unk_id,
+                     (guint32)t->eos_id };
+  g_checksum_update(cs, (const guchar *)hdr, sizeof hdr);
+  guchar lc = t->lower_case ? 1 : 0;
+  g_checksum_update(cs, &lc, 1);
+  for (int i = 0; t->sym && i < t->n_tokens; i++) {
+    guint64 len = t->sym_len[i];
+    g_checksum_update(cs, (const guchar *)&len, sizeof len);
+    g_checksum_update(cs, (const guchar *)t->sym[i], t->sym_len[i]);
+  }
   if (t->bpe)
     txl_bpe_checksum(t->bpe, cs);
 }
