@@ -122,6 +122,8 @@ typedef struct {
 
 typedef struct {
   Common c;
+  double flag_bpb;  /* > 0: mark lines above this many bits per byte */
+  gint64 flagged;
   GQueue lines;     /* Line*, oldest first, not yet printed */
   GArray *tok_line; /* line of each pushed, not yet scored token */
   gint64 tok_base;  /* stream position of tok_line[0] */
@@ -191,11 +193,18 @@ print_ready_lines(TextScore *t, gboolean all)
                            ", \"bytes\": %zu, ", l->line, l->scored, l->bytes);
     if (l->scored > 0) {
       double mean = l->nll / l->scored;
+      double bpb = l->bytes ? l->nll / G_LN2 / l->bytes : 0.0;
       g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f",
-                             mean, exp(mean),
-                             l->bytes ? l->nll / G_LN2 / l->bytes : 0.0);
+                             mean, exp(mean), bpb);
+      if (t->flag_bpb > 0) {
+        gboolean flag = bpb > t->flag_bpb;
+        t->flagged += flag;
+        g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
+      }
     } else {
       g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null");
+      if (t->flag_bpb > 0)
+        g_string_append(o, ", \"flag\": false");
     }
     g_string_append(o, ", \"text\": ");
     json_string(o, l->text->str, l->text->len);
@@ -300,6 +309,7 @@ txl_cmd_score(int argc, char **argv)
   gboolean ids = FALSE;
   int segment = 0, mem_len = -1, same_length = -1, clamp_len = -1;
   g_autofree char *memory = NULL;
+  double flag_bpb = 0;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
@@ -312,6 +322,8 @@ txl_cmd_score(int argc, char **argv)
       "1: every query sees mem_len keys; 0: all earlier keys (default: the model's)", "0|1" },
     { "clamp-len", 0, 0, G_OPTION_ARG_INT, &clamp_len,
       "Cap relative distances at N; 0: no cap (default: the model's)", "N" },
+    { "flag-bpb", 0, 0, G_OPTION_ARG_DOUBLE, &flag_bpb,
+      "Text mode: mark lines scoring above this many bits per byte (\"flag\")", "X" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
       "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
     { NULL },
@@ -334,6 +346,10 @@ txl_cmd_score(int argc, char **argv)
   }
   if (argc > 2) {
     fprintf(stderr, "txl score: at most one input FILE\n");
+    return 2;
+  }
+  if (flag_bpb < 0) {
+    fprintf(stderr, "txl score: --flag-bpb takes a positive number\n");
     return 2;
   }
   if (segment < 0 || (same_length != -1 && same_length != 0 &&
@@ -375,6 +391,7 @@ txl_cmd_score(int argc, char **argv)
   }
   TxlStreamOptions o = { mem_len, clamp_len, same_length, 0, kind };
   TextScore t = { 0 };
+  t.flag_bpb = flag_bpb;
   g_queue_init(&t.lines);
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
   t.cur_line = 1;
@@ -396,6 +413,9 @@ txl_cmd_score(int argc, char **argv)
             exp(mean));
     if (!ids && t.c.bytes)
       fprintf(stderr, ", %.4f bits/byte", t.c.nll_sum / G_LN2 / t.c.bytes);
+    if (!ids && flag_bpb > 0)
+      fprintf(stderr, ", %" G_GINT64_FORMAT " lines above %g bits/byte",
+              t.flagged, flag_bpb);
     fprintf(stderr, "\n");
   }
   g_clear_error(&t.c.error);
