@@ -1,0 +1,103 @@
+/* The txl plugin: Transformer-XL scoring of text and log streams.
+ * Registers txltokenizer, txlmodel and txlsink, and the text meta that
+ * carries each line's raw bytes alongside the records. */
+#include "gsttxlcommon.h"
+
+/* ---- GstTxlTextMeta ---------------------------------------------------- */
+
+GType
+gst_txl_text_meta_api_get_type(void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter(&type)) {
+    GType t = gst_meta_api_type_register(GST_TXL_TEXT_META_API_NAME, tags);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+static gboolean
+text_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
+{
+  GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
+  m->offset = 0;
+  m->bytes = NULL;
+  return TRUE;
+}
+
+static void
+text_meta_free(GstMeta *meta, GstBuffer *buffer)
+{
+  GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
+  g_clear_pointer(&m->bytes, g_bytes_unref);
+}
+
+static gboolean
+text_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
+                    GQuark type, gpointer data)
+{
+  GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
+  /* the bytes belong to the records as a whole: only a full copy keeps
+   * them; a region of the records does not stand for all of them */
+  if (GST_META_TRANSFORM_IS_COPY(type)) {
+    GstMetaTransformCopy *copy = data;
+    if (!copy->region) {
+      gst_buffer_add_txl_text_meta(dest, m->offset, m->bytes);
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+const GstMetaInfo *
+gst_txl_text_meta_get_info(void)
+{
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter(&info)) {
+    const GstMetaInfo *i = gst_meta_register(
+        GST_TXL_TEXT_META_API_TYPE, GST_TXL_TEXT_META_IMPL_NAME,
+        sizeof(GstTxlTextMeta), text_meta_init, text_meta_free,
+        text_meta_transform);
+    g_once_init_leave(&info, i);
+  }
+  return info;
+}
+
+GstTxlTextMeta *
+gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset, GBytes *bytes)
+{
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), NULL);
+  g_return_val_if_fail(bytes != NULL, NULL);
+  GstTxlTextMeta *m = (GstTxlTextMeta *)gst_buffer_add_meta(
+      buffer, gst_txl_text_meta_get_info(), NULL);
+  m->offset = offset;
+  m->bytes = g_bytes_ref(bytes);
+  return m;
+}
+
+/* ---- plugin ------------------------------------------------------------ */
+
+static gboolean
+plugin_init(GstPlugin *plugin)
+{
+  gst_txl_text_meta_get_info();
+  gboolean ok = TRUE;
+  ok &= gst_element_register(plugin, "txltokenizer", GST_RANK_NONE,
+                             gst_txl_tokenizer_get_type());
+  ok &= gst_element_register(plugin, "txlmodel", GST_RANK_NONE,
+                             gst_txl_model_get_type());
+  ok &= gst_element_register(plugin, "txlsink", GST_RANK_NONE,
+                             gst_txl_sink_get_type());
+  return ok;
+}
+
+/* GST_PLUGIN_DEFINE leaves the descriptor's reserved fields implicit */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, txl,
+                  "Transformer-XL language-model scoring of text and log "
+                  "streams",
+                  plugin_init, TXL_PLUGIN_VERSION, "MIT", "txl",
+                  "the txl source tree")
+#pragma GCC diagnostic pop

@@ -1,0 +1,44 @@
+/* Inside the txl plugin: the element types, the text meta and the
+ * process-wide model cache. */
+#ifndef GST_TXL_COMMON_H
+#define GST_TXL_COMMON_H
+
+#include <gst/gst.h>
+
+#include "txl.h"
+#include "txltokens.h"
+
+G_BEGIN_DECLS
+
+/* ---- text meta --------------------------------------------------------- */
+
+GType gst_txl_text_meta_api_get_type(void);
+const GstMetaInfo *gst_txl_text_meta_get_info(void);
+#define GST_TXL_TEXT_META_API_TYPE (gst_txl_text_meta_api_get_type())
+/* takes a reference to bytes */
+GstTxlTextMeta *gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset,
+                                             GBytes *bytes);
+#define gst_buffer_get_txl_text_meta(b)                                        \
+  ((GstTxlTextMeta *)gst_buffer_get_meta((b), GST_TXL_TEXT_META_API_TYPE))
+
+/* ---- model cache ------------------------------------------------------- */
+
+/* One TxlModel per model file and process, shared by every element and
+ * pipeline that names the file.  Returns a reference that must go back
+ * through txl_model_cache_release().  A file replaced on disk (another
+ * inode, size or mtime) is loaded afresh; elements still holding the old
+ * one keep it until they release it. */
+TxlModel *txl_model_cache_acquire(const char *path, GError **error);
+void txl_model_cache_release(TxlModel *model);
+/* number of distinct models held (for tests) */
+guint txl_model_cache_size(void);
+
+/* ---- elements ---------------------------------------------------------- */
+
+GType gst_txl_tokenizer_get_type(void);
+GType gst_txl_model_get_type(void);
+GType gst_txl_sink_get_type(void);
+
+G_END_DECLS
+
+#endif

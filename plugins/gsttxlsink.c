@@ -1,0 +1,519 @@
+/* txlsink: per-line scores as JSON Lines.
+ *
+ * gst-launch-1.0 ... ! txlmodel model=m.gguf ! txlsink location=out.jsonl
+ *
+ * Gathers the score records of each input line and writes one JSON object
+ * per line (to location, or to standard output when it is unset):
+ *
+ *   {"line": 3, "tokens": 41, "bytes": 42, "nll": 1.9, "ppl": 6.7,
+ *    "bpb": 2.7, "anomaly": -1.3, "flag": false, "text": "..."}
+ *
+ * nll is the mean negative log-likelihood in nats per scored token, ppl its
+ * exponential, bpb the line's total NLL in bits per byte of the line (its
+ * line end included), anomaly = bpb - threshold and flag = anomaly > 0.
+ * The numbers are those of `txl score` on the same text.  The line's
+ * text and byte count come from the GstTxlTextMeta that txltokenizer
+ * attaches and txlmodel forwards; without it, bytes is the sum of the
+ * tokens' byte lengths and text is null.
+ *
+ * Each line also emits "line-scored" with a GstStructure, and a flagged
+ * line posts a "txl-anomaly" element message. */
+#include "gsttxlcommon.h"
+
+#include <errno.h>
+#include <gst/base/gstbasesink.h>
+#include <math.h>
+#include <stdio.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_txl_sink_debug);
+#define GST_CAT_DEFAULT gst_txl_sink_debug
+
+#define GST_TYPE_TXL_SINK (gst_txl_sink_get_type())
+G_DECLARE_FINAL_TYPE(GstTxlSink, gst_txl_sink, GST, TXL_SINK, GstBaseSink)
+
+#define DEFAULT_THRESHOLD 4.0
+#define TEXT_CAP 4096 /* bytes of a line kept for the output */
+
+typedef struct {
+  gint64 line;
+  gint64 tokens;  /* scored tokens (the stream's first is not) */
+  double nll;     /* their total NLL, nats */
+  guint64 bytes;  /* bytes of the line, its line end included */
+  guint64 tok_bytes;
+  GString *text;  /* without the line end, at most TEXT_CAP bytes */
+  gboolean closed;
+} Line;
+
+struct _GstTxlSink {
+  GstBaseSink parent;
+
+  /* properties, object lock */
+  gchar *location;
+  gdouble threshold;
+
+  /* streaming state */
+  FILE *out;
+  GQueue lines;        /* Line*, in line order, not yet written */
+  gint64 written_upto; /* last line written */
+  gint64 closed_upto;  /* every line up to this one is complete */
+  gint64 text_line;    /* line of the next text byte */
+  gboolean have_text;  /* the stream carries text metas */
+  GstClockTime last_pts;
+};
+
+enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD };
+enum { SIGNAL_LINE_SCORED, LAST_SIGNAL };
+static guint signals[LAST_SIGNAL];
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME));
+
+G_DEFINE_TYPE(GstTxlSink, gst_txl_sink, GST_TYPE_BASE_SINK)
+
+/* ---- lines ----------------------------------------------------------------- */
+
+static void
+line_free(gpointer p)
+{
+  Line *l = p;
+  g_string_free(l->text, TRUE);
+  g_free(l);
+}
+
+/* The entry of a line not yet written, created in order; NULL for a line
+ * already written. */
+static Line *
+line_get(GstTxlSink *self, gint64 line)
+{
+  if (line <= self->written_upto)
+    return NULL;
+  GList *it;
+  for (it = self->lines.tail; it; it = it->prev) {
+    Line *l = it->data;
+    if (l->line == line)
+      return l;
+    if (l->line < line)
+      break;
+  }
+  Line *l = g_new0(Line, 1);
+  l->line = line;
+  l->text = g_string_new(NULL);
+  if (it)
+    g_queue_insert_after(&self->lines, it, l);
+  else
+    g_queue_push_head(&self->lines, l);
+  return l;
+}
+
+static void
+json_string(GString *out, const char *s, gsize len)
+{
+  const char *p = s, *end = s + len;
+  g_string_append_c(out, '"');
+  while (p < end) {
+    gunichar ch = g_utf8_get_char_validated(p, end - p);
+    if (ch == (gunichar)-1 || ch == (gunichar)-2) {
+      g_string_append(out, "\\ufffd"); /* one invalid byte */
+      p++;
+      continue;
+    }
+    const char *next = g_utf8_next_char(p);
+    if (ch == '"' || ch == '\\')
+      g_string_append_printf(out, "\\%c", (char)ch);
+    else if (ch < 0x20)
+      g_string_append_printf(out, "\\u%04x", ch);
+    else
+      g_string_append_len(out, p, next - p);
+    p = next;
+  }
+  g_string_append_c(out, '"');
+}
+
+static void
+clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
+{
+  GstBaseSink *bs = GST_BASE_SINK(self);
+  *running = *stream = GST_CLOCK_TIME_NONE;
+  if (GST_CLOCK_TIME_IS_VALID(self->last_pts) &&
+      bs->segment.format == GST_FORMAT_TIME) {
+    *running = gst_segment_to_running_time(&bs->segment, GST_FORMAT_TIME,
+                                           self->last_pts);
+    *stream = gst_segment_to_stream_time(&bs->segment, GST_FORMAT_TIME,
+                                         self->last_pts);
+    return;
+  }
+  /* untimed data (a file): when the line was scored, on the pipeline clock */
+  GstClock *clock = gst_element_get_clock(GST_ELEMENT(self));
+  if (clock) {
+    GstClockTime now = gst_clock_get_time(clock);
+    GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
+    if (GST_STATE(self) == GST_STATE_PLAYING && now >= base)
+      *running = now - base;
+    gst_object_unref(clock);
+  }
+}
+
+static gboolean
+write_line(GstTxlSink *self, Line *l, gdouble threshold)
+{
+  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
+  gboolean scored = l->tokens > 0;
+  double mean = scored ? l->nll / l->tokens : NAN;
+  double bpb = scored ? (bytes ? l->nll / G_LN2 / bytes : 0.0) : NAN;
+  gboolean flag = scored && bpb > threshold;
+
+  GString *o = g_string_new(NULL);
+  g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
+                         G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
+                         ", ", l->line, l->tokens, bytes);
+  if (scored)
+    g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, "
+                           "\"anomaly\": %.6f", mean, exp(mean), bpb,
+                           bpb - threshold);
+  else
+    g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null, "
+                       "\"anomaly\": null");
+  g_string_append_printf(o, ", \"flag\": %s, \"text\": ",
+                         flag ? "true" : "false");
+  if (self->have_text)
+    json_string(o, l->text->str, l->text->len);
+  else
+    g_string_append(o, "null");
+  g_string_append(o, "}\n");
+  gboolean ok = fwrite(o->str, 1, o->len, self->out) == o->len &&
+                fflush(self->out) == 0;
+  g_string_free(o, TRUE);
+  if (!ok) {
+    GST_OBJECT_LOCK(self);
+    gchar *where = g_strdup(self->location ? self->location : "stdout");
+    GST_OBJECT_UNLOCK(self);
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                      ("Could not write the scores to \"%s\".", where),
+                      ("%s", g_strerror(errno)));
+    g_free(where);
+    return FALSE;
+  }
+
+  gchar *text = self->have_text ? g_utf8_make_valid(l->text->str,
+                                                    l->text->len)
+                                : NULL;
+  GstStructure *s = gst_structure_new("txl-line",
+      "line", G_TYPE_INT64, l->line,
+      "tokens", G_TYPE_INT64, l->tokens,
+      "bytes", G_TYPE_UINT64, bytes,
+      "nll", G_TYPE_DOUBLE, mean,
+      "ppl", G_TYPE_DOUBLE, exp(mean),
+      "bpb", G_TYPE_DOUBLE, bpb,
+      "anomaly", G_TYPE_DOUBLE, bpb - threshold,
+      "flag", G_TYPE_BOOLEAN, flag,
+      "text", G_TYPE_STRING, text, NULL);
+  g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
+  gst_structure_free(s);
+  if (flag) {
+    GstClockTime running, stream;
+    clock_times(self, &running, &stream);
+    GstStructure *m = gst_structure_new("txl-anomaly",
+        "line", G_TYPE_INT64, l->line,
+        "bpb", G_TYPE_DOUBLE, bpb,
+        "nll", G_TYPE_DOUBLE, mean,
+        "text", G_TYPE_STRING, text,
+        "running-time", GST_TYPE_CLOCK_TIME, running,
+        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
+    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": %.3f bits/byte",
+                    l->line, bpb);
+    gst_element_post_message(GST_ELEMENT(self),
+                             gst_message_new_element(GST_OBJECT(self), m));
+  }
+  g_free(text);
+  return TRUE;
+}
+
+/* Writes the complete lines at the head of the queue; all of them when
+ * the stream is over. */
+static gboolean
+write_ready(GstTxlSink *self, gboolean all)
+{
+  GST_OBJECT_LOCK(self);
+  gdouble threshold = self->threshold;
+  GST_OBJECT_UNLOCK(self);
+  Line *l;
+  while ((l = g_queue_peek_head(&self->lines)) &&
+         (all || l->closed || l->line <= self->closed_upto)) {
+    g_queue_pop_head(&self->lines);
+    self->written_upto = l->line;
+    gboolean ok = write_line(self, l, threshold);
+    line_free(l);
+    if (!ok)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+reset_lines(GstTxlSink *self)
+{
+  g_queue_clear_full(&self->lines, line_free);
+  self->written_upto = 0;
+  self->closed_upto = 0;
+  self->text_line = 1;
+  self->have_text = FALSE;
+  self->last_pts = GST_CLOCK_TIME_NONE;
+}
+
+/* ---- GstBaseSink ------------------------------------------------------------ */
+
+static GstFlowReturn
+gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  GstMapInfo map;
+  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (map.size % TXL_SCORE_RECORD_SIZE != 0) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("A score buffer of %" G_GSIZE_FORMAT " bytes is not a "
+                       "whole number of %d-byte score records", map.size,
+                       TXL_SCORE_RECORD_SIZE), (NULL));
+    gst_buffer_unmap(buf, &map);
+    return GST_FLOW_ERROR;
+  }
+  if (GST_BUFFER_PTS_IS_VALID(buf))
+    self->last_pts = GST_BUFFER_PTS(buf);
+  GstTxlTextMeta *meta = gst_buffer_get_txl_text_meta(buf);
+  if (meta)
+    self->have_text = TRUE;
+
+  /* the records first: the text of a buffer never runs ahead of them */
+  for (gsize off = 0; off < map.size; off += TXL_SCORE_RECORD_SIZE) {
+    TxlScoreRecord r;
+    txl_score_record_read(map.data + off, &r);
+    Line *l = line_get(self, r.line);
+    if (!l) {
+      GST_DEBUG_OBJECT(self, "a score for line %" G_GINT64_FORMAT
+                       ", already written", r.line);
+      continue;
+    }
+    if (!(r.flags & TXL_RECORD_FIRST) && !isnan(r.logprob)) {
+      l->tokens++;
+      l->nll -= r.logprob;
+    }
+    l->tok_bytes += r.byte_len;
+    if (!self->have_text) {
+      /* without text: a later line's token or a line end closes a line */
+      self->closed_upto = MAX(self->closed_upto, r.line - 1);
+      if (r.flags & TXL_RECORD_LINE_END)
+        l->closed = TRUE;
+    }
+  }
+  gst_buffer_unmap(buf, &map);
+
+  if (meta && meta->bytes) {
+    gsize n;
+    const char *p = g_bytes_get_data(meta->bytes, &n);
+    /* with text, a line is complete once its line end has come: txlmodel
+     * forwards text only up to the end of the last token it scored */
+    while (n > 0) {
+      const char *nl = memchr(p, '\n', n);
+      gsize len = nl ? (gsize)(nl - p) + 1 : n;
+      Line *l = line_get(self, self->text_line);
+      if (l) {
+        l->bytes += len;
+        gsize keep = MIN(len - (nl ? 1 : 0), TEXT_CAP - MIN(TEXT_CAP,
+                                                            l->text->len));
+        g_string_append_len(l->text, p, keep);
+        if (nl)
+          l->closed = TRUE;
+      }
+      if (nl)
+        self->text_line++;
+      p += len;
+      n -= len;
+    }
+  }
+  return write_ready(self, FALSE) ? GST_FLOW_OK : GST_FLOW_ERROR;
+}
+
+static gboolean
+gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_EOS:
+    write_ready(self, TRUE);
+    break;
+  case GST_EVENT_STREAM_START:
+    /* line numbers start again at 1 */
+    write_ready(self, TRUE);
+    reset_lines(self);
+    break;
+  case GST_EVENT_FLUSH_STOP:
+    reset_lines(self);
+    break;
+  default:
+    break;
+  }
+  return GST_BASE_SINK_CLASS(gst_txl_sink_parent_class)->event(bs, event);
+}
+
+static gboolean
+gst_txl_sink_start(GstBaseSink *bs)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  GST_OBJECT_LOCK(self);
+  gchar *location = g_strdup(self->location);
+  GST_OBJECT_UNLOCK(self);
+  if (location && *location) {
+    self->out = fopen(location, "w");
+    if (!self->out) {
+      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                        ("Could not open \"%s\" for writing.", location),
+                        ("%s", g_strerror(errno)));
+      g_free(location);
+      return FALSE;
+    }
+  } else {
+    self->out = stdout;
+  }
+  g_free(location);
+  reset_lines(self);
+  return TRUE;
+}
+
+static gboolean
+gst_txl_sink_stop(GstBaseSink *bs)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  reset_lines(self);
+  if (self->out && self->out != stdout) {
+    if (fclose(self->out) != 0)
+      GST_ELEMENT_WARNING(self, RESOURCE, CLOSE,
+                          ("Could not close the output file."),
+                          ("%s", g_strerror(errno)));
+  } else if (self->out) {
+    fflush(self->out);
+  }
+  self->out = NULL;
+  return TRUE;
+}
+
+/* ---- GObject ------------------------------------------------------------- */
+
+static void
+gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
+                          GParamSpec *pspec)
+{
+  GstTxlSink *self = GST_TXL_SINK(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_LOCATION:
+    if (GST_STATE(self) > GST_STATE_READY) {
+      GST_OBJECT_UNLOCK(self);
+      g_warning("txlsink: the location can only be changed in the NULL or "
+                "READY state");
+      return;
+    }
+    g_free(self->location);
+    self->location = g_value_dup_string(value);
+    break;
+  case PROP_THRESHOLD:
+    self->threshold = g_value_get_double(value);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
+                          GParamSpec *pspec)
+{
+  GstTxlSink *self = GST_TXL_SINK(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_LOCATION:
+    g_value_set_string(value, self->location);
+    break;
+  case PROP_THRESHOLD:
+    g_value_set_double(value, self->threshold);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sink_finalize(GObject *object)
+{
+  GstTxlSink *self = GST_TXL_SINK(object);
+  g_free(self->location);
+  g_queue_clear_full(&self->lines, line_free);
+  G_OBJECT_CLASS(gst_txl_sink_parent_class)->finalize(object);
+}
+
+static void
+gst_txl_sink_class_init(GstTxlSinkClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstBaseSinkClass *bs_class = GST_BASE_SINK_CLASS(klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+
+  gobject_class->set_property = gst_txl_sink_set_property;
+  gobject_class->get_property = gst_txl_sink_get_property;
+  gobject_class->finalize = gst_txl_sink_finalize;
+
+  g_object_class_install_property(gobject_class, PROP_LOCATION,
+      g_param_spec_string("location", "Location",
+          "File the JSON Lines go to (unset: standard output)", NULL,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_THRESHOLD,
+      g_param_spec_double("threshold", "Threshold",
+          "A line whose cost exceeds this many bits per byte is flagged "
+          "as an anomaly", 0.0, G_MAXDOUBLE, DEFAULT_THRESHOLD,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+
+  /**
+   * GstTxlSink::line-scored:
+   * @sink: the element
+   * @scores: a "txl-line" structure: line, tokens, bytes (gint64/guint64),
+   *   nll, ppl, bpb, anomaly (gdouble, NaN for a line with no scored
+   *   token), flag (gboolean), text (string or NULL)
+   *
+   * Emitted from the streaming thread once per input line, in order.
+   */
+  signals[SIGNAL_LINE_SCORED] = g_signal_new("line-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_set_static_metadata(element_class, "txl score sink",
+      "Sink/Analyzer/Text",
+      "Writes per-line language-model scores (NLL, perplexity, bits per "
+      "byte, anomaly flag) as JSON Lines", "txl developers");
+
+  bs_class->render = gst_txl_sink_render;
+  bs_class->event = gst_txl_sink_event;
+  bs_class->start = gst_txl_sink_start;
+  bs_class->stop = gst_txl_sink_stop;
+
+  GST_DEBUG_CATEGORY_INIT(gst_txl_sink_debug, "txlsink", 0, "txl score sink");
+}
+
+static void
+gst_txl_sink_init(GstTxlSink *self)
+{
+  self->threshold = DEFAULT_THRESHOLD;
+  g_queue_init(&self->lines);
+  self->text_line = 1;
+  self->last_pts = GST_CLOCK_TIME_NONE;
+  /* scores are metadata: nothing to gain from waiting for the clock */
+  gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
+}

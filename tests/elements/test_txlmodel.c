@@ -1,0 +1,498 @@
+/* txlmodel: log-probs bit for bit those of TxlScorer on the same ids,
+ * whatever the buffer boundaries; flush-on-newline; caps checks; resets;
+ * latency; and the process-wide model cache. */
+#include "elements.h"
+
+/* the cache is plain C over libtxl: tested here on its own */
+#include "../../plugins/txlcache.c"
+
+typedef struct {
+  GArray *lp; /* float per position; [0] unused */
+  GArray *partial;
+} Direct;
+
+static void
+direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  Direct *d = data;
+  if ((guint)pos >= d->lp->len)
+    g_array_set_size(d->lp, pos + 1);
+  g_array_index(d->lp, float, pos) = logprob;
+}
+
+/* Scores ids with a TxlScorer directly; flush_at[i]: call finish after i */
+static GArray *
+direct_scores(const char *model, const TxlStreamOptions *o, int segment,
+              const int32_t *ids, gsize n, const gboolean *flush_at)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model, &err);
+  g_assert_no_error(err);
+  Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), NULL };
+  TxlScorer *s = txl_scorer_new(m, o, segment, direct_score, &d, &err);
+  g_assert_no_error(err);
+  for (gsize i = 0; i < n; i++) {
+    g_assert_true(txl_scorer_push(s, &ids[i], 1, &err));
+    if (flush_at && flush_at[i])
+      g_assert_true(txl_scorer_finish(s, &err));
+  }
+  g_assert_true(txl_scorer_finish(s, &err));
+  txl_scorer_free(s);
+  txl_model_unref(m);
+  return d.lp;
+}
+
+static void
+make_ids(int32_t *ids, gint64 *lines, guint32 *flags, gsize n, guint32 seed)
+{
+  GRand *r = g_rand_new_with_seed(seed);
+  gint64 line = 1;
+  for (gsize i = 0; i < n; i++) {
+    ids[i] = g_rand_int_range(r, 0, 256);
+    lines[i] = line;
+    flags[i] = 0;
+    if (g_rand_int_range(r, 0, 6) == 0 || i + 1 == n) {
+      flags[i] = TXL_RECORD_LINE_END;
+      line++;
+    }
+  }
+  g_rand_free(r);
+}
+
+/* Runs ids through txlmodel in buffers of `piece` tokens. */
+static GArray *
+run_model(GstHarness *h, const char *model, const int32_t *ids,
+          const gint64 *lines, const guint32 *flags, gsize n, gsize piece)
+{
+  GstCaps *caps = el_token_caps(model);
+  gst_harness_set_src_caps(h, caps);
+  for (gsize o = 0; o < n; o += piece) {
+    gsize k = MIN(piece, n - o);
+    g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o, lines + o,
+                                                        flags + o, k, o)),
+                    ==, GST_FLOW_OK);
+  }
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  GList *bufs = el_pull_all(h);
+  GArray *recs = el_score_records(bufs);
+  el_buffers_free(bufs);
+  return recs;
+}
+
+static void
+assert_scores(GArray *recs, GArray *want, const int32_t *ids,
+              const gint64 *lines, const guint32 *flags, gsize n)
+{
+  g_assert_cmpuint(recs->len, ==, n);
+  for (guint i = 0; i < n; i++) {
+    TxlScoreRecord *r = &g_array_index(recs, TxlScoreRecord, i);
+    g_assert_cmpint(r->pos, ==, i);
+    g_assert_cmpint(r->id, ==, ids[i]);
+    g_assert_cmpint(r->line, ==, lines[i]);
+    g_assert_cmpuint(r->byte_start, ==, i);
+    g_assert_cmpuint(r->flags & TXL_RECORD_LINE_END, ==, flags[i]);
+    if (i == 0) {
+      g_assert_true(isnan(r->logprob));
+      g_assert_true(r->flags & TXL_RECORD_FIRST);
+    } else {
+      float w = g_array_index(want, float, i);
+      if (memcmp(&r->logprob, &w, sizeof w) != 0)
+        g_error("token %u: element %.9g, scorer %.9g", i, r->logprob, w);
+    }
+  }
+}
+
+#define N 97
+
+static void
+test_exact(void)
+{
+  char *m = el_write_byte_model(11);
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+  make_ids(ids, lines, flags, N, 3);
+  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  gsize pieces[] = { N, 1, 3, 7, 50 };
+  for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
+    GstHarness *h = el_harness("txlmodel", m, NULL);
+    GArray *recs = run_model(h, m, ids, lines, flags, N, pieces[k]);
+    assert_scores(recs, want, ids, lines, flags, N);
+    for (guint i = 0; i < recs->len; i++)
+      g_assert_false(g_array_index(recs, TxlScoreRecord, i).flags &
+                     TXL_RECORD_PARTIAL);
+    g_array_unref(recs);
+    gst_harness_teardown(h);
+  }
+  g_array_unref(want);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* segment, mem-len, same-length and clamp-len reach the scorer */
+static void
+test_settings(void)
+{
+  char *m = el_write_byte_model(12);
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+  make_ids(ids, lines, flags, N, 4);
+  TxlStreamOptions o = { 6, 3, 1, 0, TXL_MEMORY_KV };
+  GArray *want = direct_scores(m, &o, 4, ids, N, NULL);
+  GArray *dflt = direct_scores(m, NULL, 0, ids, N, NULL);
+  GstHarness *h = el_harness("txlmodel", m, "segment", 4, "mem-len", 6,
+                             "same-length", 1, "clamp-len", 3, NULL);
+  GArray *recs = run_model(h, m, ids, lines, flags, N, 5);
+  assert_scores(recs, want, ids, lines, flags, N);
+  /* and they do change the numbers */
+  g_assert_true(memcmp(want->data, dflt->data, N * sizeof(float)) != 0);
+  g_array_unref(recs);
+  g_array_unref(want);
+  g_array_unref(dflt);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* flush-on-newline scores the partial segment at each line end: the same
+ * as a scorer finished at every line end, different from offline. */
+static void
+test_flush_on_newline(void)
+{
+  char *m = el_write_byte_model(13);
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+  gboolean at[N];
+  make_ids(ids, lines, flags, N, 5);
+  for (gsize i = 0; i < N; i++)
+    at[i] = flags[i] != 0;
+  TxlStreamOptions o = { 4, -1, -1, 0, TXL_MEMORY_KV };
+  GArray *want = direct_scores(m, &o, 0, ids, N, at);
+  GArray *offline = direct_scores(m, &o, 0, ids, N, NULL);
+  g_assert_true(memcmp(want->data, offline->data, N * sizeof(float)) != 0);
+  gsize pieces[] = { N, 1, 4 };
+  for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
+    GstHarness *h = el_harness("txlmodel", m, "mem-len", 4,
+                               "flush-on-newline", TRUE, NULL);
+    GstCaps *caps = el_token_caps(m);
+    gst_harness_set_src_caps(h, caps);
+    /* each line's scores are out as soon as its line end is in */
+    GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
+    for (gsize o2 = 0; o2 < N; o2 += pieces[k]) {
+      gsize n = MIN(pieces[k], N - o2);
+      g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o2, lines + o2,
+                                                          flags + o2, n, o2)),
+                      ==, GST_FLOW_OK);
+      GList *bufs = el_pull_all(h);
+      GArray *got = el_score_records(bufs);
+      g_array_append_vals(recs, got->data, got->len);
+      g_array_unref(got);
+      el_buffers_free(bufs);
+      gsize last_end = 0;
+      for (gsize i = 0; i < o2 + n; i++)
+        if (flags[i])
+          last_end = i + 1;
+      g_assert_cmpuint(recs->len, >=, last_end);
+    }
+    g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    GList *bufs = el_pull_all(h);
+    GArray *rest = el_score_records(bufs);
+    g_array_append_vals(recs, rest->data, rest->len);
+    assert_scores(recs, want, ids, lines, flags, N);
+    gboolean any_partial = FALSE;
+    for (guint i = 0; i < recs->len; i++)
+      any_partial |= !!(g_array_index(recs, TxlScoreRecord, i).flags &
+                        TXL_RECORD_PARTIAL);
+    g_assert_true(any_partial);
+    g_array_unref(rest);
+    el_buffers_free(bufs);
+    g_array_unref(recs);
+    gst_harness_teardown(h);
+  }
+  g_array_unref(want);
+  g_array_unref(offline);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* Tokens of another vocabulary: negotiation fails, naming both ids. */
+static void
+test_caps_mismatch(void)
+{
+  char *bytes = el_write_byte_model(14);
+  char *words = el_write_word_model(14);
+  GstCaps *wcaps = el_token_caps(words);
+  GstCaps *bcaps = el_token_caps(bytes);
+  const char *wid =
+      gst_structure_get_string(gst_caps_get_structure(wcaps, 0), "vocab-id");
+  const char *bid =
+      gst_structure_get_string(gst_caps_get_structure(bcaps, 0), "vocab-id");
+  g_assert_cmpstr(wid, !=, bid);
+
+  GstHarness *h = el_harness("txlmodel", bytes, NULL);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_stream_start("s")));
+  /* a refused sticky event is still stored: its push may report success */
+  gst_harness_push_event(h, gst_event_new_caps(wcaps));
+  g_autofree char *msg = el_bus_error(bus);
+  g_assert_nonnull(msg);
+  g_assert_nonnull(strstr(msg, wid));
+  g_assert_nonnull(strstr(msg, bid));
+  GstSegment seg;
+  gst_segment_init(&seg, GST_FORMAT_TIME);
+  gst_harness_push_event(h, gst_event_new_segment(&seg));
+  int32_t id = 3;
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(&id, NULL, NULL, 1, 0)),
+                  ==, GST_FLOW_NOT_NEGOTIATED);
+  gst_element_set_bus(h->element, NULL);
+  gst_object_unref(bus);
+  gst_harness_teardown(h);
+
+  /* the caps query says what the model wants */
+  h = el_harness("txlmodel", bytes, NULL);
+  GstCaps *q = gst_pad_peer_query_caps(h->srcpad, NULL);
+  g_assert_true(gst_caps_is_equal(q, bcaps));
+  gst_caps_unref(q);
+  /* another model with the same vocabulary takes the tokens */
+  gst_harness_teardown(h);
+  char *bytes2 = el_write_byte_model(15);
+  h = el_harness("txlmodel", bytes2, NULL);
+  gst_harness_set_src_caps(h, gst_caps_ref(bcaps));
+  gst_harness_teardown(h);
+
+  gst_caps_unref(bcaps);
+  gst_caps_unref(wcaps);
+  tu_remove(bytes);
+  tu_remove(bytes2);
+  tu_remove(words);
+  g_free(bytes);
+  g_free(bytes2);
+  g_free(words);
+}
+
+static void
+test_bad_model(void)
+{
+  const char *paths[] = { "/nonexistent/m.gguf", NULL };
+  for (int k = 0; k < 2; k++) {
+    GstElement *e = gst_element_factory_make("txlmodel", NULL);
+    if (paths[k])
+      g_object_set(e, "model", paths[k], NULL);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PLAYING), ==,
+                    GST_STATE_CHANGE_FAILURE);
+    g_autofree char *msg = el_bus_error(bus);
+    g_assert_nonnull(msg);
+    g_assert_nonnull(strstr(msg, paths[k] ? paths[k] : "model"));
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_element_set_bus(e, NULL);
+    gst_object_unref(bus);
+    gst_object_unref(e);
+  }
+  /* impossible settings: an error when starting, not a crash */
+  char *m = el_write_byte_model(16);
+  GstElement *e = gst_element_factory_make("txlmodel", NULL);
+  g_object_set(e, "model", m, "mem-len", 0, "same-length", 1, NULL);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  g_assert_cmpint(gst_element_set_state(e, GST_STATE_PAUSED), ==,
+                  GST_STATE_CHANGE_FAILURE);
+  g_autofree char *msg = el_bus_error(bus);
+  g_assert_nonnull(msg);
+  g_assert_nonnull(strstr(msg, "mem_len"));
+  gst_element_set_state(e, GST_STATE_NULL);
+  gst_element_set_bus(e, NULL);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* A buffer that is not whole records, and an id outside the vocabulary:
+ * element errors. */
+static void
+test_bad_input(void)
+{
+  char *m = el_write_byte_model(17);
+  GstHarness *h = el_harness("txlmodel", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("abc", 3)), ==,
+                  GST_FLOW_ERROR);
+  gst_harness_teardown(h);
+  h = el_harness("txlmodel", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  int32_t ids[3] = { 1, 2, 100000 };
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 3, 0)),
+                  ==, GST_FLOW_ERROR);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* FLUSH_STOP and a new STREAM_START forget the memory: the same tokens
+ * again give the same scores, the first one NaN again. */
+static void
+test_resets(void)
+{
+  char *m = el_write_byte_model(18);
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+  make_ids(ids, lines, flags, N, 6);
+  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  for (int mode = 0; mode < 3; mode++) {
+    GstHarness *h = el_harness("txlmodel", m, "reset-on-stream-start",
+                               mode != 2, NULL);
+    gst_harness_set_src_caps(h, el_token_caps(m));
+    gst_harness_push(h, el_token_buffer(ids, lines, flags, 40, 0));
+    el_buffers_free(el_pull_all(h));
+    if (mode == 0) {
+      g_assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
+      g_assert_true(gst_harness_push_event(h, gst_event_new_flush_stop(TRUE)));
+    } else {
+      g_assert_true(gst_harness_push_event(h, gst_event_new_stream_start("2")));
+    }
+    GstSegment seg;
+    gst_segment_init(&seg, GST_FORMAT_TIME);
+    gst_harness_push_event(h, gst_event_new_segment(&seg));
+    el_buffers_free(el_pull_all(h));
+    gst_harness_push(h, el_token_buffer(ids, lines, flags, N, 0));
+    g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    GList *bufs = el_pull_all(h);
+    GArray *recs = el_score_records(bufs);
+    if (mode < 2) {
+      assert_scores(recs, want, ids, lines, flags, N);
+    } else {
+      /* memory carried over: the first token is predicted this time */
+      g_assert_cmpuint(recs->len, ==, N);
+      TxlScoreRecord *r0 = &g_array_index(recs, TxlScoreRecord, 0);
+      g_assert_false(isnan(r0->logprob));
+      g_assert_false(r0->flags & TXL_RECORD_FIRST);
+    }
+    g_array_unref(recs);
+    el_buffers_free(bufs);
+    gst_harness_teardown(h);
+  }
+  g_array_unref(want);
+  tu_remove(m);
+  g_free(m);
+}
+
+static void
+test_latency(void)
+{
+  char *m = el_write_byte_model(19);
+  GstHarness *h = el_harness("txlmodel", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  gst_harness_set_upstream_latency(h, 20 * GST_MSECOND);
+  GstQuery *q = gst_query_new_latency();
+  g_assert_true(gst_pad_peer_query(h->sinkpad, q));
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency(q, &live, &min, &max);
+  g_assert_true(live);
+  g_assert_cmpuint(min, ==, 20 * GST_MSECOND);
+  g_assert_cmpuint(max, ==, GST_CLOCK_TIME_NONE);
+  gst_query_unref(q);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* The text meta goes through, cut at the last scored token. */
+static void
+test_text(void)
+{
+  char *m = el_write_byte_model(20);
+  const char *text = "ab\ncdefgh\nij";
+  gsize n = strlen(text);
+  GstHarness *h = el_harness("txlmodel", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  int32_t ids[16];
+  gint64 lines[16];
+  for (gsize i = 0; i < n; i++) {
+    ids[i] = (guchar)text[i];
+    lines[i] = i < 3 ? 1 : i < 10 ? 2 : 3;
+  }
+  GstBuffer *b = el_token_buffer(ids, lines, NULL, n, 0);
+  GBytes *bytes = g_bytes_new_static(text, n);
+  gst_buffer_add_meta(b, gst_meta_get_info(GST_TXL_TEXT_META_IMPL_NAME), NULL);
+  GstTxlTextMeta *meta = (GstTxlTextMeta *)gst_buffer_get_meta(
+      b, g_type_from_name(GST_TXL_TEXT_META_API_NAME));
+  meta->offset = 0;
+  meta->bytes = bytes;
+  gst_harness_push(h, b);
+  /* segment 5: tokens 1..5 scored, then 6..10; text up to token 10's end */
+  GList *bufs = el_pull_all(h);
+  GString *got = el_text_of(bufs);
+  GArray *recs = el_score_records(bufs);
+  g_assert_cmpuint(recs->len, ==, 11);
+  g_assert_cmpstr(got->str, ==, "ab\ncdefgh\ni");
+  g_string_free(got, TRUE);
+  g_array_unref(recs);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  bufs = g_list_concat(bufs, el_pull_all(h));
+  got = el_text_of(bufs);
+  g_assert_cmpstr(got->str, ==, text); /* the rest at EOS, contiguous */
+  g_string_free(got, TRUE);
+  el_buffers_free(bufs);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
+static void
+test_cache(void)
+{
+  char *m = el_write_byte_model(21);
+  g_autoptr(GError) err = NULL;
+  g_assert_cmpuint(txl_model_cache_size(), ==, 0);
+  TxlModel *a = txl_model_cache_acquire(m, &err);
+  g_assert_no_error(err);
+  g_autofree char *dir = g_path_get_dirname(m);
+  g_autofree char *other = g_build_filename(dir, ".", "model.gguf", NULL);
+  TxlModel *b = txl_model_cache_acquire(other, &err);
+  g_assert_no_error(err);
+  g_assert_true(a == b);
+  g_assert_cmpuint(txl_model_cache_size(), ==, 1);
+  /* a file replaced on disk is a new model */
+  char *m2 = el_write_byte_model(22);
+  g_assert_cmpint(g_rename(m2, m), ==, 0);
+  TxlModel *c = txl_model_cache_acquire(m, &err);
+  g_assert_no_error(err);
+  g_assert_true(c != a);
+  g_assert_cmpuint(txl_model_cache_size(), ==, 2);
+  txl_model_cache_release(a);
+  txl_model_cache_release(b);
+  g_assert_cmpuint(txl_model_cache_size(), ==, 1);
+  txl_model_cache_release(c);
+  g_assert_cmpuint(txl_model_cache_size(), ==, 0);
+  g_assert_null(txl_model_cache_acquire("/nonexistent.gguf", &err));
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_IO);
+  tu_remove(m2);
+  tu_remove(m);
+  g_free(m2);
+  g_free(m);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  gst_init(&argc, &argv);
+  g_test_add_func("/txlmodel/exact", test_exact);
+  g_test_add_func("/txlmodel/settings", test_settings);
+  g_test_add_func("/txlmodel/flush-on-newline", test_flush_on_newline);
+  g_test_add_func("/txlmodel/caps-mismatch", test_caps_mismatch);
+  g_test_add_func("/txlmodel/bad-model", test_bad_model);
+  g_test_add_func("/txlmodel/bad-input", test_bad_input);
+  g_test_add_func("/txlmodel/resets", test_resets);
+  g_test_add_func("/txlmodel/latency", test_latency);
+  g_test_add_func("/txlmodel/text", test_text);
+  g_test_add_func("/txlmodel/cache", test_cache);
+  return g_test_run();
+}

@@ -1,0 +1,348 @@
+/* txlsink and whole pipelines: filesrc ! txltokenizer ! txlmodel ! txlsink
+ * gives the per-line numbers of `txl score` on the same file, through
+ * gst_parse_launch and through gst-launch-1.0 with pipelines/score-file.txt;
+ * the line-scored signal and txl-anomaly messages; binary input; score
+ * records without text. */
+#include "elements.h"
+
+#include <json-glib/json-glib.h>
+
+typedef struct {
+  int lines, flagged, anomalies;
+  gint64 last_line;
+} Counts;
+
+static void
+on_line_scored(GstElement *sink, const GstStructure *s, gpointer data)
+{
+  Counts *c = data;
+  gint64 line = 0;
+  gboolean flag = FALSE;
+  g_assert_true(gst_structure_get_int64(s, "line", &line));
+  g_assert_true(gst_structure_get_boolean(s, "flag", &flag));
+  g_assert_true(gst_structure_has_field(s, "bpb"));
+  g_assert_cmpint(line, ==, c->last_line + 1);
+  c->last_line = line;
+  c->lines++;
+  c->flagged += flag;
+}
+
+static void
+run_pipeline(const char *desc, Counts *c)
+{
+  g_autoptr(GError) err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
+  g_assert_nonnull(sink);
+  g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), c);
+  GstBus *bus = gst_element_get_bus(p);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
+    g_assert_nonnull(msg);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(msg, &e, NULL);
+      g_error("pipeline error: %s", e->message);
+    }
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+      gst_message_unref(msg);
+      break;
+    }
+    const GstStructure *s = gst_message_get_structure(msg);
+    if (gst_structure_has_name(s, "txl-anomaly")) {
+      gint64 line;
+      double bpb, nll;
+      GstClockTime rt, st;
+      g_assert_true(gst_structure_get_int64(s, "line", &line));
+      g_assert_true(gst_structure_get_double(s, "bpb", &bpb));
+      g_assert_true(gst_structure_get_double(s, "nll", &nll));
+      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+      g_assert_true(gst_structure_get_clock_time(s, "stream-time", &st));
+      g_assert_true(gst_structure_has_field(s, "text"));
+      c->anomalies++;
+    }
+    gst_message_unref(msg);
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+  gst_object_unref(p);
+}
+
+static JsonNode **
+parse_lines(const char *text, guint *n)
+{
+  g_auto(GStrv) rows = g_strsplit(text, "\n", -1);
+  GPtrArray *a = g_ptr_array_new();
+  for (guint i = 0; rows[i]; i++) {
+    if (!*rows[i])
+      continue;
+    g_autoptr(GError) err = NULL;
+    JsonNode *node = json_from_string(rows[i], &err);
+    g_assert_no_error(err);
+    g_ptr_array_add(a, node);
+  }
+  *n = a->len;
+  return (JsonNode **)g_ptr_array_free(a, FALSE);
+}
+
+static void
+free_lines(JsonNode **l, guint n)
+{
+  for (guint i = 0; i < n; i++)
+    json_node_unref(l[i]);
+  g_free(l);
+}
+
+static char *
+txl_score(const char *model, const char *input)
+{
+  const char *bin = g_getenv("TXL_BIN");
+  g_assert_nonnull(bin);
+  const char *argv[] = { bin, "score", "-m", model, input, NULL };
+  char *out = NULL;
+  int status;
+  g_autoptr(GError) err = NULL;
+  g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                             G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out,
+                             NULL, &status, &err));
+  g_assert_no_error(err);
+  g_assert_true(g_spawn_check_wait_status(status, NULL));
+  return out;
+}
+
+/* Same lines, same numbers (the same printed digits) as txl score. */
+static void
+assert_same_as_cli(const char *ours, const char *cli, gboolean text)
+{
+  guint n1, n2;
+  JsonNode **a = parse_lines(ours, &n1), **b = parse_lines(cli, &n2);
+  g_assert_cmpuint(n1, ==, n2);
+  g_assert_cmpuint(n1, >, 0);
+  const char *keys[] = { "line", "tokens", "bytes", "nll", "ppl", "bpb",
+                         "text" };
+  for (guint i = 0; i < n1; i++) {
+    JsonObject *x = json_node_get_object(a[i]), *y = json_node_get_object(b[i]);
+    for (guint k = 0; k < G_N_ELEMENTS(keys); k++) {
+      if (!text && !strcmp(keys[k], "text"))
+        continue;
+      JsonNode *u = json_object_get_member(x, keys[k]);
+      JsonNode *v = json_object_get_member(y, keys[k]);
+      g_assert_nonnull(u);
+      g_assert_nonnull(v);
+      if (!json_node_equal(u, v))
+        g_error("line %u, %s: %s vs txl score %s", i + 1, keys[k],
+                json_to_string(u, FALSE), json_to_string(v, FALSE));
+    }
+    g_assert_true(json_object_has_member(x, "anomaly"));
+    g_assert_true(json_object_has_member(x, "flag"));
+  }
+  free_lines(a, n1);
+  free_lines(b, n2);
+}
+
+static char *
+write_input(const char *dir, const char *name, const char *data, gsize len)
+{
+  char *path = g_build_filename(dir, name, NULL);
+  g_autoptr(GError) err = NULL;
+  g_assert_true(g_file_set_contents(path, data, len, &err));
+  return path;
+}
+
+static void
+check_file(const char *model, const char *input, gboolean text)
+{
+  g_autoptr(GError) err = NULL;
+  g_autofree char *dir = g_path_get_dirname(input);
+  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  guint blocks[] = { 7, 4096 };
+  g_autofree char *cli = txl_score(model, input);
+  for (guint k = 0; k < G_N_ELEMENTS(blocks); k++) {
+    g_autofree char *desc = g_strdup_printf(
+        "filesrc location=\"%s\" blocksize=%u ! txltokenizer model=\"%s\" ! "
+        "txlmodel model=\"%s\" ! txlsink name=sink location=\"%s\" "
+        "threshold=0", input, blocks[k], model, model, out);
+    Counts c = { 0 };
+    run_pipeline(desc, &c);
+    g_autofree char *ours = NULL;
+    g_assert_true(g_file_get_contents(out, &ours, NULL, &err));
+    assert_same_as_cli(ours, cli, text);
+    guint n;
+    JsonNode **l = parse_lines(ours, &n);
+    g_assert_cmpint(c.lines, ==, n);
+    /* threshold 0: every line with a scored token is flagged */
+    g_assert_cmpint(c.flagged, ==, c.anomalies);
+    g_assert_cmpint(c.flagged, >=, (int)n - 1);
+    free_lines(l, n);
+  }
+  g_remove(out);
+}
+
+static void
+test_matches_cli(void)
+{
+  g_autoptr(GError) err = NULL;
+  for (int kind = 0; kind < 2; kind++) {
+    char *m = kind ? el_write_word_model(31) : el_write_byte_model(31);
+    g_autofree char *dir = g_path_get_dirname(m);
+    g_autofree char *in = write_input(dir, "in.txt", el_text, strlen(el_text));
+    check_file(m, in, TRUE);
+    g_remove(in);
+    tu_remove(m);
+    g_free(m);
+  }
+}
+
+static void
+test_binary(void)
+{
+  char *m = el_write_byte_model(32);
+  g_autofree char *dir = g_path_get_dirname(m);
+  GRand *r = g_rand_new_with_seed(9);
+  guint8 junk[700];
+  for (gsize i = 0; i < sizeof junk; i++)
+    junk[i] = (guint8)g_rand_int_range(r, 0, 256);
+  g_rand_free(r);
+  g_autofree char *in = write_input(dir, "junk.bin", (const char *)junk,
+                                    sizeof junk);
+  check_file(m, in, TRUE);
+  g_remove(in);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* The ready pipeline description, through gst-launch-1.0. */
+static void
+test_gst_launch(void)
+{
+  g_autofree char *launch = g_find_program_in_path("gst-launch-1.0");
+  if (!launch) {
+    g_test_skip("no gst-launch-1.0");
+    return;
+  }
+  g_autoptr(GError) err = NULL;
+  g_autofree char *file = g_build_filename(PIPELINES_DIR, "score-file.txt",
+                                           NULL);
+  g_autofree char *desc = NULL;
+  g_assert_true(g_file_get_contents(file, &desc, NULL, &err));
+  char *m = el_write_word_model(33);
+  g_autofree char *dir = g_path_get_dirname(m);
+  g_autofree char *in = write_input(dir, "in.log", el_text, strlen(el_text));
+  /* the description without its comments, with the variables filled in */
+  GString *cmd = g_string_new(NULL);
+  g_auto(GStrv) rows = g_strsplit(desc, "\n", -1);
+  for (guint i = 0; rows[i]; i++)
+    if (rows[i][0] != '#')
+      g_string_append_printf(cmd, "%s ", rows[i]);
+  g_autofree char *qin = g_shell_quote(in), *qm = g_shell_quote(m);
+  g_string_replace(cmd, "$INPUT", qin, 0);
+  g_string_replace(cmd, "$MODEL", qm, 0);
+  g_autofree char *line = g_strdup_printf("%s -q %s", launch, cmd->str);
+  g_string_free(cmd, TRUE);
+  g_auto(GStrv) argv = NULL;
+  g_assert_true(g_shell_parse_argv(line, NULL, &argv, &err));
+  char *out = NULL, *errout = NULL;
+  int status;
+  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                             &out, &errout, &status, &err));
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("%s failed: %s", line, errout);
+  g_autofree char *cli = txl_score(m, in);
+  assert_same_as_cli(out, cli, TRUE);
+  g_free(out);
+  g_free(errout);
+  g_remove(in);
+  tu_remove(m);
+  g_free(m);
+}
+
+/* Score records alone: lines close on their line-end flag, bytes are the
+ * tokens' bytes, text is null. */
+static void
+test_records_only(void)
+{
+  g_autoptr(GError) err = NULL;
+  g_autofree char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
+  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  GstElement *sink = gst_element_factory_make("txlsink", NULL);
+  g_object_set(sink, "location", out, "threshold", 2.0, NULL);
+  Counts c = { 0 };
+  g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), &c);
+  GstHarness *h = gst_harness_new_with_element(sink, "sink", NULL);
+  gst_object_unref(sink);
+  gst_harness_set_src_caps_str(h, TXL_SCORES_CAPS_NAME);
+  TxlScoreRecord recs[5] = {
+    { 5, NAN, 1, 0, 2, TXL_RECORD_FIRST, 0 },
+    { 6, -1.0f, 1, 2, 3, TXL_RECORD_LINE_END, 1 },
+    { 7, -0.5f, 2, 5, 1, 0, 2 },
+    { 8, -0.25f, 2, 6, 1, TXL_RECORD_LINE_END, 3 },
+    { 9, -4.0f, 3, 7, 1, 0, 4 },
+  };
+  GstBuffer *b = gst_buffer_new_allocate(NULL, sizeof recs, NULL);
+  GstMapInfo map;
+  gst_buffer_map(b, &map, GST_MAP_WRITE);
+  for (int i = 0; i < 5; i++)
+    txl_score_record_write(map.data + i * TXL_SCORE_RECORD_SIZE, &recs[i]);
+  gst_buffer_unmap(b, &map);
+  g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
+  g_assert_cmpint(c.lines, ==, 2); /* line 3 may still get tokens */
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  g_assert_cmpint(c.lines, ==, 3);
+  gst_harness_teardown(h);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(out, &text, NULL, &err));
+  guint n;
+  JsonNode **l = parse_lines(text, &n);
+  g_assert_cmpuint(n, ==, 3);
+  JsonObject *o = json_node_get_object(l[0]);
+  g_assert_cmpint(json_object_get_int_member(o, "tokens"), ==, 1);
+  g_assert_cmpint(json_object_get_int_member(o, "bytes"), ==, 5);
+  g_assert_cmpfloat_with_epsilon(json_object_get_double_member(o, "nll"), 1.0,
+                                 1e-6);
+  g_assert_true(JSON_NODE_HOLDS_NULL(json_object_get_member(o, "text")));
+  g_assert_false(json_object_get_boolean_member(o, "flag"));
+  o = json_node_get_object(l[2]);
+  /* 4 nats over 1 byte: 5.77 bits per byte, over the threshold */
+  g_assert_true(json_object_get_boolean_member(o, "flag"));
+  g_assert_cmpfloat_with_epsilon(json_object_get_double_member(o, "anomaly"),
+                                 4.0 / G_LN2 - 2.0, 1e-5);
+  free_lines(l, n);
+  g_remove(out);
+  g_rmdir(dir);
+}
+
+static void
+test_bad_location(void)
+{
+  GstElement *sink = gst_element_factory_make("txlsink", NULL);
+  g_object_set(sink, "location", "/nonexistent/dir/out.jsonl", NULL);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(sink, bus);
+  g_assert_cmpint(gst_element_set_state(sink, GST_STATE_PAUSED), ==,
+                  GST_STATE_CHANGE_FAILURE);
+  g_autofree char *msg = el_bus_error(bus);
+  g_assert_nonnull(msg);
+  g_assert_nonnull(strstr(msg, "/nonexistent/dir/out.jsonl"));
+  gst_element_set_state(sink, GST_STATE_NULL);
+  gst_element_set_bus(sink, NULL);
+  gst_object_unref(bus);
+  gst_object_unref(sink);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  gst_init(&argc, &argv);
+  g_test_add_func("/txlsink/matches-cli", test_matches_cli);
+  g_test_add_func("/txlsink/binary", test_binary);
+  g_test_add_func("/txlsink/gst-launch", test_gst_launch);
+  g_test_add_func("/txlsink/records-only", test_records_only);
+  g_test_add_func("/txlsink/bad-location", test_bad_location);
+  return g_test_run();
+}
