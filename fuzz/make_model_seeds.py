@@ -5,7 +5,7 @@ Usage: /usr/bin/python3 fuzz/make_model_seeds.py [TXL] (TXL: the txl tool,
 default build/tools/txl).  Needs numpy.  Each model seed is a tiny random
 Hugging Face checkpoint (tests/ref/hf_checkpoint.py) that the C converter
 turns into a model file, so the seeds are exactly what `txl convert --hf`
-writes.  Rewrites fuzz/corpus-model/, fuzz/corpus-safetensors/ and
+writes; the BPE seed comes from a 2-step `txl train`.  Rewrites fuzz/corpus-model/, fuzz/corpus-safetensors/ and
 fuzz/corpus-hfconfig/.
 """
 import json
@@ -76,6 +76,28 @@ def convert(txl, name, cfg, opts, workdir):
     return d, blob
 
 
+def bpe_model(txl, workdir):
+    """A byte-level BPE model with log normalisation, from `txl train` (the
+    converter only writes word or no vocabularies): 20 merges, 2 steps."""
+    logs = os.path.join(workdir, 'logs.txt')
+    with open(logs, 'w') as f:
+        for i in range(40):
+            f.write('2024-01-0%d 10:0%d:00 req %d GET /api/v1/item/%d '
+                    'status 200 time %dms\n' % (i % 9 + 1, i % 10, i,
+                                                 i * 37, i))
+    out = os.path.join(workdir, 'bpe.gguf')
+    subprocess.run([txl, 'train', '-o', out, '--tokenizer', 'bpe',
+                    '--vocab', '276', '--normalize', '--layers', '1',
+                    '--d-model', '4', '--heads', '1', '--d-head', '4',
+                    '--d-inner', '4', '--mem-len', '4', '--segment', '4',
+                    '--batch', '2', '--steps', '2', '--eval-every', '0',
+                    '--eval-tokens', '16', '--checkpoint-every', '0', logs],
+                   check=True, stdout=subprocess.DEVNULL,
+                   env=dict(os.environ, TXL_NUM_THREADS='1'))
+    with open(out, 'rb') as f:
+        return f.read()
+
+
 def raw_safetensors(header, data):
     h = json.dumps(header, separators=(',', ':')).encode()
     h += b' ' * ((8 - len(h) % 8) % 8)
@@ -136,6 +158,9 @@ def main():
                     with open(os.path.join(dirs['hfconfig'], cname + '.json'),
                               'wb') as f:
                         f.write(ctext)
+        with open(os.path.join(dirs['model'], 'bpe_normalize.gguf'),
+                  'wb') as f:
+            f.write(bpe_model(txl, work))
         for name, blob in safetensors_seeds(work).items():
             with open(os.path.join(dirs['safetensors'], name), 'wb') as f:
                 f.write(blob)
