@@ -118,6 +118,15 @@ txl_config_validate(const TxlConfig *c, GError **error)
       }
     }
   }
+  /* a file's default lengths decide what a stream allocates before anyone
+   * chose them: keep the attention scratch they imply under 1 GiB */
+  if ((gint64)c->tgt_len * ((gint64)c->mem_len + c->tgt_len) > (1 << 28)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "config: tgt_len = %d with mem_len = %d asks for more than "
+                "2^28 attention scores per head (callers may still choose "
+                "longer lengths per stream)", c->tgt_len, c->mem_len);
+    return FALSE;
+  }
   if (c->cluster_order != TXL_CLUSTER_HF &&
       c->cluster_order != TXL_CLUSTER_OFFICIAL) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,

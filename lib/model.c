@@ -324,17 +324,25 @@ rtable_build(const TxlModel *m, int clamp_len, int maxk)
   t->clamp_len = clamp_len;
   t->maxk = maxk;
   t->layer = g_new0(float *, c->n_layer + 1);
-  float *pos = g_new(float, (gsize)maxk * d);
+  float *pos = g_try_new(float, (gsize)maxk * d);
+  for (int l = 0; pos && l < c->n_layer; l++) {
+    if (!(t->layer[l] = g_try_new(float, (gsize)maxk * HD))) {
+      g_free(pos);
+      pos = NULL;
+    }
+  }
+  if (!pos) {
+    txl_rtable_unref(t); /* what cannot be had is refused, not aborted on */
+    return NULL;
+  }
   for (int r = 0; r < maxk; r++) {
     int dist = maxk - 1 - r;
     if (clamp_len > 0 && dist > clamp_len)
       dist = clamp_len;
     txl_pos_emb((float)dist, d, pos + (gsize)r * d);
   }
-  for (int l = 0; l < c->n_layer; l++) {
-    t->layer[l] = g_new(float, (gsize)maxk * HD);
+  for (int l = 0; l < c->n_layer; l++)
     txl_linear(pos, maxk, d, m->layers[l].r_w, NULL, HD, t->layer[l]);
-  }
   g_free(pos);
   return t;
 }
@@ -349,11 +357,10 @@ txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk)
     if (t->clamp_len == clamp_len && t->maxk >= maxk)
       found = t;
   }
-  if (!found) {
-    found = rtable_build(m, clamp_len, maxk);
+  if (!found && (found = rtable_build(m, clamp_len, maxk)))
     g_ptr_array_add(m->rtables, found);
-  }
-  g_atomic_int_inc(&found->ref);
+  if (found)
+    g_atomic_int_inc(&found->ref);
   g_mutex_unlock(&m->lock);
   return found;
 }

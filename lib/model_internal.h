@@ -71,7 +71,8 @@ struct _TxlModel {
 /* Loads from a caller-owned buffer that must outlive the model (fuzzing). */
 TxlModel *txl_model_from_buffer(const void *data, gsize size, GError **error);
 
-/* Returns a table covering at least maxk positions (new reference). */
+/* Returns a table covering at least maxk positions (new reference), or
+ * NULL when its memory cannot be allocated. */
 TxlRTable *txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk);
 void txl_rtable_unref(TxlRTable *t);
 

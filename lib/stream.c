@@ -108,6 +108,12 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
     return NULL;
   }
   s->rt = txl_model_get_rtable(m, clamp, (int)K);
+  if (!s->rt) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the position table for %zu keys cannot be allocated", K);
+    txl_stream_free(s);
+    return NULL;
+  }
   float *p = s->block;
   s->h = p; p += S * d;
   s->h2 = p; p += S * d;

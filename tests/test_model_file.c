@@ -117,6 +117,12 @@ test_bad_config_values(void)
   g_assert_nonnull(strstr(err->message, "d_model"));
   g_clear_error(&err);
   bad = c;
+  bad.tgt_len = 4096; /* a hostile default: 32 GiB of scores per stream */
+  bad.mem_len = 1 << 20;
+  g_assert_false(txl_config_validate(&bad, &err));
+  g_assert_nonnull(strstr(err->message, "tgt_len"));
+  g_clear_error(&err);
+  bad = c;
   bad.div_val = 64; /* 32 / 64^1 rounds to zero */
   g_assert_false(txl_config_validate(&bad, &err));
   g_clear_error(&err);
