@@ -7,6 +7,7 @@
  * tensors.  The getters afterwards only decode values that are known to lie
  * inside the buffer, so they need no bounds checks of their own. */
 #include "gguf.h"
+#include "filemap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -659,51 +660,13 @@ GgufFile *
 gguf_open(const char *path, GError **error)
 {
   g_return_val_if_fail(path != NULL, NULL);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot open: %s", path,
-                g_strerror(e));
+  gsize size;
+  void *map = txl_map_file(path, "a GGUF file", &size, error);
+  if (!map)
     return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot stat: %s", path,
-                g_strerror(e));
-    close(fd);
-    return NULL;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: not a regular file",
-                path);
-    close(fd);
-    return NULL;
-  }
-  if (st.st_size == 0) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: file is empty, not a GGUF file", path);
-    close(fd);
-    return NULL;
-  }
-  if ((uint64_t)st.st_size > SIZE_MAX) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO,
-                "%s: file is too large to map", path);
-    close(fd);
-    return NULL;
-  }
-  size_t size = (size_t)st.st_size;
-  void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  close(fd); /* the mapping keeps the file alive */
-  if (map == MAP_FAILED) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot map: %s", path,
-                g_strerror(e));
-    return NULL;
-  }
   GgufFile *f = gguf_parse(map, size, error);
   if (!f) {
-    munmap(map, size);
+    txl_unmap_file(map, size);
     g_prefix_error(error, "%s: ", path);
     return NULL;
   }

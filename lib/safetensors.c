@@ -7,6 +7,7 @@
  * must not be able to make us read outside the mapping, overflow a size
  * computation or allocate absurd amounts of memory. */
 #include "safetensors.h"
+#include "filemap.h"
 
 #include <errno.h>
 #include <float.h>
@@ -438,51 +439,13 @@ st_parse(const void *data, size_t size, GError **error)
 StFile *
 st_open(const char *path, GError **error)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot open: %s", path,
-                g_strerror(e));
+  gsize size;
+  void *map = txl_map_file(path, "a safetensors file", &size, error);
+  if (!map)
     return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot stat: %s", path,
-                g_strerror(e));
-    return NULL;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: not a regular file",
-                path);
-    return NULL;
-  }
-  if (st.st_size == 0) {
-    close(fd);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s: file is empty",
-                path);
-    return NULL;
-  }
-  if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
-    close(fd);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO,
-                "%s: too large to map on this system", path);
-    return NULL;
-  }
-  size_t size = (size_t)st.st_size;
-  void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int e = errno;
-  close(fd);
-  if (map == MAP_FAILED) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot map: %s", path,
-                g_strerror(e));
-    return NULL;
-  }
   StFile *f = parse_buffer(map, size, path, error);
   if (!f) {
-    munmap(map, size);
+    txl_unmap_file(map, size);
     return NULL;
   }
   f->map = map;

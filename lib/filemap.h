@@ -1,0 +1,14 @@
+/* Read-only whole-file mappings, shared by the readers of model and
+ * checkpoint files: weights are used where they lie, never copied. */
+#ifndef TXL_FILEMAP_H
+#define TXL_FILEMAP_H
+
+#include "txl.h"
+
+/* Maps a regular, non-empty file; `what` names the kind of file for the
+ * error message of an empty one ("a GGUF file"). */
+void *txl_map_file(const char *path, const char *what, gsize *size,
+                   GError **error);
+void txl_unmap_file(void *map, gsize size);
+
+#endif
