@@ -465,19 +465,8 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
     GST_OBJECT_LOCK(self);
     gchar *path = g_strdup(self->model_path);
     GST_OBJECT_UNLOCK(self);
-    if (!path) {
-      GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND,
-                        ("No model file given: set the \"model\" property"),
-                        (NULL));
-      return GST_STATE_CHANGE_FAILURE;
-    }
-    GError *err = NULL;
-    self->model = txl_model_cache_acquire(path, &err);
+    self->model = gst_txl_element_load_model(element, path);
     if (!self->model) {
-      GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
-                        ("Could not load the model \"%s\".", path),
-                        ("%s", err->message));
-      g_clear_error(&err);
       g_free(path);
       return GST_STATE_CHANGE_FAILURE;
     }

@@ -93,3 +93,23 @@ txl_model_cache_size(void)
   g_mutex_unlock(&cache_lock);
   return n;
 }
+
+TxlModel *
+gst_txl_element_load_model(GstElement *element, const gchar *path)
+{
+  if (!path) {
+    GST_ELEMENT_ERROR(element, RESOURCE, NOT_FOUND,
+                      ("No model file given: set the \"model\" property"),
+                      (NULL));
+    return NULL;
+  }
+  GError *err = NULL;
+  TxlModel *m = txl_model_cache_acquire(path, &err);
+  if (!m) {
+    GST_ELEMENT_ERROR(element, RESOURCE, OPEN_READ,
+                      ("Could not load the model \"%s\".", path),
+                      ("%s", err->message));
+    g_clear_error(&err);
+  }
+  return m;
+}
