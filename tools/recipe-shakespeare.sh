@@ -23,6 +23,6 @@ build/tools/txl train -o "$OUT" --val "$tmp/val.txt" --tokenizer byte \
   --layers 4 --d-model 256 --heads 8 --d-head 32 --d-inner 1024 \
   --mem-len 128 --segment 64 --batch 16 --dropout 0.1 \
   --steps 4000 --warmup 200 --lr 2e-3 --min-lr 1e-4 --weight-decay 0.01 \
-  --clip 0.25 --seed 1 --eval-every 250 --eval-tokens 111540 \
+  --clip 0.25 --seed 1 --eval-every 500 --eval-tokens 111540 \
   --checkpoint-every 1000 --log-every 50 --time-limit 30 \
   "$tmp/train.txt" 2>&1 | tee "$OUT.log"
