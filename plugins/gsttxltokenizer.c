@@ -131,7 +131,9 @@ ensure_caps(GstTxlTokenizer *self)
       txl_model_vocab_id(self->model), "n-tokens", G_TYPE_INT,
       txl_tokenizer_n_tokens(tok), NULL);
   GST_DEBUG_OBJECT(self, "output caps %" GST_PTR_FORMAT, caps);
+  /* the event takes its own reference */
   self->caps_sent = gst_pad_push_event(self->srcpad, gst_event_new_caps(caps));
+  gst_caps_unref(caps);
   return self->caps_sent;
 }
 
