@@ -1,0 +1,135 @@
+#include "baseline.h"
+
+#include <math.h>
+#include <string.h>
+
+/* 1 / Phi^-1(3/4): makes the MAD a consistent estimate of a normal
+ * distribution's standard deviation */
+#define MAD_TO_SIGMA 1.4826
+
+struct _TxlBaseline {
+  TxlBaselineKind kind;
+  int window, warmup, n, next;
+  double q;
+  double *ring;    /* the last `window` values */
+  double *scratch; /* selection works on a copy */
+};
+
+TxlBaseline *
+txl_baseline_new(TxlBaselineKind kind, int window, int warmup, double q,
+                 GError **error)
+{
+  if (window < 2 || window > (1 << 24) || warmup < 1 || warmup > window ||
+      (kind == TXL_BASELINE_QUANTILE && !(q > 0.0 && q < 1.0)) ||
+      (kind != TXL_BASELINE_MAD && kind != TXL_BASELINE_QUANTILE)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "baseline: window %d must be in [2, 2^24], warm-up %d in "
+                "[1, window], quantile %g in (0, 1)", window, warmup, q);
+    return NULL;
+  }
+  TxlBaseline *b = g_new0(TxlBaseline, 1);
+  b->kind = kind;
+  b->window = window;
+  b->warmup = warmup;
+  b->q = q;
+  b->ring = g_new(double, window);
+  b->scratch = g_new(double, window);
+  return b;
+}
+
+void
+txl_baseline_free(TxlBaseline *b)
+{
+  if (!b)
+    return;
+  g_free(b->ring);
+  g_free(b->scratch);
+  g_free(b);
+}
+
+void
+txl_baseline_reset(TxlBaseline *b)
+{
+  b->n = b->next = 0;
+}
+
+int
+txl_baseline_count(const TxlBaseline *b)
+{
+  return b->n;
+}
+
+/* k-th smallest of v[0..n) (rearranges v): Hoare's selection, expected
+ * linear time, so a long window costs little per line */
+static double
+select_kth(double *v, int n, int k)
+{
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    double pivot = v[lo + (hi - lo) / 2];
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot)
+        i++;
+      while (v[j] > pivot)
+        j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i++] = v[j];
+        v[j--] = t;
+      }
+    }
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      return v[k];
+  }
+  return v[k];
+}
+
+/* quantile by linear interpolation between order statistics */
+static double
+quantile(double *v, int n, double q)
+{
+  double pos = q * (n - 1);
+  int k = (int)floor(pos);
+  double lo = select_kth(v, n, k);
+  if (k + 1 >= n)
+    return lo;
+  /* after selection, everything past k is >= v[k]: the next order
+   * statistic is their minimum */
+  double hi = v[k + 1];
+  for (int i = k + 2; i < n; i++)
+    hi = v[i] < hi ? v[i] : hi;
+  return lo + (pos - k) * (hi - lo);
+}
+
+gboolean
+txl_baseline_push(TxlBaseline *b, double x, double *score)
+{
+  gboolean ready = b->n >= b->warmup;
+  if (ready) {
+    memcpy(b->scratch, b->ring, sizeof(double) * b->n);
+    if (b->kind == TXL_BASELINE_QUANTILE) {
+      *score = x - quantile(b->scratch, b->n, b->q);
+    } else {
+      double med = quantile(b->scratch, b->n, 0.5);
+      for (int i = 0; i < b->n; i++)
+        b->scratch[i] = fabs(b->ring[i] - med);
+      double mad = quantile(b->scratch, b->n, 0.5) * MAD_TO_SIGMA;
+      /* a window of identical values has no spread: any difference is
+       * infinitely surprising, none is not */
+      *score = mad > 0 ? (x - med) / mad
+                       : (x > med ? INFINITY : x < med ? -INFINITY : 0.0);
+    }
+  }
+  if (isfinite(x)) {
+    b->ring[b->next] = x;
+    b->next = (b->next + 1) % b->window;
+    if (b->n < b->window)
+      b->n++;
+  }
+  return ready;
+}

@@ -1,0 +1,30 @@
+/* A robust running baseline of per-line scores, for flagging anomalies
+ * without a hand-set threshold: after a warm-up, a line is compared with
+ * the lines of a sliding window before it, by the median and the median
+ * absolute deviation (a z-score that a few outliers in the window do not
+ * move), or by a quantile. */
+#ifndef TXL_BASELINE_H
+#define TXL_BASELINE_H
+
+#include "txl.h"
+
+typedef enum {
+  TXL_BASELINE_MAD = 0,      /* score = (x - median) / (1.4826 * MAD) */
+  TXL_BASELINE_QUANTILE = 1, /* score = x - the q-quantile of the window */
+} TxlBaselineKind;
+
+typedef struct _TxlBaseline TxlBaseline;
+
+/* window >= 2 values kept; warmup in [1, window] values before any score;
+ * q in (0, 1) for QUANTILE (ignored for MAD). */
+TxlBaseline *txl_baseline_new(TxlBaselineKind kind, int window, int warmup,
+                              double q, GError **error);
+void txl_baseline_free(TxlBaseline *b);
+/* Scores x against the values seen so far (not including x), then adds x
+ * to the window.  Returns FALSE (and leaves *score alone) during warm-up.
+ * Non-finite x is scored but never added. */
+gboolean txl_baseline_push(TxlBaseline *b, double x, double *score);
+int txl_baseline_count(const TxlBaseline *b);
+void txl_baseline_reset(TxlBaseline *b);
+
+#endif

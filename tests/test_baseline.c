@@ -1,0 +1,131 @@
+/* The robust running baseline: warm-up, quantiles equal to a sort-based
+ * computation, MAD z-scores on normal data, robustness to outliers, a
+ * window that follows a shift, refusal of bad parameters. */
+#include "baseline.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static double
+normal(GRand *r)
+{
+  double u = g_rand_double_range(r, 1e-12, 1.0), v = g_rand_double(r);
+  return sqrt(-2.0 * log(u)) * cos(2 * G_PI * v);
+}
+
+static int
+cmp(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void
+test_quantile_matches_sort(void)
+{
+  GRand *r = g_rand_new_with_seed(1);
+  for (int trial = 0; trial < 200; trial++) {
+    int w = g_rand_int_range(r, 2, 300);
+    double q = g_rand_double_range(r, 0.01, 0.99);
+    g_autoptr(GError) err = NULL;
+    TxlBaseline *b = txl_baseline_new(TXL_BASELINE_QUANTILE, w, w, q, &err);
+    g_assert_no_error(err);
+    double *v = g_new(double, w);
+    for (int i = 0; i < w; i++) {
+      /* ties too: a third of the values repeat */
+      v[i] = g_rand_int_range(r, 0, 3) ? g_rand_double(r) : 0.5;
+      double s;
+      g_assert_false(txl_baseline_push(b, v[i], &s));
+    }
+    qsort(v, w, sizeof *v, cmp);
+    double pos = q * (w - 1);
+    int k = (int)floor(pos);
+    double want = k + 1 < w ? v[k] + (pos - k) * (v[k + 1] - v[k]) : v[k];
+    double s;
+    g_assert_true(txl_baseline_push(b, 2.0, &s));
+    g_assert_cmpfloat(fabs((2.0 - s) - want), <, 1e-12);
+    g_free(v);
+    txl_baseline_free(b);
+  }
+  g_rand_free(r);
+}
+
+static void
+test_mad_normal_and_robust(void)
+{
+  GRand *r = g_rand_new_with_seed(2);
+  g_autoptr(GError) err = NULL;
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, 2000, 200, 0, &err);
+  double s;
+  for (int i = 0; i < 200; i++)
+    g_assert_false(txl_baseline_push(b, 5.0 + 2.0 * normal(r), &s));
+  g_assert_true(txl_baseline_push(b, 5.0, &s));
+  for (int i = 0; i < 1800; i++) {
+    /* 5% wild outliers: median and MAD barely move */
+    double x = i % 20 == 0 ? 1000.0 : 5.0 + 2.0 * normal(r);
+    txl_baseline_push(b, x, &s);
+  }
+  g_assert_true(txl_baseline_push(b, 5.0 + 2.0 * 4.0, &s)); /* 4 sigma */
+  g_assert_cmpfloat(fabs(s - 4.0), <, 0.6);
+  g_assert_true(txl_baseline_push(b, 5.0, &s));
+  g_assert_cmpfloat(fabs(s), <, 0.3);
+  txl_baseline_free(b);
+  g_rand_free(r);
+}
+
+static void
+test_window_follows_and_nonfinite(void)
+{
+  g_autoptr(GError) err = NULL;
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_QUANTILE, 100, 10, 0.5, &err);
+  double s;
+  for (int i = 0; i < 100; i++)
+    txl_baseline_push(b, i % 10, &s);
+  txl_baseline_push(b, 100.0, &s);
+  g_assert_cmpfloat(fabs((100.0 - s) - 4.5), <, 1e-9);
+  for (int i = 0; i < 100; i++) /* the window moves to 1000 + ... */
+    txl_baseline_push(b, 1000 + i % 10, &s);
+  txl_baseline_push(b, 0.0, &s);
+  g_assert_cmpfloat(fabs(-s - 1004.5), <, 1e-9);
+  int n = txl_baseline_count(b);
+  txl_baseline_push(b, NAN, &s);
+  txl_baseline_push(b, INFINITY, &s);
+  g_assert_cmpint(txl_baseline_count(b), ==, n);
+  txl_baseline_reset(b);
+  g_assert_false(txl_baseline_push(b, 1.0, &s));
+  txl_baseline_free(b);
+
+  /* no spread: a different value is infinitely surprising, the same none */
+  b = txl_baseline_new(TXL_BASELINE_MAD, 10, 5, 0, &err);
+  for (int i = 0; i < 5; i++)
+    txl_baseline_push(b, 3.0, &s);
+  txl_baseline_push(b, 3.0, &s);
+  g_assert_cmpfloat(s, ==, 0.0);
+  txl_baseline_push(b, 3.5, &s);
+  g_assert_true(isinf(s) && s > 0);
+  txl_baseline_free(b);
+}
+
+static void
+test_bad_parameters(void)
+{
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_baseline_new(TXL_BASELINE_MAD, 1, 1, 0, &err));
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  g_clear_error(&err);
+  g_assert_null(txl_baseline_new(TXL_BASELINE_MAD, 10, 11, 0, &err));
+  g_clear_error(&err);
+  g_assert_null(txl_baseline_new(TXL_BASELINE_QUANTILE, 10, 5, 1.0, &err));
+  g_clear_error(&err);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/baseline/quantile-matches-sort", test_quantile_matches_sort);
+  g_test_add_func("/baseline/mad-normal-and-robust", test_mad_normal_and_robust);
+  g_test_add_func("/baseline/window-follows", test_window_follows_and_nonfinite);
+  g_test_add_func("/baseline/bad-parameters", test_bad_parameters);
+  return g_test_run();
+}
