@@ -18,6 +18,7 @@
  *
  * Each line also emits "line-scored" with a GstStructure, and a flagged
  * line posts a "txl-anomaly" element message. */
+#include "baseline.h"
 #include "gsttxlcommon.h"
 
 #include <errno.h>
@@ -32,6 +33,36 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_sink_debug);
 G_DECLARE_FINAL_TYPE(GstTxlSink, gst_txl_sink, GST, TXL_SINK, GstBaseSink)
 
 #define DEFAULT_THRESHOLD 4.0
+#define DEFAULT_Z 4.0
+#define DEFAULT_QUANTILE 0.999
+#define DEFAULT_WINDOW 1000
+#define DEFAULT_WARMUP 200
+
+/* How a line is judged: against a fixed cost, or against the lines before
+ * it (lib/baseline.c) so that no threshold has to be known in advance. */
+typedef enum {
+  TXL_THRESHOLD_FIXED = 0,
+  TXL_THRESHOLD_MAD = 1,
+  TXL_THRESHOLD_QUANTILE = 2,
+} GstTxlThresholdMode;
+
+static GType
+gst_txl_threshold_mode_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { TXL_THRESHOLD_FIXED, "bits per byte above \"threshold\"", "fixed" },
+    { TXL_THRESHOLD_MAD, "robust z-score (median/MAD of the window) above "
+      "\"z-threshold\"", "mad" },
+    { TXL_THRESHOLD_QUANTILE, "bits per byte above the \"quantile\" of the "
+      "window", "quantile" },
+    { 0, NULL, NULL },
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstTxlThresholdMode",
+                                                    values));
+  return type;
+}
 #define TEXT_CAP 4096 /* bytes of a line kept for the output */
 
 typedef struct {
@@ -50,6 +81,10 @@ struct _GstTxlSink {
   /* properties, object lock */
   gchar *location;
   gdouble threshold;
+  GstTxlThresholdMode mode;
+  gdouble z_threshold, quantile;
+  gint window, warmup;
+  TxlBaseline *baseline; /* mad and quantile modes, from start() */
 
   /* streaming state */
   FILE *out;
@@ -61,7 +96,8 @@ struct _GstTxlSink {
   GstClockTime last_pts;
 };
 
-enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD };
+enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
+       PROP_WINDOW, PROP_WARMUP };
 enum { SIGNAL_LINE_SCORED, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
@@ -161,16 +197,31 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   gboolean scored = l->tokens > 0;
   double mean = scored ? l->nll / l->tokens : NAN;
   double bpb = scored ? (bytes ? l->nll / G_LN2 / bytes : 0.0) : NAN;
-  gboolean flag = scored && bpb > threshold;
+  /* anomaly: bits per byte above the cut (fixed, quantile) or the robust
+   * z-score (mad); NaN while the baseline warms up */
+  double anomaly = NAN, cut = 0.0;
+  if (scored && !self->baseline) {
+    anomaly = bpb - threshold;
+  } else if (scored) {
+    double sc;
+    if (txl_baseline_push(self->baseline, bpb, &sc))
+      anomaly = sc;
+    if (self->mode == TXL_THRESHOLD_MAD)
+      cut = self->z_threshold;
+  }
+  gboolean flag = !isnan(anomaly) && anomaly > cut;
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
                          G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
                          ", ", l->line, l->tokens, bytes);
-  if (scored)
+  if (scored && !isnan(anomaly))
     g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, "
                            "\"anomaly\": %.6f", mean, exp(mean), bpb,
-                           bpb - threshold);
+                           anomaly);
+  else if (scored)
+    g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, "
+                           "\"anomaly\": null", mean, exp(mean), bpb);
   else
     g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null, "
                        "\"anomaly\": null");
@@ -205,7 +256,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "nll", G_TYPE_DOUBLE, mean,
       "ppl", G_TYPE_DOUBLE, exp(mean),
       "bpb", G_TYPE_DOUBLE, bpb,
-      "anomaly", G_TYPE_DOUBLE, bpb - threshold,
+      "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
       "text", G_TYPE_STRING, text, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
@@ -217,6 +268,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
         "line", G_TYPE_INT64, l->line,
         "bpb", G_TYPE_DOUBLE, bpb,
         "nll", G_TYPE_DOUBLE, mean,
+        "anomaly", G_TYPE_DOUBLE, anomaly,
         "text", G_TYPE_STRING, text,
         "running-time", GST_TYPE_CLOCK_TIME, running,
         "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
@@ -380,6 +432,25 @@ gst_txl_sink_start(GstBaseSink *bs)
   }
   g_free(location);
   reset_lines(self);
+  GST_OBJECT_LOCK(self);
+  GstTxlThresholdMode mode = self->mode;
+  gint window = self->window, warmup = MIN(self->warmup, self->window);
+  gdouble q = self->quantile;
+  GST_OBJECT_UNLOCK(self);
+  if (mode != TXL_THRESHOLD_FIXED) {
+    GError *err = NULL;
+    self->baseline = txl_baseline_new(mode == TXL_THRESHOLD_MAD
+                                        ? TXL_BASELINE_MAD
+                                        : TXL_BASELINE_QUANTILE,
+                                      window, warmup, q, &err);
+    if (!self->baseline) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("Invalid threshold settings: %s", err->message),
+                        (NULL));
+      g_clear_error(&err);
+      return FALSE;
+    }
+  }
   return TRUE;
 }
 
@@ -388,6 +459,8 @@ gst_txl_sink_stop(GstBaseSink *bs)
 {
   GstTxlSink *self = GST_TXL_SINK(bs);
   reset_lines(self);
+  txl_baseline_free(self->baseline);
+  self->baseline = NULL;
   if (self->out && self->out != stdout) {
     if (fclose(self->out) != 0)
       GST_ELEMENT_WARNING(self, RESOURCE, CLOSE,
@@ -422,6 +495,21 @@ gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_THRESHOLD:
     self->threshold = g_value_get_double(value);
     break;
+  case PROP_MODE:
+    self->mode = g_value_get_enum(value);
+    break;
+  case PROP_Z:
+    self->z_threshold = g_value_get_double(value);
+    break;
+  case PROP_QUANTILE:
+    self->quantile = g_value_get_double(value);
+    break;
+  case PROP_WINDOW:
+    self->window = g_value_get_int(value);
+    break;
+  case PROP_WARMUP:
+    self->warmup = g_value_get_int(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -441,6 +529,21 @@ gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
     break;
   case PROP_THRESHOLD:
     g_value_set_double(value, self->threshold);
+    break;
+  case PROP_MODE:
+    g_value_set_enum(value, self->mode);
+    break;
+  case PROP_Z:
+    g_value_set_double(value, self->z_threshold);
+    break;
+  case PROP_QUANTILE:
+    g_value_set_double(value, self->quantile);
+    break;
+  case PROP_WINDOW:
+    g_value_set_int(value, self->window);
+    break;
+  case PROP_WARMUP:
+    g_value_set_int(value, self->warmup);
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -477,8 +580,34 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   g_object_class_install_property(gobject_class, PROP_THRESHOLD,
       g_param_spec_double("threshold", "Threshold",
           "A line whose cost exceeds this many bits per byte is flagged "
-          "as an anomaly", 0.0, G_MAXDOUBLE, DEFAULT_THRESHOLD,
+          "as an anomaly (threshold-mode fixed)", 0.0, G_MAXDOUBLE,
+          DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_MODE,
+      g_param_spec_enum("threshold-mode", "Threshold mode",
+          "fixed: bits per byte above \"threshold\"; mad: robust z-score "
+          "over the last \"window\" lines above \"z-threshold\"; quantile: "
+          "bits per byte above the \"quantile\" of the last \"window\" lines "
+          "(both after \"warmup\" lines)", gst_txl_threshold_mode_get_type(),
+          TXL_THRESHOLD_FIXED, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_Z,
+      g_param_spec_double("z-threshold", "Z threshold",
+          "threshold-mode mad: flag lines whose robust z-score exceeds this "
+          "(standard deviations)", 0.0, 1000.0, DEFAULT_Z,
           rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_QUANTILE,
+      g_param_spec_double("quantile", "Quantile",
+          "threshold-mode quantile: flag lines costlier than this quantile "
+          "of the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
+          DEFAULT_QUANTILE, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_WINDOW,
+      g_param_spec_int("window", "Window",
+          "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
+          DEFAULT_WINDOW, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_WARMUP,
+      g_param_spec_int("warmup", "Warm-up",
+          "Lines the mad and quantile baselines see before flagging any "
+          "(lines; at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP,
+          rw | GST_PARAM_MUTABLE_READY));
 
   /**
    * GstTxlSink::line-scored:
@@ -511,6 +640,11 @@ static void
 gst_txl_sink_init(GstTxlSink *self)
 {
   self->threshold = DEFAULT_THRESHOLD;
+  self->mode = TXL_THRESHOLD_FIXED;
+  self->z_threshold = DEFAULT_Z;
+  self->quantile = DEFAULT_QUANTILE;
+  self->window = DEFAULT_WINDOW;
+  self->warmup = DEFAULT_WARMUP;
   g_queue_init(&self->lines);
   self->text_line = 1;
   self->last_pts = GST_CLOCK_TIME_NONE;

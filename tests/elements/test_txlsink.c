@@ -6,9 +6,13 @@
 #include "elements.h"
 
 #include <json-glib/json-glib.h>
+#include <math.h>
 
 typedef struct {
   int lines, flagged, anomalies;
+  int warming;        /* lines without an anomaly score (NaN) */
+  int flagged_early;  /* flagged among the first `early` lines */
+  int early;
   gint64 last_line;
 } Counts;
 
@@ -25,6 +29,11 @@ on_line_scored(GstElement *sink, const GstStructure *s, gpointer data)
   c->last_line = line;
   c->lines++;
   c->flagged += flag;
+  double anomaly = 0;
+  g_assert_true(gst_structure_get_double(s, "anomaly", &anomaly));
+  c->warming += isnan(anomaly);
+  if (line <= c->early)
+    c->flagged_early += flag;
 }
 
 static void
@@ -334,6 +343,47 @@ test_bad_location(void)
   gst_object_unref(sink);
 }
 
+/* threshold-mode mad and quantile: nothing is judged during the warm-up,
+ * every line after it is; a median cut flags some lines but not all. */
+static void
+test_calibrated(void)
+{
+  char *m = el_write_byte_model(41);
+  g_autofree char *dir = g_path_get_dirname(m);
+  GString *text = g_string_new(NULL);
+  for (int i = 0; i < 120; i++)
+    g_string_append_printf(text, "line %d of a steady stream %s\n", i,
+                           i % 7 ? "ok" : "with a longer tail here");
+  g_autofree char *in = write_input(dir, "cal.txt", text->str, text->len);
+  const char *modes[] = {
+    "threshold-mode=quantile quantile=0.5 warmup=40 window=100",
+    "threshold-mode=mad z-threshold=1000 warmup=40 window=100",
+  };
+  for (int k = 0; k < 2; k++) {
+    g_autofree char *desc = g_strdup_printf(
+        "filesrc location=%s ! txltokenizer model=%s ! txlmodel model=%s ! "
+        "txlsink name=sink location=%s/cal.jsonl %s", in, m, m, dir, modes[k]);
+    Counts c = { .early = 40 };
+    run_pipeline(desc, &c);
+    g_assert_cmpint(c.lines, ==, 120);
+    g_assert_cmpint(c.warming, ==, 40);
+    g_assert_cmpint(c.flagged_early, ==, 0);
+    if (k == 0) {
+      g_assert_cmpint(c.flagged, >, 0);
+      g_assert_cmpint(c.flagged, <, 80);
+    } else {
+      g_assert_cmpint(c.flagged, ==, 0);
+    }
+    g_assert_cmpint(c.anomalies, ==, c.flagged);
+  }
+  g_autofree char *out = g_build_filename(dir, "cal.jsonl", NULL);
+  g_remove(out);
+  g_remove(in);
+  g_string_free(text, TRUE);
+  tu_remove(m);
+  g_free(m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -344,5 +394,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlsink/gst-launch", test_gst_launch);
   g_test_add_func("/txlsink/records-only", test_records_only);
   g_test_add_func("/txlsink/bad-location", test_bad_location);
+  g_test_add_func("/txlsink/calibrated", test_calibrated);
   return g_test_run();
 }
