@@ -107,7 +107,7 @@ quantile(double *v, int n, double q)
 }
 
 gboolean
-txl_baseline_push(TxlBaseline *b, double x, double *score)
+txl_baseline_score(TxlBaseline *b, double x, double *score)
 {
   gboolean ready = b->n >= b->warmup;
   if (ready) {
@@ -125,11 +125,16 @@ txl_baseline_push(TxlBaseline *b, double x, double *score)
                        : (x > med ? INFINITY : x < med ? -INFINITY : 0.0);
     }
   }
-  if (isfinite(x)) {
-    b->ring[b->next] = x;
-    b->next = (b->next + 1) % b->window;
-    if (b->n < b->window)
-      b->n++;
-  }
   return ready;
+}
+
+void
+txl_baseline_add(TxlBaseline *b, double x)
+{
+  if (!isfinite(x))
+    return;
+  b->ring[b->next] = x;
+  b->next = (b->next + 1) % b->window;
+  if (b->n < b->window)
+    b->n++;
 }

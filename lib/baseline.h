@@ -20,10 +20,13 @@ typedef struct _TxlBaseline TxlBaseline;
 TxlBaseline *txl_baseline_new(TxlBaselineKind kind, int window, int warmup,
                               double q, GError **error);
 void txl_baseline_free(TxlBaseline *b);
-/* Scores x against the values seen so far (not including x), then adds x
- * to the window.  Returns FALSE (and leaves *score alone) during warm-up.
- * Non-finite x is scored but never added. */
-gboolean txl_baseline_push(TxlBaseline *b, double x, double *score);
+/* Scores x against the window.  Returns FALSE (and leaves *score alone)
+ * during warm-up. */
+gboolean txl_baseline_score(TxlBaseline *b, double x, double *score);
+/* Adds x to the window (non-finite x is ignored).  Callers leave flagged
+ * values out, so that a burst of anomalies does not raise the bar for the
+ * next one. */
+void txl_baseline_add(TxlBaseline *b, double x);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
 

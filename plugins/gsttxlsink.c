@@ -204,12 +204,16 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     anomaly = bpb - threshold;
   } else if (scored) {
     double sc;
-    if (txl_baseline_push(self->baseline, bpb, &sc))
+    if (txl_baseline_score(self->baseline, bpb, &sc))
       anomaly = sc;
     if (self->mode == TXL_THRESHOLD_MAD)
       cut = self->z_threshold;
   }
   gboolean flag = !isnan(anomaly) && anomaly > cut;
+  /* flagged lines stay out of the baseline: a burst of anomalies must not
+   * raise the bar for the next one */
+  if (scored && self->baseline && !flag)
+    txl_baseline_add(self->baseline, bpb);
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"

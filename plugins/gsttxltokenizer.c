@@ -22,8 +22,9 @@ struct _GstTxlTokenizer {
   GstElement parent;
   GstPad *sinkpad, *srcpad;
 
-  /* property, object lock */
+  /* properties, object lock */
   gchar *model_path;
+  gboolean buffer_lines;
 
   /* from READY */
   TxlModel *model;
@@ -38,7 +39,7 @@ struct _GstTxlTokenizer {
   gboolean time_segment; /* upstream timestamps are meaningful */
 };
 
-enum { PROP_0, PROP_MODEL };
+enum { PROP_0, PROP_MODEL, PROP_BUFFER_LINES };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -197,6 +198,13 @@ gst_txl_tokenizer_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     return GST_FLOW_ERROR;
   }
   encode(self, map.data, map.size);
+  GST_OBJECT_LOCK(self);
+  gboolean buffer_lines = self->buffer_lines;
+  GST_OBJECT_UNLOCK(self);
+  /* datagram transports (syslog over UDP) send one message per buffer,
+   * usually without a line end: the buffer's end is the line's */
+  if (buffer_lines && map.size > 0 && map.data[map.size - 1] != '\n')
+    encode(self, (const guint8 *)"\n", 1);
   gst_buffer_unmap(buf, &map);
   GstFlowReturn ret = push_pending(self, buf, FALSE);
   gst_buffer_unref(buf);
@@ -323,6 +331,11 @@ gst_txl_tokenizer_set_property(GObject *object, guint prop_id,
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
   switch (prop_id) {
+  case PROP_BUFFER_LINES:
+    GST_OBJECT_LOCK(self);
+    self->buffer_lines = g_value_get_boolean(value);
+    GST_OBJECT_UNLOCK(self);
+    break;
   case PROP_MODEL:
     GST_OBJECT_LOCK(self);
     if (GST_STATE(self) != GST_STATE_NULL) {
@@ -347,6 +360,11 @@ gst_txl_tokenizer_get_property(GObject *object, guint prop_id, GValue *value,
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
   switch (prop_id) {
+  case PROP_BUFFER_LINES:
+    GST_OBJECT_LOCK(self);
+    g_value_set_boolean(value, self->buffer_lines);
+    GST_OBJECT_UNLOCK(self);
+    break;
   case PROP_MODEL:
     GST_OBJECT_LOCK(self);
     g_value_set_string(value, self->model_path);
@@ -376,6 +394,12 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
   gobject_class->get_property = gst_txl_tokenizer_get_property;
   gobject_class->finalize = gst_txl_tokenizer_finalize;
 
+  g_object_class_install_property(gobject_class, PROP_BUFFER_LINES,
+      g_param_spec_boolean("buffer-lines", "Buffer lines",
+          "Each input buffer ends a line: a buffer without a final line end "
+          "gets one (one message per datagram, e.g. syslog over UDP)", FALSE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
           "Path of the txl model file (GGUF) whose tokenizer splits the "

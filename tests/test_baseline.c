@@ -6,6 +6,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* score, then add: what a caller that never flags would do */
+static gboolean
+txl_baseline_push(TxlBaseline *b, double x, double *score)
+{
+  gboolean ready = txl_baseline_score(b, x, score);
+  txl_baseline_add(b, x);
+  return ready;
+}
+
 static double
 normal(GRand *r)
 {

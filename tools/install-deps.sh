@@ -9,5 +9,5 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommen
   build-essential meson ninja-build pkg-config \
   libglib2.0-dev libjson-glib-dev libopenblas-dev libzstd-dev \
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
-  gstreamer1.0-tools gstreamer1.0-plugins-base \
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
   python3 python3-numpy python3-torch

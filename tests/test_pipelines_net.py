@@ -1,0 +1,132 @@
+"""pipelines/syslog-udp.txt and pipelines/syslog-tcp.txt, run as written
+with gst-launch-1.0 on loopback: every message sent comes out as one scored
+line, in order, with its text, and the injected anomalies score highest.
+Needs gstreamer1.0-plugins-good (udpsrc); exits 77 (skipped) without it."""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..')
+MODEL = os.path.join(ROOT, 'models', 'default.gguf')
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+sys.path.insert(0, os.path.join(ROOT, 'tools'))
+import loggen  # noqa: E402
+
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
+
+
+def free_port(kind):
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def description(name, port):
+    with open(os.path.join(ROOT, 'pipelines', name)) as f:
+        text = ' '.join(l.strip() for l in f if not l.startswith('#'))
+    return text.replace('$PORT', str(port)).replace('$MODEL', MODEL).split()
+
+
+def messages():
+    g = loggen.Gen(11, loggen.START)
+    r = random.Random(3)
+    lines = [g.normal() for _ in range(160)]
+    bad = sorted(r.sample(range(120, 160), 3))
+    for i in bad:
+        lines[i] = g.anomaly()
+    return lines, bad
+
+
+def start(name, port):
+    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+    return subprocess.Popen(['gst-launch-1.0', '-q', '-e'] + description(name, port),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def finish(p):
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGINT)   # -e: EOS, then the sink flushes
+        out, err = p.communicate(timeout=30)
+    return out.decode(), err.decode()
+
+
+def verify(name, out, err, lines, bad):
+    rows = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check('%s: one scored line per message' % name, len(rows) == len(lines),
+          '%d rows for %d messages; stderr %r' % (len(rows), len(lines), err[-300:]))
+    check('%s: texts in order' % name, [r['text'] for r in rows] == lines)
+    if len(rows) == len(lines):
+        top = sorted(range(len(rows)), key=lambda i: -rows[i]['bpb'])[:3]
+        check('%s: the injected anomalies score highest' % name, sorted(top) == bad,
+              'top %s, injected %s' % (sorted(top), bad))
+        flagged = [i for i, r in enumerate(rows) if r['flag']]
+        check('%s: the anomalies are flagged' % name, set(bad) <= set(flagged),
+              'flagged %s' % flagged)
+
+
+def run_udp(lines, bad):
+    port = free_port(socket.SOCK_DGRAM)
+    p = start('syslog-udp.txt', port)
+    time.sleep(2.0)                     # udpsrc binds on the way to PLAYING
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for l in lines:
+        s.sendto(l.encode(), ('127.0.0.1', port))
+        time.sleep(0.002)
+    s.close()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    out, err = finish(p)
+    verify('udp', out, err, lines, bad)
+
+
+def run_tcp(lines, bad):
+    port = free_port(socket.SOCK_STREAM)
+    p = start('syslog-tcp.txt', port)
+    deadline = time.time() + 15
+    while True:
+        try:
+            s = socket.create_connection(('127.0.0.1', port), timeout=1)
+            break
+        except OSError:
+            if time.time() > deadline or p.poll() is not None:
+                check('tcp: server listens', False, finish(p)[1][-300:])
+                return
+            time.sleep(0.1)
+    data = ''.join(l + '\n' for l in lines).encode()
+    for i in range(0, len(data), 977):  # arbitrary packet boundaries
+        s.sendall(data[i:i + 977])
+    s.close()                           # end of stream
+    out, err = finish(p)
+    verify('tcp', out, err, lines, bad)
+
+
+def main():
+    probe = subprocess.run(['gst-inspect-1.0', 'udpsrc'], capture_output=True)
+    lines, bad = messages()
+    run_tcp(lines, bad)
+    if probe.returncode == 0:
+        run_udp(lines, bad)
+    else:
+        print('SKIP udp: udpsrc (gstreamer1.0-plugins-good) is not installed')
+    failed = results.count(False)
+    print('%d passed, %d failed' % (len(results) - failed, failed))
+    sys.exit(1 if failed else (77 if not results else 0))
+
+
+if __name__ == '__main__':
+    main()
