@@ -115,9 +115,43 @@ def run_tcp(lines, bad):
     verify('tcp', out, err, lines, bad)
 
 
+def run_follow(lines):
+    """pipelines/score-live.txt behind `tail -F`: a line appended to a
+    growing file is scored before the next one is written."""
+    import select
+    import tempfile
+    d = tempfile.mkdtemp(prefix='txl-follow-')
+    path = os.path.join(d, 'app.log')
+    open(path, 'w').close()
+    with open(os.path.join(ROOT, 'pipelines', 'score-live.txt')) as f:
+        desc = ' '.join(l.strip() for l in f if not l.startswith('#')).replace('$MODEL', MODEL)
+    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+    p = subprocess.Popen('tail -n +1 -F %s 2>/dev/null | exec gst-launch-1.0 -q %s' % (path, desc),
+                         shell=True, stdout=subprocess.PIPE, env=env, start_new_session=True)
+    got, worst = [], 0.0
+    with open(path, 'a') as log:
+        for l in lines[:25]:
+            log.write(l + '\n')
+            log.flush()
+            t0 = time.time()
+            ready, _, _ = select.select([p.stdout], [], [], 10.0)
+            if not ready:
+                break
+            got.append(json.loads(p.stdout.readline())['text'])
+            worst = max(worst, time.time() - t0)
+    os.killpg(p.pid, signal.SIGTERM)   # our own process group: tail and gst-launch
+    p.wait(timeout=10)
+    check('follow: each appended line is scored before the next is written',
+          got == lines[:25], '%d of 25 lines' % len(got))
+    print('follow: worst latency from append to score %.3f s' % worst)
+    os.remove(path)
+    os.rmdir(d)
+
+
 def main():
     probe = subprocess.run(['gst-inspect-1.0', 'udpsrc'], capture_output=True)
     lines, bad = messages()
+    run_follow(lines)
     run_tcp(lines, bad)
     if probe.returncode == 0:
         run_udp(lines, bad)
