@@ -84,6 +84,7 @@ struct _GstTxlSink {
   GstTxlThresholdMode mode;
   gdouble z_threshold, quantile;
   gint window, warmup;
+  gboolean post_scores;
   TxlBaseline *baseline; /* mad and quantile modes, from start() */
 
   /* streaming state */
@@ -97,7 +98,7 @@ struct _GstTxlSink {
 };
 
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
-       PROP_WINDOW, PROP_WARMUP };
+       PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES };
 enum { SIGNAL_LINE_SCORED, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
@@ -265,6 +266,24 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "text", G_TYPE_STRING, text, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
   gst_structure_free(s);
+  GST_OBJECT_LOCK(self);
+  gboolean post_scores = self->post_scores;
+  GST_OBJECT_UNLOCK(self);
+  if (post_scores) {
+    GstClockTime running, stream;
+    clock_times(self, &running, &stream);
+    GstStructure *m = gst_structure_new("txl-score",
+        "line", G_TYPE_INT64, l->line,
+        "tokens", G_TYPE_INT64, l->tokens,
+        "bpb", G_TYPE_DOUBLE, bpb,
+        "nll", G_TYPE_DOUBLE, mean,
+        "anomaly", G_TYPE_DOUBLE, anomaly,
+        "flag", G_TYPE_BOOLEAN, flag,
+        "running-time", GST_TYPE_CLOCK_TIME, running,
+        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
+    gst_element_post_message(GST_ELEMENT(self),
+                             gst_message_new_element(GST_OBJECT(self), m));
+  }
   if (flag) {
     GstClockTime running, stream;
     clock_times(self, &running, &stream);
@@ -514,6 +533,9 @@ gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_WARMUP:
     self->warmup = g_value_get_int(value);
     break;
+  case PROP_POST_SCORES:
+    self->post_scores = g_value_get_boolean(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -548,6 +570,9 @@ gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
     break;
   case PROP_WARMUP:
     g_value_set_int(value, self->warmup);
+    break;
+  case PROP_POST_SCORES:
+    g_value_set_boolean(value, self->post_scores);
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -607,6 +632,12 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
       g_param_spec_int("window", "Window",
           "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
           DEFAULT_WINDOW, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_POST_SCORES,
+      g_param_spec_boolean("post-scores", "Post scores",
+          "Post a \"txl-score\" element message for every line (line, "
+          "tokens, bpb, nll, anomaly, flag, running-time, stream-time); "
+          "flagged lines always post \"txl-anomaly\"", FALSE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_WARMUP,
       g_param_spec_int("warmup", "Warm-up",
           "Lines the mad and quantile baselines see before flagging any "

@@ -13,6 +13,7 @@ typedef struct {
   int warming;        /* lines without an anomaly score (NaN) */
   int flagged_early;  /* flagged among the first `early` lines */
   int early;
+  int scores;         /* txl-score messages */
   gint64 last_line;
 } Counts;
 
@@ -62,6 +63,12 @@ run_pipeline(const char *desc, Counts *c)
       break;
     }
     const GstStructure *s = gst_message_get_structure(msg);
+    if (gst_structure_has_name(s, "txl-score")) {
+      GstClockTime rt;
+      g_assert_true(gst_structure_has_field(s, "bpb"));
+      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+      c->scores++;
+    }
     if (gst_structure_has_name(s, "txl-anomaly")) {
       gint64 line;
       double bpb, nll;
@@ -356,7 +363,7 @@ test_calibrated(void)
                            i % 7 ? "ok" : "with a longer tail here");
   g_autofree char *in = write_input(dir, "cal.txt", text->str, text->len);
   const char *modes[] = {
-    "threshold-mode=quantile quantile=0.5 warmup=40 window=100",
+    "threshold-mode=quantile quantile=0.5 warmup=40 window=100 post-scores=true",
     "threshold-mode=mad z-threshold=1000 warmup=40 window=100",
   };
   for (int k = 0; k < 2; k++) {
@@ -375,6 +382,8 @@ test_calibrated(void)
       g_assert_cmpint(c.flagged, ==, 0);
     }
     g_assert_cmpint(c.anomalies, ==, c.flagged);
+    /* txl-score only when asked, one per line */
+    g_assert_cmpint(c.scores, ==, k == 0 ? 120 : 0);
   }
   g_autofree char *out = g_build_filename(dir, "cal.jsonl", NULL);
   g_remove(out);
