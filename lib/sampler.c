@@ -1,0 +1,121 @@
+#include "sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct _TxlSampler {
+  TxlSamplerOptions o;
+  int n;
+  guint64 state;
+  int *idx;     /* candidates, most likely first */
+  double *p;    /* their probabilities */
+};
+
+TxlSampler *
+txl_sampler_new(const TxlSamplerOptions *o, int n_token, GError **error)
+{
+  if (n_token < 1 || !(o->temperature >= 0.0f) || !isfinite(o->temperature) ||
+      !(o->top_p > 0.0f && o->top_p <= 1.0f)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "sampler: temperature %g must be >= 0 and top-p %g in (0, 1]",
+                (double)o->temperature, (double)o->top_p);
+    return NULL;
+  }
+  TxlSampler *s = g_new0(TxlSampler, 1);
+  s->o = *o;
+  s->n = n_token;
+  s->state = o->seed;
+  s->idx = g_new(int, n_token);
+  s->p = g_new(double, n_token);
+  return s;
+}
+
+void
+txl_sampler_free(TxlSampler *s)
+{
+  if (!s)
+    return;
+  g_free(s->idx);
+  g_free(s->p);
+  g_free(s);
+}
+
+guint64
+txl_sampler_state(const TxlSampler *s)
+{
+  return s->state;
+}
+
+void
+txl_sampler_set_state(TxlSampler *s, guint64 state)
+{
+  s->state = state;
+}
+
+/* splitmix64: tiny, fast, and the same everywhere (unlike rand()) */
+static double
+uniform(TxlSampler *s)
+{
+  guint64 z = (s->state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return (z >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+}
+
+static int
+by_key_desc(const void *a, const void *b, void *key)
+{
+  const float *k = key;
+  float x = k[*(const int *)a], y = k[*(const int *)b];
+  if (x != y)
+    return x > y ? -1 : 1;
+  return *(const int *)a - *(const int *)b; /* ties: lower id first */
+}
+
+int
+txl_sampler_sample(TxlSampler *s, const float *lp)
+{
+  const int n = s->n;
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (lp[i] > lp[best])
+      best = i;
+  if (s->o.temperature == 0.0f || s->o.top_k == 1)
+    return best;
+  /* candidates by decreasing probability; only as many as top-k keeps */
+  int k = s->o.top_k > 0 && s->o.top_k < n ? s->o.top_k : n;
+  for (int i = 0; i < n; i++)
+    s->idx[i] = i;
+  qsort_r(s->idx, n, sizeof(int), by_key_desc, (void *)lp);
+  /* tempered probabilities, relative to the best for stability */
+  double total = 0.0;
+  const double inv_t = 1.0 / s->o.temperature;
+  for (int i = 0; i < k; i++) {
+    s->p[i] = exp((lp[s->idx[i]] - lp[s->idx[0]]) * inv_t);
+    total += s->p[i];
+  }
+  /* nucleus: the smallest prefix whose probability reaches top-p */
+  if (s->o.top_p < 1.0f) {
+    double cum = 0.0;
+    int keep = k;
+    for (int i = 0; i < k; i++) {
+      cum += s->p[i] / total;
+      if (cum >= s->o.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    k = keep;
+    total = 0.0;
+    for (int i = 0; i < k; i++)
+      total += s->p[i];
+  }
+  double u = uniform(s) * total;
+  for (int i = 0; i < k; i++) {
+    u -= s->p[i];
+    if (u < 0.0)
+      return s->idx[i];
+  }
+  return s->idx[k - 1];
+}
