@@ -124,6 +124,23 @@ def main():
         ok = False
     check('binary junk and a huge line', ok, err[-300:])
 
+    # generate: deterministic for a seed, greedy = top-k 1, --stop, errors
+    g = ['generate', '-m', wm, '-p', 'the cat', '-n', '30']
+    r1, o1, e1 = run(g + ['--seed', '5'])
+    r2, o2, _ = run(g + ['--seed', '5'])
+    r3, o3, _ = run(g + ['--seed', '6'])
+    check('generate: same seed, same text', r1 == r2 == 0 and o1 == o2 and len(o1.split()) > 0, e1[-300:])
+    check('generate: another seed, other text', r3 == 0 and o3 != o1)
+    _, og, _ = run(g + ['--temperature', '0'])
+    _, ok1, _ = run(g + ['--top-k', '1', '--seed', '9'])
+    check('generate: temperature 0 = top-k 1 (greedy)', og == ok1 and len(og) > 0)
+    word = o1.split()[1] if len(o1.split()) > 1 else o1.split()[0]
+    rs, os_, _ = run(g + ['--seed', '5', '--stop', word])
+    check('generate: --stop ends the text at the string', rs == 0 and os_.rstrip('\n').endswith(word)
+          and len(os_) <= len(o1), repr(os_[-60:]))
+    expect_fail('generate: id-only model', ['generate', '-m', nm], b'', 1, 'no tokenizer')
+    expect_fail('generate: bad top-p', ['generate', '-m', wm, '--top-p', '0'], b'', 1, 'top-p')
+
     failed = results.count(False)
     print('%d passed, %d failed' % (len(results) - failed, failed))
     sys.exit(1 if failed else 0)

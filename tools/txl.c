@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
   { "score", txl_cmd_score, "score token ids or text with a model" },
   { "train", txl_cmd_train, "train a model on text or log files" },
+  { "generate", txl_cmd_generate, "continue a prompt with a model" },
   { "convert", txl_cmd_convert, "import a Hugging Face TransfoXL checkpoint" },
   { "bench", txl_cmd_bench, "measure scoring speed against the sgemm peak" },
   { "info", txl_cmd_info, "print a model file's configuration" },

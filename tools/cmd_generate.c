@@ -1,0 +1,150 @@
+/* txl generate: continue a prompt with the model, one sampled token at a
+ * time; every sampled token is fed back into the stream's memory, so the
+ * text continues coherently from everything before it. */
+#include "cmd.h"
+#include "sampler.h"
+#include "txl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+  GArray *ids;
+} Prompt;
+
+static void
+on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer p)
+{
+  g_array_append_val(((Prompt *)p)->ids, id);
+}
+
+/* Feeds ids through the stream in segments (no targets: only the memory
+ * and the next-token distribution matter). */
+static gboolean
+feed(TxlStream *s, const int32_t *ids, gsize n, GError **error)
+{
+  int seg = txl_stream_max_segment(s);
+  for (gsize at = 0; at < n; at += seg)
+    if (!txl_stream_forward(s, ids + at, (int)MIN((gsize)seg, n - at), NULL,
+                            NULL, error))
+      return FALSE;
+  return TRUE;
+}
+
+int
+txl_cmd_generate(int argc, char **argv)
+{
+  g_autofree char *model_path = NULL, *prompt = NULL, *prompt_file = NULL,
+                  *stop = NULL;
+  int tokens = 200, top_k = 0, mem_len = -1;
+  double temperature = 1.0, top_p = 1.0;
+  gint64 seed = 1;
+  GOptionEntry entries[] = {
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, "Text to continue (default: a line end)", "TEXT" },
+    { "prompt-file", 0, 0, G_OPTION_ARG_FILENAME, &prompt_file, "Read the prompt from a file", "FILE" },
+    { "tokens", 'n', 0, G_OPTION_ARG_INT, &tokens, "Tokens to generate at most (default 200)", "N" },
+    { "temperature", 't', 0, G_OPTION_ARG_DOUBLE, &temperature, "Sampling temperature, 0 = greedy (default 1)", "T" },
+    { "top-k", 0, 0, G_OPTION_ARG_INT, &top_k, "Sample among the K most likely tokens, 0 = all (default 0)", "K" },
+    { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &top_p, "Sample within the smallest set of probability P (default 1)", "P" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Random seed: the same seed gives the same text (default 1)", "N" },
+    { "stop", 0, 0, G_OPTION_ARG_STRING, &stop, "Stop once the generated text ends with this string", "TEXT" },
+    { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
+    { NULL },
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("");
+  g_option_context_set_summary(ctx,
+    "Continue a prompt with the model.  Each sampled token joins the\n"
+    "recurrent memory; generation stops after --tokens tokens or once the\n"
+    "text ends with --stop.  (A word vocabulary's <eos> is a line end, not a\n"
+    "stop.)  The text goes to standard output.");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path ||
+      argc > 1) {
+    fprintf(stderr, "txl generate: %s\n",
+            err ? err->message : "-m MODEL is required (and no other argument)");
+    return 2;
+  }
+  if (tokens < 0) {
+    fprintf(stderr, "txl generate: --tokens must be >= 0\n");
+    return 2;
+  }
+  g_autofree char *text = NULL;
+  gsize text_len = 0;
+  if (prompt_file) {
+    if (!g_file_get_contents(prompt_file, &text, &text_len, &err)) {
+      fprintf(stderr, "txl generate: %s\n", err->message);
+      return 1;
+    }
+  } else {
+    text = g_strdup(prompt && *prompt ? prompt : "\n");
+    text_len = strlen(text);
+  }
+  TxlModel *m = txl_model_load(model_path, &err);
+  if (!m) {
+    fprintf(stderr, "txl generate: %s\n", err->message);
+    return 1;
+  }
+  int rc = 1;
+  const TxlTokenizer *tok = txl_model_tokenizer(m);
+  TxlStream *s = NULL;
+  TxlSampler *smp = NULL;
+  Prompt pr = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+  GByteArray *out = g_byte_array_new();
+  float *lp = NULL;
+  if (txl_tokenizer_type(tok) == TXL_TOKENIZER_NONE) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s has no tokenizer: it cannot read a prompt or write text",
+                model_path);
+    goto out;
+  }
+  TxlEncoder *enc = txl_encoder_new(tok, on_token, &pr);
+  txl_encoder_push(enc, text, text_len);
+  txl_encoder_finish(enc);
+  txl_encoder_free(enc);
+  if (pr.ids->len == 0) {
+    g_set_error_literal(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the prompt has no token in this model's vocabulary");
+    goto out;
+  }
+  TxlStreamOptions so = TXL_STREAM_OPTIONS_DEFAULT;
+  so.mem_len = mem_len;
+  TxlSamplerOptions sopt = { (float)temperature, top_k, (float)top_p,
+                             (guint64)seed };
+  if (!(s = txl_stream_new(m, &so, &err)) ||
+      !(smp = txl_sampler_new(&sopt, txl_model_config(m)->n_token, &err)) ||
+      !feed(s, (const int32_t *)pr.ids->data, pr.ids->len, &err))
+    goto out;
+  lp = g_new(float, txl_model_config(m)->n_token);
+  gsize stop_len = stop ? strlen(stop) : 0;
+  for (int i = 0; i < tokens; i++) {
+    if (!txl_stream_next_logprobs(s, lp, &err))
+      goto out;
+    int32_t id = txl_sampler_sample(smp, lp);
+    guint before = out->len;
+    if (!txl_tokenizer_decode(tok, &id, 1, out, &err))
+      goto out;
+    fwrite(out->data + before, 1, out->len - before, stdout);
+    fflush(stdout);
+    if (stop_len && out->len >= stop_len &&
+        memcmp(out->data + out->len - stop_len, stop, stop_len) == 0)
+      break;
+    if (!txl_stream_forward(s, &id, 1, NULL, NULL, &err))
+      goto out;
+  }
+  if (out->len == 0 || out->data[out->len - 1] != '\n')
+    fputc('\n', stdout);
+  rc = 0;
+out:
+  if (err)
+    fprintf(stderr, "txl generate: %s\n", err->message);
+  g_free(lp);
+  g_byte_array_unref(out);
+  g_array_free(pr.ids, TRUE);
+  txl_sampler_free(smp);
+  txl_stream_free(s);
+  txl_model_unref(m);
+  return rc;
+}
