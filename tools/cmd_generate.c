@@ -2,7 +2,7 @@
  * time; every sampled token is fed back into the stream's memory, so the
  * text continues coherently from everything before it. */
 #include "cmd.h"
-#include "sampler.h"
+#include "generate.h"
 #include "txl.h"
 
 #include <errno.h>
@@ -17,19 +17,6 @@ static void
 on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer p)
 {
   g_array_append_val(((Prompt *)p)->ids, id);
-}
-
-/* Feeds ids through the stream in segments (no targets: only the memory
- * and the next-token distribution matter). */
-static gboolean
-feed(TxlStream *s, const int32_t *ids, gsize n, GError **error)
-{
-  int seg = txl_stream_max_segment(s);
-  for (gsize at = 0; at < n; at += seg)
-    if (!txl_stream_forward(s, ids + at, (int)MIN((gsize)seg, n - at), NULL,
-                            NULL, error))
-      return FALSE;
-  return TRUE;
 }
 
 int
@@ -89,11 +76,9 @@ txl_cmd_generate(int argc, char **argv)
   }
   int rc = 1;
   const TxlTokenizer *tok = txl_model_tokenizer(m);
-  TxlStream *s = NULL;
-  TxlSampler *smp = NULL;
+  TxlGenerator *gen = NULL;
   Prompt pr = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
   GByteArray *out = g_byte_array_new();
-  float *lp = NULL;
   if (txl_tokenizer_type(tok) == TXL_TOKENIZER_NONE) {
     g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID,
                 "%s has no tokenizer: it cannot read a prompt or write text",
@@ -113,16 +98,15 @@ txl_cmd_generate(int argc, char **argv)
   so.mem_len = mem_len;
   TxlSamplerOptions sopt = { (float)temperature, top_k, (float)top_p,
                              (guint64)seed };
-  if (!(s = txl_stream_new(m, &so, &err)) ||
-      !(smp = txl_sampler_new(&sopt, txl_model_config(m)->n_token, &err)) ||
-      !feed(s, (const int32_t *)pr.ids->data, pr.ids->len, &err))
+  if (!(gen = txl_generator_new(m, &so, &sopt, &err)) ||
+      !txl_generator_feed(gen, (const int32_t *)pr.ids->data, pr.ids->len,
+                          &err))
     goto out;
-  lp = g_new(float, txl_model_config(m)->n_token);
   gsize stop_len = stop ? strlen(stop) : 0;
   for (int i = 0; i < tokens; i++) {
-    if (!txl_stream_next_logprobs(s, lp, &err))
+    int32_t id;
+    if (!txl_generator_next(gen, &id, &err))
       goto out;
-    int32_t id = txl_sampler_sample(smp, lp);
     guint before = out->len;
     if (!txl_tokenizer_decode(tok, &id, 1, out, &err))
       goto out;
@@ -131,8 +115,6 @@ txl_cmd_generate(int argc, char **argv)
     if (stop_len && out->len >= stop_len &&
         memcmp(out->data + out->len - stop_len, stop, stop_len) == 0)
       break;
-    if (!txl_stream_forward(s, &id, 1, NULL, NULL, &err))
-      goto out;
   }
   if (out->len == 0 || out->data[out->len - 1] != '\n')
     fputc('\n', stdout);
@@ -140,11 +122,9 @@ txl_cmd_generate(int argc, char **argv)
 out:
   if (err)
     fprintf(stderr, "txl generate: %s\n", err->message);
-  g_free(lp);
   g_byte_array_unref(out);
   g_array_free(pr.ids, TRUE);
-  txl_sampler_free(smp);
-  txl_stream_free(s);
+  txl_generator_free(gen);
   txl_model_unref(m);
   return rc;
 }
