@@ -1,5 +1,5 @@
 /* The txl plugin: Transformer-XL scoring of text and log streams.
- * Registers txltokenizer, txlmodel and txlsink, and the text meta that
+ * Registers txltokenizer, txlmodel, txlsampler and txlsink, and the text meta that
  * carries each line's raw bytes alongside the records. */
 #include "gsttxlcommon.h"
 
@@ -87,6 +87,8 @@ plugin_init(GstPlugin *plugin)
                              gst_txl_tokenizer_get_type());
   ok &= gst_element_register(plugin, "txlmodel", GST_RANK_NONE,
                              gst_txl_model_get_type());
+  ok &= gst_element_register(plugin, "txlsampler", GST_RANK_NONE,
+                             gst_txl_sampler_get_type());
   ok &= gst_element_register(plugin, "txlsink", GST_RANK_NONE,
                              gst_txl_sink_get_type());
   return ok;

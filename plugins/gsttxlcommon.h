@@ -42,6 +42,7 @@ TxlModel *gst_txl_element_load_model(GstElement *element, const gchar *path);
 GType gst_txl_tokenizer_get_type(void);
 GType gst_txl_model_get_type(void);
 GType gst_txl_sink_get_type(void);
+GType gst_txl_sampler_get_type(void);
 
 G_END_DECLS
 

@@ -1,4 +1,6 @@
-"""pipelines/syslog-udp.txt and pipelines/syslog-tcp.txt, run as written
+"""pipelines/*.txt run as written: score-live.txt following a growing
+file, generate.txt against `txl generate`, and syslog-udp.txt and
+syslog-tcp.txt
 with gst-launch-1.0 on loopback: every message sent comes out as one scored
 line, in order, with its text, and the injected anomalies score highest.
 Needs gstreamer1.0-plugins-good (udpsrc); exits 77 (skipped) without it."""
@@ -148,10 +150,38 @@ def run_follow(lines):
     os.rmdir(d)
 
 
+def run_generate():
+    """pipelines/generate.txt: deterministic, and the same text as
+    `txl generate` with the same prompt, settings and seed."""
+    import tempfile
+    txl = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
+    d = tempfile.mkdtemp(prefix='txl-gen-')
+    prompt = os.path.join(d, 'prompt.txt')
+    with open(prompt, 'w') as f:
+        f.write('Nov  3 08:00:01 web-01 sshd[2211]: Accepted publickey for deploy\n')
+    with open(os.path.join(ROOT, 'pipelines', 'generate.txt')) as f:
+        desc = ' '.join(l.strip() for l in f if not l.startswith('#'))
+    desc = desc.replace('$PROMPT', prompt).replace('$MODEL', MODEL).split()
+    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+    outs = [subprocess.run(['gst-launch-1.0', '-q'] + desc, capture_output=True, env=env,
+                           timeout=120).stdout for _ in range(2)]
+    cli = subprocess.run([txl, 'generate', '-m', MODEL, '--prompt-file', prompt, '-n', '200',
+                          '--temperature', '0.8', '--top-k', '40', '--seed', '1'],
+                         capture_output=True, timeout=120).stdout
+    check('generate: the pipeline writes text', len(outs[0]) > 100, repr(outs[0][:100]))
+    check('generate: deterministic for a seed', outs[0] == outs[1])
+    # txl generate ends with a line end when the text does not
+    check('generate: same text as txl generate', cli.rstrip(b'\n') == outs[0].rstrip(b'\n'),
+          '%r vs %r' % (cli[:80], outs[0][:80]))
+    os.remove(prompt)
+    os.rmdir(d)
+
+
 def main():
     probe = subprocess.run(['gst-inspect-1.0', 'udpsrc'], capture_output=True)
     lines, bad = messages()
     run_follow(lines)
+    run_generate()
     run_tcp(lines, bad)
     if probe.returncode == 0:
         run_udp(lines, bad)

@@ -1,0 +1,371 @@
+/* txlsampler: generation.  Token records in (a prompt, or any stream of
+ * text through txltokenizer) become the context of a stream of its own;
+ * at the end of the input (EOS), or after every input line when
+ * `per-line` is set, it samples `max-tokens` tokens, each fed back into the
+ * memory, and pushes their text downstream as text/x-raw.  It stops early
+ * once the text generated ends with `stop`.  The same seed and input give
+ * the same text.  The sampling itself is lib/sampler.c and lib/generate.c. */
+#include "generate.h"
+#include "gsttxlcommon.h"
+
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_txl_sampler_debug);
+#define GST_CAT_DEFAULT gst_txl_sampler_debug
+
+#define GST_TYPE_TXL_SAMPLER (gst_txl_sampler_get_type())
+G_DECLARE_FINAL_TYPE(GstTxlSampler, gst_txl_sampler, GST, TXL_SAMPLER,
+                     GstElement)
+
+struct _GstTxlSampler {
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties, object lock */
+  gchar *model_path, *stop;
+  gdouble temperature, top_p;
+  gint top_k, max_tokens;
+  guint64 seed;
+  gboolean per_line;
+
+  /* from READY */
+  TxlModel *model;
+  /* streaming, under the sink pad's stream lock */
+  TxlGenerator *gen;
+  GArray *pending; /* context ids not yet fed */
+  gboolean caps_sent;
+};
+
+enum { PROP_0, PROP_MODEL, PROP_TEMPERATURE, PROP_TOP_K, PROP_TOP_P,
+       PROP_SEED, PROP_MAX_TOKENS, PROP_STOP, PROP_PER_LINE };
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_TOKENS_CAPS_NAME));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS("text/x-raw, format = (string) utf8"));
+
+G_DEFINE_TYPE(GstTxlSampler, gst_txl_sampler, GST_TYPE_ELEMENT)
+
+static gboolean
+new_generator(GstTxlSampler *self, GError **error)
+{
+  GST_OBJECT_LOCK(self);
+  TxlSamplerOptions o = { (float)self->temperature, self->top_k,
+                          (float)self->top_p, self->seed };
+  GST_OBJECT_UNLOCK(self);
+  txl_generator_free(self->gen);
+  self->gen = txl_generator_new(self->model, NULL, &o, error);
+  return self->gen != NULL;
+}
+
+/* Feeds the pending context, then samples and pushes the continuation. */
+static GstFlowReturn
+generate(GstTxlSampler *self)
+{
+  GError *err = NULL;
+  if (self->pending->len > 0 &&
+      !txl_generator_feed(self->gen, (const int32_t *)self->pending->data,
+                          self->pending->len, &err))
+    goto fail;
+  if (self->pending->len == 0)
+    return GST_FLOW_OK; /* no context at all: nothing to continue */
+  g_array_set_size(self->pending, 0);
+  GST_OBJECT_LOCK(self);
+  gint max = self->max_tokens;
+  gchar *stop = g_strdup(self->stop);
+  GST_OBJECT_UNLOCK(self);
+  gsize stop_len = stop ? strlen(stop) : 0;
+  GByteArray *text = g_byte_array_new();
+  const TxlTokenizer *tok = txl_model_tokenizer(self->model);
+  for (gint i = 0; i < max; i++) {
+    int32_t id;
+    if (!txl_generator_next(self->gen, &id, &err) ||
+        !txl_tokenizer_decode(tok, &id, 1, text, &err))
+      break;
+    if (stop_len && text->len >= stop_len &&
+        memcmp(text->data + text->len - stop_len, stop, stop_len) == 0)
+      break;
+  }
+  g_free(stop);
+  if (err) {
+    g_byte_array_unref(text);
+    goto fail;
+  }
+  gsize len = text->len;
+  GstBuffer *buf = gst_buffer_new_wrapped(g_byte_array_free(text, FALSE),
+                                          len);
+  return gst_pad_push(self->srcpad, buf);
+
+fail:
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Generation failed."),
+                    ("%s", err->message));
+  g_clear_error(&err);
+  return GST_FLOW_ERROR;
+}
+
+static GstFlowReturn
+gst_txl_sampler_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(parent);
+  GstMapInfo map;
+  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input"),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GST_OBJECT_LOCK(self);
+  gboolean per_line = self->per_line;
+  GST_OBJECT_UNLOCK(self);
+  GstFlowReturn ret = GST_FLOW_OK;
+  const int n_token = txl_model_config(self->model)->n_token;
+  for (gsize at = 0; at + TXL_TOKEN_RECORD_SIZE <= map.size && ret == GST_FLOW_OK;
+       at += TXL_TOKEN_RECORD_SIZE) {
+    TxlTokenRecord r;
+    txl_token_record_read(map.data + at, &r);
+    if (r.id < 0 || r.id >= n_token) {
+      GST_ELEMENT_ERROR(self, STREAM, DECODE, ("Token id %d is outside the "
+                        "vocabulary of %d.", r.id, n_token), (NULL));
+      ret = GST_FLOW_ERROR;
+      break;
+    }
+    g_array_append_val(self->pending, r.id);
+    if (per_line && (r.flags & TXL_RECORD_LINE_END))
+      ret = generate(self);
+  }
+  gst_buffer_unmap(buf, &map);
+  gst_buffer_unref(buf);
+  return ret;
+}
+
+static gboolean
+gst_txl_sampler_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(parent);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_CAPS: {
+    GstCaps *caps;
+    gst_event_parse_caps(event, &caps);
+    const GstStructure *s = gst_caps_get_structure(caps, 0);
+    const gchar *vocab = gst_structure_get_string(s, "vocab-id");
+    gboolean ok = vocab && self->model &&
+                  strcmp(vocab, txl_model_vocab_id(self->model)) == 0;
+    if (!ok)
+      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+                        ("The tokens come from another vocabulary than the "
+                         "model's (%s vs %s).", vocab ? vocab : "none",
+                         self->model ? txl_model_vocab_id(self->model) : "-"),
+                        (NULL));
+    gst_event_unref(event);
+    if (!ok)
+      return FALSE;
+    /* ours go out now, ahead of the segment the default handler forwards */
+    GstCaps *out = gst_caps_new_simple("text/x-raw", "format", G_TYPE_STRING,
+                                       "utf8", NULL);
+    self->caps_sent = gst_pad_push_event(self->srcpad,
+                                         gst_event_new_caps(out));
+    gst_caps_unref(out);
+    return self->caps_sent;
+  }
+  case GST_EVENT_EOS: {
+    GstFlowReturn ret = generate(self);
+    if (ret != GST_FLOW_OK && ret != GST_FLOW_FLUSHING)
+      GST_DEBUG_OBJECT(self, "generation at EOS: %s", gst_flow_get_name(ret));
+    return gst_pad_event_default(pad, parent, event);
+  }
+  case GST_EVENT_FLUSH_STOP: {
+    g_array_set_size(self->pending, 0);
+    GError *err = NULL;
+    if (!new_generator(self, &err))
+      g_clear_error(&err);
+    return gst_pad_event_default(pad, parent, event);
+  }
+  default:
+    return gst_pad_event_default(pad, parent, event);
+  }
+}
+
+static GstStateChangeReturn
+gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(element);
+  switch (transition) {
+  case GST_STATE_CHANGE_NULL_TO_READY: {
+    GST_OBJECT_LOCK(self);
+    gchar *path = g_strdup(self->model_path);
+    GST_OBJECT_UNLOCK(self);
+    self->model = gst_txl_element_load_model(element, path);
+    g_free(path);
+    if (!self->model)
+      return GST_STATE_CHANGE_FAILURE;
+    if (txl_tokenizer_type(txl_model_tokenizer(self->model)) ==
+        TXL_TOKENIZER_NONE) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("The model has no tokenizer: it cannot write text."),
+                        (NULL));
+      txl_model_cache_release(g_steal_pointer(&self->model));
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    break;
+  }
+  case GST_STATE_CHANGE_READY_TO_PAUSED: {
+    GError *err = NULL;
+    self->pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    self->caps_sent = FALSE;
+    if (!new_generator(self, &err)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("Invalid sampling settings: %s", err->message),
+                        (NULL));
+      g_clear_error(&err);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_txl_sampler_parent_class)
+          ->change_state(element, transition);
+  switch (transition) {
+  case GST_STATE_CHANGE_PAUSED_TO_READY:
+    txl_generator_free(g_steal_pointer(&self->gen));
+    if (self->pending)
+      g_array_free(g_steal_pointer(&self->pending), TRUE);
+    break;
+  case GST_STATE_CHANGE_READY_TO_NULL:
+    if (self->model)
+      txl_model_cache_release(g_steal_pointer(&self->model));
+    break;
+  default:
+    break;
+  }
+  return ret;
+}
+
+static void
+gst_txl_sampler_set_property(GObject *object, guint prop_id,
+                             const GValue *value, GParamSpec *pspec)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    g_free(self->model_path);
+    self->model_path = g_value_dup_string(value);
+    break;
+  case PROP_STOP:
+    g_free(self->stop);
+    self->stop = g_value_dup_string(value);
+    break;
+  case PROP_TEMPERATURE: self->temperature = g_value_get_double(value); break;
+  case PROP_TOP_K: self->top_k = g_value_get_int(value); break;
+  case PROP_TOP_P: self->top_p = g_value_get_double(value); break;
+  case PROP_SEED: self->seed = g_value_get_uint64(value); break;
+  case PROP_MAX_TOKENS: self->max_tokens = g_value_get_int(value); break;
+  case PROP_PER_LINE: self->per_line = g_value_get_boolean(value); break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sampler_get_property(GObject *object, guint prop_id, GValue *value,
+                             GParamSpec *pspec)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL: g_value_set_string(value, self->model_path); break;
+  case PROP_STOP: g_value_set_string(value, self->stop); break;
+  case PROP_TEMPERATURE: g_value_set_double(value, self->temperature); break;
+  case PROP_TOP_K: g_value_set_int(value, self->top_k); break;
+  case PROP_TOP_P: g_value_set_double(value, self->top_p); break;
+  case PROP_SEED: g_value_set_uint64(value, self->seed); break;
+  case PROP_MAX_TOKENS: g_value_set_int(value, self->max_tokens); break;
+  case PROP_PER_LINE: g_value_set_boolean(value, self->per_line); break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sampler_finalize(GObject *object)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(object);
+  g_free(self->model_path);
+  g_free(self->stop);
+  G_OBJECT_CLASS(gst_txl_sampler_parent_class)->finalize(object);
+}
+
+static void
+gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  gobject_class->set_property = gst_txl_sampler_set_property;
+  gobject_class->get_property = gst_txl_sampler_get_property;
+  gobject_class->finalize = gst_txl_sampler_finalize;
+  g_object_class_install_property(gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model", "Path of the txl model file "
+          "(shared with the other elements through the model cache)", NULL,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_TEMPERATURE,
+      g_param_spec_double("temperature", "Temperature", "Sampling "
+          "temperature; 0 always takes the most likely token", 0.0, 100.0,
+          1.0, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_TOP_K,
+      g_param_spec_int("top-k", "Top k", "Sample among the k most likely "
+          "tokens (0: all)", 0, G_MAXINT, 0, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_TOP_P,
+      g_param_spec_double("top-p", "Top p", "Sample within the smallest set "
+          "of tokens whose probability reaches p (fraction; 1: all)", 1e-6,
+          1.0, 1.0, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_SEED,
+      g_param_spec_uint64("seed", "Seed", "Random seed: the same seed and "
+          "input give the same text", 0, G_MAXUINT64, 1,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_MAX_TOKENS,
+      g_param_spec_int("max-tokens", "Max tokens", "Tokens generated at "
+          "most for each continuation (tokens)", 0, 1 << 24, 200,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_STOP,
+      g_param_spec_string("stop", "Stop", "Stop a continuation once its "
+          "text ends with this string (unset: never)", NULL,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_PER_LINE,
+      g_param_spec_boolean("per-line", "Per line", "Continue after every "
+          "input line (else once, at the end of the input)", FALSE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "txl sampler",
+      "Generator/Text", "Continues a token stream with text sampled from a "
+      "Transformer-XL model (temperature, top-k, top-p, seed)",
+      "txl developers");
+  element_class->change_state = gst_txl_sampler_change_state;
+  GST_DEBUG_CATEGORY_INIT(gst_txl_sampler_debug, "txlsampler", 0,
+                          "txl sampler");
+}
+
+static void
+gst_txl_sampler_init(GstTxlSampler *self)
+{
+  self->temperature = 1.0;
+  self->top_p = 1.0;
+  self->seed = 1;
+  self->max_tokens = 200;
+  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  gst_pad_set_chain_function(self->sinkpad, gst_txl_sampler_chain);
+  gst_pad_set_event_function(self->sinkpad, gst_txl_sampler_sink_event);
+  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+}
