@@ -85,6 +85,7 @@ struct _GstTxlSink {
   gdouble z_threshold, quantile;
   gint window, warmup;
   gboolean post_scores;
+  gboolean text_mode; /* generation: plain text in, written as it comes */
   TxlBaseline *baseline; /* mad and quantile modes, from start() */
 
   /* streaming state */
@@ -99,12 +100,12 @@ struct _GstTxlSink {
 
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
        PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES };
-enum { SIGNAL_LINE_SCORED, LAST_SIGNAL };
+enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME));
+    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME "; text/x-raw, format = (string) utf8"));
 
 G_DEFINE_TYPE(GstTxlSink, gst_txl_sink, GST_TYPE_BASE_SINK)
 
@@ -338,6 +339,30 @@ reset_lines(GstTxlSink *self)
 
 /* ---- GstBaseSink ------------------------------------------------------------ */
 
+static gboolean
+gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  self->text_mode =
+      gst_structure_has_name(gst_caps_get_structure(caps, 0), "text/x-raw");
+  return TRUE;
+}
+
+/* Generation mode: the text goes out as it comes, and to the signal. */
+static GstFlowReturn
+render_text(GstTxlSink *self, const guint8 *data, gsize len)
+{
+  if (fwrite(data, 1, len, self->out) != len || fflush(self->out) != 0) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write the text."),
+                      ("%s", g_strerror(errno)));
+    return GST_FLOW_ERROR;
+  }
+  GBytes *b = g_bytes_new(data, len);
+  g_signal_emit(self, signals[SIGNAL_TEXT], 0, b);
+  g_bytes_unref(b);
+  return GST_FLOW_OK;
+}
+
 static GstFlowReturn
 gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
 {
@@ -347,6 +372,11 @@ gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
     GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
                       (NULL));
     return GST_FLOW_ERROR;
+  }
+  if (self->text_mode) {
+    GstFlowReturn ret = render_text(self, map.data, map.size);
+    gst_buffer_unmap(buf, &map);
+    return ret;
   }
   if (map.size % TXL_SCORE_RECORD_SIZE != 0) {
     GST_ELEMENT_ERROR(self, STREAM, FORMAT,
@@ -657,6 +687,15 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
       G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
 
+  /**
+   * GstTxlSink::text:
+   * @sink: the element
+   * @text: (GBytes) generated text, as it arrives (generation mode)
+   */
+  signals[SIGNAL_TEXT] = g_signal_new("text",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, G_TYPE_BYTES);
+
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(element_class, "txl score sink",
       "Sink/Analyzer/Text",
@@ -664,6 +703,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
       "byte, anomaly flag) as JSON Lines", "txl developers");
 
   bs_class->render = gst_txl_sink_render;
+  bs_class->set_caps = gst_txl_sink_set_caps;
   bs_class->event = gst_txl_sink_event;
   bs_class->start = gst_txl_sink_start;
   bs_class->stop = gst_txl_sink_stop;

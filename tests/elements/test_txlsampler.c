@@ -1,0 +1,124 @@
+/* txlsampler: the text it generates is what lib's TxlGenerator produces
+ * for the same context, settings and seed (bit for bit); max-tokens,
+ * per-line continuations; a vocabulary mismatch fails negotiation. */
+#include "elements.h"
+
+#include "generate.h"
+
+static GString *
+run(const char *model, const int32_t *ids, const gint64 *lines,
+    const guint32 *flags, gsize n, int *n_buffers, const char *first_prop,
+    ...)
+{
+  GstElement *e = gst_element_factory_make("txlsampler", NULL);
+  g_object_set(e, "model", model, NULL);
+  va_list ap;
+  va_start(ap, first_prop);
+  g_object_set_valist(G_OBJECT(e), first_prop, ap);
+  va_end(ap);
+  GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
+  gst_object_unref(e);
+  gst_harness_set_src_caps(h, el_token_caps(model));
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, lines, flags, n, 0)),
+                  ==, GST_FLOW_OK);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  GList *bufs = el_pull_all(h);
+  GString *s = g_string_new(NULL);
+  *n_buffers = 0;
+  for (GList *it = bufs; it; it = it->next) {
+    GstMapInfo map;
+    g_assert_true(gst_buffer_map(it->data, &map, GST_MAP_READ));
+    g_string_append_len(s, (const char *)map.data, map.size);
+    gst_buffer_unmap(it->data, &map);
+    (*n_buffers)++;
+  }
+  el_buffers_free(bufs);
+  gst_harness_teardown(h);
+  return s;
+}
+
+static void
+test_matches_generator(void)
+{
+  char *m = el_write_byte_model(51);
+  const int32_t ids[6] = { 'h', 'e', 'l', 'l', 'o', '\n' };
+  int nb;
+  GString *a = run(m, ids, NULL, NULL, 6, &nb, "max-tokens", 40, "seed",
+                   (guint64)9, "temperature", 0.9, "top-k", 50, NULL);
+  GString *b = run(m, ids, NULL, NULL, 6, &nb, "max-tokens", 40, "seed",
+                   (guint64)9, "temperature", 0.9, "top-k", 50, NULL);
+  g_assert_cmpuint(a->len, ==, 40); /* bytes: one token, one byte */
+  g_assert_cmpmem(a->str, a->len, b->str, b->len);
+
+  /* the same through lib directly */
+  g_autoptr(GError) err = NULL;
+  TxlModel *model = txl_model_load(m, &err);
+  g_assert_no_error(err);
+  TxlSamplerOptions so = { 0.9f, 50, 1.0f, 9 };
+  TxlGenerator *g = txl_generator_new(model, NULL, &so, &err);
+  g_assert_true(txl_generator_feed(g, ids, 6, &err));
+  char want[40];
+  for (int i = 0; i < 40; i++) {
+    int32_t id;
+    g_assert_true(txl_generator_next(g, &id, &err));
+    want[i] = (char)id;
+  }
+  g_assert_cmpmem(a->str, a->len, want, 40);
+  txl_generator_free(g);
+  txl_model_unref(model);
+
+  GString *c = run(m, ids, NULL, NULL, 6, &nb, "max-tokens", 40, "seed",
+                   (guint64)10, "temperature", 0.9, "top-k", 50, NULL);
+  g_assert_false(c->len == a->len && memcmp(c->str, a->str, a->len) == 0);
+  g_string_free(a, TRUE);
+  g_string_free(b, TRUE);
+  g_string_free(c, TRUE);
+  tu_remove(m);
+  g_free(m);
+}
+
+static void
+test_per_line(void)
+{
+  char *m = el_write_byte_model(52);
+  const int32_t ids[6] = { 'a', 'b', '\n', 'c', 'd', '\n' };
+  const gint64 lines[6] = { 1, 1, 1, 2, 2, 2 };
+  const guint32 flags[6] = { 0, 0, TXL_RECORD_LINE_END, 0, 0,
+                             TXL_RECORD_LINE_END };
+  int nb;
+  GString *s = run(m, ids, lines, flags, 6, &nb, "max-tokens", 7, "per-line",
+                   TRUE, NULL);
+  g_assert_cmpint(nb, ==, 2); /* one continuation per line, none at EOS */
+  g_assert_cmpuint(s->len, ==, 14);
+  g_string_free(s, TRUE);
+  tu_remove(m);
+  g_free(m);
+}
+
+static void
+test_vocab_mismatch(void)
+{
+  char *m = el_write_byte_model(53);
+  char *w = el_write_word_model(53);
+  GstHarness *h = el_harness("txlsampler", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(w)); /* another vocabulary */
+  const int32_t ids[2] = { 2, 3 };
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 2, 0)),
+                  !=, GST_FLOW_OK);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  tu_remove(w);
+  g_free(m);
+  g_free(w);
+}
+
+int
+main(int argc, char **argv)
+{
+  gst_init(&argc, &argv);
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/txlsampler/matches-generator", test_matches_generator);
+  g_test_add_func("/txlsampler/per-line", test_per_line);
+  g_test_add_func("/txlsampler/vocab-mismatch", test_vocab_mismatch);
+  return g_test_run();
+}
