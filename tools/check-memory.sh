@@ -7,16 +7,19 @@ cd "$(dirname "$0")/.."
 [ -d build-san ] || meson setup build-san -Db_sanitize=address,undefined \
   -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
 ninja -C build-san
-# every test but the one that runs the system's gst-launch-1.0 with our
-# (instrumented) plugin: that one needs the ASan runtime preloaded, and
+# every test but those that run the system's gst-launch-1.0 with our
+# (instrumented) plugin: they need the ASan runtime preloaded, and
 # GStreamer's own exit-time allocations are not ours to report
-tests=$(meson test -C build-san --list 2>/dev/null | grep -E '^test_[a-z_]+$' | grep -v '^test_txlsink$')
+launch='test_txlsink test_pipelines_net' # these run the system gst-launch-1.0
+tests=$(meson test -C build-san --list 2>/dev/null | grep -E '^test_[a-z_]+$' |
+        grep -vE '^(test_txlsink|test_pipelines_net)$')
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C build-san --print-errorlogs $tests
-if meson test -C build-san --list 2>/dev/null | grep -q '^test_txlsink$'; then
+have=$(meson test -C build-san --list 2>/dev/null | grep -xE "$(echo $launch | tr ' ' '|')" || true)
+if [ -n "$have" ]; then
   LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    meson test -C build-san --print-errorlogs test_txlsink
+    meson test -C build-san --print-errorlogs $have
 fi
 [ -d build-vg ] || meson setup build-vg -Dnative=false -Dbuildtype=debugoptimized >/dev/null
 ninja -C build-vg
