@@ -76,6 +76,73 @@ gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset, GBytes *bytes)
   return m;
 }
 
+/* ---- GstTxlLineMeta ---------------------------------------------------- */
+
+GType
+gst_txl_line_meta_api_get_type(void)
+{
+  static GType type = 0;
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter(&type)) {
+    GType t = gst_meta_api_type_register(GST_TXL_LINE_META_API_NAME, tags);
+    g_once_init_leave(&type, t);
+  }
+  return type;
+}
+
+static gboolean
+line_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
+{
+  GstTxlLineMeta *m = (GstTxlLineMeta *)meta;
+  m->line = 0;
+  m->tokens = 0;
+  m->bytes = 0;
+  m->nll = m->bpb = 0.0;
+  return TRUE;
+}
+
+static gboolean
+line_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
+                    GQuark type, gpointer data)
+{
+  const GstTxlLineMeta *m = (const GstTxlLineMeta *)meta;
+  /* like the text meta, it describes the buffer as a whole */
+  if (GST_META_TRANSFORM_IS_COPY(type) &&
+      !((GstMetaTransformCopy *)data)->region) {
+    gst_buffer_add_txl_line_meta(dest, m->line, m->tokens, m->bytes, m->nll);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+const GstMetaInfo *
+gst_txl_line_meta_get_info(void)
+{
+  static const GstMetaInfo *info = NULL;
+  if (g_once_init_enter(&info)) {
+    const GstMetaInfo *i = gst_meta_register(
+        GST_TXL_LINE_META_API_TYPE, GST_TXL_LINE_META_IMPL_NAME,
+        sizeof(GstTxlLineMeta), line_meta_init, NULL, line_meta_transform);
+    g_once_init_leave(&info, i);
+  }
+  return info;
+}
+
+GstTxlLineMeta *
+gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint32 tokens,
+                             guint64 bytes, gdouble nll)
+{
+  g_return_val_if_fail(GST_IS_BUFFER(buffer), NULL);
+  GstTxlLineMeta *m = (GstTxlLineMeta *)gst_buffer_add_meta(
+      buffer, gst_txl_line_meta_get_info(), NULL);
+  m->line = line;
+  m->tokens = tokens;
+  m->bytes = bytes;
+  m->nll = nll;
+  m->bpb = bytes ? nll / G_LN2 / bytes : 0.0;
+  return m;
+}
+
 /* ---- plugin ------------------------------------------------------------ */
 
 static gboolean

@@ -21,6 +21,13 @@ GstTxlTextMeta *gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset,
 #define gst_buffer_get_txl_text_meta(b)                                        \
   ((GstTxlTextMeta *)gst_buffer_get_meta((b), GST_TXL_TEXT_META_API_TYPE))
 
+GType gst_txl_line_meta_api_get_type(void);
+const GstMetaInfo *gst_txl_line_meta_get_info(void);
+#define GST_TXL_LINE_META_API_TYPE (gst_txl_line_meta_api_get_type())
+GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
+                                             guint32 tokens, guint64 bytes,
+                                             gdouble nll);
+
 /* ---- model cache ------------------------------------------------------- */
 
 /* One TxlModel per model file and process, shared by every element and

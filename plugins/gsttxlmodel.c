@@ -50,6 +50,12 @@ struct _GstTxlModel {
   GArray *pending;   /* TxlScoreRecord: pushed, not yet scored */
   guint pending_head;
   GByteArray *out;   /* packed score records to push */
+  /* the line being scored, and lines completed since the last push */
+  gint64 cur_line;
+  guint32 cur_tokens;
+  guint64 cur_bytes;
+  gdouble cur_nll;
+  GArray *done_lines; /* GstTxlLineMeta values (meta header unused) */
   GByteArray *text;  /* input bytes not yet forwarded */
   guint64 text_offset;
   gboolean text_started;
@@ -83,8 +89,39 @@ G_DEFINE_TYPE(GstTxlModel, gst_txl_model, GST_TYPE_ELEMENT)
 /* ---- scoring ------------------------------------------------------------- */
 
 static void
+close_line(GstTxlModel *self)
+{
+  if (self->cur_line <= 0)
+    return;
+  GstTxlLineMeta m = { .line = self->cur_line, .tokens = self->cur_tokens,
+                       .bytes = self->cur_bytes, .nll = self->cur_nll };
+  g_array_append_val(self->done_lines, m);
+  self->cur_line = 0;
+  self->cur_tokens = 0;
+  self->cur_bytes = 0;
+  self->cur_nll = 0.0;
+}
+
+/* Per-line totals, closed at a line end (or when another line starts). */
+static void
+add_to_line(GstTxlModel *self, const TxlScoreRecord *r)
+{
+  if (self->cur_line > 0 && r->line != self->cur_line)
+    close_line(self);
+  self->cur_line = r->line;
+  self->cur_bytes += r->byte_len;
+  if (!isnan(r->logprob)) {
+    self->cur_tokens++;
+    self->cur_nll -= r->logprob;
+  }
+  if (r->flags & TXL_RECORD_LINE_END)
+    close_line(self);
+}
+
+static void
 emit(GstTxlModel *self, const TxlScoreRecord *r)
 {
+  add_to_line(self, r);
   guint at = self->out->len;
   g_byte_array_set_size(self->out, at + TXL_SCORE_RECORD_SIZE);
   txl_score_record_write(self->out->data + at, r);
@@ -117,6 +154,7 @@ free_stream(GstTxlModel *self)
   g_clear_pointer(&self->pending, g_array_unref);
   g_clear_pointer(&self->out, g_byte_array_unref);
   g_clear_pointer(&self->text, g_byte_array_unref);
+  g_clear_pointer(&self->done_lines, g_array_unref);
 }
 
 /* A fresh stream: new memory, nothing pending. */
@@ -138,6 +176,11 @@ new_stream(GstTxlModel *self, GError **error)
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
   self->out = g_byte_array_new();
+  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlLineMeta));
+  self->cur_line = 0;
+  self->cur_tokens = 0;
+  self->cur_bytes = 0;
+  self->cur_nll = 0.0;
   self->text = g_byte_array_new();
   self->text_offset = 0;
   self->text_started = FALSE;
@@ -191,12 +234,19 @@ push_out(GstTxlModel *self, gboolean all_text)
                   ? MIN(ntext, self->frontier - self->text_offset)
                   : 0;
   }
-  if (self->out->len == 0 && ntext == 0)
+  if (all_text)
+    close_line(self); /* the end of the stream ends its last line */
+  if (self->out->len == 0 && ntext == 0 && self->done_lines->len == 0)
     return GST_FLOW_OK;
   GstBuffer *buf = gst_buffer_new_allocate(NULL, self->out->len, NULL);
   if (self->out->len)
     gst_buffer_fill(buf, 0, self->out->data, self->out->len);
   g_byte_array_set_size(self->out, 0);
+  for (guint i = 0; i < self->done_lines->len; i++) {
+    const GstTxlLineMeta *m = &g_array_index(self->done_lines, GstTxlLineMeta, i);
+    gst_buffer_add_txl_line_meta(buf, m->line, m->tokens, m->bytes, m->nll);
+  }
+  g_array_set_size(self->done_lines, 0);
   if (self->text_started) {
     GBytes *b = g_bytes_new(self->text->data, ntext);
     gst_buffer_add_txl_text_meta(buf, self->text_offset, b);

@@ -137,6 +137,24 @@ typedef struct {
   GBytes *bytes;  /* the bytes, possibly empty */
 } GstTxlTextMeta;
 
+/* ---- GstTxlLineMeta: the scores of one input line ---------------------- */
+
+/* txlmodel attaches one to the score buffer that carries the last token of
+ * a line, so per-line scores travel with the stream to any element, not
+ * only txlsink.  A buffer may carry several (one per line it completes),
+ * in line order. */
+#define GST_TXL_LINE_META_API_NAME "GstTxlLineMetaAPI"
+#define GST_TXL_LINE_META_IMPL_NAME "GstTxlLineMeta"
+
+typedef struct {
+  GstMeta meta;
+  gint64 line;    /* 1-based input line */
+  guint32 tokens; /* tokens scored (the stream's first token is not) */
+  guint64 bytes;  /* input bytes its tokens stand for */
+  gdouble nll;    /* total negative log-likelihood, nats */
+  gdouble bpb;    /* nll / ln 2 / bytes: bits per byte */
+} GstTxlLineMeta;
+
 G_END_DECLS
 
 #endif

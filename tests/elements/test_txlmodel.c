@@ -479,6 +479,68 @@ test_cache(void)
   g_free(m);
 }
 
+/* Every line's scores ride on the buffers as a GstTxlLineMeta: one per
+ * line, in order, summing exactly the score records of that line; the
+ * unterminated last line is closed at EOS. */
+#define NL 11
+
+static void
+test_line_meta(void)
+{
+  char *m = el_write_byte_model(61);
+  GstHarness *h = el_harness("txlmodel", m, "segment", 4, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  const int32_t ids[NL] = { 'a', 'b', '\n', 'c', 'd', 'e', '\n', 'f', 'g', 'h', 'i' };
+  const gint64 lines[NL] = { 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 };
+  guint32 flags[NL] = { 0 };
+  flags[2] = flags[6] = TXL_RECORD_LINE_END;
+  /* in two buffers, the second starting mid-line */
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, lines, flags, 5, 0)),
+                  ==, GST_FLOW_OK);
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + 5, lines + 5,
+                                                      flags + 5, NL - 5, 5)),
+                  ==, GST_FLOW_OK);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  GList *bufs = el_pull_all(h);
+  GArray *rec = el_score_records(bufs);
+  g_assert_cmpuint(rec->len, ==, NL);
+  GType api = g_type_from_name(GST_TXL_LINE_META_API_NAME);
+  g_assert_true(api != 0);
+  int seen = 0;
+  for (GList *it = bufs; it; it = it->next) {
+    gpointer state = NULL;
+    GstMeta *meta;
+    while ((meta = gst_buffer_iterate_meta_filtered(it->data, &state, api))) {
+      const GstTxlLineMeta *lm = (const GstTxlLineMeta *)meta;
+      seen++;
+      g_assert_cmpint(lm->line, ==, seen);
+      double nll = 0;
+      guint32 tokens = 0;
+      guint64 bytes = 0;
+      for (guint i = 0; i < rec->len; i++) {
+        const TxlScoreRecord *r = &g_array_index(rec, TxlScoreRecord, i);
+        if (r->line != lm->line)
+          continue;
+        bytes += r->byte_len;
+        if (!isnan(r->logprob)) {
+          tokens++;
+          nll -= r->logprob;
+        }
+      }
+      g_assert_cmpuint(lm->tokens, ==, tokens);
+      g_assert_cmpuint(lm->bytes, ==, bytes);
+      g_assert_cmpfloat(fabs(lm->nll - nll), <, 1e-9);
+      g_assert_cmpfloat(fabs(lm->bpb - nll / G_LN2 / bytes), <, 1e-9);
+    }
+  }
+  g_assert_cmpint(seen, ==, 3);
+  g_array_unref(rec);
+  el_buffers_free(bufs);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -494,5 +556,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlmodel/latency", test_latency);
   g_test_add_func("/txlmodel/text", test_text);
   g_test_add_func("/txlmodel/cache", test_cache);
+  g_test_add_func("/txlmodel/line-meta", test_line_meta);
   return g_test_run();
 }
