@@ -42,6 +42,8 @@ struct _GstTxlModel {
   gint segment, mem_len, same_length, clamp_len;
   gboolean flush_on_newline;
   gboolean reset_on_stream_start;
+  GstClockTime max_latency; /* 0: off */
+  GstClockID latency_id;    /* the armed timer, object lock */
 
   /* from READY */
   TxlModel *model;
@@ -74,6 +76,7 @@ enum {
   PROP_CLAMP_LEN,
   PROP_FLUSH_ON_NEWLINE,
   PROP_RESET_ON_STREAM_START,
+  PROP_MAX_LATENCY,
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -283,6 +286,77 @@ finish_stream(GstTxlModel *self)
   return push_out(self, TRUE);
 }
 
+/* ---- latency bound ----------------------------------------------------- */
+
+static void
+cancel_timer(GstTxlModel *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstClockID id = g_steal_pointer(&self->latency_id);
+  GST_OBJECT_UNLOCK(self);
+  if (id) {
+    gst_clock_id_unschedule(id);
+    gst_clock_id_unref(id);
+  }
+}
+
+static void arm_timer(GstTxlModel *self, GstClockTime delay);
+
+/* Runs on the system clock's thread: it must never block there, so it only
+ * tries the stream lock, and tries again a little later when the
+ * streaming thread holds it (that thread then has input to work on). */
+static gboolean
+on_latency(GstClock *clock, GstClockTime time, GstClockID id, gpointer data)
+{
+  GstTxlModel *self = data;
+  GST_OBJECT_LOCK(self);
+  gboolean current = self->latency_id == id;
+  GST_OBJECT_UNLOCK(self);
+  if (!current)
+    return TRUE; /* cancelled or re-armed meanwhile */
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
+    arm_timer(self, 5 * GST_MSECOND);
+    return TRUE;
+  }
+  GST_OBJECT_LOCK(self);
+  current = self->latency_id == id;
+  if (current) {
+    gst_clock_id_unref(self->latency_id);
+    self->latency_id = NULL;
+  }
+  GST_OBJECT_UNLOCK(self);
+  if (current && self->scorer && self->pending && self->pending->len > 0) {
+    GError *err = NULL;
+    self->in_flush = TRUE;
+    gboolean ok = txl_scorer_finish(self->scorer, &err);
+    self->in_flush = FALSE;
+    GstFlowReturn ret = ok ? push_out(self, FALSE) : score_error(self, err);
+    GST_DEBUG_OBJECT(self, "latency bound reached: %s", gst_flow_get_name(ret));
+  }
+  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  return TRUE;
+}
+
+static void
+arm_timer(GstTxlModel *self, GstClockTime delay)
+{
+  GstClock *clock = gst_system_clock_obtain();
+  GstClockID id = gst_clock_new_single_shot_id(
+      clock, gst_clock_get_time(clock) + delay);
+  gst_object_unref(clock);
+  GST_OBJECT_LOCK(self);
+  GstClockID old = self->latency_id;
+  self->latency_id = gst_clock_id_ref(id);
+  GST_OBJECT_UNLOCK(self);
+  if (old) {
+    gst_clock_id_unschedule(old);
+    gst_clock_id_unref(old);
+  }
+  gst_clock_id_wait_async(id, on_latency, gst_object_ref(self),
+                          (GDestroyNotify)gst_object_unref);
+  gst_clock_id_unref(id);
+}
+
 static GstFlowReturn
 gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
 {
@@ -353,6 +427,13 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   gst_buffer_unref(buf);
   if (err)
     return score_error(self, err);
+  GST_OBJECT_LOCK(self);
+  GstClockTime max_latency = self->max_latency;
+  GST_OBJECT_UNLOCK(self);
+  /* tokens still waiting for their segment: score them by the deadline
+   * even if no more input comes */
+  if (max_latency > 0 && self->pending->len > 0)
+    arm_timer(self, max_latency);
   return push_out(self, FALSE);
 }
 
@@ -442,7 +523,11 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     }
     return gst_pad_event_default(pad, parent, event);
   }
+  case GST_EVENT_FLUSH_START:
+    cancel_timer(self);
+    return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
+    cancel_timer(self);
     GstFlowReturn ret = finish_stream(self);
     if (ret != GST_FLOW_OK)
       GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));
@@ -550,6 +635,7 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
 
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY:
+    cancel_timer(self);
     free_stream(self);
     break;
   case GST_STATE_CHANGE_READY_TO_NULL:
@@ -590,6 +676,9 @@ gst_txl_model_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_CLAMP_LEN:
     self->clamp_len = g_value_get_int(value);
     break;
+  case PROP_MAX_LATENCY:
+    self->max_latency = g_value_get_uint64(value);
+    break;
   case PROP_FLUSH_ON_NEWLINE:
     self->flush_on_newline = g_value_get_boolean(value);
     break;
@@ -624,6 +713,9 @@ gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
     break;
   case PROP_CLAMP_LEN:
     g_value_set_int(value, self->clamp_len);
+    break;
+  case PROP_MAX_LATENCY:
+    g_value_set_uint64(value, self->max_latency);
     break;
   case PROP_FLUSH_ON_NEWLINE:
     g_value_set_boolean(value, self->flush_on_newline);
@@ -689,6 +781,13 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
           "quiet live stream gets each line's scores at once. Changes the "
           "segmentation: scores then differ from an offline run (FALSE = "
           "exact offline segmentation)", DEFAULT_FLUSH_ON_NEWLINE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,
+      g_param_spec_uint64("max-latency", "Maximum latency",
+          "Score tokens still waiting for their segment once no input has "
+          "come for this long, so a quiet stream gets prompt scores even "
+          "within a line (nanoseconds; 0 = off). Like flush-on-newline, it "
+          "changes the segmentation", 0, G_MAXUINT64, 0,
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_RESET_ON_STREAM_START,
       g_param_spec_boolean("reset-on-stream-start", "Reset on stream start",

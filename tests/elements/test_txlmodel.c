@@ -541,6 +541,39 @@ test_line_meta(void)
   g_free(m);
 }
 
+/* max-latency: tokens that wait for their segment, with no line end and no
+ * more input, are scored by the deadline; without it they keep waiting. */
+static gsize
+records_after_quiet(const char *m, guint64 max_latency)
+{
+  GstHarness *h = el_harness("txlmodel", m, "segment", 64, "max-latency",
+                             max_latency, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  const int32_t ids[5] = { 'q', 'u', 'i', 'e', 't' };
+  g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 5, 0)),
+                  ==, GST_FLOW_OK);
+  g_usleep(300 * 1000); /* a quiet stream */
+  GList *bufs = el_pull_all(h);
+  GArray *rec = el_score_records(bufs);
+  gsize n = rec->len;
+  g_array_unref(rec);
+  el_buffers_free(bufs);
+  gst_harness_teardown(h);
+  return n;
+}
+
+static void
+test_max_latency(void)
+{
+  char *m = el_write_byte_model(71);
+  /* the first token's record goes out at once; the other four need their
+   * segment (64 tokens) or the deadline */
+  g_assert_cmpuint(records_after_quiet(m, 0), ==, 1);
+  g_assert_cmpuint(records_after_quiet(m, 30 * GST_MSECOND), ==, 5);
+  tu_remove(m);
+  g_free(m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -557,5 +590,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlmodel/text", test_text);
   g_test_add_func("/txlmodel/cache", test_cache);
   g_test_add_func("/txlmodel/line-meta", test_line_meta);
+  g_test_add_func("/txlmodel/max-latency", test_max_latency);
   return g_test_run();
 }
