@@ -44,6 +44,7 @@ typedef enum {
   TXL_THRESHOLD_FIXED = 0,
   TXL_THRESHOLD_MAD = 1,
   TXL_THRESHOLD_QUANTILE = 2,
+  TXL_THRESHOLD_ZSCORE = 3,
 } GstTxlThresholdMode;
 
 static GType
@@ -56,6 +57,8 @@ gst_txl_threshold_mode_get_type(void)
       "\"z-threshold\"", "mad" },
     { TXL_THRESHOLD_QUANTILE, "bits per byte above the \"quantile\" of the "
       "window", "quantile" },
+    { TXL_THRESHOLD_ZSCORE, "fixed z-score (bpb - \"mean\") / \"stddev\" above "
+      "\"z-threshold\"", "zscore" },
     { 0, NULL, NULL },
   };
   if (g_once_init_enter(&type))
@@ -83,6 +86,7 @@ struct _GstTxlSink {
   gdouble threshold;
   GstTxlThresholdMode mode;
   gdouble z_threshold, quantile;
+  gdouble mean, stddev; /* zscore mode: a fixed baseline, bits per byte */
   gint window, warmup;
   gboolean post_scores;
   gboolean text_mode; /* generation: plain text in, written as it comes */
@@ -99,7 +103,7 @@ struct _GstTxlSink {
 };
 
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
-       PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES };
+       PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV };
 enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
@@ -202,7 +206,12 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   /* anomaly: bits per byte above the cut (fixed, quantile) or the robust
    * z-score (mad); NaN while the baseline warms up */
   double anomaly = NAN, cut = 0.0;
-  if (scored && !self->baseline) {
+  if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
+    GST_OBJECT_LOCK(self);
+    anomaly = (bpb - self->mean) / self->stddev;
+    cut = self->z_threshold;
+    GST_OBJECT_UNLOCK(self);
+  } else if (scored && !self->baseline) {
     anomaly = bpb - threshold;
   } else if (scored) {
     double sc;
@@ -490,7 +499,7 @@ gst_txl_sink_start(GstBaseSink *bs)
   gint window = self->window, warmup = MIN(self->warmup, self->window);
   gdouble q = self->quantile;
   GST_OBJECT_UNLOCK(self);
-  if (mode != TXL_THRESHOLD_FIXED) {
+  if (mode == TXL_THRESHOLD_MAD || mode == TXL_THRESHOLD_QUANTILE) {
     GError *err = NULL;
     self->baseline = txl_baseline_new(mode == TXL_THRESHOLD_MAD
                                         ? TXL_BASELINE_MAD
@@ -566,6 +575,12 @@ gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_POST_SCORES:
     self->post_scores = g_value_get_boolean(value);
     break;
+  case PROP_MEAN:
+    self->mean = g_value_get_double(value);
+    break;
+  case PROP_STDDEV:
+    self->stddev = g_value_get_double(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -603,6 +618,12 @@ gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
     break;
   case PROP_POST_SCORES:
     g_value_set_boolean(value, self->post_scores);
+    break;
+  case PROP_MEAN:
+    g_value_set_double(value, self->mean);
+    break;
+  case PROP_STDDEV:
+    g_value_set_double(value, self->stddev);
     break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
@@ -643,7 +664,8 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
           DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_MODE,
       g_param_spec_enum("threshold-mode", "Threshold mode",
-          "fixed: bits per byte above \"threshold\"; mad: robust z-score "
+          "fixed: bits per byte above \"threshold\"; zscore: (bpb - \"mean\") "
+          "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "
           "over the last \"window\" lines above \"z-threshold\"; quantile: "
           "bits per byte above the \"quantile\" of the last \"window\" lines "
           "(both after \"warmup\" lines)", gst_txl_threshold_mode_get_type(),
@@ -662,6 +684,15 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
       g_param_spec_int("window", "Window",
           "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
           DEFAULT_WINDOW, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_MEAN,
+      g_param_spec_double("mean", "Mean", "threshold-mode zscore: the "
+          "typical cost of a line (bits per byte), e.g. measured on "
+          "validation data", 0.0, G_MAXDOUBLE, 0.0,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_STDDEV,
+      g_param_spec_double("stddev", "Standard deviation", "threshold-mode "
+          "zscore: the spread of a line's cost (bits per byte, > 0)", 1e-9,
+          G_MAXDOUBLE, 1.0, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_POST_SCORES,
       g_param_spec_boolean("post-scores", "Post scores",
           "Post a \"txl-score\" element message for every line (line, "
@@ -719,6 +750,8 @@ gst_txl_sink_init(GstTxlSink *self)
   self->z_threshold = DEFAULT_Z;
   self->quantile = DEFAULT_QUANTILE;
   self->window = DEFAULT_WINDOW;
+  self->mean = 0.0;
+  self->stddev = 1.0;
   self->warmup = DEFAULT_WARMUP;
   g_queue_init(&self->lines);
   self->text_line = 1;

@@ -366,6 +366,18 @@ test_calibrated(void)
     "threshold-mode=quantile quantile=0.5 warmup=40 window=100 post-scores=true",
     "threshold-mode=mad z-threshold=1000 warmup=40 window=100",
   };
+  /* zscore: a fixed baseline, judged from the first line: all lines or none */
+  for (int k = 0; k < 2; k++) {
+    g_autofree char *desc = g_strdup_printf(
+        "filesrc location=%s ! txltokenizer model=%s ! txlmodel model=%s ! "
+        "txlsink name=sink location=%s/cal.jsonl threshold-mode=zscore "
+        "mean=%s stddev=0.001 z-threshold=3", in, m, m, dir,
+        k == 0 ? "0" : "1000");
+    Counts c = { .early = 40 };
+    run_pipeline(desc, &c);
+    g_assert_cmpint(c.warming, ==, 0);
+    g_assert_cmpint(c.flagged, ==, k == 0 ? 120 : 0);
+  }
   for (int k = 0; k < 2; k++) {
     g_autofree char *desc = g_strdup_printf(
         "filesrc location=%s ! txltokenizer model=%s ! txlmodel model=%s ! "
