@@ -405,6 +405,60 @@ test_calibrated(void)
   g_free(m);
 }
 
+/* GstHarness on txlsink alone: score records in, one JSON line per input
+ * line out, with the totals of that line's records. */
+static void
+test_harness(void)
+{
+  g_autoptr(GError) err = NULL;
+  g_autofree char *dir = g_dir_make_tmp("txl-sink-XXXXXX", &err);
+  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  GstElement *e = gst_element_factory_make("txlsink", NULL);
+  g_object_set(e, "location", out, "threshold", 100.0, NULL);
+  Counts c = { 0 };
+  g_signal_connect(e, "line-scored", G_CALLBACK(on_line_scored), &c);
+  GstHarness *h = gst_harness_new_with_element(e, "sink", NULL);
+  gst_object_unref(e);
+  gst_harness_set_src_caps_str(h, TXL_SCORES_CAPS_NAME);
+  /* line 1: 3 tokens (the first unscored), line 2: 2 tokens */
+  const float lp[5] = { NAN, -1.0f, -2.0f, -0.5f, -0.25f };
+  const gint64 line[5] = { 1, 1, 1, 2, 2 };
+  GstBuffer *b = gst_buffer_new_allocate(NULL, 5 * TXL_SCORE_RECORD_SIZE, NULL);
+  GstMapInfo map;
+  g_assert_true(gst_buffer_map(b, &map, GST_MAP_WRITE));
+  for (int i = 0; i < 5; i++) {
+    TxlScoreRecord r = { 0 };
+    r.id = 'a' + i;
+    r.logprob = lp[i];
+    r.line = line[i];
+    r.byte_start = i;
+    r.byte_len = 2;
+    r.pos = i;
+    r.flags = (i == 2 || i == 4 ? TXL_RECORD_LINE_END : 0) |
+              (i == 0 ? TXL_RECORD_FIRST : 0);
+    txl_score_record_write(map.data + i * TXL_SCORE_RECORD_SIZE, &r);
+  }
+  gst_buffer_unmap(b, &map);
+  g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  gst_harness_teardown(h);
+  g_assert_cmpint(c.lines, ==, 2);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(out, &text, NULL, NULL));
+  guint n;
+  JsonNode **rows = parse_lines(text, &n);
+  g_assert_cmpuint(n, ==, 2);
+  JsonObject *o1 = json_node_get_object(rows[0]), *o2 = json_node_get_object(rows[1]);
+  g_assert_cmpint(json_object_get_int_member(o1, "tokens"), ==, 2);
+  g_assert_cmpfloat(fabs(json_object_get_double_member(o1, "nll") - 1.5), <, 1e-6);
+  g_assert_cmpint(json_object_get_int_member(o2, "tokens"), ==, 2);
+  g_assert_cmpfloat(fabs(json_object_get_double_member(o2, "nll") - 0.375), <, 1e-6);
+  g_assert_false(json_object_get_boolean_member(o1, "flag"));
+  free_lines(rows, n);
+  g_remove(out);
+  g_rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -416,5 +470,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlsink/records-only", test_records_only);
   g_test_add_func("/txlsink/bad-location", test_bad_location);
   g_test_add_func("/txlsink/calibrated", test_calibrated);
+  g_test_add_func("/txlsink/harness", test_harness);
   return g_test_run();
 }
