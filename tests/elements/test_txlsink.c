@@ -176,8 +176,9 @@ check_file(const char *model, const char *input, gboolean text)
   g_autoptr(GError) err = NULL;
   g_autofree char *dir = g_path_get_dirname(input);
   g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
-  guint blocks[] = { 7, 4096 };
+  guint blocks[] = { 1, 7, 65536 };
   g_autofree char *cli = txl_score(model, input);
+  g_autofree char *first = NULL;
   for (guint k = 0; k < G_N_ELEMENTS(blocks); k++) {
     g_autofree char *desc = g_strdup_printf(
         "filesrc location=\"%s\" blocksize=%u ! txltokenizer model=\"%s\" ! "
@@ -188,6 +189,10 @@ check_file(const char *model, const char *input, gboolean text)
     g_autofree char *ours = NULL;
     g_assert_true(g_file_get_contents(out, &ours, NULL, &err));
     assert_same_as_cli(ours, cli, text);
+    /* and byte for byte the same whatever the blocksize */
+    if (!first)
+      first = g_strdup(ours);
+    g_assert_cmpstr(ours, ==, first);
     guint n;
     JsonNode **l = parse_lines(ours, &n);
     g_assert_cmpint(c.lines, ==, n);
