@@ -731,7 +731,10 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   gst_element_class_set_static_metadata(element_class, "txl score sink",
       "Sink/Analyzer/Text",
       "Writes per-line language-model scores (NLL, perplexity, bits per "
-      "byte, anomaly flag) as JSON Lines", "txl developers");
+      "byte, anomaly flag) as JSON Lines, or generated text as is; emits "
+      "line-scored and text signals; posts txl-anomaly element messages for "
+      "flagged lines and, with post-scores, txl-score for every line",
+      "txl developers");
 
   bs_class->render = gst_txl_sink_render;
   bs_class->set_caps = gst_txl_sink_set_caps;
