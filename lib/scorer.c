@@ -3,6 +3,7 @@
  * A segment runs once its last target has arrived, so results never depend
  * on how the tokens were handed over. */
 #include "model_internal.h"
+#include "state.h"
 
 #include <string.h>
 
@@ -103,4 +104,42 @@ TxlStream *
 txl_scorer_stream(TxlScorer *s)
 {
   return s->stream;
+}
+
+int
+txl_scorer_segment(const TxlScorer *s)
+{
+  return s->seg;
+}
+
+const int32_t *
+txl_scorer_pending(const TxlScorer *s, int *n)
+{
+  *n = s->npend;
+  return s->pend;
+}
+
+gboolean
+txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend, gint64 seen,
+                   GError **error)
+{
+  /* a full segment and its next token never wait: run() takes them */
+  if (npend < 0 || npend > s->seg || seen < npend) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%d pending tokens after %" G_GINT64_FORMAT " do not fit "
+                "segments of %d", npend, seen, s->seg);
+    return FALSE;
+  }
+  for (int i = 0; i < npend; i++) {
+    if (pend[i] < 0 || pend[i] >= s->n_token) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                  "pending token %d has id %d, outside the vocabulary", i,
+                  pend[i]);
+      return FALSE;
+    }
+  }
+  memcpy(s->pend, pend, sizeof(int32_t) * npend);
+  s->npend = npend;
+  s->seen = seen;
+  return TRUE;
 }

@@ -10,6 +10,7 @@
 #include "model_internal.h"
 #include "ops.h"
 #include "parallel.h"
+#include "state.h"
 
 #include <math.h>
 #include <string.h>
@@ -320,5 +321,85 @@ txl_stream_next_logprobs(TxlStream *s, float *out, GError **error)
     return FALSE;
   }
   txl_out_full(s->m, s->last_h, out, s->out);
+  return TRUE;
+}
+
+/* ---- state, for snapshots --------------------------------------------- */
+
+static gsize
+row_width(const TxlStream *s)
+{
+  const TxlConfig *c = &s->m->cfg;
+  return s->kind == TXL_MEMORY_HIDDEN ? (gsize)c->d_model
+                                      : (gsize)c->n_head * c->d_head;
+}
+
+gsize
+txl_stream_state_floats(const TxlStream *s, int mlen)
+{
+  const TxlConfig *c = &s->m->cfg;
+  gsize per_layer = (gsize)mlen * row_width(s) *
+                    (s->kind == TXL_MEMORY_HIDDEN ? 1 : 2);
+  return (gsize)c->n_layer * per_layer + c->d_model;
+}
+
+const TxlModel *
+txl_stream_model(const TxlStream *s)
+{
+  return s->m;
+}
+
+void
+txl_stream_get_options(const TxlStream *s, TxlStreamOptions *o)
+{
+  o->mem_len = s->mem_len;
+  o->clamp_len = s->clamp_len;
+  o->same_length = s->same_length;
+  o->max_segment = s->max_seg;
+  o->memory = s->kind;
+}
+
+void
+txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
+                        gboolean *has_last)
+{
+  const TxlConfig *c = &s->m->cfg;
+  const gsize w = row_width(s), n = (gsize)s->mlen * w;
+  for (int l = 0; l < c->n_layer; l++) {
+    memcpy(out, s->kmem[l], sizeof(float) * n);
+    out += n;
+    if (s->kind == TXL_MEMORY_KV) {
+      memcpy(out, s->vmem[l], sizeof(float) * n);
+      out += n;
+    }
+  }
+  memcpy(out, s->last_h, sizeof(float) * c->d_model);
+  *mlen = s->mlen;
+  *has_last = s->has_last;
+}
+
+gboolean
+txl_stream_state_import(TxlStream *s, const float *in, int mlen,
+                        gboolean has_last, GError **error)
+{
+  const TxlConfig *c = &s->m->cfg;
+  if (mlen < 0 || mlen > s->mem_len) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%d positions of memory do not fit mem_len %d", mlen,
+                s->mem_len);
+    return FALSE;
+  }
+  const gsize w = row_width(s), n = (gsize)mlen * w;
+  for (int l = 0; l < c->n_layer; l++) {
+    memcpy(s->kmem[l], in, sizeof(float) * n);
+    in += n;
+    if (s->kind == TXL_MEMORY_KV) {
+      memcpy(s->vmem[l], in, sizeof(float) * n);
+      in += n;
+    }
+  }
+  memcpy(s->last_h, in, sizeof(float) * c->d_model);
+  s->mlen = mlen;
+  s->has_last = has_last;
   return TRUE;
 }

@@ -149,6 +149,15 @@ gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens, gsize n,
 /* Scores the pending partial segment (end of stream). */
 gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
 gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
+/* Snapshots (docs/snapshots.md): everything needed to continue the token
+ * stream exactly (memory, pending tokens, counters) in one zstd-compressed
+ * file with the model's identity and a checksum, written atomically.  A
+ * truncated, corrupt or other-model file is refused before anything is
+ * built.  A loaded scorer continues bit for bit as the saved one would. */
+gboolean txl_scorer_save(TxlScorer *scorer, const char *path, GError **error);
+TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
+                           TxlScoreFunc func, gpointer user_data,
+                           GError **error);
 TxlStream *txl_scorer_stream(TxlScorer *scorer);
 
 /* ---- tokenizer ------------------------------------------------------ */

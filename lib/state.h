@@ -1,0 +1,24 @@
+/* Internal: a stream's and a scorer's complete state as plain data, for
+ * snapshots (lib/snapshot.c).  Export never changes the object; import
+ * checks everything before it touches anything. */
+#ifndef TXL_STATE_H
+#define TXL_STATE_H
+
+#include "txl.h"
+
+/* Floats of a stream's state: every layer's memory rows (keys then values,
+ * or hidden states), then the last hidden row (d_model floats). */
+gsize txl_stream_state_floats(const TxlStream *s, int mlen);
+const TxlModel *txl_stream_model(const TxlStream *s);
+void txl_stream_get_options(const TxlStream *s, TxlStreamOptions *o);
+void txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
+                             gboolean *has_last);
+gboolean txl_stream_state_import(TxlStream *s, const float *in, int mlen,
+                                 gboolean has_last, GError **error);
+
+int txl_scorer_segment(const TxlScorer *s);
+const int32_t *txl_scorer_pending(const TxlScorer *s, int *n);
+gboolean txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend,
+                            gint64 seen, GError **error);
+
+#endif
