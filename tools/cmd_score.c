@@ -71,7 +71,7 @@ flush_id(Common *c, IdParser *p)
 }
 
 static gboolean
-score_ids(Common *c, FILE *in)
+score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
 {
   IdParser p = { 0 };
   char buf[CHUNK];
@@ -96,6 +96,10 @@ score_ids(Common *c, FILE *in)
   }
   if (!flush_id(c, &p))
     return FALSE;
+  if (save) /* the partial segment stays pending in the snapshot */
+    return txl_scorer_save(c->scorer, save, &c->error);
+  if (resumed)
+    return txl_scorer_finish(c->scorer, &c->error);
   if (p.index == 0) {
     g_set_error_literal(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
                         "no token ids in the input");
@@ -310,6 +314,7 @@ txl_cmd_score(int argc, char **argv)
   int segment = 0, mem_len = -1, same_length = -1, clamp_len = -1;
   g_autofree char *memory = NULL;
   double flag_bpb = 0;
+  g_autofree char *save_snap = NULL, *load_snap = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
@@ -324,6 +329,12 @@ txl_cmd_score(int argc, char **argv)
       "Cap relative distances at N; 0: no cap (default: the model's)", "N" },
     { "flag-bpb", 0, 0, G_OPTION_ARG_DOUBLE, &flag_bpb,
       "Text mode: mark lines scoring above this many bits per byte (\"flag\")", "X" },
+    { "save-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &save_snap,
+      "--ids: at the end of the input, save the stream (memory and pending "
+      "tokens) to FILE instead of scoring the last partial segment", "FILE" },
+    { "load-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &load_snap,
+      "--ids: continue the stream saved in FILE (its lengths and options "
+      "apply); results continue bit for bit", "FILE" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
       "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
     { NULL },
@@ -356,6 +367,11 @@ txl_cmd_score(int argc, char **argv)
                       same_length != 1) || mem_len < -1 || clamp_len < -1) {
     fprintf(stderr, "txl score: --segment, --mem-len and --clamp-len take "
                     "non-negative numbers, --same-length 0 or 1\n");
+    return 2;
+  }
+  if ((save_snap || load_snap) && !ids) {
+    fprintf(stderr, "txl score: snapshots work with --ids only (a text "
+                    "snapshot would also need the tokenizer's pending bytes)\n");
     return 2;
   }
   TxlMemoryKind kind = TXL_MEMORY_KV;
@@ -396,10 +412,16 @@ txl_cmd_score(int argc, char **argv)
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
   t.cur_line = 1;
   gboolean ok = FALSE;
-  t.c.scorer = txl_scorer_new(m, &o, segment, ids ? print_token : text_scored,
-                              ids ? (gpointer)&t.c : (gpointer)&t, &t.c.error);
+  if (load_snap)
+    t.c.scorer = txl_scorer_load(m, load_snap, print_token, &t.c, &t.c.error);
+  else
+    t.c.scorer = txl_scorer_new(m, &o, segment,
+                                ids ? print_token : text_scored,
+                                ids ? (gpointer)&t.c : (gpointer)&t,
+                                &t.c.error);
   if (t.c.scorer)
-    ok = ids ? score_ids(&t.c, in) : score_text(&t, tok, in);
+    ok = ids ? score_ids(&t.c, in, save_snap, load_snap != NULL)
+             : score_text(&t, tok, in);
   fflush(stdout);
   int rc = 0;
   if (!ok) {

@@ -1,0 +1,76 @@
+"""Snapshots across processes: `txl score --ids --save-snapshot` on a prefix,
+then `--load-snapshot` on the rest in a new process, prints exactly what one
+uninterrupted run prints, at several cut points (mid-segment included);
+corrupt and other-model snapshots are refused."""
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ref'))
+import hf_checkpoint  # noqa: E402
+
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', 'build', 'tools', 'txl'))
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
+
+
+def run(args, stdin=b''):
+    p = subprocess.run([TXL] + args, input=stdin, capture_output=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr.decode()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-snap-')
+    models = []
+    for seed, extra in ((1, dict(same_length=False)), (2, dict(same_length=True, clamp_len=4, pre_lnorm=True))):
+        cfg = hf_checkpoint.make_config(vocab_size=120, mem_len=9, **extra)
+        d = os.path.join(tmp, 'm%d' % seed)
+        hf_checkpoint.make_checkpoint(d, cfg, seed=seed)
+        path = os.path.join(tmp, 'm%d.gguf' % seed)
+        rc, _, err = run(['convert', '--hf', d, '-o', path])
+        check('convert %d' % seed, rc == 0, err)
+        models.append(path)
+    r = random.Random(5)
+    ids = [r.randrange(120) for _ in range(97)]
+    snap = os.path.join(tmp, 's.snap')
+    for model in models:
+        for memory in ('kv', 'hidden'):
+            rc, full, err = run(['score', '-m', model, '--ids', '--segment', '6', '--memory', memory],
+                                ' '.join(map(str, ids)).encode())
+            for cut in (1, 2, 6, 7, 31, 96):
+                rc1, p1, e1 = run(['score', '-m', model, '--ids', '--segment', '6', '--memory', memory,
+                                   '--save-snapshot', snap], ' '.join(map(str, ids[:cut])).encode())
+                rc2, p2, e2 = run(['score', '-m', model, '--ids', '--load-snapshot', snap],
+                                  ' '.join(map(str, ids[cut:])).encode())
+                check('%s %s cut %d: resumed in a new process, bit-identical' % (os.path.basename(model), memory, cut),
+                      rc1 == rc2 == 0 and p1 + p2 == full, (e1 + e2)[-300:])
+    with open(snap, 'rb') as f:
+        blob = f.read()
+    bad = os.path.join(tmp, 'bad.snap')
+    with open(bad, 'wb') as f:
+        f.write(blob[:len(blob) - 10])
+    rc, _, err = run(['score', '-m', models[1], '--ids', '--load-snapshot', bad], b'1 2')
+    check('truncated snapshot refused', rc == 1 and 'checksum' in err, err[-200:])
+    flipped = bytearray(blob)
+    flipped[len(blob) // 2] ^= 4
+    with open(bad, 'wb') as f:
+        f.write(bytes(flipped))
+    rc, _, err = run(['score', '-m', models[1], '--ids', '--load-snapshot', bad], b'1 2')
+    check('bit-flipped snapshot refused', rc == 1 and 'corrupt' in err, err[-200:])
+    rc, _, err = run(['score', '-m', models[0], '--ids', '--load-snapshot', snap], b'1 2')
+    check('snapshot of another model refused', rc == 1 and 'another model' in err, err[-200:])
+    rc, _, err = run(['score', '-m', models[0], '--save-snapshot', snap], b'hello')
+    check('text mode snapshot refused clearly', rc == 2 and '--ids' in err, err[-200:])
+    failed = results.count(False)
+    print('%d passed, %d failed' % (len(results) - failed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()
