@@ -271,3 +271,64 @@ txl_scorer_load(TxlModel *m, const char *path, TxlScoreFunc func,
   }
   return sc;
 }
+
+gboolean
+txl_snapshot_describe(const char *path, GString *out, GError **error)
+{
+  g_autofree guint8 *file = NULL;
+  gsize len = 0;
+  GError *e = NULL;
+  if (!g_file_get_contents(path, (char **)&file, &len, &e)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
+    g_error_free(e);
+    return FALSE;
+  }
+  if (len < HEADER_SIZE + DIGEST || memcmp(file, MAGIC, 8) != 0)
+    return bad(error, path, len >= 8 && memcmp(file, MAGIC, 8) == 0
+                              ? "truncated snapshot"
+                              : "not a txl snapshot (bad magic)");
+  const guint8 *p = file + 8;
+  guint32 version = get32(&p), hsize = get32(&p);
+  if (version != VERSION || hsize != HEADER_SIZE) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
+                "%s: snapshot format version %u; this reader knows %u", path,
+                version, VERSION);
+    return FALSE;
+  }
+  guint8 digest[DIGEST];
+  sha256(file, len - DIGEST, digest);
+  if (memcmp(digest, file + len - DIGEST, DIGEST) != 0)
+    return bad(error, path,
+               "checksum mismatch: the snapshot is corrupt or truncated");
+  char model[65] = { 0 }, vocab[65] = { 0 };
+  memcpy(model, p, 64);
+  memcpy(vocab, p + 64, 64);
+  p += 128;
+  gint32 f[N_INTS];
+  for (int i = 0; i < N_INTS; i++)
+    f[i] = (gint32)get32(&p);
+  gint64 seen = (gint64)get64(&p);
+  guint64 raw = get64(&p), comp = get64(&p);
+  if (comp != len - HEADER_SIZE - DIGEST ||
+      ZSTD_getFrameContentSize(file + HEADER_SIZE, comp) != raw)
+    return bad(error, path, "payload size does not match the header");
+  guint8 *payload = g_malloc(raw ? raw : 1);
+  gsize got = ZSTD_decompress(payload, raw, file + HEADER_SIZE, comp);
+  g_free(payload);
+  if (ZSTD_isError(got) || got != raw)
+    return bad(error, path, "the compressed state does not decompress");
+  g_string_append_printf(out,
+      "{\"format_version\": %u, \"model_id\": \"%s\", \"vocab_id\": \"%s\", "
+      "\"n_layer\": %d, \"d_model\": %d, \"heads_x_d_head\": %d, "
+      "\"memory\": \"%s\", \"mem_len\": %d, \"clamp_len\": %d, "
+      "\"same_length\": %s, \"max_segment\": %d, \"mem_used\": %d, "
+      "\"segment\": %d, \"pending_tokens\": %d, \"tokens_seen\": %"
+      G_GINT64_FORMAT ", \"state_bytes\": %" G_GUINT64_FORMAT
+      ", \"file_bytes\": %zu, \"compression_ratio\": %.3f, "
+      "\"checksum\": \"ok\"}\n", version, model, vocab, f[F_NLAYER],
+      f[F_DMODEL], f[F_HD], f[F_KIND] == TXL_MEMORY_HIDDEN ? "hidden" : "kv",
+      f[F_MEMLEN], f[F_CLAMP], f[F_SAME] ? "true" : "false", f[F_MAXSEG],
+      f[F_MLEN], f[F_SEG], f[F_NPEND], seen, raw, len,
+      len ? (double)raw / len : 0.0);
+  return TRUE;
+}

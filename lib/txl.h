@@ -158,6 +158,10 @@ gboolean txl_scorer_save(TxlScorer *scorer, const char *path, GError **error);
 TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
                            TxlScoreFunc func, gpointer user_data,
                            GError **error);
+/* Verifies a snapshot's integrity (checksum, sizes, decompression) without
+ * its model, and appends its header as one JSON object to out. */
+gboolean txl_snapshot_describe(const char *path, GString *out,
+                               GError **error);
 TxlStream *txl_scorer_stream(TxlScorer *scorer);
 
 /* ---- tokenizer ------------------------------------------------------ */

@@ -50,6 +50,11 @@ def main():
                                   ' '.join(map(str, ids[cut:])).encode())
                 check('%s %s cut %d: resumed in a new process, bit-identical' % (os.path.basename(model), memory, cut),
                       rc1 == rc2 == 0 and p1 + p2 == full, (e1 + e2)[-300:])
+    rc, out, err = run(['snapshot', 'info', snap])
+    import json
+    info = json.loads(out) if rc == 0 else {}
+    check('snapshot info: header and checksum', rc == 0 and info.get('checksum') == 'ok'
+          and info.get('tokens_seen') == 96 and info.get('segment') == 6, err)
     with open(snap, 'rb') as f:
         blob = f.read()
     bad = os.path.join(tmp, 'bad.snap')
@@ -57,6 +62,8 @@ def main():
         f.write(blob[:len(blob) - 10])
     rc, _, err = run(['score', '-m', models[1], '--ids', '--load-snapshot', bad], b'1 2')
     check('truncated snapshot refused', rc == 1 and 'checksum' in err, err[-200:])
+    rc, _, err = run(['snapshot', 'info', bad])
+    check('snapshot info: a bad file exits 1', rc == 1 and 'checksum' in err, err[-200:])
     flipped = bytearray(blob)
     flipped[len(blob) // 2] ^= 4
     with open(bad, 'wb') as f:

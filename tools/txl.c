@@ -17,6 +17,7 @@ static const struct {
   { "convert", txl_cmd_convert, "import a Hugging Face TransfoXL checkpoint" },
   { "bench", txl_cmd_bench, "measure scoring speed against the sgemm peak" },
   { "info", txl_cmd_info, "print a model file's configuration" },
+  { "snapshot", txl_cmd_snapshot, "inspect and verify a stream snapshot" },
 };
 
 static void
