@@ -240,8 +240,24 @@ txl_scorer_load(TxlModel *m, const char *path, TxlScoreFunc func,
     bad(error, path, "inconsistent header fields");
     return NULL;
   }
-  /* the stream the snapshot describes, built before anything is believed
-   * about the payload size */
+  /* everything the header implies is checked before anything is
+   * allocated: a checksum only proves the file is what was written */
+  if (f[F_MEMLEN] < 0 || f[F_MEMLEN] > (1 << 20) || f[F_MAXSEG] < 1 ||
+      f[F_MAXSEG] > (1 << 20) || f[F_SEG] > f[F_MAXSEG] ||
+      (gint64)f[F_MAXSEG] * ((gint64)f[F_MEMLEN] + f[F_MAXSEG]) > (1 << 28) ||
+      f[F_CLAMP] < 0 || f[F_CLAMP] > (1 << 20) || f[F_SAME] < 0 ||
+      f[F_SAME] > 1 || f[F_HASLAST] < 0 || f[F_HASLAST] > 1) {
+    bad(error, path, "stream lengths out of range");
+    return NULL;
+  }
+  guint64 width = f[F_KIND] == TXL_MEMORY_HIDDEN ? (guint64)c->d_model
+                                                 : 2 * (guint64)f[F_HD];
+  guint64 want = ((guint64)c->n_layer * f[F_MLEN] * width + c->d_model) * 4 +
+                 (guint64)f[F_NPEND] * 4;
+  if (raw != want) {
+    bad(error, path, "payload size does not match the header");
+    return NULL;
+  }
   TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
                          (TxlMemoryKind)f[F_KIND] };
   TxlScorer *sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
