@@ -187,6 +187,12 @@ txl_tokenizer_type(const TxlTokenizer *t)
 }
 
 int
+txl_tokenizer_eos_id(const TxlTokenizer *t)
+{
+  return t->type == TXL_TOKENIZER_WORD ? t->eos_id : -1;
+}
+
+int
 txl_tokenizer_n_tokens(const TxlTokenizer *t)
 {
   return t->n_tokens;

@@ -178,6 +178,9 @@ TxlTokenizerType txl_tokenizer_type(const TxlTokenizer *tok);
 /* "byte", "word", "none", "bpe" (the tokenizer.type key). */
 const char *txl_tokenizer_type_name(TxlTokenizerType type);
 int txl_tokenizer_n_tokens(const TxlTokenizer *tok);
+/* The end-of-sequence id (a word vocabulary's <eos>), or -1 when there is
+ * none (byte and BPE tokenizers end lines with the '\n' byte). */
+int txl_tokenizer_eos_id(const TxlTokenizer *tok);
 /* Symbol text of an id (may contain any byte; len returned). */
 const char *txl_tokenizer_symbol(const TxlTokenizer *tok, int id, gsize *len);
 /* Appends the text of ids to out.  byte and bpe: the bytes themselves, so

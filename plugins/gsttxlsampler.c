@@ -26,7 +26,7 @@ struct _GstTxlSampler {
   gdouble temperature, top_p;
   gint top_k, max_tokens;
   guint64 seed;
-  gboolean per_line;
+  gboolean per_line, stop_at_eos;
 
   /* from READY */
   TxlModel *model;
@@ -37,7 +37,8 @@ struct _GstTxlSampler {
 };
 
 enum { PROP_0, PROP_MODEL, PROP_TEMPERATURE, PROP_TOP_K, PROP_TOP_P,
-       PROP_SEED, PROP_MAX_TOKENS, PROP_STOP, PROP_PER_LINE };
+       PROP_SEED, PROP_MAX_TOKENS, PROP_STOP, PROP_PER_LINE,
+       PROP_STOP_AT_EOS };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -75,14 +76,19 @@ generate(GstTxlSampler *self)
   GST_OBJECT_LOCK(self);
   gint max = self->max_tokens;
   gchar *stop = g_strdup(self->stop);
+  gboolean stop_at_eos = self->stop_at_eos;
   GST_OBJECT_UNLOCK(self);
   gsize stop_len = stop ? strlen(stop) : 0;
   GByteArray *text = g_byte_array_new();
   const TxlTokenizer *tok = txl_model_tokenizer(self->model);
+  const int eos = stop_at_eos ? txl_tokenizer_eos_id(tok) : -1;
   for (gint i = 0; i < max; i++) {
     int32_t id;
-    if (!txl_generator_next(self->gen, &id, &err) ||
-        !txl_tokenizer_decode(tok, &id, 1, text, &err))
+    if (!txl_generator_next(self->gen, &id, &err))
+      break;
+    if (id == eos)
+      break; /* end of sequence: its text (a line end) is not written */
+    if (!txl_tokenizer_decode(tok, &id, 1, text, &err))
       break;
     if (stop_len && text->len >= stop_len &&
         memcmp(text->data + text->len - stop_len, stop, stop_len) == 0)
@@ -266,6 +272,7 @@ gst_txl_sampler_set_property(GObject *object, guint prop_id,
   case PROP_SEED: self->seed = g_value_get_uint64(value); break;
   case PROP_MAX_TOKENS: self->max_tokens = g_value_get_int(value); break;
   case PROP_PER_LINE: self->per_line = g_value_get_boolean(value); break;
+  case PROP_STOP_AT_EOS: self->stop_at_eos = g_value_get_boolean(value); break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -288,6 +295,7 @@ gst_txl_sampler_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_SEED: g_value_set_uint64(value, self->seed); break;
   case PROP_MAX_TOKENS: g_value_set_int(value, self->max_tokens); break;
   case PROP_PER_LINE: g_value_set_boolean(value, self->per_line); break;
+  case PROP_STOP_AT_EOS: g_value_set_boolean(value, self->stop_at_eos); break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -344,6 +352,12 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
       g_param_spec_boolean("per-line", "Per line", "Continue after every "
           "input line (else once, at the end of the input)", FALSE,
           rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_STOP_AT_EOS,
+      g_param_spec_boolean("stop-at-eos", "Stop at end of sequence", "Stop a "
+          "continuation at the vocabulary's end-of-sequence token (a word "
+          "vocabulary's <eos>; byte and BPE vocabularies have none: use "
+          "stop=\"\\n\" to stop at a line end)", TRUE,
+          rw | GST_PARAM_MUTABLE_PLAYING));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sampler",
@@ -362,6 +376,7 @@ gst_txl_sampler_init(GstTxlSampler *self)
   self->top_p = 1.0;
   self->seed = 1;
   self->max_tokens = 200;
+  self->stop_at_eos = TRUE;
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
   gst_pad_set_chain_function(self->sinkpad, gst_txl_sampler_chain);
   gst_pad_set_event_function(self->sinkpad, gst_txl_sampler_sink_event);

@@ -112,6 +112,34 @@ test_vocab_mismatch(void)
   g_free(w);
 }
 
+/* stop-at-eos: a word vocabulary's <eos> (id 0, decoded as a line end)
+ * ends the continuation and is not written. */
+static void
+test_stop_at_eos(void)
+{
+  char *w = el_write_word_model(54);
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(w, &err);
+  g_assert_cmpint(txl_tokenizer_eos_id(txl_model_tokenizer(m)), ==, 0);
+  txl_model_unref(m);
+  const int32_t ids[3] = { 2, 3, 4 };
+  for (guint64 seed = 1; seed <= 4; seed++) {
+    int nb;
+    GString *s = run(w, ids, NULL, NULL, 3, &nb, "max-tokens", 300, "seed",
+                     seed, NULL);
+    g_assert_null(memchr(s->str, '\n', s->len));
+    g_string_free(s, TRUE);
+  }
+  char *b = el_write_byte_model(54);
+  m = txl_model_load(b, &err);
+  g_assert_cmpint(txl_tokenizer_eos_id(txl_model_tokenizer(m)), ==, -1);
+  txl_model_unref(m);
+  tu_remove(w);
+  tu_remove(b);
+  g_free(w);
+  g_free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -120,5 +148,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlsampler/matches-generator", test_matches_generator);
   g_test_add_func("/txlsampler/per-line", test_per_line);
   g_test_add_func("/txlsampler/vocab-mismatch", test_vocab_mismatch);
+  g_test_add_func("/txlsampler/stop-at-eos", test_stop_at_eos);
   return g_test_run();
 }
