@@ -1,5 +1,7 @@
 #include "generate.h"
 
+#include <string.h>
+
 struct _TxlGenerator {
   TxlStream *s;
   TxlSampler *smp;
@@ -52,4 +54,31 @@ txl_generator_next(TxlGenerator *g, int32_t *id, GError **error)
     return FALSE;
   *id = txl_sampler_sample(g->smp, g->lp);
   return txl_stream_forward(g->s, id, 1, NULL, NULL, error);
+}
+
+gboolean
+txl_generator_continue(TxlGenerator *g, const TxlTokenizer *tok,
+                       const TxlGenerateLimits *lim, GByteArray *out,
+                       TxlTextFunc func, gpointer data, GError **error)
+{
+  const gsize start = out->len;
+  const gsize stop_len = lim->stop ? strlen(lim->stop) : 0;
+  const int eos = lim->stop_at_eos ? txl_tokenizer_eos_id(tok) : -1;
+  for (int i = 0; i < lim->max_tokens; i++) {
+    int32_t id;
+    if (!txl_generator_next(g, &id, error))
+      return FALSE;
+    if (id == eos)
+      break;
+    guint before = out->len;
+    if (!txl_tokenizer_decode(tok, &id, 1, out, error))
+      return FALSE;
+    if (func)
+      func(out->data + before, out->len - before, data);
+    /* only this continuation's text counts towards the stop string */
+    if (stop_len && out->len - start >= stop_len &&
+        memcmp(out->data + out->len - stop_len, lim->stop, stop_len) == 0)
+      break;
+  }
+  return TRUE;
 }

@@ -19,4 +19,22 @@ gboolean txl_generator_feed(TxlGenerator *g, const int32_t *ids, gsize n,
 /* Draws the next token and feeds it back.  Needs some context first. */
 gboolean txl_generator_next(TxlGenerator *g, int32_t *id, GError **error);
 
+typedef struct {
+  int max_tokens;      /* at most this many tokens */
+  const char *stop;    /* stop once the text ends with this (NULL: never) */
+  gboolean stop_at_eos; /* stop at the vocabulary's end-of-sequence id,
+                         * which is not written */
+} TxlGenerateLimits;
+
+typedef void (*TxlTextFunc)(const guint8 *text, gsize len, gpointer data);
+
+/* One continuation: samples tokens until a limit, appending their text to
+ * out and, when func is given, handing each token's text to it as it
+ * comes.  Shared by `txl generate` and the txlsampler element, so both
+ * stop alike. */
+gboolean txl_generator_continue(TxlGenerator *g, const TxlTokenizer *tok,
+                                const TxlGenerateLimits *limits,
+                                GByteArray *out, TxlTextFunc func,
+                                gpointer data, GError **error);
+
 #endif

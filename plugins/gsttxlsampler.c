@@ -78,22 +78,10 @@ generate(GstTxlSampler *self)
   gchar *stop = g_strdup(self->stop);
   gboolean stop_at_eos = self->stop_at_eos;
   GST_OBJECT_UNLOCK(self);
-  gsize stop_len = stop ? strlen(stop) : 0;
   GByteArray *text = g_byte_array_new();
-  const TxlTokenizer *tok = txl_model_tokenizer(self->model);
-  const int eos = stop_at_eos ? txl_tokenizer_eos_id(tok) : -1;
-  for (gint i = 0; i < max; i++) {
-    int32_t id;
-    if (!txl_generator_next(self->gen, &id, &err))
-      break;
-    if (id == eos)
-      break; /* end of sequence: its text (a line end) is not written */
-    if (!txl_tokenizer_decode(tok, &id, 1, text, &err))
-      break;
-    if (stop_len && text->len >= stop_len &&
-        memcmp(text->data + text->len - stop_len, stop, stop_len) == 0)
-      break;
-  }
+  TxlGenerateLimits lim = { max, stop, stop_at_eos };
+  txl_generator_continue(self->gen, txl_model_tokenizer(self->model), &lim,
+                         text, NULL, NULL, &err);
   g_free(stop);
   if (err) {
     g_byte_array_unref(text);

@@ -125,7 +125,7 @@ def main():
     check('binary junk and a huge line', ok, err[-300:])
 
     # generate: deterministic for a seed, greedy = top-k 1, --stop, errors
-    g = ['generate', '-m', wm, '-p', 'the cat', '-n', '30']
+    g = ['generate', '-m', wm, '-p', 'the cat', '-n', '30', '--stop-at-eos', '0']
     r1, o1, e1 = run(g + ['--seed', '5'])
     r2, o2, _ = run(g + ['--seed', '5'])
     r3, o3, _ = run(g + ['--seed', '6'])
@@ -138,6 +138,12 @@ def main():
     rs, os_, _ = run(g + ['--seed', '5', '--stop', word])
     check('generate: --stop ends the text at the string', rs == 0 and os_.rstrip('\n').endswith(word)
           and len(os_) <= len(o1), repr(os_[-60:]))
+    # <eos> (a line end in a word vocabulary) ends the continuation, unwritten
+    eos_ok = True
+    for seed in ('1', '2', '3'):
+        re_, oe, _ = run(['generate', '-m', wm, '-p', 'the cat', '-n', '300', '--seed', seed])
+        eos_ok = eos_ok and re_ == 0 and '\n' not in oe.rstrip('\n')
+    check('generate: stops at <eos> by default', eos_ok)
     expect_fail('generate: id-only model', ['generate', '-m', nm], b'', 1, 'no tokenizer')
     expect_fail('generate: bad top-p', ['generate', '-m', wm, '--top-p', '0'], b'', 1, 'top-p')
 

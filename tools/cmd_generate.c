@@ -19,6 +19,13 @@ on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer p)
   g_array_append_val(((Prompt *)p)->ids, id);
 }
 
+static void
+write_text(const guint8 *text, gsize len, gpointer data)
+{
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+}
+
 int
 txl_cmd_generate(int argc, char **argv)
 {
@@ -27,6 +34,7 @@ txl_cmd_generate(int argc, char **argv)
   int tokens = 200, top_k = 0, mem_len = -1;
   double temperature = 1.0, top_p = 1.0;
   gint64 seed = 1;
+  int stop_at_eos = 1;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, "Text to continue (default: a line end)", "TEXT" },
@@ -37,15 +45,17 @@ txl_cmd_generate(int argc, char **argv)
     { "top-p", 0, 0, G_OPTION_ARG_DOUBLE, &top_p, "Sample within the smallest set of probability P (default 1)", "P" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Random seed: the same seed gives the same text (default 1)", "N" },
     { "stop", 0, 0, G_OPTION_ARG_STRING, &stop, "Stop once the generated text ends with this string", "TEXT" },
+    { "stop-at-eos", 0, 0, G_OPTION_ARG_INT, &stop_at_eos,
+      "1: stop at the vocabulary's end-of-sequence token (a word vocabulary's <eos>), 0: go on (default 1)", "0|1" },
     { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
     { NULL },
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("");
   g_option_context_set_summary(ctx,
     "Continue a prompt with the model.  Each sampled token joins the\n"
-    "recurrent memory; generation stops after --tokens tokens or once the\n"
-    "text ends with --stop.  (A word vocabulary's <eos> is a line end, not a\n"
-    "stop.)  The text goes to standard output.");
+    "recurrent memory; generation stops after --tokens tokens, once the\n"
+    "text ends with --stop, or at the vocabulary's end-of-sequence token\n"
+    "(--stop-at-eos).  The text goes to standard output.");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_autoptr(GError) err = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path ||
@@ -102,20 +112,9 @@ txl_cmd_generate(int argc, char **argv)
       !txl_generator_feed(gen, (const int32_t *)pr.ids->data, pr.ids->len,
                           &err))
     goto out;
-  gsize stop_len = stop ? strlen(stop) : 0;
-  for (int i = 0; i < tokens; i++) {
-    int32_t id;
-    if (!txl_generator_next(gen, &id, &err))
-      goto out;
-    guint before = out->len;
-    if (!txl_tokenizer_decode(tok, &id, 1, out, &err))
-      goto out;
-    fwrite(out->data + before, 1, out->len - before, stdout);
-    fflush(stdout);
-    if (stop_len && out->len >= stop_len &&
-        memcmp(out->data + out->len - stop_len, stop, stop_len) == 0)
-      break;
-  }
+  TxlGenerateLimits lim = { tokens, stop, stop_at_eos != 0 };
+  if (!txl_generator_continue(gen, tok, &lim, out, write_text, NULL, &err))
+    goto out;
   if (out->len == 0 || out->data[out->len - 1] != '\n')
     fputc('\n', stdout);
   rc = 0;
