@@ -20,6 +20,7 @@
  * line posts a "txl-anomaly" element message. */
 #include "baseline.h"
 #include "gsttxlcommon.h"
+#include "jsonstr.h"
 
 #include <errno.h>
 #include <gst/base/gstbasesink.h>
@@ -148,29 +149,6 @@ line_get(GstTxlSink *self, gint64 line)
   return l;
 }
 
-static void
-json_string(GString *out, const char *s, gsize len)
-{
-  const char *p = s, *end = s + len;
-  g_string_append_c(out, '"');
-  while (p < end) {
-    gunichar ch = g_utf8_get_char_validated(p, end - p);
-    if (ch == (gunichar)-1 || ch == (gunichar)-2) {
-      g_string_append(out, "\\ufffd"); /* one invalid byte */
-      p++;
-      continue;
-    }
-    const char *next = g_utf8_next_char(p);
-    if (ch == '"' || ch == '\\')
-      g_string_append_printf(out, "\\%c", (char)ch);
-    else if (ch < 0x20)
-      g_string_append_printf(out, "\\u%04x", ch);
-    else
-      g_string_append_len(out, p, next - p);
-    p = next;
-  }
-  g_string_append_c(out, '"');
-}
 
 static void
 clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
@@ -243,7 +221,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   g_string_append_printf(o, ", \"flag\": %s, \"text\": ",
                          flag ? "true" : "false");
   if (self->have_text)
-    json_string(o, l->text->str, l->text->len);
+    txl_json_append_string(o, l->text->str, l->text->len);
   else
     g_string_append(o, "null");
   g_string_append(o, "}\n");

@@ -2,6 +2,7 @@
  * text through the model's tokenizer. */
 #include "cmd.h"
 #include "txl.h"
+#include "jsonstr.h"
 
 #include <errno.h>
 #include <math.h>
@@ -153,28 +154,6 @@ line_get(TextScore *t, gint64 line)
   return l;
 }
 
-static void
-json_string(GString *out, const char *s, gsize len)
-{
-  g_string_append_c(out, '"');
-  const char *p = s, *end = s + len;
-  while (p < end) {
-    gunichar ch = g_utf8_get_char_validated(p, end - p);
-    if (ch == (gunichar)-1 || ch == (gunichar)-2) {
-      g_string_append(out, "\\ufffd"); /* an invalid byte, shown as such */
-      p++;
-      continue;
-    }
-    if (ch == '"' || ch == '\\')
-      g_string_append_printf(out, "\\%c", (char)ch);
-    else if (ch < 0x20)
-      g_string_append_printf(out, "\\u%04x", ch);
-    else
-      g_string_append_len(out, p, g_utf8_next_char(p) - p);
-    p = g_utf8_next_char(p);
-  }
-  g_string_append_c(out, '"');
-}
 
 static void
 line_free(gpointer p)
@@ -211,7 +190,7 @@ print_ready_lines(TextScore *t, gboolean all)
         g_string_append(o, ", \"flag\": false");
     }
     g_string_append(o, ", \"text\": ");
-    json_string(o, l->text->str, l->text->len);
+    txl_json_append_string(o, l->text->str, l->text->len);
     g_string_append(o, "}\n");
     fputs(o->str, stdout);
     line_free(l);
