@@ -83,14 +83,31 @@ txl_sampler_sample(TxlSampler *s, const float *lp)
       best = i;
   if (s->o.temperature == 0.0f || s->o.top_k == 1)
     return best;
-  /* candidates by decreasing probability; only as many as top-k keeps */
   int k = s->o.top_k > 0 && s->o.top_k < n ? s->o.top_k : n;
+  const double inv_t = 1.0 / s->o.temperature;
+  if (k == n && s->o.top_p >= 1.0f) {
+    /* nothing is cut off: draw over every id in order, no sort needed
+     * (this is the common case, and a sort of the whole vocabulary would
+     * cost more than the draw) */
+    double total = 0.0;
+    for (int i = 0; i < n; i++) {
+      s->p[i] = exp((lp[i] - lp[best]) * inv_t);
+      total += s->p[i];
+    }
+    double u = uniform(s) * total;
+    for (int i = 0; i < n; i++) {
+      u -= s->p[i];
+      if (u < 0.0)
+        return i;
+    }
+    return best;
+  }
+  /* candidates by decreasing probability; only as many as top-k keeps */
   for (int i = 0; i < n; i++)
     s->idx[i] = i;
   qsort_r(s->idx, n, sizeof(int), by_key_desc, (void *)lp);
   /* tempered probabilities, relative to the best for stability */
   double total = 0.0;
-  const double inv_t = 1.0 / s->o.temperature;
   for (int i = 0; i < k; i++) {
     s->p[i] = exp((lp[s->idx[i]] - lp[s->idx[0]]) * inv_t);
     total += s->p[i];
