@@ -72,6 +72,8 @@ def main():
     check('bit-flipped snapshot refused', rc == 1 and 'corrupt' in err, err[-200:])
     rc, _, err = run(['score', '-m', models[0], '--ids', '--load-snapshot', snap], b'1 2')
     check('snapshot of another model refused', rc == 1 and 'another model' in err, err[-200:])
+    rc, _, err = run(['score', '-m', models[1], '--ids', '--segment', '4', '--load-snapshot', snap], b'1 2')
+    check('options that a snapshot fixes are refused with it', rc == 2 and '--segment' in err, err[-200:])
     rc, _, err = run(['score', '-m', models[0], '--save-snapshot', snap], b'hello')
     check('text mode snapshot refused clearly', rc == 2 and '--ids' in err, err[-200:])
     failed = results.count(False)

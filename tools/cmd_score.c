@@ -353,6 +353,14 @@ txl_cmd_score(int argc, char **argv)
                     "snapshot would also need the tokenizer's pending bytes)\n");
     return 2;
   }
+  if (load_snap && (segment || mem_len != -1 || same_length != -1 ||
+                    clamp_len != -1 || memory)) {
+    fprintf(stderr, "txl score: --load-snapshot continues the saved stream "
+                    "with its own segment, memory and position settings; "
+                    "drop --segment, --mem-len, --same-length, --clamp-len "
+                    "and --memory\n");
+    return 2;
+  }
   TxlMemoryKind kind = TXL_MEMORY_KV;
   if (memory && !strcmp(memory, "hidden"))
     kind = TXL_MEMORY_HIDDEN;
