@@ -138,3 +138,78 @@ txl_baseline_add(TxlBaseline *b, double x)
   if (b->n < b->window)
     b->n++;
 }
+
+/* state: i32 kind, window, warmup, n, next; f64 q; f64 ring[n] (LE) */
+GBytes *
+txl_baseline_save(const TxlBaseline *b)
+{
+  gsize len = 5 * 4 + 8 + (gsize)b->n * 8;
+  guint8 *out = g_malloc(len), *p = out;
+  gint32 h[5] = { (gint32)b->kind, b->window, b->warmup, b->n, b->next };
+  for (int i = 0; i < 5; i++) {
+    guint32 v = GUINT32_TO_LE((guint32)h[i]);
+    memcpy(p, &v, 4);
+    p += 4;
+  }
+  for (int i = -1; i < b->n; i++) {
+    double d = i < 0 ? b->q : b->ring[i];
+    guint64 v;
+    memcpy(&v, &d, 8);
+    v = GUINT64_TO_LE(v);
+    memcpy(p, &v, 8);
+    p += 8;
+  }
+  return g_bytes_new_take(out, len);
+}
+
+gboolean
+txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
+{
+  gsize len;
+  const guint8 *p = g_bytes_get_data(state, &len);
+  gint32 h[5];
+  double q;
+  if (len < 28)
+    goto bad;
+  for (int i = 0; i < 5; i++) {
+    guint32 v;
+    memcpy(&v, p + 4 * i, 4);
+    h[i] = (gint32)GUINT32_FROM_LE(v);
+  }
+  guint64 qv;
+  memcpy(&qv, p + 20, 8);
+  qv = GUINT64_FROM_LE(qv);
+  memcpy(&q, &qv, 8);
+  if (h[3] < 0 || h[3] > b->window || h[4] < 0 || h[4] >= b->window ||
+      len != 28 + (gsize)h[3] * 8 || (h[3] < b->window && h[4] != h[3]))
+    goto bad;
+  if (h[0] != (gint32)b->kind || h[1] != b->window || h[2] != b->warmup ||
+      (b->kind == TXL_BASELINE_QUANTILE && q != b->q)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "baseline state: saved with another mode, window (%d), "
+                "warm-up (%d) or quantile", h[1], h[2]);
+    return FALSE;
+  }
+  for (int i = 0; i < h[3]; i++) {
+    guint64 v;
+    memcpy(&v, p + 28 + 8 * i, 8);
+    v = GUINT64_FROM_LE(v);
+    double d;
+    memcpy(&d, &v, 8);
+    if (!isfinite(d))
+      goto bad; /* add() never keeps one; selection needs an order */
+  }
+  for (int i = 0; i < h[3]; i++) {
+    guint64 v;
+    memcpy(&v, p + 28 + 8 * i, 8);
+    v = GUINT64_FROM_LE(v);
+    memcpy(&b->ring[i], &v, 8);
+  }
+  b->n = h[3];
+  b->next = h[4];
+  return TRUE;
+bad:
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "baseline state: malformed");
+  return FALSE;
+}

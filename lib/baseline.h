@@ -29,5 +29,9 @@ gboolean txl_baseline_score(TxlBaseline *b, double x, double *score);
 void txl_baseline_add(TxlBaseline *b, double x);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
+/* The window's values and position, for snapshots.  Restore refuses (and
+ * leaves b alone) state saved with another kind, window or warm-up. */
+GBytes *txl_baseline_save(const TxlBaseline *b);
+gboolean txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error);
 
 #endif

@@ -677,6 +677,71 @@ txl_pretok_finish(TxlPretok *p)
   chunk_flush(p);
 }
 
+static void
+put_le(GByteArray *out, guint64 v, int n)
+{
+  guint8 b[8];
+  for (int i = 0; i < n; i++)
+    b[i] = (guint8)(v >> (8 * i));
+  g_byte_array_append(out, b, (guint)n);
+}
+
+static gboolean
+get_le(const guint8 **in, const guint8 *end, int n, guint64 *v)
+{
+  if (end - *in < n)
+    return FALSE;
+  *v = 0;
+  for (int i = 0; i < n; i++)
+    *v |= (guint64)(*in)[i] << (8 * i);
+  *in += n;
+  return TRUE;
+}
+
+void
+txl_pretok_save(const TxlPretok *p, GByteArray *out)
+{
+  put_le(out, p->offset, 8);
+  put_le(out, p->cstart, 8);
+  put_le(out, p->clen, 4);
+  put_le(out, (guint32)p->ckind, 4);
+  g_byte_array_append(out, p->chunk, (guint)p->clen);
+  put_le(out, p->line_start, 8);
+  put_le(out, p->line->len, 4);
+  g_byte_array_append(out, p->line->data, p->line->len);
+}
+
+gboolean
+txl_pretok_restore(TxlPretok *p, const guint8 **in, const guint8 *end)
+{
+  guint64 offset, cstart, clen, ckind, line_start, llen;
+  const guint8 *q = *in;
+  if (!get_le(&q, end, 8, &offset) || !get_le(&q, end, 8, &cstart) ||
+      !get_le(&q, end, 4, &clen) || !get_le(&q, end, 4, &ckind))
+    return FALSE;
+  /* chunk_byte reads chunk[clen - 1] of a space run: a held chunk is
+   * never empty, and an empty one has no kind */
+  if (clen > TXL_BPE_MAX_CHUNK || ckind >= K_NL || (clen == 0) != (ckind == K_NONE) ||
+      (guint64)(end - q) < clen)
+    return FALSE;
+  const guint8 *chunk = q;
+  q += clen;
+  if (!get_le(&q, end, 8, &line_start) || !get_le(&q, end, 4, &llen) ||
+      llen >= TXL_NORM_SEGMENT || (guint64)(end - q) < llen ||
+      (llen && !p->rules) || cstart > offset || line_start > offset)
+    return FALSE;
+  memcpy(p->chunk, chunk, clen);
+  p->clen = clen;
+  p->ckind = (int)ckind;
+  p->cstart = cstart;
+  p->offset = offset;
+  p->line_start = line_start;
+  g_byte_array_set_size(p->line, 0);
+  g_byte_array_append(p->line, q, (guint)llen);
+  *in = q + llen;
+  return TRUE;
+}
+
 /* ---- chunk encoder ----------------------------------------------------- */
 
 /* Direct-mapped cache of short chunks and their tokens.  A log repeats

@@ -98,6 +98,12 @@ void txl_pretok_free(TxlPretok *p);
 void txl_pretok_push(TxlPretok *p, const guchar *data, gsize len);
 /* End of input: flushes what is held back. */
 void txl_pretok_finish(TxlPretok *p);
+/* The bytes held back and the offsets, appended to out; restore reads
+ * them back from *p (advanced) up to end, checking every field, and
+ * changes nothing when they are malformed. */
+void txl_pretok_save(const TxlPretok *p, GByteArray *out);
+gboolean txl_pretok_restore(TxlPretok *p, const guint8 **in,
+                            const guint8 *end);
 
 /* ---- chunk encoder ----------------------------------------------------- */
 

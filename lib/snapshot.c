@@ -3,15 +3,20 @@
  *   header (HEADER_SIZE bytes): magic "TXLSNAP1", u32 version, u32 header
  *     size, model id and vocabulary id (64 hex chars each), then i32 fields
  *     n_layer, d_model, HD, memory kind, mem_len, clamp_len, same_length,
- *     max_segment, mem used, has_last, segment, pending; i64 tokens seen;
- *     u64 raw and compressed payload sizes
- *   payload: zstd frame of [state floats][pending tokens]
+ *     max_segment, mem used, has_last, segment, pending, precision,
+ *     shuffle, sections; i64 tokens seen; u64 section bytes, raw and
+ *     compressed payload sizes
+ *   payload: zstd frame of [state floats, coded by lib/snapcodec.c]
+ *     [pending tokens, i32][sections: u32 name length, name, u64 length,
+ *     bytes; repeated]
  *   trailer: SHA-256 of header and payload (32 bytes)
  *
  * The checksum is verified first, so a flipped bit anywhere is caught
  * before a single field is believed; every field is then checked against
  * the model and the sizes it implies. */
 #include "model_internal.h"
+#include "jsonstr.h"
+#include "snapcodec.h"
 #include "state.h"
 
 #include <errno.h>
@@ -22,13 +27,15 @@
 #include <zstd.h>
 
 #define MAGIC "TXLSNAP1"
-#define VERSION 1u
-#define N_INTS 12
-#define HEADER_SIZE (8 + 4 + 4 + 64 + 64 + 4 * N_INTS + 8 + 8 + 8)
+#define VERSION 2u
+#define N_INTS 15
+#define HEADER_SIZE (8 + 4 + 4 + 64 + 64 + 4 * N_INTS + 8 + 8 + 8 + 8)
+#define MAX_SECTIONS 64
+#define MAX_NAME 64
 #define DIGEST 32
 
 enum { F_NLAYER, F_DMODEL, F_HD, F_KIND, F_MEMLEN, F_CLAMP, F_SAME, F_MAXSEG,
-       F_MLEN, F_HASLAST, F_SEG, F_NPEND };
+       F_MLEN, F_HASLAST, F_SEG, F_NPEND, F_PREC, F_SHUF, F_NSECT };
 
 static void
 put32(guint8 **p, guint32 v)
@@ -120,26 +127,96 @@ write_atomic(const char *path, const guint8 *data, gsize len, GError **error)
   return TRUE;
 }
 
-gboolean
-txl_scorer_save(TxlScorer *sc, const char *path, GError **error)
+static gsize
+sections_size(GHashTable *sections, guint *count, GError **error)
 {
+  gsize total = 0;
+  *count = 0;
+  if (!sections)
+    return 0;
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, sections);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    gsize nl = strlen(k);
+    if (nl == 0 || nl > MAX_NAME || ++*count > MAX_SECTIONS) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "snapshot section names are 1..%d bytes, at most %d "
+                  "sections", MAX_NAME, MAX_SECTIONS);
+      return G_MAXSIZE;
+    }
+    total += 4 + nl + 8 + g_bytes_get_size(v);
+  }
+  return total;
+}
+
+/* Sorted by name so that the same state always gives the same bytes. */
+static void
+put_sections(GHashTable *sections, guint8 *p)
+{
+  if (!sections)
+    return;
+  GList *keys = g_list_sort(g_hash_table_get_keys(sections),
+                            (GCompareFunc)strcmp);
+  for (GList *l = keys; l; l = l->next) {
+    gsize nl = strlen(l->data), n;
+    const guint8 *d = g_bytes_get_data(g_hash_table_lookup(sections, l->data),
+                                       &n);
+    put32(&p, (guint32)nl);
+    memcpy(p, l->data, nl);
+    p += nl;
+    put64(&p, n);
+    if (n)
+      memcpy(p, d, n);
+    p += n;
+  }
+  g_list_free(keys);
+}
+
+gboolean
+txl_scorer_save_full(TxlScorer *sc, const char *path,
+                     const TxlSnapshotOptions *opts, GHashTable *sections,
+                     gsize *file_bytes, GError **error)
+{
+  TxlSnapshotOptions so = TXL_SNAPSHOT_OPTIONS_DEFAULT;
+  if (opts)
+    so = *opts;
+  if ((so.precision != TXL_SNAPSHOT_F32 && so.precision != TXL_SNAPSHOT_F16 &&
+       so.precision != TXL_SNAPSHOT_BF16) || so.level < 0 || so.level > 19) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "snapshot options: precision %d or zstd level %d out of range",
+                (int)so.precision, so.level);
+    return FALSE;
+  }
+  guint nsect;
+  gsize sbytes = sections_size(sections, &nsect, error);
+  if (sbytes == G_MAXSIZE)
+    return FALSE;
   TxlStream *st = txl_scorer_stream(sc);
   TxlStreamOptions o;
   txl_stream_get_options(st, &o);
   int mlen_now = txl_stream_mem_used(st);
   gsize nf = txl_stream_state_floats(st, mlen_now);
+  gsize w = txl_snapcodec_width(so.precision);
   int npend;
   const int32_t *pend = txl_scorer_pending(sc, &npend);
-  gsize raw = nf * 4 + (gsize)npend * 4;
-  guint8 *payload = g_malloc(raw);
+  gsize raw = nf * w + (gsize)npend * 4 + sbytes;
+  guint8 *payload = g_malloc(raw ? raw : 1);
+  float *state = g_new(float, nf ? nf : 1);
   int mlen;
   gboolean has_last;
-  txl_stream_state_export(st, (float *)payload, &mlen, &has_last);
-  memcpy(payload + nf * 4, pend, (gsize)npend * 4);
+  txl_stream_state_export(st, state, &mlen, &has_last);
+  txl_snapcodec_encode(state, nf, so.precision, so.shuffle, payload);
+  g_free(state);
+  guint8 *p = payload + nf * w;
+  for (int i = 0; i < npend; i++)
+    put32(&p, (guint32)pend[i]);
+  put_sections(sections, p);
   gsize bound = ZSTD_compressBound(raw);
   gsize total = HEADER_SIZE + bound + DIGEST;
   guint8 *file = g_malloc(total);
-  gsize comp = ZSTD_compress(file + HEADER_SIZE, bound, payload, raw, 3);
+  gsize comp = ZSTD_compress(file + HEADER_SIZE, bound, payload, raw,
+                             so.level ? so.level : 3);
   g_free(payload);
   if (ZSTD_isError(comp)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: compression failed: %s",
@@ -149,7 +226,7 @@ txl_scorer_save(TxlScorer *sc, const char *path, GError **error)
   }
   const TxlModel *model = txl_stream_model(st);
   const TxlConfig *c = txl_model_config(model);
-  guint8 *p = file;
+  p = file;
   memcpy(p, MAGIC, 8);
   p += 8;
   put32(&p, VERSION);
@@ -161,16 +238,26 @@ txl_scorer_save(TxlScorer *sc, const char *path, GError **error)
   gint32 f[N_INTS] = { c->n_layer, c->d_model, c->n_head * c->d_head,
                        (gint32)o.memory, o.mem_len, o.clamp_len,
                        o.same_length, o.max_segment, mlen, has_last,
-                       txl_scorer_segment(sc), npend };
+                       txl_scorer_segment(sc), npend, (gint32)so.precision,
+                       so.shuffle ? 1 : 0, (gint32)nsect };
   for (int i = 0; i < N_INTS; i++)
     put32(&p, (guint32)f[i]);
   put64(&p, (guint64)txl_scorer_tokens_seen(sc));
+  put64(&p, sbytes);
   put64(&p, raw);
   put64(&p, comp);
   sha256(file, HEADER_SIZE + comp, file + HEADER_SIZE + comp);
   gboolean ok = write_atomic(path, file, HEADER_SIZE + comp + DIGEST, error);
   g_free(file);
+  if (ok && file_bytes)
+    *file_bytes = HEADER_SIZE + comp + DIGEST;
   return ok;
+}
+
+gboolean
+txl_scorer_save(TxlScorer *sc, const char *path, GError **error)
+{
+  return txl_scorer_save_full(sc, path, NULL, NULL, NULL, error);
 }
 
 static gboolean
@@ -180,126 +267,30 @@ bad(GError **error, const char *path, const char *what)
   return FALSE;
 }
 
-TxlScorer *
-txl_scorer_load(TxlModel *m, const char *path, TxlScoreFunc func,
-                gpointer data, GError **error)
-{
-  g_autofree guint8 *file = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, (char **)&file, &len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
-    g_error_free(e);
-    return NULL;
-  }
-  if (len < HEADER_SIZE + DIGEST || memcmp(file, MAGIC, 8) != 0) {
-    bad(error, path, len >= 8 && memcmp(file, MAGIC, 8) == 0
-                       ? "truncated snapshot"
-                       : "not a txl snapshot (bad magic)");
-    return NULL;
-  }
-  const guint8 *p = file + 8;
-  guint32 version = get32(&p), hsize = get32(&p);
-  if (version != VERSION || hsize != HEADER_SIZE) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
-                "%s: snapshot format version %u (header %u bytes); this "
-                "reader knows version %u", path, version, hsize, VERSION);
-    return NULL;
-  }
-  guint8 digest[DIGEST];
-  sha256(file, len - DIGEST, digest);
-  if (memcmp(digest, file + len - DIGEST, DIGEST) != 0) {
-    bad(error, path, "checksum mismatch: the snapshot is corrupt or truncated");
-    return NULL;
-  }
-  const TxlConfig *c = txl_model_config(m);
-  if (memcmp(p, txl_model_id(m), 64) != 0) {
-    bad(error, path, "made with another model (model id differs)");
-    return NULL;
-  }
-  p += 64;
-  if (memcmp(p, txl_model_vocab_id(m), 64) != 0) {
-    bad(error, path, "made with another vocabulary");
-    return NULL;
-  }
-  p += 64;
+/* The file, its header fields, checked as far as they can be without a
+ * model: magic, version, checksum, sizes. */
+typedef struct {
+  guint8 *file;
+  gsize len;
+  char model[65], vocab[65];
   gint32 f[N_INTS];
-  for (int i = 0; i < N_INTS; i++)
-    f[i] = (gint32)get32(&p);
-  gint64 seen = (gint64)get64(&p);
-  guint64 raw = get64(&p), comp = get64(&p);
-  if (f[F_NLAYER] != c->n_layer || f[F_DMODEL] != c->d_model ||
-      f[F_HD] != c->n_head * c->d_head) {
-    bad(error, path, "dimensions differ from the model's");
-    return NULL;
-  }
-  if (comp != len - HEADER_SIZE - DIGEST ||
-      (f[F_KIND] != TXL_MEMORY_KV && f[F_KIND] != TXL_MEMORY_HIDDEN) ||
-      f[F_SEG] < 1 || f[F_NPEND] < 0 || f[F_NPEND] > f[F_SEG] ||
-      f[F_MLEN] < 0 || f[F_MLEN] > f[F_MEMLEN] || seen < 0) {
-    bad(error, path, "inconsistent header fields");
-    return NULL;
-  }
-  /* everything the header implies is checked before anything is
-   * allocated: a checksum only proves the file is what was written */
-  if (f[F_MEMLEN] < 0 || f[F_MEMLEN] > (1 << 20) || f[F_MAXSEG] < 1 ||
-      f[F_MAXSEG] > (1 << 20) || f[F_SEG] > f[F_MAXSEG] ||
-      (gint64)f[F_MAXSEG] * ((gint64)f[F_MEMLEN] + f[F_MAXSEG]) > (1 << 28) ||
-      f[F_CLAMP] < 0 || f[F_CLAMP] > (1 << 20) || f[F_SAME] < 0 ||
-      f[F_SAME] > 1 || f[F_HASLAST] < 0 || f[F_HASLAST] > 1) {
-    bad(error, path, "stream lengths out of range");
-    return NULL;
-  }
-  guint64 width = f[F_KIND] == TXL_MEMORY_HIDDEN ? (guint64)c->d_model
-                                                 : 2 * (guint64)f[F_HD];
-  guint64 want = ((guint64)c->n_layer * f[F_MLEN] * width + c->d_model) * 4 +
-                 (guint64)f[F_NPEND] * 4;
-  if (raw != want) {
-    bad(error, path, "payload size does not match the header");
-    return NULL;
-  }
-  TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
-                         (TxlMemoryKind)f[F_KIND] };
-  TxlScorer *sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
-  if (!sc)
-    return NULL;
-  TxlStream *st = txl_scorer_stream(sc);
-  gsize nf = txl_stream_state_floats(st, f[F_MLEN]);
-  if (raw != nf * 4 + (guint64)f[F_NPEND] * 4 ||
-      ZSTD_getFrameContentSize(file + HEADER_SIZE, comp) != raw) {
-    bad(error, path, "payload size does not match the header");
-    txl_scorer_free(sc);
-    return NULL;
-  }
-  guint8 *payload = g_malloc(raw ? raw : 1);
-  gsize got = ZSTD_decompress(payload, raw, file + HEADER_SIZE, comp);
-  gboolean ok = !ZSTD_isError(got) && got == raw;
-  if (!ok)
-    bad(error, path, "the compressed state does not decompress");
-  ok = ok && txl_stream_state_import(st, (const float *)payload, f[F_MLEN],
-                                     f[F_HASLAST] != 0, error) &&
-       txl_scorer_restore(sc, (const int32_t *)(payload + nf * 4),
-                          f[F_NPEND], seen, error);
-  g_free(payload);
-  if (!ok) {
-    txl_scorer_free(sc);
-    return NULL;
-  }
-  return sc;
-}
+  gint64 seen;
+  guint64 sbytes, raw, comp;
+} Parsed;
 
-gboolean
-txl_snapshot_describe(const char *path, GString *out, GError **error)
+static gboolean
+parse(const char *path, Parsed *ps, GError **error)
 {
-  g_autofree guint8 *file = NULL;
-  gsize len = 0;
+  memset(ps, 0, sizeof *ps);
   GError *e = NULL;
-  if (!g_file_get_contents(path, (char **)&file, &len, &e)) {
+  if (!g_file_get_contents(path, (char **)&ps->file, &ps->len, &e)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
     g_error_free(e);
     return FALSE;
   }
-  if (len < HEADER_SIZE + DIGEST || memcmp(file, MAGIC, 8) != 0)
+  const guint8 *file = ps->file;
+  gsize len = ps->len;
+  if (len < 16 || memcmp(file, MAGIC, 8) != 0)
     return bad(error, path, len >= 8 && memcmp(file, MAGIC, 8) == 0
                               ? "truncated snapshot"
                               : "not a txl snapshot (bad magic)");
@@ -307,44 +298,231 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
   guint32 version = get32(&p), hsize = get32(&p);
   if (version != VERSION || hsize != HEADER_SIZE) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
-                "%s: snapshot format version %u; this reader knows %u", path,
-                version, VERSION);
+                "%s: snapshot format version %u (header %u bytes); this "
+                "reader knows version %u", path, version, hsize, VERSION);
     return FALSE;
   }
+  if (len < HEADER_SIZE + DIGEST)
+    return bad(error, path, "truncated snapshot");
   guint8 digest[DIGEST];
   sha256(file, len - DIGEST, digest);
   if (memcmp(digest, file + len - DIGEST, DIGEST) != 0)
     return bad(error, path,
                "checksum mismatch: the snapshot is corrupt or truncated");
-  char model[65] = { 0 }, vocab[65] = { 0 };
-  memcpy(model, p, 64);
-  memcpy(vocab, p + 64, 64);
+  memcpy(ps->model, p, 64);
+  memcpy(ps->vocab, p + 64, 64);
   p += 128;
-  gint32 f[N_INTS];
   for (int i = 0; i < N_INTS; i++)
-    f[i] = (gint32)get32(&p);
-  gint64 seen = (gint64)get64(&p);
-  guint64 raw = get64(&p), comp = get64(&p);
-  if (comp != len - HEADER_SIZE - DIGEST ||
-      ZSTD_getFrameContentSize(file + HEADER_SIZE, comp) != raw)
+    ps->f[i] = (gint32)get32(&p);
+  ps->seen = (gint64)get64(&p);
+  ps->sbytes = get64(&p);
+  ps->raw = get64(&p);
+  ps->comp = get64(&p);
+  const gint32 *f = ps->f;
+  if (ps->comp != len - HEADER_SIZE - DIGEST ||
+      ZSTD_getFrameContentSize(file + HEADER_SIZE, ps->comp) != ps->raw)
     return bad(error, path, "payload size does not match the header");
-  guint8 *payload = g_malloc(raw ? raw : 1);
-  gsize got = ZSTD_decompress(payload, raw, file + HEADER_SIZE, comp);
+  if ((f[F_KIND] != TXL_MEMORY_KV && f[F_KIND] != TXL_MEMORY_HIDDEN) ||
+      f[F_SEG] < 1 || f[F_NPEND] < 0 || f[F_NPEND] > f[F_SEG] ||
+      f[F_MLEN] < 0 || f[F_MLEN] > f[F_MEMLEN] || ps->seen < 0 ||
+      f[F_PREC] < TXL_SNAPSHOT_F32 || f[F_PREC] > TXL_SNAPSHOT_BF16 ||
+      f[F_SHUF] < 0 || f[F_SHUF] > 1 || f[F_NSECT] < 0 ||
+      f[F_NSECT] > MAX_SECTIONS || ps->sbytes > ps->raw)
+    return bad(error, path, "inconsistent header fields");
+  /* everything the header implies is checked before anything is
+   * allocated: a checksum only proves the file is what was written */
+  if (f[F_MEMLEN] < 0 || f[F_MEMLEN] > (1 << 20) || f[F_MAXSEG] < 1 ||
+      f[F_MAXSEG] > (1 << 20) || f[F_SEG] > f[F_MAXSEG] ||
+      (gint64)f[F_MAXSEG] * ((gint64)f[F_MEMLEN] + f[F_MAXSEG]) > (1 << 28) ||
+      f[F_CLAMP] < 0 || f[F_CLAMP] > (1 << 20) || f[F_SAME] < 0 ||
+      f[F_SAME] > 1 || f[F_HASLAST] < 0 || f[F_HASLAST] > 1 ||
+      f[F_NLAYER] < 1 || f[F_NLAYER] > 4096 || f[F_DMODEL] < 1 ||
+      f[F_DMODEL] > (1 << 20) || f[F_HD] < 1 || f[F_HD] > (1 << 20))
+    return bad(error, path, "stream lengths out of range");
+  guint64 width = f[F_KIND] == TXL_MEMORY_HIDDEN ? (guint64)f[F_DMODEL]
+                                                 : 2 * (guint64)f[F_HD];
+  guint64 nf = (guint64)f[F_NLAYER] * f[F_MLEN] * width + f[F_DMODEL];
+  if (ps->raw != nf * txl_snapcodec_width(f[F_PREC]) +
+                     (guint64)f[F_NPEND] * 4 + ps->sbytes)
+    return bad(error, path, "payload size does not match the header");
+  return TRUE;
+}
+
+static guint8 *
+decompress(const char *path, const Parsed *ps, GError **error)
+{
+  guint8 *payload = g_try_malloc(ps->raw ? ps->raw : 1);
+  if (!payload) {
+    bad(error, path, "not enough memory for the state");
+    return NULL;
+  }
+  gsize got = ZSTD_decompress(payload, ps->raw, ps->file + HEADER_SIZE,
+                              ps->comp);
+  if (ZSTD_isError(got) || got != ps->raw) {
+    g_free(payload);
+    bad(error, path, "the compressed state does not decompress");
+    return NULL;
+  }
+  return payload;
+}
+
+static GHashTable *
+read_sections(const char *path, const guint8 *p, gsize n, int count,
+              GError **error)
+{
+  GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify)g_bytes_unref);
+  const guint8 *end = p + n;
+  for (int i = 0; i < count; i++) {
+    if ((gsize)(end - p) < 4)
+      goto fail;
+    guint32 nl = get32(&p);
+    if (nl == 0 || nl > MAX_NAME || (gsize)(end - p) < nl + 8)
+      goto fail;
+    char *name = g_strndup((const char *)p, nl);
+    p += nl;
+    guint64 len = get64(&p);
+    if (strlen(name) != nl || len > (guint64)(end - p) ||
+        g_hash_table_contains(t, name)) {
+      g_free(name);
+      goto fail;
+    }
+    g_hash_table_insert(t, name, g_bytes_new(p, len));
+    p += len;
+  }
+  if (p == end)
+    return t;
+fail:
+  g_hash_table_unref(t);
+  bad(error, path, "malformed sections");
+  return NULL;
+}
+
+TxlScorer *
+txl_scorer_load_full(TxlModel *m, const char *path, TxlScoreFunc func,
+                     gpointer data, GHashTable **sections, GError **error)
+{
+  Parsed ps;
+  TxlScorer *sc = NULL;
+  guint8 *payload = NULL;
+  GHashTable *sect = NULL;
+  float *state = NULL;
+  guint8 *scratch = NULL;
+  if (!parse(path, &ps, error))
+    goto out;
+  const gint32 *f = ps.f;
+  const TxlConfig *c = txl_model_config(m);
+  if (memcmp(ps.model, txl_model_id(m), 64) != 0) {
+    bad(error, path, "made with another model (model id differs)");
+    goto out;
+  }
+  if (memcmp(ps.vocab, txl_model_vocab_id(m), 64) != 0) {
+    bad(error, path, "made with another vocabulary");
+    goto out;
+  }
+  if (f[F_NLAYER] != c->n_layer || f[F_DMODEL] != c->d_model ||
+      f[F_HD] != c->n_head * c->d_head) {
+    bad(error, path, "dimensions differ from the model's");
+    goto out;
+  }
+  if (!(payload = decompress(path, &ps, error)))
+    goto out;
+  gsize w = txl_snapcodec_width(f[F_PREC]);
+  gsize tail = (gsize)f[F_NPEND] * 4 + ps.sbytes;
+  gsize nf = (ps.raw - tail) / w;
+  if (!(sect = read_sections(path, payload + nf * w + f[F_NPEND] * 4,
+                             ps.sbytes, f[F_NSECT], error)))
+    goto out;
+  TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
+                         (TxlMemoryKind)f[F_KIND] };
+  sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
+  if (!sc)
+    goto out;
+  TxlStream *st = txl_scorer_stream(sc);
+  if (nf != txl_stream_state_floats(st, f[F_MLEN])) {
+    bad(error, path, "payload size does not match the header");
+    goto fail;
+  }
+  state = g_new(float, nf);
+  scratch = f[F_SHUF] ? g_malloc(nf * w) : NULL;
+  txl_snapcodec_decode(payload, nf, f[F_PREC], f[F_SHUF], scratch, state);
+  int32_t *pend = g_new(int32_t, f[F_NPEND] + 1);
+  const guint8 *pp = payload + nf * w;
+  for (int i = 0; i < f[F_NPEND]; i++)
+    pend[i] = (int32_t)get32(&pp);
+  gboolean ok = txl_stream_state_import(st, state, f[F_MLEN],
+                                        f[F_HASLAST] != 0, error) &&
+                txl_scorer_restore(sc, pend, f[F_NPEND], ps.seen, error);
+  g_free(pend);
+  if (!ok)
+    goto fail;
+  if (sections)
+    *sections = g_steal_pointer(&sect);
+  goto out;
+fail:
+  g_clear_pointer(&sc, txl_scorer_free);
+out:
+  g_free(state);
+  g_free(scratch);
   g_free(payload);
-  if (ZSTD_isError(got) || got != raw)
-    return bad(error, path, "the compressed state does not decompress");
+  g_clear_pointer(&sect, g_hash_table_unref);
+  g_free(ps.file);
+  return sc;
+}
+
+TxlScorer *
+txl_scorer_load(TxlModel *m, const char *path, TxlScoreFunc func,
+                gpointer data, GError **error)
+{
+  return txl_scorer_load_full(m, path, func, data, NULL, error);
+}
+
+static const char *const precision_names[] = { "f32", "f16", "bf16" };
+
+gboolean
+txl_snapshot_describe(const char *path, GString *out, GError **error)
+{
+  Parsed ps;
+  gboolean ok = FALSE;
+  guint8 *payload = NULL;
+  GHashTable *sect = NULL;
+  if (!parse(path, &ps, error) || !(payload = decompress(path, &ps, error)))
+    goto out;
+  const gint32 *f = ps.f;
+  gsize tail = (gsize)f[F_NPEND] * 4 + ps.sbytes;
+  if (!(sect = read_sections(path, payload + (ps.raw - tail) +
+                                       f[F_NPEND] * 4,
+                             ps.sbytes, f[F_NSECT], error)))
+    goto out;
   g_string_append_printf(out,
       "{\"format_version\": %u, \"model_id\": \"%s\", \"vocab_id\": \"%s\", "
       "\"n_layer\": %d, \"d_model\": %d, \"heads_x_d_head\": %d, "
       "\"memory\": \"%s\", \"mem_len\": %d, \"clamp_len\": %d, "
       "\"same_length\": %s, \"max_segment\": %d, \"mem_used\": %d, "
       "\"segment\": %d, \"pending_tokens\": %d, \"tokens_seen\": %"
-      G_GINT64_FORMAT ", \"state_bytes\": %" G_GUINT64_FORMAT
-      ", \"file_bytes\": %zu, \"compression_ratio\": %.3f, "
-      "\"checksum\": \"ok\"}\n", version, model, vocab, f[F_NLAYER],
+      G_GINT64_FORMAT ", \"precision\": \"%s\", \"shuffle\": %s, "
+      "\"sections\": {", VERSION, ps.model, ps.vocab, f[F_NLAYER],
       f[F_DMODEL], f[F_HD], f[F_KIND] == TXL_MEMORY_HIDDEN ? "hidden" : "kv",
       f[F_MEMLEN], f[F_CLAMP], f[F_SAME] ? "true" : "false", f[F_MAXSEG],
-      f[F_MLEN], f[F_SEG], f[F_NPEND], seen, raw, len,
-      len ? (double)raw / len : 0.0);
-  return TRUE;
+      f[F_MLEN], f[F_SEG], f[F_NPEND], ps.seen, precision_names[f[F_PREC]],
+      f[F_SHUF] ? "true" : "false");
+  GList *keys = g_list_sort(g_hash_table_get_keys(sect), (GCompareFunc)strcmp);
+  for (GList *l = keys; l; l = l->next) {
+    if (l != keys)
+      g_string_append(out, ", ");
+    txl_json_append_string(out, l->data, strlen(l->data));
+    g_string_append_printf(out, ": %zu",
+        g_bytes_get_size(g_hash_table_lookup(sect, l->data)));
+  }
+  g_list_free(keys);
+  g_string_append_printf(out, "}, \"state_bytes\": %" G_GUINT64_FORMAT
+      ", \"file_bytes\": %zu, \"compression_ratio\": %.3f, "
+      "\"checksum\": \"ok\"}\n", ps.raw, ps.len,
+      ps.len ? (double)ps.raw / ps.len : 0.0);
+  ok = TRUE;
+out:
+  g_clear_pointer(&sect, g_hash_table_unref);
+  g_free(payload);
+  g_free(ps.file);
+  return ok;
 }

@@ -393,3 +393,106 @@ txl_encoder_finish(TxlEncoder *e)
     e->line_has_text = FALSE;
   }
 }
+
+/* ---- encoder state ---------------------------------------------------- */
+
+#define ENC_STATE_VERSION 1u
+
+static void
+put_u(GByteArray *out, guint64 v, int n)
+{
+  guint8 b[8];
+  for (int i = 0; i < n; i++)
+    b[i] = (guint8)(v >> (8 * i));
+  g_byte_array_append(out, b, (guint)n);
+}
+
+static gboolean
+get_u(const guint8 **in, const guint8 *end, int n, guint64 *v)
+{
+  if (end - *in < n)
+    return FALSE;
+  *v = 0;
+  for (int i = 0; i < n; i++)
+    *v |= (guint64)(*in)[i] << (8 * i);
+  *in += n;
+  return TRUE;
+}
+
+GBytes *
+txl_encoder_save(const TxlEncoder *e)
+{
+  GByteArray *out = g_byte_array_new();
+  put_u(out, ENC_STATE_VERSION, 4);
+  put_u(out, (guint32)e->tok->type, 4);
+  put_u(out, (guint64)e->line, 8);
+  put_u(out, e->offset, 8);
+  put_u(out, e->line_has_text ? 1 : 0, 4);
+  put_u(out, e->word_start, 8);
+  put_u(out, e->word->len, 8);
+  g_byte_array_append(out, (const guint8 *)e->word->str, (guint)e->word->len);
+  if (e->pretok)
+    txl_pretok_save(e->pretok, out);
+  return g_byte_array_free_to_bytes(out);
+}
+
+gboolean
+txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
+{
+  gsize n;
+  const guint8 *p = g_bytes_get_data(state, &n), *end = p + n;
+  guint64 version, type, line, offset, has_text, wstart, wlen;
+  if (!get_u(&p, end, 4, &version) || version != ENC_STATE_VERSION ||
+      !get_u(&p, end, 4, &type) || !get_u(&p, end, 8, &line) ||
+      !get_u(&p, end, 8, &offset) || !get_u(&p, end, 4, &has_text) ||
+      !get_u(&p, end, 8, &wstart) || !get_u(&p, end, 8, &wlen))
+    goto bad;
+  if (type != (guint64)e->tok->type) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "tokenizer state: saved by a %s tokenizer, this one is %s",
+                type <= TXL_TOKENIZER_BPE ? txl_tokenizer_type_name(type)
+                                          : "unknown",
+                txl_tokenizer_type_name(e->tok->type));
+    return FALSE;
+  }
+  if (line < 1 || line > G_MAXINT64 || has_text > 1 || wlen > (guint64)(end - p) ||
+      (wlen && e->tok->type != TXL_TOKENIZER_WORD) || wstart > offset)
+    goto bad;
+  const guint8 *word = p;
+  p += wlen;
+  if (e->pretok) {
+    /* a trial copy, so that nothing changes unless all of it is good */
+    TxlPretok *trial = txl_pretok_new(e->tok->bpe, bpe_piece, e);
+    if (!txl_pretok_restore(trial, &p, end) || p != end) {
+      txl_pretok_free(trial);
+      goto bad;
+    }
+    txl_pretok_free(e->pretok);
+    e->pretok = trial;
+  } else if (p != end) {
+    goto bad;
+  }
+  e->line = (gint64)line;
+  e->offset = offset;
+  e->line_has_text = has_text != 0;
+  e->word_start = wstart;
+  g_string_truncate(e->word, 0);
+  g_string_append_len(e->word, (const char *)word, (gssize)wlen);
+  return TRUE;
+bad:
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "tokenizer state: malformed or from another version");
+  return FALSE;
+}
+
+gint64
+txl_encoder_line(const TxlEncoder *e)
+{
+  return e->line;
+}
+
+guint64
+txl_encoder_offset(const TxlEncoder *e)
+{
+  return e->offset;
+}

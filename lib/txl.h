@@ -158,6 +158,35 @@ gboolean txl_scorer_save(TxlScorer *scorer, const char *path, GError **error);
 TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
                            TxlScoreFunc func, gpointer user_data,
                            GError **error);
+
+typedef enum {
+  TXL_SNAPSHOT_F32 = 0,  /* lossless: resumes bit for bit */
+  TXL_SNAPSHOT_F16 = 1,  /* memory rounded to float16: about half the size */
+  TXL_SNAPSHOT_BF16 = 2, /* rounded to bfloat16 */
+} TxlSnapshotPrecision;
+
+typedef struct {
+  TxlSnapshotPrecision precision;
+  gboolean shuffle; /* byte-shuffle the floats before zstd */
+  int level;        /* zstd level, 1..19; 0: the default (3) */
+} TxlSnapshotOptions;
+
+#define TXL_SNAPSHOT_OPTIONS_DEFAULT { TXL_SNAPSHOT_F32, TRUE, 0 }
+
+/* As txl_scorer_save, with options (NULL: the defaults) and named extra
+ * sections stored beside the stream (char * -> GBytes *, may be NULL): the
+ * state of whatever surrounds the scorer (a tokenizer's pending bytes, a
+ * baseline), kept in the same atomic, checksummed file.  *file_bytes (may
+ * be NULL) receives the size written. */
+gboolean txl_scorer_save_full(TxlScorer *scorer, const char *path,
+                              const TxlSnapshotOptions *opts,
+                              GHashTable *sections, gsize *file_bytes,
+                              GError **error);
+/* As txl_scorer_load; *sections (may be NULL) receives a new table of the
+ * file's sections (char * -> GBytes *, g_hash_table_unref it). */
+TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
+                                TxlScoreFunc func, gpointer user_data,
+                                GHashTable **sections, GError **error);
 /* Verifies a snapshot's integrity (checksum, sizes, decompression) without
  * its model, and appends its header as one JSON object to out. */
 gboolean txl_snapshot_describe(const char *path, GString *out,
@@ -200,6 +229,15 @@ TxlEncoder *txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func,
 void txl_encoder_free(TxlEncoder *enc);
 void txl_encoder_push(TxlEncoder *enc, const char *data, gsize len);
 void txl_encoder_finish(TxlEncoder *enc);
+/* The encoder's whole state (bytes held back, line and offset counters)
+ * as bytes, and an encoder continuing from them: the ids that follow are
+ * those the saved encoder would have produced.  Restore checks the bytes
+ * against the tokenizer and changes nothing on error. */
+GBytes *txl_encoder_save(const TxlEncoder *enc);
+gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state, GError **error);
+/* Line (1-based) of the next byte, and the stream offset of the next byte. */
+gint64 txl_encoder_line(const TxlEncoder *enc);
+guint64 txl_encoder_offset(const TxlEncoder *enc);
 
 G_END_DECLS
 
