@@ -49,49 +49,11 @@ assert_same(Toks *a, Toks *b)
                   b->starts->data, b->starts->len * sizeof(gsize));
 }
 
-static TxlModel *
-word_model(char **path, gboolean lower)
-{
-  TxlConfig c;
-  tu_small_config(&c);
-  c.n_token = 300;
-  static const char *base[] = { "<eos>", "<unk>", "the", "cat", "sat", "Mat" };
-  const char *syms[300];
-  gsize lens[300];
-  char *owned[300] = { 0 };
-  for (int i = 0; i < 300; i++) {
-    if (i < 6)
-      syms[i] = base[i];
-    else
-      syms[i] = owned[i] = g_strdup_printf("w%d", i);
-    lens[i] = strlen(syms[i]);
-  }
-  g_autoptr(GError) err = NULL;
-  char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  *path = g_build_filename(dir, "m.gguf", NULL);
-  g_free(dir);
-  GgufWriter *w = gguf_writer_new();
-  txl_config_write_gguf(&c, w);
-  gguf_writer_add_string(w, "tokenizer.type", "word");
-  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 300);
-  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
-  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
-  gguf_writer_add_bool(w, "tokenizer.lower_case", lower);
-  tu_add_weights(w, &c, 3, NULL);
-  g_assert_true(gguf_writer_write(w, *path, &err));
-  gguf_writer_free(w);
-  for (int i = 0; i < 300; i++)
-    g_free(owned[i]);
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
-  return m;
-}
-
 static void
 test_word(void)
 {
   char *path;
-  TxlModel *m = word_model(&path, FALSE);
+  TxlModel *m = tu_word_model(&path, FALSE);
   const TxlTokenizer *tok = txl_model_tokenizer(m);
   g_assert_cmpint(txl_tokenizer_type(tok), ==, TXL_TOKENIZER_WORD);
   const char *text = "the cat  sat\tMat\nzebra the\n\ncat";
@@ -119,7 +81,7 @@ test_word(void)
   g_free(path);
 
   /* lower_case folds before lookup: "Mat" is then unknown, "MAT" too */
-  m = word_model(&path, TRUE);
+  m = tu_word_model(&path, TRUE);
   Toks t = encode(txl_model_tokenizer(m), "THE Cat MAT", 11, 3);
   static const int32_t want_lc[] = { 2, 3, 1, 0 };
   g_assert_cmpmem(t.ids->data, t.ids->len * 4, want_lc, sizeof want_lc);

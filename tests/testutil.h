@@ -148,6 +148,45 @@ tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
   return path;
 }
 
+/* A word-vocabulary model: <eos>, <unk>, the, cat, sat, Mat, w6..w299. */
+G_GNUC_UNUSED static TxlModel *
+tu_word_model(char **path, gboolean lower)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  c.n_token = 300;
+  static const char *base[] = { "<eos>", "<unk>", "the", "cat", "sat", "Mat" };
+  const char *syms[300];
+  gsize lens[300];
+  char *owned[300] = { 0 };
+  for (int i = 0; i < 300; i++) {
+    if (i < 6)
+      syms[i] = base[i];
+    else
+      syms[i] = owned[i] = g_strdup_printf("w%d", i);
+    lens[i] = strlen(syms[i]);
+  }
+  g_autoptr(GError) err = NULL;
+  char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
+  *path = g_build_filename(dir, "m.gguf", NULL);
+  g_free(dir);
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(&c, w);
+  gguf_writer_add_string(w, "tokenizer.type", "word");
+  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 300);
+  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
+  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
+  gguf_writer_add_bool(w, "tokenizer.lower_case", lower);
+  tu_add_weights(w, &c, 3, NULL);
+  g_assert_true(gguf_writer_write(w, *path, &err));
+  gguf_writer_free(w);
+  for (int i = 0; i < 300; i++)
+    g_free(owned[i]);
+  TxlModel *m = txl_model_load(*path, &err);
+  g_assert_no_error(err);
+  return m;
+}
+
 static void
 tu_remove(const char *path)
 {
