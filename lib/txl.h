@@ -239,6 +239,132 @@ gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state, GError **error);
 gint64 txl_encoder_line(const TxlEncoder *enc);
 guint64 txl_encoder_offset(const TxlEncoder *enc);
 
+/* ---- sessions: one recurrent memory per session key ------------------ */
+
+/* Interleaved logs hold many sessions at once (HDFS blocks, request ids).
+ * A TxlSessions takes whole lines, finds each line's session key with a
+ * regular expression and scores the line in that session's own stream, so
+ * that each session is modelled as if it were alone: its scores are bit
+ * for bit those of a TxlScorer fed only that session's tokens (with the
+ * same primer, segment and flushes).  One worker stream does the
+ * arithmetic; a session between its segments keeps only its memory rows
+ * and pending tokens.  Sessions end when told to, when idle, or when a
+ * bound on their number or bytes is reached (least recently used first);
+ * each ended session is reported once, with its aggregate scores.  A key
+ * seen again after its session ended starts a new session.  Not thread
+ * safe: one TxlSessions per thread.  See docs/anomaly.md. */
+
+typedef struct _TxlSessions TxlSessions;
+
+/* How a session's line scores become one number (TxlSessionResult.score).
+ * The end marker (score_end) counts as a line of its own. */
+typedef enum {
+  TXL_SESSION_SCORE_MAX_LINE = 0,     /* highest line mean NLL (nats/token) */
+  TXL_SESSION_SCORE_MAX_LINE_SUM = 1, /* highest line total NLL (nats) */
+  TXL_SESSION_SCORE_MAX_TOKEN = 2,    /* highest single-token NLL */
+  TXL_SESSION_SCORE_MEAN = 3,         /* mean NLL per token of the session */
+} TxlSessionScore;
+
+typedef enum {
+  TXL_SESSION_END_CLOSED = 0,  /* txl_sessions_end() or _finish() */
+  TXL_SESSION_END_IDLE = 1,    /* idle_lines other lines without one of its own */
+  TXL_SESSION_END_EVICTED = 2, /* least recently used, over max_bytes or max_sessions */
+} TxlSessionEnd;
+
+typedef struct {
+  /* GRegex (PCRE) found in each line; its key_group-th group (0: the whole
+   * match) is the session key.  NULL or "": every line in one session,
+   * i.e. a single stream.  Lines where it finds nothing share the key "". */
+  const char *key_regex;
+  int key_group;
+  int segment;              /* tokens per segment; <= 0: the model's tgt_len */
+  TxlStreamOptions stream;  /* memory length and kind of every session */
+  /* Score the pending partial segment at every line end, so a line's
+   * result is known when it is pushed (segments then end at line ends). */
+  gboolean flush_lines;
+  /* Start each session with a line end as context, so that its first
+   * token is scored too (a session follows a line end in training text). */
+  gboolean prime;
+  /* When a session ends, score one more, empty line: the model's surprise
+   * that the session ends here (TxlSessionResult.end_nll).  Meant for
+   * models trained on sessions each followed by an empty line. */
+  gboolean score_end;
+  guint64 max_bytes;   /* bound on txl_sessions_bytes(); 0: none */
+  guint max_sessions;  /* bound on open sessions; 0: none */
+  guint64 idle_lines;  /* end a session after this many lines without one
+                        * of its own; 0: never */
+  TxlSessionScore score;
+} TxlSessionOptions;
+
+#define TXL_SESSION_OPTIONS_DEFAULT                                         \
+  { NULL, 0, 0, TXL_STREAM_OPTIONS_DEFAULT, FALSE, TRUE, FALSE, 0, 0, 0,     \
+    TXL_SESSION_SCORE_MAX_LINE }
+
+/* One scored line. */
+typedef struct {
+  gint64 line;       /* its number: the n-th push is line n */
+  const char *key;   /* its session (valid during the callback) */
+  int tokens;        /* tokens scored (all of the line's with a primer) */
+  gsize bytes;       /* bytes of the line, its line end included */
+  double nll;        /* sum of -ln P over its tokens, nats */
+  double max_token;  /* the largest -ln P of one of its tokens */
+} TxlSessionLine;
+
+/* One ended session (valid during the callback). */
+typedef struct {
+  const char *key;
+  TxlSessionEnd reason;
+  gint64 first_line, last_line; /* line numbers */
+  gint64 lines, tokens;
+  gsize bytes;
+  double nll;           /* sum over its tokens (the end marker's included) */
+  double max_line_mean; /* highest line mean NLL, nats/token */
+  double max_line_sum;  /* highest line total NLL, nats */
+  double max_token;     /* highest token NLL */
+  double end_nll;       /* -ln P of the end marker; NAN when not scored */
+  double score;         /* per TxlSessionOptions.score */
+} TxlSessionResult;
+
+typedef void (*TxlSessionLineFunc)(const TxlSessionLine *line,
+                                   gpointer user_data);
+typedef void (*TxlSessionEndFunc)(const TxlSessionResult *result,
+                                  gpointer user_data);
+
+/* opts NULL: TXL_SESSION_OPTIONS_DEFAULT.  Fails on a bad regex or group,
+ * stream options the model refuses, or a max_bytes below what one session
+ * can need (txl_sessions_session_max_bytes()). */
+TxlSessions *txl_sessions_new(TxlModel *model, const TxlSessionOptions *opts,
+                              TxlSessionLineFunc line_func,
+                              TxlSessionEndFunc end_func, gpointer user_data,
+                              GError **error);
+/* Frees without reporting open sessions: call txl_sessions_finish() first. */
+void txl_sessions_free(TxlSessions *s);
+/* One line of text (len < 0: NUL-terminated; a final '\n' is optional and
+ * implied), tokenised by the model's tokenizer.  Returns the line's number
+ * (1, 2, ...), or -1 with error set. */
+gint64 txl_sessions_push_line(TxlSessions *s, const char *line, gssize len,
+                              GError **error);
+/* The same for a line already tokenised (its line end token included) with
+ * its key found by the caller (NULL: ""); bytes is only reported back. */
+gint64 txl_sessions_push_tokens(TxlSessions *s, const char *key,
+                                const int32_t *ids, gsize n, gsize bytes,
+                                GError **error);
+/* The session key the regex finds in a line (newly allocated), "" without
+ * a regex, NULL when a regex finds nothing. */
+char *txl_sessions_key(TxlSessions *s, const char *line, gssize len);
+/* Ends one session now (no-op for an unknown key), or all of them. */
+gboolean txl_sessions_end(TxlSessions *s, const char *key, GError **error);
+gboolean txl_sessions_finish(TxlSessions *s, GError **error);
+guint txl_sessions_count(const TxlSessions *s);
+/* Bytes held by the open sessions: memory rows, pending tokens and lines,
+ * key, bookkeeping.  The worker stream's scratch (one stream's worth,
+ * fixed) is not included. */
+guint64 txl_sessions_bytes(const TxlSessions *s);
+/* The most one session can hold (full memory, 64-byte key). */
+guint64 txl_sessions_session_max_bytes(const TxlSessions *s);
+/* Sessions ended so far for a reason. */
+guint64 txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason);
+
 G_END_DECLS
 
 #endif

@@ -1,0 +1,543 @@
+/* Interleaved sessions: one recurrent memory per session key.
+ *
+ * A log such as HDFS interleaves many sessions (blocks, requests); each is
+ * best modelled as its own stream.  TxlSessions finds a line's session key
+ * with a GRegex, keeps per session only what a stream remembers (the
+ * memory rows, exported from the stream) and the tokens waiting for their
+ * segment, and runs every segment on one shared worker stream: the
+ * session's memory is imported before and exported after (lazily: while
+ * the same session keeps the worker nothing moves).  Import and export are
+ * exact copies, so each session's scores are bit for bit those of a
+ * TxlScorer fed that session's tokens alone.
+ *
+ * Segments are cut exactly as txl_scorer cuts them (inputs t0..t(N-1)
+ * predict t1..tN); with flush_lines the pending partial segment is also run
+ * at each line end, as txl_scorer_finish() would, so a line's score is
+ * known when the line is pushed. */
+#include "model_internal.h"
+#include "state.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+  gint64 seq;     /* push number; 0 for the end-of-session marker */
+  int ntok;       /* tokens of the line that will be scored */
+  int done;
+  gsize bytes;
+  double nll, max_tok;
+} Line;
+
+typedef struct _Session Session;
+struct _Session {
+  char *key;
+  GList lru;        /* node in TxlSessions.lru (data = this) */
+  int32_t *pend;    /* seg + 1 */
+  int npend;
+  gint64 seen;      /* tokens pushed */
+  float *state;     /* exported memory, valid while not resident */
+  gsize state_floats;
+  int mlen;
+  gboolean has_last;
+  gboolean started; /* has run at least one segment */
+  GQueue lines;     /* Line*: pushed, not all scored */
+  gint64 last_seq;
+  guint64 bytes;    /* as accounted in TxlSessions.bytes */
+  TxlSessionResult r;
+};
+
+struct _TxlSessions {
+  TxlModel *m;
+  TxlSessionOptions o;
+  GRegex *re;
+  TxlStream *worker;
+  Session *resident;  /* whose memory the worker holds now */
+  int seg;
+  float *lp;
+  GHashTable *by_key; /* key -> Session* */
+  GQueue lru;         /* head: most recently used */
+  guint64 bytes;
+  gint64 seq;
+  TxlEncoder *enc;
+  GArray *ids;        /* tokens of the line being encoded */
+  int32_t nl[4];      /* tokens of a line end (primer and end marker) */
+  int n_nl;
+  TxlSessionLineFunc line_func;
+  TxlSessionEndFunc end_func;
+  gpointer data;
+  guint64 ended[3];
+};
+
+#define SESSION_OVERHEAD 160 /* hash entry and allocator slack, counted */
+
+static void
+collect_token(int32_t id, gint64 line, gsize start, gsize end, gpointer p)
+{
+  TxlSessions *s = p;
+  g_array_append_val(s->ids, id);
+}
+
+static guint64
+session_bytes(const TxlSessions *s, const Session *x)
+{
+  gsize state = txl_stream_state_floats(s->worker, x->mlen) * sizeof(float);
+  return sizeof(Session) + SESSION_OVERHEAD + strlen(x->key) + 1 +
+         (gsize)(s->seg + 1) * sizeof(int32_t) +
+         x->lines.length * (sizeof(Line) + 3 * sizeof(gpointer)) + state;
+}
+
+static void
+account(TxlSessions *s, Session *x)
+{
+  guint64 b = session_bytes(s, x);
+  s->bytes = s->bytes - x->bytes + b;
+  x->bytes = b;
+}
+
+guint64
+txl_sessions_session_max_bytes(const TxlSessions *s)
+{
+  /* a session at full memory with every pending token its own line, and a
+   * 64-byte key */
+  gsize state = txl_stream_state_floats(s->worker,
+                                        txl_stream_mem_len(s->worker));
+  return sizeof(Session) + SESSION_OVERHEAD + 65 +
+         (gsize)(s->seg + 1) * (sizeof(int32_t) + sizeof(Line) +
+                                3 * sizeof(gpointer)) +
+         state * sizeof(float);
+}
+
+TxlSessions *
+txl_sessions_new(TxlModel *m, const TxlSessionOptions *opts,
+                 TxlSessionLineFunc line_func, TxlSessionEndFunc end_func,
+                 gpointer user_data, GError **error)
+{
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  if (opts)
+    o = *opts;
+  if ((int)o.score < 0 || o.score > TXL_SESSION_SCORE_MEAN) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "unknown session score %d", (int)o.score);
+    return NULL;
+  }
+  GRegex *re = NULL;
+  if (o.key_regex && o.key_regex[0]) {
+    GError *e = NULL;
+    re = g_regex_new(o.key_regex, G_REGEX_OPTIMIZE, 0, &e);
+    if (!re) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "bad session key regex '%s': %s", o.key_regex, e->message);
+      g_error_free(e);
+      return NULL;
+    }
+    int groups = g_regex_get_capture_count(re);
+    if (o.key_group < 0 || o.key_group > groups) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "session key group %d: the regex '%s' has %d capture "
+                  "group%s", o.key_group, o.key_regex, groups,
+                  groups == 1 ? "" : "s");
+      g_regex_unref(re);
+      return NULL;
+    }
+  }
+  int seg = o.segment > 0 ? o.segment : m->cfg.tgt_len;
+  TxlStreamOptions so = o.stream;
+  so.max_segment = seg;
+  TxlStream *w = txl_stream_new(m, &so, error);
+  if (!w) {
+    if (re)
+      g_regex_unref(re);
+    return NULL;
+  }
+  TxlSessions *s = g_new0(TxlSessions, 1);
+  s->m = txl_model_ref(m);
+  s->o = o;
+  s->o.key_regex = NULL; /* the caller's string is not kept */
+  s->re = re;
+  s->worker = w;
+  s->seg = seg;
+  s->lp = g_new(float, seg);
+  s->by_key = g_hash_table_new(g_str_hash, g_str_equal);
+  g_queue_init(&s->lru);
+  s->line_func = line_func;
+  s->end_func = end_func;
+  s->data = user_data;
+  s->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  const TxlTokenizer *tok = txl_model_tokenizer(m);
+  if (txl_tokenizer_type(tok) != TXL_TOKENIZER_NONE) {
+    s->enc = txl_encoder_new(tok, collect_token, s);
+    /* the tokens of a line end, for the primer and the end marker */
+    txl_encoder_push(s->enc, "\n", 1);
+    if (s->ids->len >= 1 && s->ids->len <= G_N_ELEMENTS(s->nl)) {
+      s->n_nl = (int)s->ids->len;
+      memcpy(s->nl, s->ids->data, sizeof(int32_t) * s->n_nl);
+    }
+    g_array_set_size(s->ids, 0);
+  }
+  if (s->o.max_bytes > 0 &&
+      s->o.max_bytes < txl_sessions_session_max_bytes(s)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "max_bytes %" G_GUINT64_FORMAT " is below what one session "
+                "can need (%" G_GUINT64_FORMAT " bytes)", s->o.max_bytes,
+                txl_sessions_session_max_bytes(s));
+    txl_sessions_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void
+session_free(Session *x)
+{
+  g_free(x->key);
+  g_free(x->pend);
+  g_free(x->state);
+  g_queue_clear_full(&x->lines, g_free);
+  g_free(x);
+}
+
+void
+txl_sessions_free(TxlSessions *s)
+{
+  if (!s)
+    return;
+  for (GList *it = s->lru.head; it;) {
+    GList *next = it->next;
+    session_free(it->data);
+    it = next;
+  }
+  g_hash_table_destroy(s->by_key);
+  if (s->enc)
+    txl_encoder_free(s->enc);
+  g_array_free(s->ids, TRUE);
+  g_free(s->lp);
+  txl_stream_free(s->worker);
+  if (s->re)
+    g_regex_unref(s->re);
+  txl_model_unref(s->m);
+  g_free(s);
+}
+
+/* ---- the worker ------------------------------------------------------ */
+
+static void
+park(TxlSessions *s)
+{
+  Session *x = s->resident;
+  if (!x)
+    return;
+  gsize nf = txl_stream_state_floats(s->worker, txl_stream_mem_used(s->worker));
+  if (nf != x->state_floats) {
+    g_free(x->state);
+    x->state = g_new(float, nf);
+    x->state_floats = nf;
+  }
+  txl_stream_state_export(s->worker, x->state, &x->mlen, &x->has_last);
+  s->resident = NULL;
+}
+
+static gboolean
+take_worker(TxlSessions *s, Session *x, GError **error)
+{
+  if (s->resident == x)
+    return TRUE;
+  park(s);
+  if (!x->started) {
+    txl_stream_reset(s->worker);
+  } else if (!txl_stream_state_import(s->worker, x->state, x->mlen,
+                                      x->has_last, error)) {
+    return FALSE;
+  }
+  /* the copy in the session is stale from here on */
+  g_clear_pointer(&x->state, g_free);
+  x->state_floats = 0;
+  s->resident = x;
+  return TRUE;
+}
+
+static void
+emit_ready_lines(TxlSessions *s, Session *x)
+{
+  Line *l;
+  while ((l = g_queue_peek_head(&x->lines)) && l->done >= l->ntok) {
+    g_queue_pop_head(&x->lines);
+    TxlSessionResult *r = &x->r;
+    if (l->seq == 0) { /* the end marker */
+      r->end_nll = l->nll;
+    } else {
+      r->lines++;
+      r->bytes += l->bytes;
+      if (l->ntok > 0) {
+        r->max_line_mean = MAX(r->max_line_mean, l->nll / l->ntok);
+        r->max_line_sum = MAX(r->max_line_sum, l->nll);
+      }
+      if (s->line_func) {
+        TxlSessionLine out = { l->seq, x->key, l->ntok, l->bytes, l->nll,
+                               l->ntok > 0 ? l->max_tok : 0.0 };
+        s->line_func(&out, s->data);
+      }
+    }
+    g_free(l);
+  }
+}
+
+static gboolean
+run(TxlSessions *s, Session *x, int n, GError **error)
+{
+  if (!take_worker(s, x, error))
+    return FALSE;
+  if (!txl_stream_forward(s->worker, x->pend, n, x->pend + 1, s->lp, error))
+    return FALSE;
+  x->started = TRUE;
+  x->mlen = txl_stream_mem_used(s->worker);
+  GList *it = x->lines.head;
+  for (int i = 0; i < n; i++) {
+    while (it && ((Line *)it->data)->done >= ((Line *)it->data)->ntok)
+      it = it->next;
+    double nll = -(double)s->lp[i];
+    x->r.tokens++;
+    x->r.nll += nll;
+    x->r.max_token = MAX(x->r.max_token, nll);
+    if (it) { /* always: every scored token belongs to a pushed line */
+      Line *l = it->data;
+      l->done++;
+      l->nll += nll;
+      l->max_tok = MAX(l->max_tok, nll);
+    }
+  }
+  memmove(x->pend, x->pend + n, sizeof(int32_t) * (x->npend - n));
+  x->npend -= n;
+  emit_ready_lines(s, x);
+  return TRUE;
+}
+
+/* Adds one line's tokens (seq 0: the end marker) to a session. */
+static gboolean
+session_push(TxlSessions *s, Session *x, gint64 seq, const int32_t *ids,
+             gsize n, gsize bytes, gboolean flush, GError **error)
+{
+  const int n_token = s->m->cfg.n_token;
+  for (gsize i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= n_token) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "token %zu of the line has id %d, outside the vocabulary "
+                  "[0, %d)", i, ids[i], n_token);
+      return FALSE;
+    }
+  }
+  Line *l = g_new0(Line, 1);
+  l->seq = seq;
+  l->bytes = bytes;
+  /* a session's very first token has nothing before it to be predicted from */
+  l->ntok = (int)n - (x->seen == 0 && n > 0);
+  g_queue_push_tail(&x->lines, l);
+  for (gsize i = 0; i < n; i++) {
+    x->pend[x->npend++] = ids[i];
+    x->seen++;
+    if (x->npend == s->seg + 1 && !run(s, x, s->seg, error))
+      return FALSE;
+  }
+  if (flush && x->npend >= 2 && !run(s, x, x->npend - 1, error))
+    return FALSE;
+  emit_ready_lines(s, x);
+  return TRUE;
+}
+
+static Session *
+session_new(TxlSessions *s, const char *key)
+{
+  Session *x = g_new0(Session, 1);
+  x->key = g_strdup(key);
+  x->lru.data = x;
+  x->pend = g_new(int32_t, s->seg + 1);
+  g_queue_init(&x->lines);
+  x->r.key = x->key;
+  x->r.end_nll = NAN;
+  g_hash_table_insert(s->by_key, x->key, x);
+  g_queue_push_head_link(&s->lru, &x->lru);
+  account(s, x);
+  /* the primer: a line end before the first line, as in training text
+   * where a session follows a line end */
+  if (s->o.prime && s->n_nl > 0) {
+    for (int i = 0; i < s->n_nl; i++)
+      x->pend[x->npend++] = s->nl[i];
+    x->seen = s->n_nl;
+  }
+  return x;
+}
+
+/* Ends a session: scores what is pending (and the end marker), reports. */
+static gboolean
+session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
+{
+  gboolean ok = TRUE;
+  if (s->o.score_end && s->n_nl > 0 && x->seen > 0)
+    ok = session_push(s, x, 0, s->nl, s->n_nl, 0, FALSE, error);
+  if (ok && x->npend >= 2)
+    ok = run(s, x, x->npend - 1, error);
+  if (ok)
+    emit_ready_lines(s, x);
+  if (s->resident == x)
+    s->resident = NULL;
+  g_hash_table_remove(s->by_key, x->key);
+  g_queue_unlink(&s->lru, &x->lru);
+  s->bytes -= x->bytes;
+  if (ok) {
+    TxlSessionResult *r = &x->r;
+    r->reason = reason;
+    switch (s->o.score) {
+    case TXL_SESSION_SCORE_MAX_LINE:
+      r->score = r->max_line_mean;
+      break;
+    case TXL_SESSION_SCORE_MAX_LINE_SUM:
+      r->score = r->max_line_sum;
+      break;
+    case TXL_SESSION_SCORE_MAX_TOKEN:
+      r->score = r->max_token;
+      break;
+    case TXL_SESSION_SCORE_MEAN:
+      r->score = r->tokens ? r->nll / r->tokens : 0.0;
+      break;
+    }
+    if (isfinite(r->end_nll) && s->o.score != TXL_SESSION_SCORE_MEAN)
+      r->score = MAX(r->score, r->end_nll);
+    s->ended[reason]++;
+    if (s->end_func)
+      s->end_func(r, s->data);
+  }
+  session_free(x);
+  return ok;
+}
+
+static gboolean
+enforce_bounds(TxlSessions *s, Session *keep, GError **error)
+{
+  for (;;) {
+    GList *tail = s->lru.tail;
+    if (!tail)
+      return TRUE;
+    Session *x = tail->data;
+    TxlSessionEnd why;
+    if (s->o.idle_lines > 0 && s->seq - x->last_seq >= (gint64)s->o.idle_lines &&
+        x != keep)
+      why = TXL_SESSION_END_IDLE;
+    else if (x != keep &&
+             ((s->o.max_sessions > 0 && s->lru.length > s->o.max_sessions) ||
+              (s->o.max_bytes > 0 && s->bytes > s->o.max_bytes)))
+      why = TXL_SESSION_END_EVICTED;
+    else
+      return TRUE;
+    if (!session_end(s, x, why, error))
+      return FALSE;
+  }
+}
+
+char *
+txl_sessions_key(TxlSessions *s, const char *line, gssize len)
+{
+  if (!s->re)
+    return g_strdup("");
+  if (len < 0)
+    len = strlen(line);
+  GMatchInfo *mi = NULL;
+  char *key = NULL;
+  if (g_regex_match_full(s->re, line, len, 0, 0, &mi, NULL))
+    key = g_match_info_fetch(mi, s->o.key_group);
+  g_match_info_free(mi);
+  return key;
+}
+
+gint64
+txl_sessions_push_tokens(TxlSessions *s, const char *key,
+                         const int32_t *ids, gsize n, gsize bytes,
+                         GError **error)
+{
+  if (!key)
+    key = "";
+  Session *x = g_hash_table_lookup(s->by_key, key);
+  gboolean fresh = x == NULL;
+  if (!x)
+    x = session_new(s, key);
+  else if (s->lru.head != &x->lru) {
+    g_queue_unlink(&s->lru, &x->lru);
+    g_queue_push_head_link(&s->lru, &x->lru);
+  }
+  gint64 seq = ++s->seq;
+  if (fresh)
+    x->r.first_line = seq;
+  x->r.last_line = seq;
+  x->last_seq = seq;
+  if (!session_push(s, x, seq, ids, n, bytes, s->o.flush_lines, error))
+    return -1;
+  account(s, x);
+  if (!enforce_bounds(s, x, error))
+    return -1;
+  return seq;
+}
+
+gint64
+txl_sessions_push_line(TxlSessions *s, const char *line, gssize len,
+                       GError **error)
+{
+  if (!s->enc) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
+                        "the model has no tokenizer: push token ids with "
+                        "txl_sessions_push_tokens()");
+    return -1;
+  }
+  if (len < 0)
+    len = strlen(line);
+  gboolean has_nl = len > 0 && line[len - 1] == '\n';
+  gsize body = has_nl ? (gsize)len - 1 : (gsize)len;
+  if (memchr(line, '\n', body)) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "a line may hold a line end only at its end");
+    return -1;
+  }
+  g_autofree char *key = txl_sessions_key(s, line, body);
+  g_array_set_size(s->ids, 0);
+  txl_encoder_push(s->enc, line, body);
+  txl_encoder_push(s->enc, "\n", 1);
+  /* a line end is always a token boundary: every token of the line has
+   * been reported now */
+  return txl_sessions_push_tokens(s, key, (const int32_t *)s->ids->data,
+                                  s->ids->len, body + 1, error);
+}
+
+gboolean
+txl_sessions_end(TxlSessions *s, const char *key, GError **error)
+{
+  Session *x = g_hash_table_lookup(s->by_key, key ? key : "");
+  if (!x)
+    return TRUE;
+  return session_end(s, x, TXL_SESSION_END_CLOSED, error);
+}
+
+gboolean
+txl_sessions_finish(TxlSessions *s, GError **error)
+{
+  /* oldest first, so results come in order of last activity */
+  GList *tail;
+  while ((tail = s->lru.tail))
+    if (!session_end(s, tail->data, TXL_SESSION_END_CLOSED, error))
+      return FALSE;
+  return TRUE;
+}
+
+guint
+txl_sessions_count(const TxlSessions *s)
+{
+  return s->lru.length;
+}
+
+guint64
+txl_sessions_bytes(const TxlSessions *s)
+{
+  return s->bytes;
+}
+
+guint64
+txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason)
+{
+  return (guint)reason < G_N_ELEMENTS(s->ended) ? s->ended[reason] : 0;
+}

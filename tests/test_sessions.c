@@ -1,0 +1,493 @@
+/* TxlSessions: per-session results equal each session scored alone by a
+ * TxlScorer; memory and count bounds hold; every session is finalised
+ * exactly once. */
+#include "bpe.h"
+#include "normalize.h"
+#include "testutil.h"
+
+/* ---- models ---------------------------------------------------------- */
+
+static char *
+byte_model(void)
+{
+  TxlConfig c;
+  tu_small_config(&c); /* adaptive softmax over 300 ids, mem 12, segment 5 */
+  return tu_write_model(&c, 7, NULL);
+}
+
+static char *
+bpe_model(const char *text)
+{
+  TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
+  o.vocab_size = 400;
+  o.normalize = TXL_NORM_ALL;
+  gsize len = strlen(text);
+  g_autoptr(GError) err = NULL;
+  TxlBpe *b = txl_bpe_train(&text, &len, 1, &o, &err);
+  g_assert_no_error(err);
+  TxlConfig c;
+  tu_small_config(&c);
+  c.n_token = txl_bpe_n_tokens(b);
+  c.div_val = 1;
+  c.n_cutoffs = 0;
+  c.mem_len = 16;
+  c.tgt_len = 7;
+  char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
+  char *path = g_build_filename(dir, "model.gguf", NULL);
+  g_free(dir);
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(&c, w);
+  txl_bpe_write_gguf(b, w);
+  tu_add_weights(w, &c, 3, NULL);
+  g_assert_true(gguf_writer_write(w, path, &err));
+  gguf_writer_free(w);
+  txl_bpe_free(b);
+  return path;
+}
+
+/* An interleaved log: n lines over k sessions "s<i>", random order. */
+static GPtrArray *
+make_lines(int n, int k, guint32 seed)
+{
+  GRand *r = g_rand_new_with_seed(seed);
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+  const char *words[] = { "open", "read block", "write", "close", "retry",
+                          "served", "deleting file /data/x1234567/part" };
+  for (int i = 0; i < n; i++) {
+    int s = g_rand_int_range(r, 0, k);
+    g_ptr_array_add(a, g_strdup_printf(
+      "0811%02d %d INFO node%d: %s req=s%d size %d", i % 60,
+      g_rand_int_range(r, 100, 99999), g_rand_int_range(r, 0, 9),
+      words[g_rand_int_range(r, 0, G_N_ELEMENTS(words))], s,
+      g_rand_int_range(r, 0, 100000)));
+  }
+  g_rand_free(r);
+  return a;
+}
+
+/* ---- the reference: each session alone --------------------------------- */
+
+typedef struct {
+  GArray *ids;
+} Collect;
+
+static void
+collect(int32_t id, gint64 line, gsize a, gsize b, gpointer p)
+{
+  Collect *c = p;
+  g_array_append_val(c->ids, id);
+}
+
+static GArray *
+encode_line(const TxlTokenizer *tok, const char *line)
+{
+  Collect c = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+  TxlEncoder *e = txl_encoder_new(tok, collect, &c);
+  txl_encoder_push(e, line, strlen(line));
+  txl_encoder_push(e, "\n", 1);
+  txl_encoder_finish(e);
+  txl_encoder_free(e);
+  return c.ids;
+}
+
+typedef struct {
+  GArray *lp; /* double per scored token, in order */
+} Ref;
+
+static void
+ref_token(gint64 pos, int32_t token, float logprob, gpointer p)
+{
+  Ref *r = p;
+  double v = -(double)logprob;
+  g_array_append_val(r->lp, v);
+}
+
+/* Per-line NLL sums (and the end marker's) of one session's lines. */
+static GArray *
+score_alone(TxlModel *m, const TxlSessionOptions *o, GPtrArray *lines,
+            double *end_nll)
+{
+  const TxlTokenizer *tok = txl_model_tokenizer(m);
+  Ref ref = { g_array_new(FALSE, FALSE, sizeof(double)) };
+  g_autoptr(GError) err = NULL;
+  TxlScorer *sc = txl_scorer_new(m, &o->stream, o->segment, ref_token, &ref,
+                                 &err);
+  g_assert_no_error(err);
+  GArray *nl = encode_line(tok, "");
+  GArray *counts = g_array_new(FALSE, FALSE, sizeof(int));
+  if (o->prime)
+    g_assert_true(txl_scorer_push(sc, (int32_t *)nl->data, nl->len, &err));
+  for (guint i = 0; i < lines->len; i++) {
+    GArray *ids = encode_line(tok, lines->pdata[i]);
+    int n = (int)ids->len - (txl_scorer_tokens_seen(sc) == 0);
+    g_array_append_val(counts, n);
+    g_assert_true(txl_scorer_push(sc, (int32_t *)ids->data, ids->len, &err));
+    if (o->flush_lines)
+      g_assert_true(txl_scorer_finish(sc, &err));
+    g_array_free(ids, TRUE);
+  }
+  int n_end = 0;
+  if (o->score_end) {
+    g_assert_true(txl_scorer_push(sc, (int32_t *)nl->data, nl->len, &err));
+    n_end = nl->len;
+  }
+  g_assert_true(txl_scorer_finish(sc, &err));
+  g_assert_no_error(err);
+  GArray *sums = g_array_new(FALSE, FALSE, sizeof(double));
+  guint at = 0;
+  for (guint i = 0; i < counts->len; i++) {
+    double s = 0;
+    for (int j = 0; j < g_array_index(counts, int, i); j++)
+      s += g_array_index(ref.lp, double, at++);
+    g_array_append_val(sums, s);
+  }
+  *end_nll = NAN;
+  if (n_end) {
+    double s = 0;
+    for (int j = 0; j < n_end; j++)
+      s += g_array_index(ref.lp, double, at++);
+    *end_nll = s;
+  }
+  g_assert_cmpuint(at, ==, ref.lp->len);
+  txl_scorer_free(sc);
+  g_array_free(nl, TRUE);
+  g_array_free(counts, TRUE);
+  g_array_free(ref.lp, TRUE);
+  return sums;
+}
+
+/* ---- what TxlSessions reports ------------------------------------------ */
+
+typedef struct {
+  GHashTable *line_nll;  /* seq -> double* */
+  GHashTable *line_key;  /* seq -> key */
+  GHashTable *results;   /* key -> TxlSessionResult* (copied, key owned) */
+  GHashTable *open;      /* key -> line count since it opened (test's mirror) */
+  int ends;
+  gint64 lines_in_results;
+  TxlSessions *s;
+  guint64 max_bytes_seen;
+  guint max_count_seen;
+} Got;
+
+static void
+got_line(const TxlSessionLine *l, gpointer p)
+{
+  Got *g = p;
+  g_assert_false(g_hash_table_contains(g->line_nll, GINT_TO_POINTER(l->line)));
+  double *v = g_new(double, 1);
+  *v = l->nll;
+  g_hash_table_insert(g->line_nll, GINT_TO_POINTER(l->line), v);
+  g_hash_table_insert(g->line_key, GINT_TO_POINTER(l->line), g_strdup(l->key));
+}
+
+static void
+got_end(const TxlSessionResult *r, gpointer p)
+{
+  Got *g = p;
+  g->ends++;
+  g->lines_in_results += r->lines;
+  /* fires once per session: the key must be open in the test's mirror */
+  gpointer n;
+  g_assert_true(g_hash_table_lookup_extended(g->open, r->key, NULL, &n));
+  g_assert_cmpint(GPOINTER_TO_INT(n), ==, r->lines);
+  g_hash_table_remove(g->open, r->key);
+  TxlSessionResult *c = g_memdup2(r, sizeof *r);
+  c->key = g_strdup(r->key);
+  g_hash_table_insert(g->results, (char *)c->key, c);
+}
+
+static void
+got_init(Got *g)
+{
+  memset(g, 0, sizeof *g);
+  g->line_nll = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  g->line_key = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+  g->results = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+  g->open = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+static void
+got_clear(Got *g)
+{
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, g->results);
+  while (g_hash_table_iter_next(&it, &k, &v))
+    g_free(k);
+  g_hash_table_destroy(g->line_nll);
+  g_hash_table_destroy(g->line_key);
+  g_hash_table_destroy(g->results);
+  g_hash_table_destroy(g->open);
+}
+
+static void
+push_all(Got *g, TxlSessions *s, GPtrArray *lines)
+{
+  g_autoptr(GError) err = NULL;
+  for (guint i = 0; i < lines->len; i++) {
+    const char *line = lines->pdata[i];
+    g_autofree char *key = txl_sessions_key(s, line, -1);
+    if (!key)
+      key = g_strdup("");
+    gpointer n = NULL;
+    gboolean was_open = g_hash_table_lookup_extended(g->open, key, NULL, &n);
+    g_hash_table_replace(g->open, g_strdup(key),
+                         GINT_TO_POINTER(was_open ? GPOINTER_TO_INT(n) + 1 : 1));
+    gint64 seq = txl_sessions_push_line(s, line, -1, &err);
+    g_assert_no_error(err);
+    g_assert_cmpint(seq, ==, (gint64)i + 1);
+    g->max_bytes_seen = MAX(g->max_bytes_seen, txl_sessions_bytes(s));
+    g->max_count_seen = MAX(g->max_count_seen, txl_sessions_count(s));
+  }
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_assert_no_error(err);
+  g_assert_cmpuint(txl_sessions_count(s), ==, 0);
+  g_assert_cmpuint(txl_sessions_bytes(s), ==, 0);
+  g_assert_cmpuint(g_hash_table_size(g->open), ==, 0);
+  /* every line reported once */
+  g_assert_cmpuint(g_hash_table_size(g->line_nll), ==, lines->len);
+  g_assert_cmpint(g->lines_in_results, ==, lines->len);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void
+check_alone(const char *model_path, GPtrArray *lines, int k)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model_path, &err);
+  g_assert_no_error(err);
+  for (int variant = 0; variant < 8; variant++) {
+    TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+    o.key_regex = "req=(s[0-9]+)";
+    o.key_group = 1;
+    o.flush_lines = variant & 1;
+    o.score_end = (variant >> 1) & 1;
+    o.prime = !((variant >> 2) & 1);
+    o.stream.memory = variant == 3 ? TXL_MEMORY_HIDDEN : TXL_MEMORY_KV;
+    Got g;
+    got_init(&g);
+    TxlSessions *s = txl_sessions_new(m, &o, got_line, got_end, &g, &err);
+    g_assert_no_error(err);
+    push_all(&g, s, lines);
+    g_assert_cmpint(g.ends, ==, k);
+    g_assert_cmpuint(txl_sessions_ended(s, TXL_SESSION_END_CLOSED), ==, k);
+    txl_sessions_free(s);
+    /* each session alone: the same numbers, bit for bit */
+    for (int i = 0; i < k; i++) {
+      g_autofree char *key = g_strdup_printf("s%d", i);
+      GPtrArray *mine = g_ptr_array_new();
+      GArray *seqs = g_array_new(FALSE, FALSE, sizeof(gint64));
+      for (guint j = 0; j < lines->len; j++) {
+        g_autofree char *want = g_strdup_printf("req=%s ", key);
+        if (strstr(lines->pdata[j], want)) {
+          g_ptr_array_add(mine, lines->pdata[j]);
+          gint64 seq = j + 1;
+          g_array_append_val(seqs, seq);
+        }
+      }
+      double end_nll;
+      GArray *sums = score_alone(m, &o, mine, &end_nll);
+      double total = 0, maxsum = 0;
+      for (guint j = 0; j < seqs->len; j++) {
+        gint64 seq = g_array_index(seqs, gint64, j);
+        double *v = g_hash_table_lookup(g.line_nll, GINT_TO_POINTER(seq));
+        g_assert_nonnull(v);
+        g_assert_cmpstr(g_hash_table_lookup(g.line_key, GINT_TO_POINTER(seq)),
+                        ==, key);
+        g_assert_cmpfloat(*v, ==, g_array_index(sums, double, j));
+        total += *v;
+        maxsum = MAX(maxsum, *v);
+      }
+      TxlSessionResult *r = g_hash_table_lookup(g.results, key);
+      g_assert_nonnull(r);
+      g_assert_cmpint(r->lines, ==, seqs->len);
+      g_assert_cmpint(r->first_line, ==, g_array_index(seqs, gint64, 0));
+      g_assert_cmpint(r->last_line, ==,
+                      g_array_index(seqs, gint64, seqs->len - 1));
+      g_assert_cmpfloat(r->max_line_sum, ==, maxsum);
+      if (o.score_end) {
+        g_assert_cmpfloat(r->end_nll, ==, end_nll);
+        total += end_nll;
+      } else {
+        g_assert_true(isnan(r->end_nll));
+      }
+      g_assert_cmpfloat(fabs(r->nll - total), <=, 1e-9 * total);
+      g_assert_cmpfloat(r->score, >=, r->max_line_mean);
+      g_array_free(sums, TRUE);
+      g_array_free(seqs, TRUE);
+      g_ptr_array_free(mine, TRUE);
+    }
+    got_clear(&g);
+  }
+  txl_model_unref(m);
+}
+
+static void
+test_alone_bytes(void)
+{
+  char *path = byte_model();
+  GPtrArray *lines = make_lines(120, 6, 11);
+  check_alone(path, lines, 6);
+  g_ptr_array_free(lines, TRUE);
+  tu_remove(path);
+  g_free(path);
+}
+
+static void
+test_alone_bpe(void)
+{
+  GPtrArray *train = make_lines(400, 20, 5);
+  g_ptr_array_add(train, NULL);
+  g_autofree char *text = g_strjoinv("\n", (char **)train->pdata);
+  char *path = bpe_model(text);
+  GPtrArray *lines = make_lines(150, 7, 12);
+  check_alone(path, lines, 7);
+  g_ptr_array_free(lines, TRUE);
+  g_ptr_array_free(train, TRUE);
+  tu_remove(path);
+  g_free(path);
+}
+
+/* Without a key every line is one stream: the numbers of txl_scorer over
+ * the whole text (no primer, no flushes), as txl score computes them. */
+static void
+test_single_stream(void)
+{
+  char *path = byte_model();
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  GPtrArray *lines = make_lines(60, 4, 3);
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.prime = FALSE;
+  Got g;
+  got_init(&g);
+  TxlSessions *s = txl_sessions_new(m, &o, got_line, got_end, &g, &err);
+  g_assert_no_error(err);
+  push_all(&g, s, lines);
+  g_assert_cmpint(g.ends, ==, 1);
+  double end_nll;
+  GArray *sums = score_alone(m, &o, lines, &end_nll);
+  for (guint j = 0; j < lines->len; j++) {
+    double *v = g_hash_table_lookup(g.line_nll, GINT_TO_POINTER(j + 1));
+    g_assert_cmpfloat(*v, ==, g_array_index(sums, double, j));
+  }
+  g_array_free(sums, TRUE);
+  txl_sessions_free(s);
+  got_clear(&g);
+  g_ptr_array_free(lines, TRUE);
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
+}
+
+static void
+test_bounds(void)
+{
+  char *path = byte_model();
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  GPtrArray *lines = make_lines(400, 40, 21);
+  for (int kind = 0; kind < 3; kind++) {
+    TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+    o.key_regex = "req=s[0-9]+";
+    o.score_end = TRUE;
+    Got g;
+    got_init(&g);
+    /* a probe for the size of one session */
+    TxlSessions *probe = txl_sessions_new(m, &o, NULL, NULL, NULL, &err);
+    guint64 one = txl_sessions_session_max_bytes(probe);
+    txl_sessions_free(probe);
+    if (kind == 0)
+      o.max_bytes = 5 * one;
+    else if (kind == 1)
+      o.max_sessions = 7;
+    else
+      o.idle_lines = 15;
+    TxlSessions *s = txl_sessions_new(m, &o, got_line, got_end, &g, &err);
+    g_assert_no_error(err);
+    push_all(&g, s, lines);
+    if (kind == 0) {
+      g_assert_cmpuint(g.max_bytes_seen, <=, o.max_bytes);
+      g_assert_cmpuint(g.max_bytes_seen, >, 3 * one); /* it was used */
+    } else if (kind == 1) {
+      g_assert_cmpuint(g.max_count_seen, ==, 7);
+    } else {
+      /* about 15 / 40 of the keys stay open at a time */
+      g_assert_cmpuint(g.max_count_seen, <=, 15);
+    }
+    TxlSessionEnd why = kind == 2 ? TXL_SESSION_END_IDLE
+                                  : TXL_SESSION_END_EVICTED;
+    g_assert_cmpuint(txl_sessions_ended(s, why), >, 40);
+    g_assert_cmpint(g.ends, ==,
+                    txl_sessions_ended(s, TXL_SESSION_END_CLOSED) +
+                    txl_sessions_ended(s, why));
+    txl_sessions_free(s);
+    got_clear(&g);
+  }
+  g_ptr_array_free(lines, TRUE);
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
+}
+
+static void
+test_errors(void)
+{
+  char *path = byte_model();
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "blk_(";
+  g_assert_null(txl_sessions_new(m, &o, NULL, NULL, NULL, &err));
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  g_assert_nonnull(strstr(err->message, "regex"));
+  g_clear_error(&err);
+  o.key_regex = "blk_[0-9]+";
+  o.key_group = 1;
+  g_assert_null(txl_sessions_new(m, &o, NULL, NULL, NULL, &err));
+  g_assert_nonnull(strstr(err->message, "group"));
+  g_clear_error(&err);
+  o.key_group = 0;
+  o.max_bytes = 1000;
+  g_assert_null(txl_sessions_new(m, &o, NULL, NULL, NULL, &err));
+  g_assert_nonnull(strstr(err->message, "max_bytes"));
+  g_clear_error(&err);
+  o.max_bytes = 0;
+  TxlSessions *s = txl_sessions_new(m, &o, NULL, NULL, NULL, &err);
+  g_assert_no_error(err);
+  g_assert_cmpint(txl_sessions_push_line(s, "a\nb", -1, &err), ==, -1);
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  g_clear_error(&err);
+  int32_t bad = 100000;
+  g_assert_cmpint(txl_sessions_push_tokens(s, "k", &bad, 1, 1, &err), ==, -1);
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  g_clear_error(&err);
+  g_assert_null(txl_sessions_key(s, "no key here", -1));
+  g_autofree char *k = txl_sessions_key(s, "x blk_42 y", -1);
+  g_assert_cmpstr(k, ==, "blk_42");
+  /* a line without a key goes to the session "" */
+  g_assert_cmpint(txl_sessions_push_line(s, "no key here", -1, &err), >, 0);
+  g_assert_no_error(err);
+  g_assert_cmpuint(txl_sessions_count(s), ==, 2);
+  g_assert_true(txl_sessions_end(s, "", &err));
+  g_assert_true(txl_sessions_end(s, "unknown", &err));
+  g_assert_cmpuint(txl_sessions_count(s), ==, 1);
+  txl_sessions_free(s); /* one session still open: freed unreported */
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sessions/alone-bytes", test_alone_bytes);
+  g_test_add_func("/sessions/alone-bpe", test_alone_bpe);
+  g_test_add_func("/sessions/single-stream", test_single_stream);
+  g_test_add_func("/sessions/bounds", test_bounds);
+  g_test_add_func("/sessions/errors", test_errors);
+  return g_test_run();
+}
