@@ -203,6 +203,12 @@ text_scored(gint64 pos, int32_t token, float logprob, gpointer data)
   TextScore *t = data;
   t->c.scored++;
   t->c.nll_sum -= logprob;
+  if (pos < t->tok_base || pos - t->tok_base >= (gint64)t->tok_line->len) {
+    if (!t->c.error) /* only a restored state that lies could get here */
+      g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_FORMAT,
+                  "token %" G_GINT64_FORMAT " has no line", pos);
+    return;
+  }
   gint64 line = g_array_index(t->tok_line, gint64, pos - t->tok_base);
   t->last_scored = pos;
   Line *l = line_get(t, line);
@@ -246,10 +252,154 @@ text_bytes(TextScore *t, const char *buf, gsize len)
   }
 }
 
+/* ---- text-mode snapshot state ---------------------------------------- */
+
+/* Beside the scorer, a text snapshot keeps the tokenizer's state (section
+ * "tokenizer") and this command's own (section "score-text"): the lines
+ * not yet printed and the line of every token not yet scored, so that the
+ * resumed run prints exactly the lines the uninterrupted one would. */
+#define TEXT_STATE_VERSION 1u
+
+static void
+put_n(GByteArray *b, guint64 v, int n)
+{
+  guint8 x[8];
+  for (int i = 0; i < n; i++)
+    x[i] = (guint8)(v >> (8 * i));
+  g_byte_array_append(b, x, (guint)n);
+}
+
 static gboolean
-score_text(TextScore *t, const TxlTokenizer *tok, FILE *in)
+get_n(const guint8 **p, const guint8 *end, int n, guint64 *v)
+{
+  if (end - *p < n)
+    return FALSE;
+  *v = 0;
+  for (int i = 0; i < n; i++)
+    *v |= (guint64)(*p)[i] << (8 * i);
+  *p += n;
+  return TRUE;
+}
+
+static GBytes *
+text_state_save(TextScore *t)
+{
+  GByteArray *b = g_byte_array_new();
+  gint64 first = t->last_scored + 1; /* the oldest line still needed */
+  if (first < t->tok_base)
+    first = t->tok_base;
+  put_n(b, TEXT_STATE_VERSION, 4);
+  put_n(b, (guint64)t->cur_line, 8);
+  put_n(b, (guint64)first, 8);
+  guint n = t->tok_line->len - (guint)(first - t->tok_base);
+  put_n(b, n, 4);
+  for (guint i = 0; i < n; i++)
+    put_n(b, (guint64)g_array_index(t->tok_line, gint64,
+                                    first - t->tok_base + i), 8);
+  put_n(b, t->lines.length, 4);
+  for (GList *it = t->lines.head; it; it = it->next) {
+    Line *l = it->data;
+    guint64 nll;
+    memcpy(&nll, &l->nll, 8);
+    put_n(b, (guint64)l->line, 8);
+    put_n(b, l->bytes, 8);
+    put_n(b, (guint64)l->pushed, 8);
+    put_n(b, (guint64)l->scored, 8);
+    put_n(b, nll, 8);
+    put_n(b, l->closed, 4);
+    put_n(b, l->text->len, 4);
+    g_byte_array_append(b, (const guint8 *)l->text->str, (guint)l->text->len);
+  }
+  return g_byte_array_free_to_bytes(b);
+}
+
+static gboolean
+text_state_restore(TextScore *t, GBytes *state, GError **error)
+{
+  gsize len;
+  const guint8 *p = g_bytes_get_data(state, &len), *end = p + len;
+  guint64 version, cur, base, n, nlines;
+  gint64 seen = txl_scorer_tokens_seen(t->c.scorer);
+  if (!get_n(&p, end, 4, &version) || version != TEXT_STATE_VERSION ||
+      !get_n(&p, end, 8, &cur) || !get_n(&p, end, 8, &base) ||
+      !get_n(&p, end, 4, &n) || n > (guint64)(end - p) / 8 ||
+      cur < 1 || cur > G_MAXINT64 / 2 || base + n != (guint64)seen)
+    goto bad;
+  GArray *tl = g_array_new(FALSE, FALSE, sizeof(gint64));
+  for (guint64 i = 0; i < n; i++) {
+    guint64 v = 0;
+    get_n(&p, end, 8, &v);
+    gint64 line = (gint64)v;
+    if (line < 1 || line > (gint64)cur) {
+      g_array_free(tl, TRUE);
+      goto bad;
+    }
+    g_array_append_val(tl, line);
+  }
+  GQueue lines = G_QUEUE_INIT;
+  gint64 prev = 0;
+  if (!get_n(&p, end, 4, &nlines))
+    goto bad_tl;
+  for (guint64 i = 0; i < nlines; i++) {
+    guint64 f[5], closed, tlen;
+    for (int k = 0; k < 5; k++)
+      if (!get_n(&p, end, 8, &f[k]))
+        goto bad_lines;
+    if (!get_n(&p, end, 4, &closed) || !get_n(&p, end, 4, &tlen) ||
+        closed > 1 || tlen > TEXT_CAP || tlen > (guint64)(end - p) ||
+        (gint64)f[0] <= prev || (gint64)f[0] > (gint64)cur ||
+        (gint64)f[2] < 0 || (gint64)f[3] < 0 || f[3] > f[2])
+      goto bad_lines;
+    Line *l = g_new0(Line, 1);
+    l->line = prev = (gint64)f[0];
+    l->bytes = f[1];
+    l->pushed = (gint64)f[2];
+    l->scored = (gint64)f[3];
+    memcpy(&l->nll, &f[4], 8);
+    l->closed = closed != 0;
+    l->text = g_string_new_len((const char *)p, (gssize)tlen);
+    p += tlen;
+    g_queue_push_tail(&lines, l);
+  }
+  if (p != end)
+    goto bad_lines;
+  g_queue_clear_full(&t->lines, line_free);
+  t->lines = lines;
+  g_array_free(t->tok_line, TRUE);
+  t->tok_line = tl;
+  t->tok_base = (gint64)base;
+  t->last_scored = (gint64)base - 1;
+  t->cur_line = (gint64)cur;
+  return TRUE;
+bad_lines:
+  g_queue_clear_full(&lines, line_free);
+bad_tl:
+  g_array_free(tl, TRUE);
+bad:
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "the snapshot's text-scoring state is malformed");
+  return FALSE;
+}
+
+static gboolean
+score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
+           GHashTable *loaded)
 {
   TxlEncoder *enc = txl_encoder_new(tok, text_token, t);
+  if (loaded) {
+    GBytes *es = g_hash_table_lookup(loaded, "tokenizer");
+    GBytes *ts = g_hash_table_lookup(loaded, "score-text");
+    if (!es || !ts)
+      g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                          "the snapshot holds an id stream (saved with "
+                          "--ids); continue it with --ids");
+    else if (txl_encoder_restore(enc, es, &t->c.error))
+      text_state_restore(t, ts, &t->c.error);
+    if (t->c.error) {
+      txl_encoder_free(enc);
+      return FALSE;
+    }
+  }
   char buf[CHUNK];
   size_t got;
   gboolean any = FALSE;
@@ -263,13 +413,25 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in)
   if (!t->c.error && ferror(in))
     g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_IO, "read error: %s",
                 g_strerror(errno));
-  if (!t->c.error && !any)
+  if (!t->c.error && !any && !loaded)
     g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
                         "the input is empty");
+  if (!t->c.error && save) {
+    /* the stream stays open: pending bytes, tokens and lines are saved,
+     * the lines already complete are printed */
+    GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                             (GDestroyNotify)g_bytes_unref);
+    g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
+    g_hash_table_insert(sect, "score-text", text_state_save(t));
+    txl_scorer_save_full(t->c.scorer, save, NULL, sect, NULL, &t->c.error);
+    g_hash_table_unref(sect);
+    txl_encoder_free(enc);
+    return t->c.error == NULL;
+  }
   if (!t->c.error)
     txl_encoder_finish(enc);
   txl_encoder_free(enc);
-  if (!t->c.error && txl_scorer_tokens_seen(t->c.scorer) < 2)
+  if (!t->c.error && !loaded && txl_scorer_tokens_seen(t->c.scorer) < 2)
     g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
                         "the input has fewer than two tokens: nothing to "
                         "predict");
@@ -309,11 +471,12 @@ txl_cmd_score(int argc, char **argv)
     { "flag-bpb", 0, 0, G_OPTION_ARG_DOUBLE, &flag_bpb,
       "Text mode: mark lines scoring above this many bits per byte (\"flag\")", "X" },
     { "save-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &save_snap,
-      "--ids: at the end of the input, save the stream (memory and pending "
-      "tokens) to FILE instead of scoring the last partial segment", "FILE" },
+      "At the end of the input, save the stream (memory, pending tokens; in "
+      "text mode also the tokenizer's pending bytes and the lines not yet "
+      "printed) to FILE instead of ending it", "FILE" },
     { "load-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &load_snap,
-      "--ids: continue the stream saved in FILE (its lengths and options "
-      "apply); results continue bit for bit", "FILE" },
+      "Continue the stream saved in FILE (its lengths and options apply; "
+      "text or --ids as it was saved); results continue bit for bit", "FILE" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
       "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
     { NULL },
@@ -346,11 +509,6 @@ txl_cmd_score(int argc, char **argv)
                       same_length != 1) || mem_len < -1 || clamp_len < -1) {
     fprintf(stderr, "txl score: --segment, --mem-len and --clamp-len take "
                     "non-negative numbers, --same-length 0 or 1\n");
-    return 2;
-  }
-  if ((save_snap || load_snap) && !ids) {
-    fprintf(stderr, "txl score: snapshots work with --ids only (a text "
-                    "snapshot would also need the tokenizer's pending bytes)\n");
     return 2;
   }
   if (load_snap && (segment || mem_len != -1 || same_length != -1 ||
@@ -399,16 +557,27 @@ txl_cmd_score(int argc, char **argv)
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
   t.cur_line = 1;
   gboolean ok = FALSE;
-  if (load_snap)
-    t.c.scorer = txl_scorer_load(m, load_snap, print_token, &t.c, &t.c.error);
-  else
+  GHashTable *loaded = NULL;
+  if (load_snap) {
+    t.c.scorer = txl_scorer_load_full(m, load_snap,
+                                      ids ? print_token : text_scored,
+                                      ids ? (gpointer)&t.c : (gpointer)&t,
+                                      &loaded, &t.c.error);
+    if (t.c.scorer && ids && g_hash_table_contains(loaded, "tokenizer")) {
+      g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                          "the snapshot holds a text stream; continue it "
+                          "without --ids");
+      g_clear_pointer(&t.c.scorer, txl_scorer_free);
+    }
+  } else
     t.c.scorer = txl_scorer_new(m, &o, segment,
                                 ids ? print_token : text_scored,
                                 ids ? (gpointer)&t.c : (gpointer)&t,
                                 &t.c.error);
   if (t.c.scorer)
     ok = ids ? score_ids(&t.c, in, save_snap, load_snap != NULL)
-             : score_text(&t, tok, in);
+             : score_text(&t, tok, in, save_snap, loaded);
+  g_clear_pointer(&loaded, g_hash_table_unref);
   fflush(stdout);
   int rc = 0;
   if (!ok) {
