@@ -286,8 +286,7 @@ text_state_save(TextScore *t)
 {
   GByteArray *b = g_byte_array_new();
   gint64 first = t->last_scored + 1; /* the oldest line still needed */
-  if (first < t->tok_base)
-    first = t->tok_base;
+  first = CLAMP(first, t->tok_base, t->tok_base + (gint64)t->tok_line->len);
   put_n(b, TEXT_STATE_VERSION, 4);
   put_n(b, (guint64)t->cur_line, 8);
   put_n(b, (guint64)first, 8);
