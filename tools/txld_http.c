@@ -1,0 +1,424 @@
+/* txld's HTTP side (libsoup 3), on the daemon's main loop, loopback by
+ * default: nothing here authenticates, so exposing it is an explicit
+ * --listen choice.
+ *
+ *   GET  /                         the live page (txld_page.h)
+ *   GET  /metrics                  Prometheus text format 0.0.4
+ *   GET  /pipelines                every pipeline as JSON, with config errors
+ *   GET  /pipelines/NAME           one pipeline
+ *   GET  /api/recent[?pipeline=N]  recent per-line scores and anomalies
+ *   POST /pipelines/NAME/snapshot  snapshot now
+ *   POST /reload                   as SIGHUP
+ *
+ * Handlers run on the main thread, as the supervisor does, so the
+ * pipeline list needs no lock; the per-pipeline numbers that streaming
+ * threads write are read under each pipeline's mutex. */
+#include "txld.h"
+#include "txld_log.h"
+#include "txld_page.h"
+
+#include "jsonstr.h"
+
+#include <libsoup/soup.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+static SoupServer *server;
+
+/* ---- JSON helpers ----------------------------------------------------------- */
+
+static void
+json_str(GString *o, const char *s)
+{
+  if (s)
+    txl_json_append_string(o, s, strlen(s));
+  else
+    g_string_append(o, "null");
+}
+
+static void
+json_num(GString *o, double v)
+{
+  if (isfinite(v))
+    g_string_append_printf(o, "%.6g", v);
+  else
+    g_string_append(o, "null");
+}
+
+static double
+since_snapshot_s(TxldPipeline *p, gint64 now)
+{
+  /* none yet: everything since the pipeline first started is at risk */
+  gint64 t = p->last_snapshot_us ? p->last_snapshot_us : p->created_us;
+  return (now - t) / 1e6;
+}
+
+/* One pipeline as a JSON object. */
+static void
+pipeline_json(GString *o, TxldPipeline *p)
+{
+  TxldConf *c = p->conf;
+  gint64 now = g_get_monotonic_time();
+  g_string_append(o, "{\"name\": ");
+  json_str(o, c->name);
+  g_string_append(o, ", \"file\": ");
+  json_str(o, c->file);
+  g_string_append_printf(o, ", \"state\": \"%s\", \"launch\": ",
+                         txld_state_name(p->state));
+  json_str(o, c->launch);
+  g_string_append_printf(o, ", \"restart\": \"%s\", \"restarts\": %u, "
+                         "\"errors\": %u, \"last_error\": ",
+                         txld_restart_name(c->restart), p->restarts, p->errors);
+  json_str(o, p->last_error);
+  if (p->state == TXLD_BACKOFF)
+    g_string_append_printf(o, ", \"restart_in_s\": %.3g", p->next_delay);
+  g_mutex_lock(&p->lock);
+  g_string_append_printf(o, ", \"tokens\": %" G_GUINT64_FORMAT ", \"lines\": %"
+                         G_GUINT64_FORMAT ", \"anomalies\": %" G_GUINT64_FORMAT
+                         ", \"perplexity\": ", p->tokens, p->lines,
+                         p->anomalies);
+  json_num(o, p->last_ppl);
+  g_string_append(o, ", \"bpb\": ");
+  json_num(o, p->last_bpb);
+  g_string_append(o, ", \"tokens_per_second\": ");
+  json_num(o, p->tokens_per_s);
+  g_string_append_printf(o, ", \"state_memory_bytes\": %" G_GUINT64_FORMAT,
+                         p->state_bytes);
+  g_string_append(o, ", \"snapshot\": {\"path\": ");
+  json_str(o, c->snapshot);
+  g_string_append_printf(o, ", \"supported\": %s, \"interval_s\": %u, "
+                         "\"every_tokens\": %" G_GUINT64_FORMAT
+                         ", \"restore\": %s, \"count\": %" G_GUINT64_FORMAT
+                         ", \"seconds_since\": %.3f",
+                         p->snapshots_supported ? "true" : "false",
+                         c->snapshot_interval, c->snapshot_tokens,
+                         c->restore ? "true" : "false", p->snapshots,
+                         since_snapshot_s(p, now));
+  if (p->last_snapshot_us)
+    g_string_append_printf(o, ", \"last_time\": %.6f, \"last_bytes\": %"
+                           G_GUINT64_FORMAT ", \"last_tokens\": %"
+                           G_GUINT64_FORMAT ", \"last_duration_s\": %.6f",
+                           p->last_snapshot_wall_us / 1e6,
+                           p->last_snapshot_bytes, p->last_snapshot_tokens,
+                           p->last_snapshot_duration);
+  g_string_append(o, ", \"last_reason\": ");
+  json_str(o, p->last_snapshot_reason);
+  g_string_append(o, "}, \"restored_tokens\": ");
+  if (p->restored_tokens >= 0)
+    g_string_append_printf(o, "%" G_GINT64_FORMAT, p->restored_tokens);
+  else
+    g_string_append(o, "null");
+  g_string_append(o, ", \"output\": ");
+  json_str(o, c->output);
+  g_mutex_unlock(&p->lock);
+  g_string_append(o, "}");
+}
+
+static GString *
+pipelines_json(TxldDaemon *d)
+{
+  GString *o = g_string_new("{\"pipelines\": [");
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    if (i)
+      g_string_append(o, ", ");
+    pipeline_json(o, d->pipelines->pdata[i]);
+  }
+  g_string_append(o, "], \"config_errors\": [");
+  for (guint i = 0; i < d->config_errors->len; i++) {
+    if (i)
+      g_string_append(o, ", ");
+    json_str(o, d->config_errors->pdata[i]);
+  }
+  g_string_append_printf(o, "], \"config_dir\": ");
+  json_str(o, d->config_dir);
+  g_string_append_printf(o, ", \"reloads\": %u, \"uptime_s\": %.3f}\n",
+                         d->reloads,
+                         (g_get_real_time() - d->started_us) / 1e6);
+  return o;
+}
+
+/* Recent lines and anomalies, for the live page. */
+static GString *
+recent_json(TxldDaemon *d, const char *only, guint limit)
+{
+  GString *o = g_string_new(NULL);
+  g_string_append_printf(o, "{\"now\": %.3f, \"pipelines\": [",
+                         g_get_real_time() / 1e6);
+  gboolean first = TRUE;
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    if (only && strcmp(only, p->conf->name) != 0)
+      continue;
+    if (!first)
+      g_string_append(o, ", ");
+    first = FALSE;
+    g_string_append(o, "{\"name\": ");
+    json_str(o, p->conf->name);
+    g_string_append_printf(o, ", \"state\": \"%s\", ",
+                           txld_state_name(p->state));
+    g_mutex_lock(&p->lock);
+    g_string_append_printf(o, "\"lines_total\": %" G_GUINT64_FORMAT
+                           ", \"anomalies_total\": %" G_GUINT64_FORMAT
+                           ", \"tokens_per_second\": ", p->lines, p->anomalies);
+    json_num(o, p->tokens_per_s);
+    g_string_append(o, ", \"lines\": [");
+    guint64 n = MIN(p->ring_count, (guint64)MIN(limit, TXLD_RING_LINES));
+    for (guint64 k = p->ring_count - n; k < p->ring_count; k++) {
+      TxldLine *r = &p->ring[k % TXLD_RING_LINES];
+      g_string_append_printf(o, "%s[%.3f, %" G_GINT64_FORMAT ", ",
+                             k == p->ring_count - n ? "" : ", ",
+                             r->time_us / 1e6, r->line);
+      json_num(o, r->ppl);
+      g_string_append(o, ", ");
+      json_num(o, r->bpb);
+      g_string_append_printf(o, ", %s]", r->flag ? "true" : "false");
+    }
+    g_string_append(o, "], \"anomalies\": [");
+    guint64 na = MIN(p->anomalies_count, TXLD_RING_ANOMALIES);
+    for (guint64 k = p->anomalies_count - na; k < p->anomalies_count; k++) {
+      TxldAnomaly *a = &p->anomalies_ring[k % TXLD_RING_ANOMALIES];
+      g_string_append_printf(o, "%s{\"time\": %.3f, \"line\": %" G_GINT64_FORMAT
+                             ", \"bpb\": ",
+                             k == p->anomalies_count - na ? "" : ", ",
+                             a->time_us / 1e6, a->line);
+      json_num(o, a->bpb);
+      g_string_append(o, ", \"text\": ");
+      json_str(o, a->text);
+      g_string_append(o, "}");
+    }
+    g_mutex_unlock(&p->lock);
+    g_string_append(o, "]}");
+  }
+  g_string_append(o, "]}\n");
+  return o;
+}
+
+/* ---- Prometheus ------------------------------------------------------------ */
+
+typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
+               M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ERRORS, M_UP, N_METRICS } Metric;
+
+static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
+  { "txld_pipeline_tokens_total", "counter", "Tokens scored since txld started." },
+  { "txld_pipeline_lines_total", "counter", "Lines scored since txld started." },
+  { "txld_pipeline_anomalies_total", "counter", "Lines flagged as anomalies." },
+  { "txld_pipeline_perplexity", "gauge", "Perplexity of the last scored line." },
+  { "txld_pipeline_tokens_per_second", "gauge", "Tokens scored per second over the last 5 s." },
+  { "txld_pipeline_state_memory_bytes", "gauge", "Bytes of stream state (memory, pending tokens) per the last snapshot." },
+  { "txld_pipeline_seconds_since_snapshot", "gauge", "Seconds since the last snapshot (or restore, or first start)." },
+  { "txld_pipeline_snapshots_total", "counter", "Snapshots written." },
+  { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again." },
+  { "txld_pipeline_errors_total", "counter", "ERROR messages from the pipeline." },
+  { "txld_pipeline_up", "gauge", "1 while the pipeline is PLAYING." },
+};
+
+static void
+prom_value(GString *o, double v)
+{
+  if (isnan(v))
+    g_string_append(o, "NaN");
+  else if (isinf(v))
+    g_string_append(o, v > 0 ? "+Inf" : "-Inf");
+  else
+    g_string_append_printf(o, "%.17g", v);
+}
+
+static GString *
+metrics_text(TxldDaemon *d)
+{
+  GString *o = g_string_new(NULL);
+  gint64 now = g_get_monotonic_time();
+  for (int m = 0; m < N_METRICS; m++) {
+    g_string_append_printf(o, "# HELP %s %s\n# TYPE %s %s\n", metrics[m].name,
+                           metrics[m].help, metrics[m].name, metrics[m].type);
+    for (guint i = 0; i < d->pipelines->len; i++) {
+      TxldPipeline *p = d->pipelines->pdata[i];
+      double v = 0;
+      g_mutex_lock(&p->lock);
+      switch ((Metric)m) {
+      case M_TOKENS: v = p->tokens; break;
+      case M_LINES: v = p->lines; break;
+      case M_ANOMALIES: v = p->anomalies; break;
+      case M_PPL: v = p->last_ppl; break;
+      case M_RATE: v = p->tokens_per_s; break;
+      case M_STATE: v = p->state_bytes; break;
+      case M_SINCE: v = since_snapshot_s(p, now); break;
+      case M_SNAPSHOTS: v = p->snapshots; break;
+      case M_RESTARTS: v = p->restarts; break;
+      case M_ERRORS: v = p->errors; break;
+      case M_UP: v = p->state == TXLD_RUNNING; break;
+      default: break;
+      }
+      g_mutex_unlock(&p->lock);
+      /* names are [A-Za-z0-9_.-]: nothing to escape in the label */
+      g_string_append_printf(o, "%s{pipeline=\"%s\"} ", metrics[m].name,
+                             p->conf->name);
+      prom_value(o, v);
+      g_string_append_c(o, '\n');
+    }
+  }
+  long rss_pages = 0;
+  g_autofree char *statm = NULL;
+  if (g_file_get_contents("/proc/self/statm", &statm, NULL, NULL))
+    sscanf(statm, "%*s %ld", &rss_pages);
+  g_string_append_printf(o,
+      "# HELP txld_pipelines Pipelines configured.\n# TYPE txld_pipelines gauge\n"
+      "txld_pipelines %u\n"
+      "# HELP txld_config_errors Configuration files skipped as bad.\n"
+      "# TYPE txld_config_errors gauge\ntxld_config_errors %u\n"
+      "# HELP txld_reloads_total Configuration reloads.\n"
+      "# TYPE txld_reloads_total counter\ntxld_reloads_total %u\n"
+      "# HELP txld_resident_memory_bytes Resident memory of the daemon.\n"
+      "# TYPE txld_resident_memory_bytes gauge\ntxld_resident_memory_bytes %ld\n",
+      d->pipelines->len, d->config_errors->len, d->reloads,
+      rss_pages * sysconf(_SC_PAGESIZE));
+  return o;
+}
+
+/* ---- routing ---------------------------------------------------------------- */
+
+static void
+reply(SoupServerMessage *msg, guint status, const char *type, GString *body)
+{
+  soup_server_message_set_status(msg, status, NULL);
+  SoupMessageHeaders *h = soup_server_message_get_response_headers(msg);
+  soup_message_headers_replace(h, "Cache-Control", "no-store");
+  gsize len = body->len;
+  soup_server_message_set_response(msg, type, SOUP_MEMORY_TAKE,
+                                   g_string_free(body, FALSE), len);
+}
+
+static void
+reply_error(SoupServerMessage *msg, guint status, const char *text)
+{
+  GString *o = g_string_new("{\"ok\": false, \"error\": ");
+  json_str(o, text);
+  g_string_append(o, "}\n");
+  reply(msg, status, "application/json", o);
+}
+
+#define JSON "application/json"
+
+static void
+handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
+        GHashTable *query, gpointer data)
+{
+  TxldDaemon *d = data;
+  const char *method = soup_server_message_get_method(msg);
+  gboolean get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  gboolean post = strcmp(method, "POST") == 0;
+
+  if (get && strcmp(path, "/") == 0) {
+    reply(msg, 200, "text/html; charset=utf-8", g_string_new(TXLD_PAGE));
+    return;
+  }
+  if (get && strcmp(path, "/metrics") == 0) {
+    reply(msg, 200, "text/plain; version=0.0.4; charset=utf-8",
+          metrics_text(d));
+    return;
+  }
+  if (get && (strcmp(path, "/pipelines") == 0 ||
+              strcmp(path, "/pipelines/") == 0)) {
+    reply(msg, 200, JSON, pipelines_json(d));
+    return;
+  }
+  if (get && strcmp(path, "/api/recent") == 0) {
+    const char *only = query ? g_hash_table_lookup(query, "pipeline") : NULL;
+    const char *lim = query ? g_hash_table_lookup(query, "limit") : NULL;
+    guint limit = lim ? (guint)g_ascii_strtoull(lim, NULL, 10) : 300;
+    reply(msg, 200, JSON, recent_json(d, only, limit));
+    return;
+  }
+  if (post && strcmp(path, "/reload") == 0) {
+    txld_daemon_reload(d);
+    reply(msg, 200, JSON, pipelines_json(d));
+    return;
+  }
+  if (g_str_has_prefix(path, "/pipelines/")) {
+    g_autofree char *name = g_strdup(path + strlen("/pipelines/"));
+    char *slash = strchr(name, '/');
+    const char *action = NULL;
+    if (slash) {
+      *slash = '\0';
+      action = slash + 1;
+    }
+    TxldPipeline *p = txld_daemon_find(d, name);
+    if (!p) {
+      reply_error(msg, 404, "no such pipeline");
+      return;
+    }
+    if (get && !action) {
+      GString *o = g_string_new(NULL);
+      pipeline_json(o, p);
+      g_string_append_c(o, '\n');
+      reply(msg, 200, JSON, o);
+      return;
+    }
+    if (action && strcmp(action, "snapshot") == 0) {
+      if (!post) {
+        soup_message_headers_replace(
+            soup_server_message_get_response_headers(msg), "Allow", "POST");
+        reply_error(msg, 405, "use POST");
+        return;
+      }
+      g_autoptr(GError) e = NULL;
+      if (!txld_pipeline_snapshot(p, &e)) {
+        reply_error(msg, e->code == G_IO_ERROR_FAILED ? 500 : 409,
+                    e->message);
+        return;
+      }
+      /* the element posted txl-snapshot synchronously: its numbers are in */
+      GString *o = g_string_new("{\"ok\": true, \"pipeline\": ");
+      json_str(o, p->conf->name);
+      g_mutex_lock(&p->lock);
+      g_string_append(o, ", \"path\": ");
+      json_str(o, p->last_snapshot_path);
+      g_string_append_printf(o, ", \"bytes\": %" G_GUINT64_FORMAT
+                             ", \"tokens\": %" G_GUINT64_FORMAT
+                             ", \"duration_s\": %.6f}\n",
+                             p->last_snapshot_bytes, p->last_snapshot_tokens,
+                             p->last_snapshot_duration);
+      g_mutex_unlock(&p->lock);
+      reply(msg, 200, JSON, o);
+      return;
+    }
+  }
+  reply_error(msg, 404, "not found: GET /, /metrics, /pipelines, "
+              "/pipelines/NAME, /api/recent; POST /pipelines/NAME/snapshot, "
+              "/reload");
+}
+
+gboolean
+txld_http_start(TxldDaemon *d, const char *address, guint port,
+                guint *bound_port, GError **error)
+{
+  server = soup_server_new("server-header", "txld", NULL);
+  soup_server_add_handler(server, NULL, handler, d, NULL);
+  g_autoptr(GSocketAddress) addr = g_inet_socket_address_new_from_string(
+      address, port);
+  if (!addr) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                "'%s' is not an IP address", address);
+    g_clear_object(&server);
+    return FALSE;
+  }
+  if (!soup_server_listen(server, addr, 0, error)) {
+    g_clear_object(&server);
+    return FALSE;
+  }
+  *bound_port = port;
+  GSList *uris = soup_server_get_uris(server);
+  if (uris)
+    *bound_port = (guint)g_uri_get_port(uris->data);
+  g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+  return TRUE;
+}
+
+void
+txld_http_stop(void)
+{
+  if (server)
+    soup_server_disconnect(server);
+  g_clear_object(&server);
+}

@@ -1,0 +1,103 @@
+/* One supervised scoring pipeline of txld: built from its TxldConf with
+ * gst_parse_launch, its txlmodel elements given their snapshot settings,
+ * its bus watched, restarted with back-off after an error, and its
+ * numbers (lines, tokens, perplexity, snapshots) kept for /metrics and
+ * the live page. */
+#ifndef TXLD_PIPELINE_H
+#define TXLD_PIPELINE_H
+
+#include "txld_config.h"
+
+#include <gst/gst.h>
+#include <stdio.h>
+
+typedef enum {
+  TXLD_STOPPED,  /* not started, or stopped by txld */
+  TXLD_STARTING, /* on its way to PLAYING */
+  TXLD_RUNNING,  /* PLAYING */
+  TXLD_BACKOFF,  /* failed or ended, waiting to be restarted */
+  TXLD_FAILED,   /* cannot be built (bad description): not restarted */
+  TXLD_FINISHED, /* ended and its restart policy says stay down */
+} TxldState;
+
+#define TXLD_RING_LINES 512
+#define TXLD_RING_ANOMALIES 32
+
+typedef struct {
+  gint64 time_us; /* wall clock */
+  gint64 line;
+  double ppl, bpb;
+  gboolean flag;
+} TxldLine;
+
+typedef struct {
+  gint64 time_us;
+  gint64 line;
+  double bpb;
+  char *text;
+} TxldAnomaly;
+
+typedef struct TxldPipeline TxldPipeline;
+
+struct TxldPipeline {
+  TxldConf *conf;
+  GstElement *pipeline;
+  GPtrArray *models;  /* txlmodel elements of the current run */
+  GstElement *sink;   /* the first txlsink, or NULL */
+  guint bus_watch;
+  TxldState state;
+  char *last_error;
+  guint restarts;     /* runs after the first */
+  guint errors;       /* ERROR messages seen */
+  guint failures;     /* consecutive short runs, for the back-off */
+  double next_delay;  /* the back-off of the pending restart */
+  guint restart_source;
+  gint64 started_us;  /* monotonic, current run */
+  gint64 created_us;  /* monotonic, first start */
+  gboolean snapshots_supported;
+
+  /* below: written from streaming threads, under lock */
+  GMutex lock;
+  FILE *output;
+  guint64 tokens, lines, anomalies, snapshots, restores;
+  double last_ppl, last_bpb;
+  gint64 last_snapshot_us;      /* monotonic, 0: none yet */
+  gint64 last_snapshot_wall_us; /* wall clock */
+  guint64 last_snapshot_bytes, last_snapshot_tokens;
+  double last_snapshot_duration;
+  char *last_snapshot_reason, *last_snapshot_path;
+  gint64 restored_tokens;       /* -1: nothing restored in this run */
+  guint64 state_bytes;          /* of the last snapshot's state */
+  guint64 state_read_at;        /* snapshots + restores when it was read */
+  TxldLine ring[TXLD_RING_LINES];
+  guint64 ring_count;           /* lines ever put in the ring */
+  TxldAnomaly anomalies_ring[TXLD_RING_ANOMALIES];
+  guint64 anomalies_count;
+  /* tokens per second over the last few seconds (main thread) */
+  guint64 rate_tokens[6];
+  gint64 rate_us[6];
+  guint rate_n;
+  double tokens_per_s;
+};
+
+TxldPipeline *txld_pipeline_new(TxldConf *conf); /* takes conf */
+void txld_pipeline_free(TxldPipeline *p);        /* stops it first */
+
+/* Builds and starts it (restoring its snapshot); FALSE when it cannot be
+ * built, which is reported and not retried. */
+gboolean txld_pipeline_start(TxldPipeline *p);
+
+/* Stops it cleanly: the state change to NULL makes txlmodel write its
+ * snapshot (PAUSED to READY) before this returns. */
+void txld_pipeline_stop(TxldPipeline *p);
+
+/* Asks every txlmodel for a snapshot now (the 'snapshot' action signal). */
+gboolean txld_pipeline_snapshot(TxldPipeline *p, GError **error);
+
+/* Once a second from the main loop: the tokens-per-second estimate and
+ * the state memory figure. */
+void txld_pipeline_tick(TxldPipeline *p);
+
+const char *txld_state_name(TxldState s);
+
+#endif
