@@ -67,9 +67,10 @@ pipeline_json(GString *o, TxldPipeline *p)
   g_string_append_printf(o, ", \"state\": \"%s\", \"launch\": ",
                          txld_state_name(p->state));
   json_str(o, c->launch);
-  g_string_append_printf(o, ", \"restart\": \"%s\", \"restarts\": %u, "
+  g_string_append_printf(o, ", \"restart\": \"%s\", \"runs\": %u, \"restarts\": %u, "
                          "\"errors\": %u, \"last_error\": ",
-                         txld_restart_name(c->restart), p->restarts, p->errors);
+                         txld_restart_name(c->restart), p->runs, p->restarts,
+                         p->errors);
   json_str(o, p->last_error);
   if (p->state == TXLD_BACKOFF)
     g_string_append_printf(o, ", \"restart_in_s\": %.3g", p->next_delay);

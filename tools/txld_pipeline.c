@@ -135,7 +135,7 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
       txl_json_append_string(o, text, strlen(text));
     else
       g_string_append(o, "null");
-    g_string_append_c(o, '\n');
+    g_string_append(o, "}\n");
     if (fwrite(o->str, 1, o->len, p->output) != o->len ||
         fflush(p->output) != 0)
       txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "writing %s: %s",
@@ -268,10 +268,8 @@ bus_cb(GstBus *bus, GstMessage *m, gpointer data)
     if (GST_MESSAGE_SRC(m) == GST_OBJECT(p->pipeline)) {
       GstState old, now;
       gst_message_parse_state_changed(m, &old, &now, NULL);
-      if (now == GST_STATE_PLAYING && p->state == TXLD_STARTING) {
-        p->state = TXLD_RUNNING;
-        txld_log(G_LOG_LEVEL_MESSAGE, p->conf->name, "running");
-      }
+      if (now == GST_STATE_PLAYING && old != GST_STATE_PLAYING)
+        txld_log(G_LOG_LEVEL_INFO, p->conf->name, "playing");
     }
     break;
   default:
@@ -319,7 +317,9 @@ schedule_restart(TxldPipeline *p, gboolean failed)
   p->next_delay = delay;
   p->state = TXLD_BACKOFF;
   txld_log(failed ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_MESSAGE, p->conf->name,
-           "restarting in %.3g s from its last snapshot", delay);
+           "restarting in %.3g s%s", delay,
+           p->snapshots_supported && c->snapshot ? " from its last snapshot"
+                                                 : "");
   p->restart_source = g_timeout_add((guint)(delay * 1000.0), restart_cb, p);
 }
 
@@ -378,9 +378,11 @@ configure_snapshots(TxldPipeline *p)
     GstElement *m = p->models->pdata[i];
     if (!g_object_class_find_property(G_OBJECT_GET_CLASS(m),
                                       "snapshot-location")) {
-      txld_log(G_LOG_LEVEL_WARNING, c->name, "txlmodel %s has no "
-               "snapshot-location property (an older plugin): no snapshots, "
-               "a restart starts from empty memory", GST_OBJECT_NAME(m));
+      if (!p->warned_no_snapshots)
+        txld_log(G_LOG_LEVEL_WARNING, c->name, "txlmodel %s has no "
+                 "snapshot-location property (an older plugin): no snapshots, "
+                 "a restart starts from empty memory", GST_OBJECT_NAME(m));
+      p->warned_no_snapshots = TRUE;
       continue;
     }
     p->snapshots_supported = TRUE;
@@ -444,13 +446,18 @@ txld_pipeline_start(TxldPipeline *p)
   p->bus_watch = gst_bus_add_watch(bus, bus_cb, p);
   gst_object_unref(bus);
 
+  p->runs++;
   p->state = TXLD_STARTING;
   p->started_us = g_get_monotonic_time();
   txld_log(G_LOG_LEVEL_MESSAGE, c->name, "starting (%u txlmodel, snapshot %s)",
            p->models->len, c->snapshot && p->snapshots_supported
                                ? c->snapshot : "off");
-  /* a failed state change posts an ERROR, which the watch handles */
-  gst_element_set_state(p->pipeline, GST_STATE_PLAYING);
+  /* a failed state change posts an ERROR, which the watch handles; a
+   * source that waits for a client (tcpserversrc) leaves the pipeline
+   * prerolling, which counts as running: it is serving */
+  if (gst_element_set_state(p->pipeline, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE && p->state == TXLD_STARTING)
+    p->state = TXLD_RUNNING;
   return TRUE;
 }
 

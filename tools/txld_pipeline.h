@@ -47,7 +47,8 @@ struct TxldPipeline {
   guint bus_watch;
   TxldState state;
   char *last_error;
-  guint restarts;     /* runs after the first */
+  guint runs;         /* times built and started */
+  guint restarts;     /* restarts after an error or end of stream */
   guint errors;       /* ERROR messages seen */
   guint failures;     /* consecutive short runs, for the back-off */
   double next_delay;  /* the back-off of the pending restart */
@@ -55,6 +56,7 @@ struct TxldPipeline {
   gint64 started_us;  /* monotonic, current run */
   gint64 created_us;  /* monotonic, first start */
   gboolean snapshots_supported;
+  gboolean warned_no_snapshots; /* said once, not at every restart */
 
   /* below: written from streaming threads, under lock */
   GMutex lock;
