@@ -18,6 +18,7 @@ static const struct {
   { "bench", txl_cmd_bench, "measure scoring speed against the sgemm peak" },
   { "info", txl_cmd_info, "print a model file's configuration" },
   { "snapshot", txl_cmd_snapshot, "inspect and verify a stream snapshot" },
+  { "eval", txl_cmd_eval, "measure log anomaly detection against session labels" },
 };
 
 static void

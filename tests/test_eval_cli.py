@@ -1,0 +1,170 @@
+"""txl eval end to end on a small synthetic labelled log (tools/loggen.py
+with injected anomalies, lines dealt into interleaved sessions), and clear
+errors with a non-zero exit for bad input.  Needs no data outside the
+repository; about 15 s on two cores."""
+import csv
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', 'build', 'tools', 'txl'))
+LOGGEN = os.path.join(HERE, '..', 'tools', 'loggen.py')
+TINY = ['--layers', '1', '--d-model', '64', '--heads', '2', '--d-head', '32',
+        '--d-inner', '128', '--vocab', '400', '--segment', '32', '--mem-len', '32',
+        '--batch', '8', '--steps', '300', '--lr', '3e-3']
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-1500:]))
+
+
+def run(args, timeout=240):
+    env = dict(os.environ)
+    env.setdefault('TXL_NUM_THREADS', '2')
+    p = subprocess.run([TXL] + args, capture_output=True, text=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def make_log(tmp, lines=2400, seed=3):
+    """loggen lines with 2% anomalies, dealt to sessions of 12 lines, about
+    eight open at a time, each line tagged 'sid=S<n>'.  A session is
+    anomalous when one of its lines is."""
+    lab_path = os.path.join(tmp, 'line-labels.txt')
+    out = subprocess.run([sys.executable, LOGGEN, '--lines', str(lines), '--seed', str(seed),
+                          '--anomalies', '0.02', '--labels', lab_path],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    with open(lab_path) as f:
+        line_lab = [int(x) for x in f.read().split()]
+    assert len(line_lab) == len(out)
+    r = random.Random(seed)
+    open_s, left, nxt = [], {}, 0
+    log, sess_lab = [], {}
+    for text, y in zip(out, line_lab):
+        while len(open_s) < 8:
+            open_s.append(nxt)
+            left[nxt] = 12
+            nxt += 1
+        s = r.choice(open_s)
+        log.append('%s sid=S%d' % (text, s))
+        sess_lab[s] = sess_lab.get(s, 0) | y
+        left[s] -= 1
+        if left[s] == 0:
+            open_s.remove(s)
+    log_path = os.path.join(tmp, 'app.log')
+    with open(log_path, 'w') as f:
+        f.write('\n'.join(log) + '\n')
+    labels = os.path.join(tmp, 'labels.csv')
+    with open(labels, 'w') as f:
+        f.write('SessionId,Label\n')
+        for s in sorted(sess_lab):
+            f.write('S%d,%s\n' % (s, 'Anomaly' if sess_lab[s] else 'Normal'))
+    return log_path, labels, sess_lab
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-eval-')
+    try:
+        log, labels, sess_lab = make_log(tmp)
+        n_anom = sum(sess_lab.values())
+        out = os.path.join(tmp, 'out')
+        lines = os.path.join(tmp, 'lines.jsonl')
+        rc, so, se = run(['eval', log, '--labels', labels, '-o', out, '--key', 'sid=(S[0-9]+)',
+                          '--key-group', '1', '--lines', lines] + TINY)
+        check('txl eval runs', rc == 0, se)
+        if rc != 0:
+            return
+        with open(os.path.join(out, 'summary.json')) as f:
+            s = json.load(f)
+        ses, lin = s['session'], s['line']
+        check('summary counts the split', s['sessions']['test'] == ses['n'] and
+              ses['n'] + s['sessions']['train'] + s['sessions']['validation'] +
+              s['sessions']['dropped_anomalous'] == len(sess_lab), s['sessions'])
+        test_keys = []
+        with open(os.path.join(out, 'sessions.csv')) as f:
+            rows = list(csv.DictReader(f))
+        test_rows = [r for r in rows if r['split'] == 'test']
+        check('sessions.csv has every session', len(rows) == len(sess_lab) and
+              all(int(r['label']) == sess_lab[int(r['key'][1:])] for r in rows))
+        check('test sessions have anomalies', ses['anomalous'] >= 5 and
+              ses['anomalous'] == sum(int(r['label']) for r in test_rows), ses)
+        # the injected lines are unlike anything in training: clearly ranked
+        check('session AUROC > 0.85', ses['auroc'] > 0.85, ses)
+        check('session F1 > 0.6', ses['f1'] > 0.6, ses)
+        check('line AUROC > 0.5 (a line takes its session label)', lin['auroc'] > 0.5, lin)
+        flagged = sum(int(r['flagged']) for r in test_rows)
+        check('flags in sessions.csv match the summary', flagged == ses['tp'] + ses['fp'])
+        # the threshold comes from validation sessions: every normal
+        # validation session scores at or below it with the max rule
+        val = [float(r['score']) for r in rows if r['split'] == 'calibration']
+        check('threshold = highest validation score', abs(max(val) - ses['threshold']) < 1e-4 * max(1, ses['threshold']),
+              (max(val), ses['threshold']))
+        check('no training session scored', all(r['score'] == '' for r in rows
+                                                 if r['split'] in ('train', 'dropped')))
+        with open(lines) as f:
+            lj = [json.loads(l) for l in f]
+        check('lines.jsonl covers the scored lines', len(lj) == s['scoring']['lines'] and
+              {l['split'] for l in lj} == {'test', 'calibration'})
+        check('test sessions are scored whole', sum(l['split'] == 'test' for l in lj) ==
+              sum(int(r['lines']) for r in test_rows))
+        root = ET.parse(os.path.join(out, 'scores.svg')).getroot()
+        check('scores.svg is SVG with bars', root.tag.endswith('svg') and
+              len([e for e in root.iter() if e.tag.endswith('rect')]) > 3)
+        check('stdout has the table', 'session' in so and 'AUROC' in so and 'lines/s' in so, so)
+        check('all four session scores reported', len(s['all_scores']) >= 4 and
+              {a['score'] for a in s['all_scores']} == {'max-line', 'max-line-sum', 'max-token', 'mean'})
+
+        # a second run on the saved model scores the same
+        rc, so2, se2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out2'),
+                            '--key', 'sid=(S[0-9]+)', '--key-group', '1',
+                            '--model', os.path.join(out, 'model.gguf')])
+        with open(os.path.join(tmp, 'out2', 'summary.json')) as f:
+            s2 = json.load(f)
+        check('--model reproduces the scores', rc == 0 and s2['session'] == ses, se2)
+        # single stream and a quantile rule run too
+        rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),
+                          '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--single-stream',
+                          '--threshold-rule', 'quantile', '--quantile', '0.99'] + TINY)
+        check('--single-stream --threshold-rule quantile', rc == 0, se3)
+
+        # bad input: clear errors, non-zero exit
+        empty = os.path.join(tmp, 'empty.log')
+        open(empty, 'w').close()
+        badlab = os.path.join(tmp, 'bad.csv')
+        with open(badlab, 'w') as f:
+            f.write('k,Normal\nS1,maybe\n')
+        o = os.path.join(tmp, 'bad')
+        cases = [
+            ('missing labels file', [log, '--labels', os.path.join(tmp, 'nope.csv'), '-o', o], 'nope.csv'),
+            ('bad label value', [log, '--labels', badlab, '-o', o], "label 'maybe'"),
+            ('bad regex', [log, '--labels', labels, '-o', o, '--key', 'sid=(S['], 'bad --key regex'),
+            ('bad key group', [log, '--labels', labels, '-o', o, '--key', 'sid=S[0-9]+', '--key-group', '2'],
+             '--key-group'),
+            ('empty log', [empty, '--labels', labels, '-o', o], 'is empty'),
+            ('missing log', [os.path.join(tmp, 'none.log'), '--labels', labels, '-o', o], 'none.log'),
+            ('no key in the log', [log, '--labels', labels, '-o', o, '--key', 'blk_zzz[0-9]+'], 'too few'),
+            ('no labels option', [log, '-o', o], '--labels'),
+            ('bad score', [log, '--labels', labels, '-o', o, '--score', 'median'], '--score'),
+            ('labels of other keys', [log, '--labels', labels, '-o', o, '--key', 'sid=S[0-9]+'],
+             'no session has a label'),
+            ('missing model', [log, '--labels', labels, '-o', o, '--key', 'sid=(S[0-9]+)', '--key-group', '1',
+                               '--model', os.path.join(tmp, 'none.gguf')], 'none.gguf'),
+        ]
+        for name, args, want in cases:
+            rc, so, se = run(['eval'] + args)
+            check('error: ' + name, rc != 0 and want in se and 'txl eval:' in se, (rc, se))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    main()
+    print('%d/%d passed' % (sum(results), len(results)))
+    sys.exit(0 if all(results) else 1)

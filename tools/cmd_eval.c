@@ -1,0 +1,1090 @@
+/* txl eval: log anomaly detection measured against session labels.
+ *
+ *   txl eval LOG --labels LABELS.csv -o DIR [--key REGEX] [options]
+ *
+ * Sessions (a key found in each line by a regex, e.g. an HDFS block id)
+ * are ordered by their first line.  The first --train-fraction of them is
+ * the training part: its normal sessions (the only labels ever read for
+ * it) are split in time order into training sessions and the last
+ * --calib-fraction, the normal validation sessions.  A model is trained
+ * (txl train, BPE with --normalize) on the training sessions' lines,
+ * grouped by session, each session followed by an empty line.  Then every
+ * validation and test session is scored in its own stream (TxlSessions):
+ * the threshold comes from the validation sessions' scores alone, and the
+ * test sessions' labels are read only to compute precision, recall, F1 and
+ * AUROC.  Writes DIR/summary.json, DIR/sessions.csv, DIR/scores.svg (and
+ * DIR/model.gguf unless --model is given). */
+#include "cmd.h"
+#include "jsonstr.h"
+#include "txl.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SPLIT_TRAIN, SPLIT_CALIB, SPLIT_TEST, SPLIT_DROPPED, SPLIT_UNLABELLED };
+static const char *split_names[] = { "train", "calibration", "test",
+                                     "dropped", "unlabelled" };
+
+/* score kinds, as in TxlSessionScore */
+#define N_AGG 4
+static const char *agg_names[N_AGG] = { "max-line", "max-line-sum",
+                                        "max-token", "mean" };
+
+typedef struct {
+  char *key;
+  int label; /* 0 normal, 1 anomaly, -1 unknown */
+  int split;
+  gint64 first_line, n_lines;
+  /* merged over the session's parts (a session evicted and reopened) */
+  int parts;
+  double nll;
+  gint64 tokens;
+  double max_line_mean, max_line_sum, max_token, end_nll;
+} Sess;
+
+typedef struct {
+  char *log_path, *labels_path, *out_dir, *key_re, *model_path;
+  int key_group;
+  double train_fraction, calib_fraction;
+  char *score, *rule;
+  double quantile, margin, threshold;
+  gboolean no_end, single_stream, keep_text, whole_sessions;
+  char *lines_out;
+  gint64 max_bytes_mib;
+  /* training */
+  int vocab, layers, d_model, heads, d_head, d_inner, mem_len, segment, batch;
+  gint64 steps, seed;
+  double lr, dropout, time_limit;
+} Opts;
+
+typedef struct {
+  const Opts *o;
+  GPtrArray *sess;       /* Sess* in order of first line */
+  GHashTable *by_key;    /* key -> Sess* */
+  gint64 *line_sess;     /* per log line: session index, -1 none */
+  const char **line_ptr; /* per log line: its text */
+  gsize *line_len;
+  gint64 n_lines;
+  gint64 cut;            /* first line of the test part: training and
+                          * validation see only the lines before it */
+  /* per scored line, indexed by push number */
+  GArray *push_line;     /* gint64 log line of push n (n - 1) */
+  double *l_mean, *l_sum, *l_max; /* per log line; NAN when not scored */
+  int *l_tok;
+} Eval;
+
+/* Whether line i takes part: training-part sessions are seen as they
+ * were when the test part began (lines before the cut), like a model
+ * trained at that moment; test sessions are followed to the end. */
+static gboolean
+line_in(const Eval *ev, gint64 i, int split)
+{
+  gint64 si = ev->line_sess[i];
+  if (si < 0 || ((Sess *)ev->sess->pdata[si])->split != split)
+    return FALSE;
+  return split == SPLIT_TEST || ev->o->whole_sessions || i < ev->cut;
+}
+
+/* ---- input ----------------------------------------------------------- */
+
+static gboolean
+parse_label(const char *v, int *out)
+{
+  static const char *anom[] = { "anomaly", "anomalous", "abnormal", "1",
+                                "true", "yes" };
+  static const char *norm[] = { "normal", "0", "false", "no" };
+  for (gsize i = 0; i < G_N_ELEMENTS(anom); i++)
+    if (!g_ascii_strcasecmp(v, anom[i]))
+      return *out = 1, TRUE;
+  for (gsize i = 0; i < G_N_ELEMENTS(norm); i++)
+    if (!g_ascii_strcasecmp(v, norm[i]))
+      return *out = 0, TRUE;
+  return FALSE;
+}
+
+static GHashTable *
+read_labels(const char *path, GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize len;
+  GError *e = NULL;
+  if (!g_file_get_contents(path, &text, &len, &e)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "labels: %s", e->message);
+    g_error_free(e);
+    return NULL;
+  }
+  GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  char **rows = g_strsplit(text, "\n", -1);
+  int n = 0;
+  for (int i = 0; rows[i]; i++) {
+    char *row = g_strstrip(rows[i]);
+    if (!*row)
+      continue;
+    char *comma = strrchr(row, ',');
+    if (!comma) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s:%d: expected KEY,LABEL", path, i + 1);
+      goto fail;
+    }
+    *comma = '\0';
+    char *key = g_strstrip(row), *val = g_strstrip(comma + 1);
+    int label;
+    if (!parse_label(val, &label)) {
+      if (n == 0 && i == 0)
+        continue; /* a header such as BlockId,Label */
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s:%d: label '%s' is neither normal (Normal, 0, false) "
+                  "nor anomalous (Anomaly, 1, true)", path, i + 1, val);
+      goto fail;
+    }
+    g_hash_table_replace(h, g_strdup(key), GINT_TO_POINTER(label + 1));
+    n++;
+  }
+  g_strfreev(rows);
+  if (n == 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s: no KEY,LABEL rows", path);
+    g_hash_table_destroy(h);
+    return NULL;
+  }
+  return h;
+fail:
+  g_strfreev(rows);
+  g_hash_table_destroy(h);
+  return NULL;
+}
+
+/* ---- metrics --------------------------------------------------------- */
+
+typedef struct {
+  double threshold;
+  gint64 tp, fp, fn, tn;
+  double precision, recall, f1, auroc;
+  gint64 n, n_anom;
+} Metrics;
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+  const double *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* scores[i], labels[i] in {0, 1}; AUROC by ranks with ties averaged. */
+static void
+metrics(const double *scores, const int *labels, gsize n, double thr,
+        Metrics *m)
+{
+  memset(m, 0, sizeof *m);
+  m->threshold = thr;
+  m->n = n;
+  double *p = g_new(double, 2 * MAX(n, 1));
+  for (gsize i = 0; i < n; i++) {
+    gboolean flag = scores[i] > thr;
+    if (labels[i]) {
+      m->n_anom++;
+      flag ? m->tp++ : m->fn++;
+    } else {
+      flag ? m->fp++ : m->tn++;
+    }
+    p[2 * i] = scores[i];
+    p[2 * i + 1] = labels[i];
+  }
+  qsort(p, n, 2 * sizeof(double), cmp_pair);
+  double rank_sum = 0;
+  for (gsize i = 0; i < n;) {
+    gsize j = i;
+    while (j < n && p[2 * j] == p[2 * i])
+      j++;
+    double r = (i + 1 + j) / 2.0; /* average 1-based rank of the tie */
+    for (gsize k = i; k < j; k++)
+      if (p[2 * k + 1] > 0.5)
+        rank_sum += r;
+    i = j;
+  }
+  g_free(p);
+  double na = m->n_anom, nn = (double)n - na;
+  m->auroc = na > 0 && nn > 0 ? (rank_sum - na * (na + 1) / 2) / (na * nn)
+                              : NAN;
+  m->precision = m->tp + m->fp ? (double)m->tp / (m->tp + m->fp) : 0;
+  m->recall = m->tp + m->fn ? (double)m->tp / (m->tp + m->fn) : 0;
+  m->f1 = m->precision + m->recall > 0
+            ? 2 * m->precision * m->recall / (m->precision + m->recall)
+            : 0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The threshold from normal validation scores only. */
+static double
+calibrate(const Opts *o, double *v, gsize n)
+{
+  if (o->threshold > 0)
+    return o->threshold;
+  if (n == 0)
+    return INFINITY;
+  qsort(v, n, sizeof(double), cmp_double);
+  double base;
+  if (!strcmp(o->rule, "max")) {
+    base = v[n - 1];
+  } else { /* quantile, interpolated */
+    double pos = o->quantile * (n - 1);
+    gsize i = (gsize)pos;
+    base = i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+  }
+  return base * (1.0 + o->margin);
+}
+
+/* ---- scoring --------------------------------------------------------- */
+
+static double
+sess_score(const Sess *s, int agg, gboolean with_end)
+{
+  double v;
+  switch (agg) {
+  case 0: v = s->max_line_mean; break;
+  case 1: v = s->max_line_sum; break;
+  case 2: v = s->max_token; break;
+  default:
+    return s->tokens ? s->nll / s->tokens : 0;
+  }
+  if (with_end && isfinite(s->end_nll))
+    v = MAX(v, s->end_nll);
+  return v;
+}
+
+static double
+line_score(const Eval *ev, gint64 i, int agg)
+{
+  switch (agg) {
+  case 1: return ev->l_sum[i];
+  case 2: return ev->l_max[i];
+  default: return ev->l_mean[i];
+  }
+}
+
+static void
+on_line(const TxlSessionLine *l, gpointer p)
+{
+  Eval *ev = p;
+  gint64 i = g_array_index(ev->push_line, gint64, l->line - 1);
+  ev->l_sum[i] = l->nll;
+  ev->l_mean[i] = l->tokens ? l->nll / l->tokens : 0;
+  ev->l_max[i] = l->max_token;
+  ev->l_tok[i] = l->tokens;
+}
+
+static void
+on_end(const TxlSessionResult *r, gpointer p)
+{
+  Eval *ev = p;
+  Sess *s = g_hash_table_lookup(ev->by_key, r->key);
+  if (!s)
+    return; /* single stream: the one session "" */
+  s->parts++;
+  s->nll += r->nll;
+  s->tokens += r->tokens;
+  s->max_line_mean = MAX(s->max_line_mean, r->max_line_mean);
+  s->max_line_sum = MAX(s->max_line_sum, r->max_line_sum);
+  s->max_token = MAX(s->max_token, r->max_token);
+  if (isfinite(r->end_nll))
+    s->end_nll = isfinite(s->end_nll) ? MAX(s->end_nll, r->end_nll)
+                                      : r->end_nll;
+}
+
+static gboolean
+score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
+            guint64 *evicted, GError **error)
+{
+  const Opts *o = ev->o;
+  TxlSessionOptions so = TXL_SESSION_OPTIONS_DEFAULT;
+  so.key_regex = o->single_stream ? NULL : o->key_re;
+  so.key_group = o->key_group;
+  so.score_end = !o->no_end && !o->single_stream;
+  so.prime = TRUE;
+  so.max_bytes = (guint64)o->max_bytes_mib << 20;
+  TxlSessions *ss = txl_sessions_new(m, &so, on_line, on_end, ev, error);
+  if (!ss)
+    return FALSE;
+  gint64 t0 = g_get_monotonic_time();
+  gboolean ok = TRUE;
+  gint64 n = 0;
+  for (gint64 i = 0; i < ev->n_lines && ok; i++) {
+    if (!line_in(ev, i, SPLIT_CALIB) && !line_in(ev, i, SPLIT_TEST))
+      continue;
+    g_array_append_val(ev->push_line, i);
+    ok = txl_sessions_push_line(ss, ev->line_ptr[i], ev->line_len[i],
+                                error) > 0;
+    n++;
+    if (n % 20000 == 0)
+      fprintf(stderr, "txl eval: scored %" G_GINT64_FORMAT " lines "
+              "(%.0f lines/s, %u open sessions)\n", n,
+              n / ((g_get_monotonic_time() - t0) / 1e6), txl_sessions_count(ss));
+  }
+  ok = ok && txl_sessions_finish(ss, error);
+  *secs = (g_get_monotonic_time() - t0) / 1e6;
+  *n_scored = n;
+  *evicted = txl_sessions_ended(ss, TXL_SESSION_END_EVICTED);
+  txl_sessions_free(ss);
+  if (ok && o->single_stream) {
+    /* one stream: a session's scores are those of its lines */
+    for (gint64 i = 0; i < ev->n_lines; i++) {
+      gint64 si = ev->line_sess[i];
+      if (si < 0 || isnan(ev->l_sum[i]))
+        continue;
+      Sess *s = ev->sess->pdata[si];
+      s->parts = 1;
+      s->max_line_mean = MAX(s->max_line_mean, ev->l_mean[i]);
+      s->max_line_sum = MAX(s->max_line_sum, ev->l_sum[i]);
+      s->max_token = MAX(s->max_token, ev->l_max[i]);
+      s->nll += ev->l_sum[i];
+      s->tokens += ev->l_tok[i];
+    }
+  }
+  return ok;
+}
+
+/* ---- training -------------------------------------------------------- */
+
+static gboolean
+write_sessions_text(Eval *ev, int split, const char *path, gint64 *n_out,
+                    GError **error)
+{
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "cannot write %s: %s", path,
+                g_strerror(errno));
+    return FALSE;
+  }
+  gint64 n = 0;
+  if (ev->o->single_stream) {
+    /* the lines as they came, interleaved */
+    for (gint64 i = 0; i < ev->n_lines; i++) {
+      if (line_in(ev, i, split)) {
+        fwrite(ev->line_ptr[i], 1, ev->line_len[i], f);
+        fputc('\n', f);
+        n++;
+      }
+    }
+  } else {
+    /* grouped: each session's lines in order, then an empty line */
+    GPtrArray *per = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+    for (guint k = 0; k < ev->sess->len; k++)
+      g_ptr_array_add(per, g_array_new(FALSE, FALSE, sizeof(gint64)));
+    for (gint64 i = 0; i < ev->n_lines; i++)
+      if (line_in(ev, i, split))
+        g_array_append_val((GArray *)per->pdata[ev->line_sess[i]], i);
+    for (guint k = 0; k < ev->sess->len; k++) {
+      GArray *a = per->pdata[k];
+      if (!a->len)
+        continue;
+      for (guint j = 0; j < a->len; j++) {
+        gint64 i = g_array_index(a, gint64, j);
+        fwrite(ev->line_ptr[i], 1, ev->line_len[i], f);
+        fputc('\n', f);
+        n++;
+      }
+      if (!ev->o->no_end)
+        fputc('\n', f);
+    }
+    g_ptr_array_free(per, TRUE);
+  }
+  *n_out = n;
+  if (fclose(f) != 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "cannot write %s: %s", path,
+                g_strerror(errno));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static int
+run_train(const Opts *o, const char *model, const char *train_txt,
+          const char *val_txt)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+#define ARG(...) g_ptr_array_add(a, g_strdup_printf(__VA_ARGS__))
+  ARG("train");
+  ARG("-o"); ARG("%s", model);
+  ARG("--val"); ARG("%s", val_txt);
+  ARG("--tokenizer"); ARG("bpe");
+  ARG("--normalize");
+  ARG("--vocab"); ARG("%d", o->vocab);
+  ARG("--layers"); ARG("%d", o->layers);
+  ARG("--d-model"); ARG("%d", o->d_model);
+  ARG("--heads"); ARG("%d", o->heads);
+  ARG("--d-head"); ARG("%d", o->d_head);
+  ARG("--d-inner"); ARG("%d", o->d_inner);
+  ARG("--mem-len"); ARG("%d", o->mem_len);
+  ARG("--segment"); ARG("%d", o->segment);
+  ARG("--batch"); ARG("%d", o->batch);
+  ARG("--steps"); ARG("%" G_GINT64_FORMAT, o->steps);
+  ARG("--warmup"); ARG("%d", (int)MIN(100, o->steps / 10));
+  ARG("--lr"); ARG("%g", o->lr);
+  ARG("--dropout"); ARG("%g", o->dropout);
+  ARG("--seed"); ARG("%" G_GINT64_FORMAT, o->seed);
+  ARG("--eval-every"); ARG("0");
+  ARG("--eval-tokens"); ARG("20000");
+  ARG("--checkpoint-every"); ARG("0");
+  ARG("--log-every"); ARG("100");
+  if (o->time_limit > 0) {
+    ARG("--time-limit"); ARG("%g", o->time_limit);
+  }
+  ARG("%s", train_txt);
+#undef ARG
+  int argc = (int)a->len;
+  char **argv = g_new0(char *, argc + 1);
+  memcpy(argv, a->pdata, sizeof(char *) * argc); /* parsing may reorder */
+  int rc = txl_cmd_train(argc, argv);
+  g_free(argv);
+  g_ptr_array_free(a, TRUE);
+  return rc;
+}
+
+/* ---- output ---------------------------------------------------------- */
+
+static void
+json_metrics(GString *j, const char *name, const Metrics *m)
+{
+  g_string_append_printf(j,
+    "\"%s\": {\"threshold\": %.6g, \"n\": %" G_GINT64_FORMAT
+    ", \"anomalous\": %" G_GINT64_FORMAT ", \"tp\": %" G_GINT64_FORMAT
+    ", \"fp\": %" G_GINT64_FORMAT ", \"fn\": %" G_GINT64_FORMAT
+    ", \"tn\": %" G_GINT64_FORMAT ", \"precision\": %.4f, \"recall\": %.4f"
+    ", \"f1\": %.4f, \"auroc\": %.4f}", name, m->threshold, m->n, m->n_anom,
+    m->tp, m->fp, m->fn, m->tn, m->precision, m->recall, m->f1,
+    isnan(m->auroc) ? -1.0 : m->auroc);
+}
+
+/* Histograms of normal and anomalous test session scores, on a log count
+ * axis, with the threshold. */
+static gboolean
+write_svg(const char *path, const double *sc, const int *lab, gsize n,
+          double thr, const char *title, GError **error)
+{
+  double lo = INFINITY, hi = -INFINITY;
+  for (gsize i = 0; i < n; i++) {
+    lo = MIN(lo, sc[i]);
+    hi = MAX(hi, sc[i]);
+  }
+  if (isfinite(thr)) {
+    lo = MIN(lo, thr);
+    hi = MAX(hi, thr);
+  }
+  if (!(hi > lo)) {
+    lo -= 1;
+    hi += 1;
+  }
+  const int B = 60;
+  int cnt[2][60] = { { 0 } };
+  int tot[2] = { 0, 0 };
+  for (gsize i = 0; i < n; i++) {
+    int b = (int)((sc[i] - lo) / (hi - lo) * B);
+    cnt[lab[i]][CLAMP(b, 0, B - 1)]++;
+    tot[lab[i]]++;
+  }
+  int maxc = 1;
+  for (int k = 0; k < 2; k++)
+    for (int b = 0; b < B; b++)
+      maxc = MAX(maxc, cnt[k][b]);
+  const double W = 720, H = 360, L = 60, R = 20, T = 40, Bm = 50;
+  const double pw = W - L - R, ph = H - T - Bm, ymax = log10(maxc + 1.0);
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s,
+    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" "
+    "font-family=\"sans-serif\" font-size=\"12\">\n"
+    "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+    "<text x=\"%g\" y=\"20\" font-size=\"14\">", W, H, L);
+  txl_json_append_string(s, title, strlen(title)); /* quoted, escaped */
+  g_string_append(s, "</text>\n");
+  const char *col[2] = { "#1f77b4", "#d62728" };
+  for (int k = 0; k < 2; k++)
+    for (int b = 0; b < B; b++) {
+      if (!cnt[k][b])
+        continue;
+      double h = log10(cnt[k][b] + 1.0) / ymax * ph;
+      g_string_append_printf(s,
+        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+        "fill=\"%s\" fill-opacity=\"0.55\"/>\n", L + b * pw / B,
+        T + ph - h, pw / B, h, col[k]);
+    }
+  g_string_append_printf(s,
+    "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n"
+    "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n",
+    L, T + ph, L + pw, T + ph, L, T, L, T + ph);
+  for (int t = 0; t <= 5; t++) {
+    double v = lo + (hi - lo) * t / 5, x = L + pw * t / 5;
+    g_string_append_printf(s, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g</text>\n",
+                           x, T + ph + 16, v);
+  }
+  for (int c = 1; c <= maxc; c *= 10) {
+    double y = T + ph - log10(c + 1.0) / ymax * ph;
+    g_string_append_printf(s, "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n",
+                           L - 4, y + 4, c);
+  }
+  g_string_append_printf(s,
+    "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">session score (nats)</text>\n"
+    "<text x=\"14\" y=\"%g\" transform=\"rotate(-90 14 %g)\" text-anchor=\"middle\">sessions (log scale)</text>\n",
+    L + pw / 2, H - 10, T + ph / 2, T + ph / 2);
+  if (isfinite(thr)) {
+    double x = L + (thr - lo) / (hi - lo) * pw;
+    g_string_append_printf(s,
+      "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"black\" "
+      "stroke-dasharray=\"5,4\"/>\n<text x=\"%.1f\" y=\"%g\">threshold %.3g</text>\n",
+      x, T, x, T + ph, x + 4, T + 12, thr);
+  }
+  g_string_append_printf(s,
+    "<rect x=\"%g\" y=\"%g\" width=\"12\" height=\"12\" fill=\"%s\" fill-opacity=\"0.55\"/>"
+    "<text x=\"%g\" y=\"%g\">normal (%d)</text>\n"
+    "<rect x=\"%g\" y=\"%g\" width=\"12\" height=\"12\" fill=\"%s\" fill-opacity=\"0.55\"/>"
+    "<text x=\"%g\" y=\"%g\">anomalous (%d)</text>\n</svg>\n",
+    L + pw - 150, T, col[0], L + pw - 134, T + 10, tot[0],
+    L + pw - 150, T + 18, col[1], L + pw - 134, T + 28, tot[1]);
+  gboolean ok = g_file_set_contents(path, s->str, s->len, error);
+  g_string_free(s, TRUE);
+  return ok;
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static int
+agg_index(const char *name)
+{
+  for (int i = 0; i < N_AGG; i++)
+    if (!strcmp(name, agg_names[i]))
+      return i;
+  return -1;
+}
+
+int
+txl_cmd_eval(int argc, char **argv)
+{
+  Opts o = {
+    .key_re = NULL, .key_group = 0, .train_fraction = 0.5,
+    .calib_fraction = 0.2, .quantile = 0.995, .margin = 0.0,
+    .max_bytes_mib = 1024, .vocab = 1024, .layers = 2, .d_model = 128,
+    .heads = 4, .d_head = 32, .d_inner = 512, .mem_len = 128, .segment = 64,
+    .batch = 16, .steps = 1000, .seed = 1, .lr = 1e-3, .dropout = 0.1,
+  };
+  GOptionEntry entries[] = {
+    { "labels", 'l', 0, G_OPTION_ARG_FILENAME, &o.labels_path, "CSV of KEY,LABEL (Normal/Anomaly or 0/1; a header row is skipped) (required)", "FILE" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &o.out_dir, "Directory for summary.json, sessions.csv, scores.svg, model.gguf (required)", "DIR" },
+    { "key", 'k', 0, G_OPTION_ARG_STRING, &o.key_re, "Regex whose match is a line's session key (default: HDFS block id blk_-?[0-9]+)", "REGEX" },
+    { "key-group", 0, 0, G_OPTION_ARG_INT, &o.key_group, "Capture group of the key (default 0: the whole match)", "N" },
+    { "train-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o.train_fraction, "Sessions (by first line) in the training part (default 0.5)", "F" },
+    { "calib-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o.calib_fraction, "Last fraction of the training part's normal sessions kept for the threshold (default 0.2)", "F" },
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o.model_path, "Score with this model instead of training one (it must have been trained on the training part)", "MODEL" },
+    { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: max-line (default), max-line-sum, max-token, mean", "KIND" },
+    { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
+    { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
+    { "margin", 0, 0, G_OPTION_ARG_DOUBLE, &o.margin, "Threshold = rule value x (1 + margin) (default 0)", "M" },
+    { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
+    { "no-end", 0, 0, G_OPTION_ARG_NONE, &o.no_end, "Do not model session ends (no empty line after each training session, no end score)", NULL },
+    { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
+    { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o.max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 1024)", "N" },
+    { "lines", 0, 0, G_OPTION_ARG_FILENAME, &o.lines_out, "Write every scored line's scores as JSON Lines to FILE", "FILE" },
+    { "whole-sessions", 0, 0, G_OPTION_ARG_NONE, &o.whole_sessions, "Train and calibrate on all lines of the training part's sessions, also those logged after the test part began", NULL },
+    { "keep-text", 0, 0, G_OPTION_ARG_NONE, &o.keep_text, "Keep the training text files in DIR", NULL },
+    { "vocab", 0, 0, G_OPTION_ARG_INT, &o.vocab, "BPE vocabulary (default 1024)", "N" },
+    { "layers", 0, 0, G_OPTION_ARG_INT, &o.layers, "Layers (default 2)", "N" },
+    { "d-model", 0, 0, G_OPTION_ARG_INT, &o.d_model, "Hidden size (default 128)", "N" },
+    { "heads", 0, 0, G_OPTION_ARG_INT, &o.heads, "Heads (default 4)", "N" },
+    { "d-head", 0, 0, G_OPTION_ARG_INT, &o.d_head, "Head size (default 32)", "N" },
+    { "d-inner", 0, 0, G_OPTION_ARG_INT, &o.d_inner, "Feed-forward size (default 512)", "N" },
+    { "mem-len", 0, 0, G_OPTION_ARG_INT, &o.mem_len, "Memory length (default 128)", "N" },
+    { "segment", 0, 0, G_OPTION_ARG_INT, &o.segment, "Segment length (default 64)", "N" },
+    { "batch", 0, 0, G_OPTION_ARG_INT, &o.batch, "Training streams (default 16)", "N" },
+    { "steps", 0, 0, G_OPTION_ARG_INT64, &o.steps, "Training steps (default 1000)", "N" },
+    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &o.lr, "Peak learning rate (default 1e-3)", "LR" },
+    { "dropout", 0, 0, G_OPTION_ARG_DOUBLE, &o.dropout, "Dropout (default 0.1)", "P" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed (default 1)", "N" },
+    { "time-limit", 0, 0, G_OPTION_ARG_DOUBLE, &o.time_limit, "Stop training after this many minutes", "MIN" },
+    { NULL },
+  };
+  g_autoptr(GOptionContext) ctx = g_option_context_new("LOG");
+  g_option_context_set_summary(ctx,
+    "Train on the normal sessions of the first part of a labelled log,\n"
+    "calibrate a threshold on held-out normal sessions, score the rest one\n"
+    "stream per session, and report precision, recall, F1 and AUROC per\n"
+    "session and per line (docs/anomaly.md).");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+    fprintf(stderr, "txl eval: %s\n", err->message);
+    return 2;
+  }
+  if (argc != 2 || !o.labels_path || !o.out_dir) {
+    fprintf(stderr, "txl eval: need one LOG, --labels FILE and -o DIR "
+                    "(txl eval --help)\n");
+    return 2;
+  }
+  o.log_path = argv[1];
+  if (!o.key_re)
+    o.key_re = g_strdup("blk_-?[0-9]+");
+  if (!o.score)
+    o.score = g_strdup("max-line");
+  if (!o.rule)
+    o.rule = g_strdup("max");
+  int agg = agg_index(o.score);
+  if (agg < 0) {
+    fprintf(stderr, "txl eval: --score takes max-line, max-line-sum, "
+                    "max-token or mean, not '%s'\n", o.score);
+    return 2;
+  }
+  if (strcmp(o.rule, "max") && strcmp(o.rule, "quantile")) {
+    fprintf(stderr, "txl eval: --threshold-rule takes max or quantile, not "
+                    "'%s'\n", o.rule);
+    return 2;
+  }
+  if (!(o.train_fraction > 0 && o.train_fraction < 1) ||
+      !(o.calib_fraction > 0 && o.calib_fraction < 1) ||
+      !(o.quantile > 0 && o.quantile <= 1) || o.margin < 0 ||
+      o.max_bytes_mib < 0 || o.threshold < 0) {
+    fprintf(stderr, "txl eval: --train-fraction and --calib-fraction take "
+                    "numbers in (0, 1), --quantile in (0, 1], --margin, "
+                    "--threshold and --max-session-mib non-negative ones\n");
+    return 2;
+  }
+  GError *e = NULL;
+  GRegex *re = g_regex_new(o.key_re, G_REGEX_OPTIMIZE, 0, &e);
+  if (!re) {
+    fprintf(stderr, "txl eval: bad --key regex '%s': %s\n", o.key_re,
+            e->message);
+    g_error_free(e);
+    return 2;
+  }
+  if (o.key_group < 0 || o.key_group > g_regex_get_capture_count(re)) {
+    fprintf(stderr, "txl eval: --key-group %d: the regex has %d capture "
+                    "groups\n", o.key_group, g_regex_get_capture_count(re));
+    g_regex_unref(re);
+    return 2;
+  }
+
+  int rc = 1;
+  Eval ev = { .o = &o };
+  ev.sess = g_ptr_array_new();
+  ev.by_key = g_hash_table_new(g_str_hash, g_str_equal);
+  ev.push_line = g_array_new(FALSE, FALSE, sizeof(gint64));
+  g_autofree char *text = NULL;
+  gsize text_len = 0;
+  GHashTable *labels = NULL;
+  TxlModel *model = NULL;
+  g_autofree char *model_file = NULL, *train_txt = NULL, *calib_txt = NULL;
+  g_autofree double *sc = NULL, *lsc = NULL, *cal = NULL;
+  g_autofree int *lab = NULL, *llab = NULL;
+  FILE *lines_f = NULL;
+
+  if (!(labels = read_labels(o.labels_path, &err)))
+    goto out;
+  if (!g_file_get_contents(o.log_path, &text, &text_len, &e)) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
+    g_error_free(e);
+    goto out;
+  }
+  if (text_len == 0) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID, "%s is empty",
+                o.log_path);
+    goto out;
+  }
+  if (g_mkdir_with_parents(o.out_dir, 0755) != 0) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_IO, "cannot create %s: %s",
+                o.out_dir, g_strerror(errno));
+    goto out;
+  }
+
+  /* lines, keys, sessions in order of their first line */
+  {
+    gint64 cap = 1024;
+    ev.line_ptr = g_new(const char *, cap);
+    ev.line_len = g_new(gsize, cap);
+    ev.line_sess = g_new(gint64, cap);
+    gint64 no_key = 0, unlabelled = 0;
+    for (gsize at = 0; at < text_len;) {
+      const char *nl = memchr(text + at, '\n', text_len - at);
+      gsize end = nl ? (gsize)(nl - text) : text_len;
+      gsize len = end - at;
+      if (len > 0 && text[at + len - 1] == '\r')
+        len--;
+      if (ev.n_lines == cap) {
+        cap *= 2;
+        ev.line_ptr = g_renew(const char *, ev.line_ptr, cap);
+        ev.line_len = g_renew(gsize, ev.line_len, cap);
+        ev.line_sess = g_renew(gint64, ev.line_sess, cap);
+      }
+      gint64 i = ev.n_lines++;
+      ev.line_ptr[i] = text + at;
+      ev.line_len[i] = len;
+      ev.line_sess[i] = -1;
+      GMatchInfo *mi = NULL;
+      if (g_regex_match_full(re, text + at, len, 0, 0, &mi, NULL)) {
+        char *key = g_match_info_fetch(mi, o.key_group);
+        Sess *s = key ? g_hash_table_lookup(ev.by_key, key) : NULL;
+        if (key && !s) {
+          s = g_new0(Sess, 1);
+          s->key = key;
+          key = NULL;
+          s->end_nll = NAN;
+          s->first_line = i;
+          gpointer lv = g_hash_table_lookup(labels, s->key);
+          s->label = lv ? GPOINTER_TO_INT(lv) - 1 : -1;
+          unlabelled += !lv;
+          g_hash_table_insert(ev.by_key, s->key, s);
+          g_ptr_array_add(ev.sess, s);
+          s->split = (gint64)ev.sess->len; /* its index + 1, for now */
+        }
+        g_free(key);
+        if (s) {
+          ev.line_sess[i] = s->split - 1;
+          s->n_lines++;
+        }
+      } else {
+        no_key++;
+      }
+      g_match_info_free(mi);
+      at = end + 1;
+    }
+    if (ev.sess->len < 4) {
+      g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s: the key regex '%s' finds %u session%s in %"
+                  G_GINT64_FORMAT " lines: too few to train and test on",
+                  o.log_path, o.key_re, ev.sess->len,
+                  ev.sess->len == 1 ? "" : "s", ev.n_lines);
+      goto out;
+    }
+    if (unlabelled == (gint64)ev.sess->len) {
+      GHashTableIter it;
+      gpointer k0 = NULL;
+      g_hash_table_iter_init(&it, labels);
+      g_hash_table_iter_next(&it, &k0, NULL);
+      g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                  "no session has a label: the key regex finds keys like "
+                  "'%s', the labels file has keys like '%s' (--key, "
+                  "--key-group)", ((Sess *)ev.sess->pdata[0])->key,
+                  (char *)k0);
+      goto out;
+    }
+    fprintf(stderr, "txl eval: %" G_GINT64_FORMAT " lines, %u sessions, %"
+            G_GINT64_FORMAT " lines without a key, %" G_GINT64_FORMAT
+            " sessions without a label (left out)\n", ev.n_lines,
+            ev.sess->len, no_key, unlabelled);
+  }
+
+  /* the split: first train_fraction of the sessions; of its normal ones
+   * the last calib_fraction calibrate */
+  gint64 n_train_part = (gint64)(o.train_fraction * ev.sess->len);
+  gint64 n_norm = 0, counts[5] = { 0 };
+  for (gint64 k = 0; k < n_train_part; k++)
+    n_norm += ((Sess *)ev.sess->pdata[k])->label == 0;
+  gint64 n_fit = n_norm - (gint64)ceil(o.calib_fraction * n_norm), seen = 0;
+  for (guint k = 0; k < ev.sess->len; k++) {
+    Sess *s = ev.sess->pdata[k];
+    if (s->label < 0)
+      s->split = SPLIT_UNLABELLED;
+    else if ((gint64)k >= n_train_part)
+      s->split = SPLIT_TEST;
+    else if (s->label == 1)
+      s->split = SPLIT_DROPPED; /* anomalies of the training part: unused */
+    else
+      s->split = seen++ < n_fit ? SPLIT_TRAIN : SPLIT_CALIB;
+    counts[s->split]++;
+  }
+  if (counts[SPLIT_TRAIN] < 1 || counts[SPLIT_CALIB] < 1 ||
+      counts[SPLIT_TEST] < 1) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                "need at least one training, one validation and one test "
+                "session (have %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                ", %" G_GINT64_FORMAT ")", counts[SPLIT_TRAIN],
+                counts[SPLIT_CALIB], counts[SPLIT_TEST]);
+    goto out;
+  }
+  fprintf(stderr, "txl eval: sessions: %" G_GINT64_FORMAT " train (normal), %"
+          G_GINT64_FORMAT " validation (normal), %" G_GINT64_FORMAT
+          " test, %" G_GINT64_FORMAT " anomalous ones of the training part "
+          "left out\n", counts[SPLIT_TRAIN], counts[SPLIT_CALIB],
+          counts[SPLIT_TEST], counts[SPLIT_DROPPED]);
+
+  ev.cut = ((Sess *)ev.sess->pdata[n_train_part])->first_line;
+
+  /* training */
+  double train_s = 0;
+  if (o.model_path) {
+    model_file = g_strdup(o.model_path);
+  } else {
+    model_file = g_build_filename(o.out_dir, "model.gguf", NULL);
+    train_txt = g_build_filename(o.out_dir, "train.txt", NULL);
+    calib_txt = g_build_filename(o.out_dir, "validation.txt", NULL);
+    gint64 n1, n2;
+    if (!write_sessions_text(&ev, SPLIT_TRAIN, train_txt, &n1, &err) ||
+        !write_sessions_text(&ev, SPLIT_CALIB, calib_txt, &n2, &err))
+      goto out;
+    fprintf(stderr, "txl eval: training on %" G_GINT64_FORMAT " lines (%s)\n",
+            n1, o.single_stream ? "interleaved" : "grouped by session");
+    gint64 t0 = g_get_monotonic_time();
+    int trc = run_train(&o, model_file, train_txt, calib_txt);
+    train_s = (g_get_monotonic_time() - t0) / 1e6;
+    if (!o.keep_text) {
+      g_remove(train_txt);
+      g_remove(calib_txt);
+    }
+    if (trc != 0) {
+      g_set_error_literal(&err, TXL_ERROR, TXL_ERROR_INVALID,
+                          "training failed (see above)");
+      goto out;
+    }
+  }
+  if (!(model = txl_model_load(model_file, &err)))
+    goto out;
+  if (txl_tokenizer_type(txl_model_tokenizer(model)) == TXL_TOKENIZER_NONE) {
+    g_set_error(&err, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
+                "%s has no tokenizer", model_file);
+    goto out;
+  }
+
+  /* scoring: validation and test sessions, each in its own stream */
+  ev.l_mean = g_new(double, ev.n_lines);
+  ev.l_sum = g_new(double, ev.n_lines);
+  ev.l_max = g_new(double, ev.n_lines);
+  ev.l_tok = g_new0(int, ev.n_lines);
+  for (gint64 i = 0; i < ev.n_lines; i++)
+    ev.l_mean[i] = ev.l_sum[i] = ev.l_max[i] = NAN;
+  double score_s;
+  gint64 n_scored;
+  guint64 evicted;
+  if (!score_lines(&ev, model, &score_s, &n_scored, &evicted, &err))
+    goto out;
+  double lps = n_scored / MAX(score_s, 1e-9);
+  fprintf(stderr, "txl eval: scored %" G_GINT64_FORMAT " lines in %.1f s "
+          "(%.0f lines/s, %" G_GUINT64_FORMAT " sessions evicted)\n",
+          n_scored, score_s, lps, evicted);
+
+  /* thresholds from the validation sessions and lines, metrics on test */
+  gsize n_cal = counts[SPLIT_CALIB], n_test = counts[SPLIT_TEST];
+  cal = g_new(double, MAX(n_cal, 1));
+  sc = g_new(double, n_test);
+  lab = g_new(int, n_test);
+  Metrics sess_m, line_m;
+  GString *abl = g_string_new(NULL);
+  double thr = 0;
+  for (int a = 0; a < N_AGG; a++)
+    for (int with_end = 1; with_end >= 0; with_end--) {
+      if (with_end && (o.no_end || o.single_stream))
+        continue;
+      if (a == 3 && !with_end && !(o.no_end || o.single_stream))
+        continue; /* the mean does not single out the end marker */
+      gsize nc = 0, nt = 0;
+      for (guint k = 0; k < ev.sess->len; k++) {
+        Sess *s = ev.sess->pdata[k];
+        if (s->split == SPLIT_CALIB)
+          cal[nc++] = sess_score(s, a, with_end);
+        else if (s->split == SPLIT_TEST) {
+          sc[nt] = sess_score(s, a, with_end);
+          lab[nt++] = s->label;
+        }
+      }
+      double t = calibrate(&o, cal, nc);
+      Metrics m;
+      metrics(sc, lab, nt, t, &m);
+      gboolean chosen = a == agg && with_end == !(o.no_end || o.single_stream);
+      if (chosen) {
+        sess_m = m;
+        thr = t;
+      }
+      g_string_append_printf(abl, "%s{\"score\": \"%s\", \"end\": %s, ",
+                             abl->len ? ", " : "", agg_names[a],
+                             with_end ? "true" : "false");
+      json_metrics(abl, "session", &m);
+      g_string_append(abl, "}");
+      fprintf(stderr, "txl eval:   %-13s end %-3s  threshold %8.4f  P %.3f  "
+              "R %.3f  F1 %.3f  AUROC %.4f%s\n", agg_names[a],
+              with_end ? "yes" : "no", t, m.precision, m.recall, m.f1,
+              m.auroc, chosen ? "  <- chosen" : "");
+    }
+  /* the chosen kind again, so that sc/lab hold it for the outputs */
+  {
+    gboolean with_end = !(o.no_end || o.single_stream);
+    gsize nt = 0;
+    for (guint k = 0; k < ev.sess->len; k++) {
+      Sess *s = ev.sess->pdata[k];
+      if (s->split == SPLIT_TEST) {
+        sc[nt] = sess_score(s, agg, with_end);
+        lab[nt++] = s->label;
+      }
+    }
+  }
+  /* lines: a line's label is its session's */
+  {
+    gsize nc = 0, nt = 0;
+    GArray *lc = g_array_new(FALSE, FALSE, sizeof(double));
+    lsc = g_new(double, ev.n_lines);
+    llab = g_new(int, ev.n_lines);
+    for (gint64 i = 0; i < ev.n_lines; i++) {
+      gint64 si = ev.line_sess[i];
+      if (si < 0 || isnan(ev.l_sum[i]))
+        continue;
+      Sess *s = ev.sess->pdata[si];
+      double v = line_score(&ev, i, agg);
+      if (s->split == SPLIT_CALIB) {
+        g_array_append_val(lc, v);
+        nc++;
+      } else if (s->split == SPLIT_TEST) {
+        lsc[nt] = v;
+        llab[nt++] = s->label;
+      }
+    }
+    double lt = calibrate(&o, (double *)lc->data, nc);
+    metrics(lsc, llab, nt, lt, &line_m);
+    g_array_free(lc, TRUE);
+  }
+
+  printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
+         " anomalous), score %s%s, threshold %s%s\n", o.log_path, sess_m.n,
+         sess_m.n_anom, o.score,
+         (o.no_end || o.single_stream) ? "" : " with the end marker",
+         o.threshold > 0 ? "fixed" : o.rule,
+         o.single_stream ? ", single stream" : "");
+  printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
+         "flagged", "precision", "recall", "F1", "AUROC", "n");
+  const Metrics *ms[2] = { &sess_m, &line_m };
+  const char *lv[2] = { "session", "line" };
+  for (int k = 0; k < 2; k++)
+    printf("  %-8s %10.4f %10" G_GINT64_FORMAT " %9.4f %9.4f %9.4f %9.4f %8"
+           G_GINT64_FORMAT "\n", lv[k], ms[k]->threshold,
+           ms[k]->tp + ms[k]->fp, ms[k]->precision, ms[k]->recall, ms[k]->f1,
+           ms[k]->auroc, ms[k]->n);
+  printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
+         n_scored, score_s, lps);
+
+  /* outputs */
+  {
+    g_autofree char *csv = g_build_filename(o.out_dir, "sessions.csv", NULL);
+    GString *c = g_string_new("key,label,split,lines,score,flagged\n");
+    for (guint k = 0; k < ev.sess->len; k++) {
+      Sess *s = ev.sess->pdata[k];
+      gboolean scored = s->split == SPLIT_CALIB || s->split == SPLIT_TEST;
+      double v = sess_score(s, agg, !(o.no_end || o.single_stream));
+      g_string_append_printf(c, "%s,%d,%s,%" G_GINT64_FORMAT ",", s->key,
+                             s->label, split_names[s->split], s->n_lines);
+      if (scored)
+        g_string_append_printf(c, "%.6f,%d\n", v, v > thr);
+      else
+        g_string_append(c, ",\n");
+    }
+    gboolean ok = g_file_set_contents(csv, c->str, c->len, &err);
+    g_string_free(c, TRUE);
+    if (!ok)
+      goto out;
+    g_autofree char *svg = g_build_filename(o.out_dir, "scores.svg", NULL);
+    g_autofree char *title = g_strdup_printf(
+      "%s: test sessions by %s score (F1 %.3f, AUROC %.4f)",
+      o.log_path, o.score, sess_m.f1, sess_m.auroc);
+    if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
+      goto out;
+    GString *j = g_string_new("{");
+    g_string_append(j, "\"log\": ");
+    txl_json_append_string(j, o.log_path, strlen(o.log_path));
+    g_string_append(j, ", \"labels\": ");
+    txl_json_append_string(j, o.labels_path, strlen(o.labels_path));
+    g_string_append(j, ", \"key\": ");
+    txl_json_append_string(j, o.key_re, strlen(o.key_re));
+    g_string_append(j, ", \"model\": ");
+    txl_json_append_string(j, model_file, strlen(model_file));
+    g_string_append_printf(j,
+      ", \"lines\": %" G_GINT64_FORMAT ", \"sessions\": {\"train\": %"
+      G_GINT64_FORMAT ", \"validation\": %" G_GINT64_FORMAT ", \"test\": %"
+      G_GINT64_FORMAT ", \"dropped_anomalous\": %" G_GINT64_FORMAT
+      ", \"unlabelled\": %" G_GINT64_FORMAT "}, \"train_fraction\": %g"
+      ", \"calib_fraction\": %g, \"score\": \"%s\", \"end_marker\": %s"
+      ", \"single_stream\": %s, \"threshold_rule\": \"%s\", \"quantile\": %g"
+      ", \"margin\": %g, ", ev.n_lines, counts[SPLIT_TRAIN],
+      counts[SPLIT_CALIB], counts[SPLIT_TEST], counts[SPLIT_DROPPED],
+      counts[SPLIT_UNLABELLED], o.train_fraction, o.calib_fraction, o.score,
+      (o.no_end || o.single_stream) ? "false" : "true",
+      o.single_stream ? "true" : "false",
+      o.threshold > 0 ? "fixed" : o.rule, o.quantile, o.margin);
+    json_metrics(j, "session", &sess_m);
+    g_string_append(j, ", ");
+    json_metrics(j, "line", &line_m);
+    g_string_append_printf(j,
+      ", \"scoring\": {\"lines\": %" G_GINT64_FORMAT ", \"seconds\": %.3f"
+      ", \"lines_per_s\": %.1f, \"evicted_sessions\": %" G_GUINT64_FORMAT
+      ", \"threads\": %d}, \"training_seconds\": %.1f, \"all_scores\": [%s]}\n",
+      n_scored, score_s, lps, evicted, txl_num_threads(), train_s, abl->str);
+    g_string_free(abl, TRUE);
+    g_autofree char *jp = g_build_filename(o.out_dir, "summary.json", NULL);
+    ok = g_file_set_contents(jp, j->str, j->len, &err);
+    g_string_free(j, TRUE);
+    if (!ok)
+      goto out;
+    if (o.lines_out) {
+      if (!(lines_f = fopen(o.lines_out, "wb"))) {
+        g_set_error(&err, TXL_ERROR, TXL_ERROR_IO, "cannot write %s: %s",
+                    o.lines_out, g_strerror(errno));
+        goto out;
+      }
+      for (gint64 i = 0; i < ev.n_lines; i++) {
+        gint64 si = ev.line_sess[i];
+        if (si < 0 || isnan(ev.l_sum[i]))
+          continue;
+        Sess *s = ev.sess->pdata[si];
+        GString *l = g_string_new(NULL);
+        g_string_append_printf(l, "{\"line\": %" G_GINT64_FORMAT ", \"key\": ",
+                               i + 1);
+        txl_json_append_string(l, s->key, strlen(s->key));
+        g_string_append_printf(l, ", \"split\": \"%s\", \"label\": %d, "
+                               "\"nll\": %.6f, \"mean\": %.6f, \"max_token\": %.6f"
+                               ", \"flag\": %s}\n", split_names[s->split],
+                               s->label, ev.l_sum[i], ev.l_mean[i],
+                               ev.l_max[i],
+                               line_score(&ev, i, agg) > line_m.threshold
+                                 ? "true" : "false");
+        fputs(l->str, lines_f);
+        g_string_free(l, TRUE);
+      }
+    }
+    fprintf(stderr, "txl eval: wrote %s/summary.json, sessions.csv, "
+            "scores.svg\n", o.out_dir);
+  }
+  rc = 0;
+out:
+  if (err)
+    fprintf(stderr, "txl eval: %s\n", err->message);
+  if (lines_f)
+    fclose(lines_f);
+  if (model)
+    txl_model_unref(model);
+  if (labels)
+    g_hash_table_destroy(labels);
+  for (guint k = 0; k < ev.sess->len; k++) {
+    Sess *s = ev.sess->pdata[k];
+    g_free(s->key);
+    g_free(s);
+  }
+  g_ptr_array_free(ev.sess, TRUE);
+  g_hash_table_destroy(ev.by_key);
+  g_array_free(ev.push_line, TRUE);
+  g_free(ev.line_ptr);
+  g_free(ev.line_len);
+  g_free(ev.line_sess);
+  g_free(ev.l_mean);
+  g_free(ev.l_sum);
+  g_free(ev.l_max);
+  g_free(ev.l_tok);
+  g_regex_unref(re);
+  g_free(o.labels_path);
+  g_free(o.out_dir);
+  g_free(o.key_re);
+  g_free(o.model_path);
+  g_free(o.score);
+  g_free(o.rule);
+  g_free(o.lines_out);
+  return rc;
+}
