@@ -1,12 +1,20 @@
 /* Relative positional multi-head attention (Dai et al. 2019, sec. 3.3).
- * Content scores (q+u)·k and position scores (q+v)·W_R R are two sgemms
+ * Content scores (q+u)·k and position scores (q+v)·W_R R are two products
  * per head; the position block is read shifted, so row i of the position
- * scores uses column j + qlen-1-i of the raw product (the "rel shift"). */
+ * scores uses column j + qlen-1-i of the raw product (the "rel shift").
+ *
+ * The products run on lib/gemm.h's kernels, one block of TXL_GEMM_MR query
+ * rows at a time, and each block computes only the keys its queries can
+ * see (causal: none past mlen + its last row), which is ~10% of the
+ * attention work at segment 64 with 256 remembered positions.  The right
+ * operands need no packing per segment: keys are kept transposed by the
+ * stream, values are read as rows, and the position table is packed once
+ * per model. */
+#include "gemm.h"
 #include "ops.h"
 #include "parallel.h"
 #include "vecmath.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -60,7 +68,11 @@ softmax_row(float *row, const float *pos, int n, float scale)
 gsize
 txl_attn_scratch_floats(int qlen, int klen, int d_head)
 {
-  return 2 * (gsize)qlen * d_head + 2 * (gsize)qlen * klen + qlen;
+  /* qu, qv; content scores (qlen, klen); position scores (qlen, klen+NR):
+   * they start at a panel boundary up to NR-1 columns before the first
+   * key; 1/sum per row */
+  return 2 * (gsize)qlen * d_head + (gsize)qlen * klen +
+         (gsize)qlen * (klen + TXL_GEMM_NR) + qlen;
 }
 
 typedef struct {
@@ -78,15 +90,24 @@ heads_task(int t, int n_tasks, gpointer p)
   const int qlen = a->qlen, dh = a->d_head, H = a->n_head;
   const int klen = a->mlen + qlen;
   const int HD = H * dh;
+  const int NR = TXL_GEMM_NR;
   const float scale = 1.0f / sqrtf((float)dh);
+  const int ldbd = klen + NR;
   float *qu = job->scratch + (gsize)t * job->slot;
   float *qv = qu + (gsize)qlen * dh;
   float *ac = qv + (gsize)qlen * dh, *bd = ac + (gsize)qlen * klen;
-  float *inv = bd + (gsize)qlen * klen;
+  float *inv = bd + (gsize)qlen * ldbd;
+  /* the packed position table: this segment's keys are its last klen
+   * columns, which end a panel; they start `off` columns into panel P0 */
+  const int pad = (NR - a->rmaxk % NR) % NR;
+  const gsize rhead = txl_gemm_packed_floats(pad + a->rmaxk, dh);
+  const int c0 = pad + a->rmaxk - klen, P0 = c0 / NR, off = c0 % NR;
 
   for (int n = t * H / n_tasks; n < (t + 1) * H / n_tasks; n++) {
     const float *u = a->r_w_bias + (gsize)n * dh;
     const float *v = a->r_r_bias + (gsize)n * dh;
+    const float *kt = a->kt + (gsize)n * dh * a->ldkt;
+    const float *rp = a->rp + (gsize)n * rhead + (gsize)P0 * NR * dh;
     for (int i = 0; i < qlen; i++) {
       const float *qi = a->q + (gsize)i * a->ldq + (gsize)n * dh;
       for (int c = 0; c < dh; c++) {
@@ -94,27 +115,61 @@ heads_task(int t, int n_tasks, gpointer p)
         qv[(gsize)i * dh + c] = qi[c] + v[c];
       }
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, dh, 1.0f,
-                qu, dh, a->k + (gsize)n * dh, a->ldkv, 0.0f, ac, klen);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, qlen, klen, dh, 1.0f,
-                qv, dh, a->rk + (gsize)n * dh, HD, 0.0f, bd, klen);
-    for (int i = 0; i < qlen; i++) {
-      int lo = txl_attn_first_key(i, qlen, a->mlen, klen, a->mem_len,
-                                  a->same_length);
-      int hi = a->mlen + i; /* causal: the query itself is the last key */
-      float *row = ac + (gsize)i * klen;
-      inv[i] = softmax_row(row + lo, bd + (gsize)i * klen + (qlen - 1 - i) + lo,
-                           hi - lo + 1, scale);
-      memset(row, 0, sizeof(float) * lo);
-      memset(row + hi + 1, 0, sizeof(float) * (klen - hi - 1));
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, qlen, dh, klen,
-                1.0f, ac, klen, a->v + (gsize)n * dh, a->ldkv, 0.0f,
-                job->out + (gsize)n * dh, HD);
-    for (int i = 0; i < qlen; i++) {
-      float *o = job->out + (gsize)i * HD + (gsize)n * dh;
-      for (int c = 0; c < dh; c++)
-        o[c] *= inv[i];
+    for (int i0 = 0; i0 < qlen; i0 += TXL_GEMM_MR) {
+      const int mr = MIN(TXL_GEMM_MR, qlen - i0);
+      /* keys seen by some query of the block: [lo0, hi1] */
+      const int lo0 = txl_attn_first_key(i0, qlen, a->mlen, klen, a->mem_len,
+                                         a->same_length);
+      const int hi1 = a->mlen + i0 + mr - 1;
+      const int cs = lo0 / NR * NR;
+      TxlGemm g = {
+        .M = mr, .N = hi1 + 1 - cs, .K = dh,
+        .A = qu + (gsize)i0 * dh, .lda = dh,
+        .B = kt + cs, .ldb = a->ldkt, .panel_stride = NR,
+        .C = ac + (gsize)i0 * klen + cs, .ldc = klen,
+        .init = TXL_GEMM_ZERO,
+      };
+      txl_gemm_run(&g);
+      /* position columns used by the block: from its last row's shifted
+       * first key to the end */
+      const int ps = (off + (qlen - 1 - (i0 + mr - 1)) + lo0) / NR * NR;
+      TxlGemm gr = {
+        .M = mr, .N = off + klen - ps, .K = dh,
+        .A = qv + (gsize)i0 * dh, .lda = dh,
+        .B = rp + (gsize)ps * dh, .ldb = NR, .panel_stride = (gsize)NR * dh,
+        .padded = TRUE,
+        .C = bd + (gsize)i0 * ldbd + ps, .ldc = ldbd,
+        .init = TXL_GEMM_ZERO,
+      };
+      txl_gemm_run(&gr);
+      for (int i = i0; i < i0 + mr; i++) {
+        int lo = txl_attn_first_key(i, qlen, a->mlen, klen, a->mem_len,
+                                    a->same_length);
+        int hi = a->mlen + i; /* causal: the query itself is the last key */
+        float *row = ac + (gsize)i * klen;
+        inv[i] = softmax_row(row + lo,
+                             bd + (gsize)i * ldbd + off + (qlen - 1 - i) + lo,
+                             hi - lo + 1, scale);
+        /* the weighted sum below reads keys [lo0, hi1] */
+        if (lo > lo0)
+          memset(row + lo0, 0, sizeof(float) * (lo - lo0));
+        if (hi < hi1)
+          memset(row + hi + 1, 0, sizeof(float) * (hi1 - hi));
+      }
+      TxlGemm gv = {
+        .M = mr, .N = dh, .K = hi1 + 1 - lo0,
+        .A = ac + (gsize)i0 * klen + lo0, .lda = klen,
+        .B = a->v + (gsize)lo0 * a->ldv + (gsize)n * dh, .ldb = a->ldv,
+        .panel_stride = NR,
+        .C = job->out + (gsize)i0 * HD + (gsize)n * dh, .ldc = HD,
+        .init = TXL_GEMM_ZERO,
+      };
+      txl_gemm_run(&gv);
+      for (int i = i0; i < i0 + mr; i++) {
+        float *o = job->out + (gsize)i * HD + (gsize)n * dh;
+        for (int c = 0; c < dh; c++)
+          o[c] *= inv[i];
+      }
     }
   }
 }

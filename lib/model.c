@@ -1,6 +1,7 @@
 /* Loading a model file: config, tokenizer, and every weight checked
  * against the config, then used in place from the read-only mapping. */
 #include "model_internal.h"
+#include "gemm.h"
 #include "ops.h"
 
 #include <string.h>
@@ -190,6 +191,7 @@ model_free(TxlModel *m)
 {
   if (m->rtables)
     g_ptr_array_unref(m->rtables);
+  txl_packed_unref(m->packed);
   txl_tokenizer_clear(&m->tok);
   g_free(m->layers);
   if (m->file)
@@ -318,20 +320,22 @@ static TxlRTable *
 rtable_build(const TxlModel *m, int clamp_len, int maxk)
 {
   const TxlConfig *c = &m->cfg;
-  const int d = c->d_model, HD = c->n_head * c->d_head;
+  const int d = c->d_model, H = c->n_head, dh = c->d_head, HD = H * dh;
+  const int pad = (TXL_GEMM_NR - maxk % TXL_GEMM_NR) % TXL_GEMM_NR;
+  const gsize per_head = txl_gemm_packed_floats(pad + maxk, dh);
   TxlRTable *t = g_new0(TxlRTable, 1);
   t->ref = 1;
   t->clamp_len = clamp_len;
   t->maxk = maxk;
   t->layer = g_new0(float *, c->n_layer + 1);
   float *pos = g_try_new(float, (gsize)maxk * d);
-  for (int l = 0; pos && l < c->n_layer; l++) {
-    if (!(t->layer[l] = g_try_new(float, (gsize)maxk * HD))) {
-      g_free(pos);
-      pos = NULL;
-    }
-  }
-  if (!pos) {
+  float *tab = pos ? g_try_new(float, (gsize)maxk * HD) : NULL;
+  gboolean ok = tab != NULL;
+  for (int l = 0; ok && l < c->n_layer; l++)
+    ok = (t->layer[l] = g_try_new(float, per_head * H)) != NULL;
+  if (!ok) {
+    g_free(pos);
+    g_free(tab);
     txl_rtable_unref(t); /* what cannot be had is refused, not aborted on */
     return NULL;
   }
@@ -341,10 +345,70 @@ rtable_build(const TxlModel *m, int clamp_len, int maxk)
       dist = clamp_len;
     txl_pos_emb((float)dist, d, pos + (gsize)r * d);
   }
-  for (int l = 0; l < c->n_layer; l++)
-    txl_linear(pos, maxk, d, m->layers[l].r_w, NULL, HD, t->layer[l]);
+  for (int l = 0; l < c->n_layer; l++) {
+    txl_linear(pos, maxk, d, m->layers[l].r_w, NULL, HD, tab);
+    for (int n = 0; n < H; n++)
+      txl_gemm_pack_at(tab + (gsize)n * dh, maxk, dh, HD, pad,
+                       t->layer[l] + (gsize)n * per_head);
+  }
   g_free(pos);
+  g_free(tab);
   return t;
+}
+
+void
+txl_packed_unref(TxlPacked *p)
+{
+  if (!p || !g_atomic_int_dec_and_test(&p->ref))
+    return;
+  g_free(p->layer);
+  g_free(p->block);
+  g_free(p);
+}
+
+static TxlPacked *
+packed_build(const TxlModel *m)
+{
+  const TxlConfig *c = &m->cfg;
+  const int d = c->d_model, HD = c->n_head * c->d_head, di = c->d_inner;
+  const gsize fq = txl_gemm_packed_floats(3 * HD, d),
+              fo = txl_gemm_packed_floats(d, HD),
+              f1 = txl_gemm_packed_floats(di, d),
+              f2 = txl_gemm_packed_floats(d, di);
+  float *block = g_try_new(float, (fq + fo + f1 + f2) * c->n_layer);
+  if (!block)
+    return NULL;
+  TxlPacked *p = g_new0(TxlPacked, 1);
+  p->ref = 1;
+  p->n_layer = c->n_layer;
+  p->block = block;
+  p->layer = g_new0(TxlPackedLayer, c->n_layer);
+  for (int l = 0; l < c->n_layer; l++) {
+    const TxlLayerWeights *L = &m->layers[l];
+    TxlPackedLayer *P = &p->layer[l];
+    P->qkv = block; block += fq;
+    P->o = block; block += fo;
+    P->ff1 = block; block += f1;
+    P->ff2 = block; block += f2;
+    txl_gemm_pack(L->qkv_w, 3 * HD, d, d, P->qkv);
+    txl_gemm_pack(L->o_w, d, HD, HD, P->o);
+    txl_gemm_pack(L->ff1_w, di, d, d, P->ff1);
+    txl_gemm_pack(L->ff2_w, d, di, di, P->ff2);
+  }
+  return p;
+}
+
+TxlPacked *
+txl_model_get_packed(TxlModel *m)
+{
+  g_mutex_lock(&m->lock);
+  if (!m->packed)
+    m->packed = packed_build(m);
+  TxlPacked *p = m->packed;
+  if (p)
+    g_atomic_int_inc(&p->ref);
+  g_mutex_unlock(&m->lock);
+  return p;
 }
 
 TxlRTable *
@@ -390,5 +454,7 @@ txl_model_weights_changed(TxlModel *m)
 {
   g_mutex_lock(&m->lock);
   g_ptr_array_set_size(m->rtables, 0);
+  txl_packed_unref(m->packed);
+  m->packed = NULL;
   g_mutex_unlock(&m->lock);
 }

@@ -29,13 +29,31 @@ typedef struct {
 
 /* Projected position embeddings W_R R_d for one clamp length, stored with
  * decreasing distance (row m holds distance maxk-1-m) so that the keys of
- * any segment read a contiguous block of rows.  Shared by streams. */
+ * any segment read a contiguous block of rows.  Shared by streams.
+ * Each layer's table is kept as the right operand of the position scores,
+ * per head, in lib/gemm.h's panel layout: head n's (maxk, d_head) block
+ * transposed, packed with txl_gemm_pack_at() at first column
+ * pad = (NR - maxk % NR) % NR, so that the last row (distance 0) ends a
+ * panel: every segment's rows then start at a fixed panel offset. */
 typedef struct {
   gint ref;
   int clamp_len;
   int maxk;
-  float **layer; /* n_layer tables of (maxk, HD) */
+  float **layer; /* n_layer packed tables, n_head blocks of
+                    txl_gemm_packed_floats(pad + maxk, d_head) */
 } TxlRTable;
+
+/* The layer weights in lib/gemm.h's panel layout, built once per model on
+ * first use and shared by its streams (weights_changed drops it). */
+typedef struct {
+  float *qkv, *o, *ff1, *ff2;
+} TxlPackedLayer;
+typedef struct {
+  gint ref;
+  int n_layer;
+  TxlPackedLayer *layer;
+  float *block;
+} TxlPacked;
 
 struct _TxlTokenizer {
   TxlTokenizerType type;
@@ -65,6 +83,7 @@ struct _TxlModel {
 
   GMutex lock; /* guards the lazily built fields below */
   GPtrArray *rtables;
+  TxlPacked *packed;
   char *id, *vocab_id;
 };
 
@@ -75,6 +94,10 @@ TxlModel *txl_model_from_buffer(const void *data, gsize size, GError **error);
  * NULL when its memory cannot be allocated. */
 TxlRTable *txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk);
 void txl_rtable_unref(TxlRTable *t);
+/* The packed layer weights (new reference), or NULL when their memory
+ * cannot be allocated. */
+TxlPacked *txl_model_get_packed(TxlModel *m);
+void txl_packed_unref(TxlPacked *p);
 
 gboolean txl_tokenizer_load(TxlTokenizer *tok, const GgufFile *f, int n_token,
                             GError **error);

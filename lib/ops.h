@@ -24,16 +24,19 @@ void txl_embed(const TxlModel *m, const int32_t *ids, int n, float *h,
                float *scratch, int *idx);
 
 /* Relative multi-head attention core for one layer.  q rows have stride
- * ldq; K and V hold klen = mlen + qlen rows of stride ldkv; rk is the
- * (klen, HD) block of projected positions, oldest distance first.  Writes
- * the attention vectors (qlen, HD).  Heads run in parallel, up to `slots`
- * at once, each with txl_attn_scratch_floats() of scratch. */
+ * ldq; the klen = mlen + qlen keys are given transposed (kt: row
+ * n*d_head+c holds feature c of head n for key positions 0..klen-1, row
+ * stride ldkt) and the values as rows (v, stride ldv); rp is the layer's
+ * position table as a TxlRTable packs it, for maxk = rmaxk positions.
+ * Writes the attention vectors (qlen, HD).  Heads run in parallel, up to
+ * `slots` at once, each with txl_attn_scratch_floats() of scratch. */
 typedef struct {
   int qlen, mlen, n_head, d_head;
   int same_length, mem_len;
   const float *q; int ldq;
-  const float *k, *v; int ldkv;
-  const float *rk;
+  const float *kt; int ldkt;
+  const float *v; int ldv;
+  const float *rp; int rmaxk;
   const float *r_w_bias, *r_r_bias;
 } TxlAttnArgs;
 gsize txl_attn_scratch_floats(int qlen, int klen, int d_head);

@@ -6,7 +6,12 @@
  * current, instead of again in every later segment (the official code
  * re-projects [mem; h] each time, which is most of its work at long
  * memories).  The two are equivalent: a memory row only ever enters the
- * computation through its key and value. */
+ * computation through its key and value.
+ *
+ * The keys are kept transposed (row c of a layer's key memory holds feature
+ * c of every position): that is the layout the content-score product reads
+ * its right operand in (lib/gemm.h), so the memory is never repacked. */
+#include "gemm.h"
 #include "model_internal.h"
 #include "ops.h"
 #include "parallel.h"
@@ -21,12 +26,16 @@ struct _TxlStream {
   int mlen;
   TxlMemoryKind kind;
   TxlRTable *rt;
-  /* per layer, (mem_len + max_seg) rows: KV memory keeps keys and values
-   * (HD wide each); hidden memory keeps layer inputs in kmem (d_model wide) */
+  TxlPacked *pk;
+  /* per layer, cap = mem_len + max_seg positions: KV memory keeps keys
+   * (transposed: HD rows of cap) and values (cap rows of HD); hidden memory
+   * keeps layer inputs in kmem (cap rows of d_model) */
   float **kmem, **vmem;
+  int cap;
 
   float *block; /* all scratch below lives in one allocation */
   float *h, *h2, *x, *qkv, *attn_scratch, *attn, *ff, *emb, *out, *last_h;
+  float *kt; /* hidden memory: the keys of [memory; h], transposed */
   int *idx;
   int slots; /* attention scratch slots: heads computed at once */
   gboolean has_last;
@@ -72,7 +81,7 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   const gsize attn_fl = slots * txl_attn_scratch_floats(seg, (int)K, c->d_head);
   gsize fl = 2 * S * d + QR * d + QR * 3 * HD + attn_fl +
              S * HD + S * c->d_inner + S * (c->d_embed + d) +
-             txl_out_scratch_floats(m, seg) + d;
+             txl_out_scratch_floats(m, seg) + d + (hidden ? K * HD : 0);
   if ((state + fl) * sizeof(float) > MAX_STATE_BYTES) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                 "a stream with mem_len %d and segment %d would need %.1f GiB",
@@ -87,6 +96,7 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   s->same_length = same;
   s->max_seg = seg;
   s->kind = o->memory;
+  s->cap = (int)K;
   /* A model file's own mem_len and tgt_len can ask for tens of GiB (the
    * attention scratch grows with segment x (mem_len + segment)): refuse
    * what cannot be had instead of aborting in g_new. */
@@ -115,6 +125,13 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
     txl_stream_free(s);
     return NULL;
   }
+  s->pk = txl_model_get_packed(m);
+  if (!s->pk) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the packed weights cannot be allocated");
+    txl_stream_free(s);
+    return NULL;
+  }
   float *p = s->block;
   s->h = p; p += S * d;
   s->h2 = p; p += S * d;
@@ -126,7 +143,8 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   s->ff = p; p += S * c->d_inner;
   s->emb = p; p += S * (c->d_embed + d);
   s->out = p; p += txl_out_scratch_floats(m, seg);
-  s->last_h = p;
+  s->last_h = p; p += d;
+  s->kt = hidden ? p : NULL;
   s->idx = g_new(int, seg);
   return s;
 }
@@ -145,6 +163,7 @@ txl_stream_free(TxlStream *s)
   g_free(s->block);
   g_free(s->idx);
   txl_rtable_unref(s->rt);
+  txl_packed_unref(s->pk);
   txl_model_unref(s->m);
   g_free(s);
 }
@@ -193,36 +212,59 @@ trim_memory(float *buf, int total, int keep, gsize width)
             sizeof(float) * (gsize)keep * width);
 }
 
+/* Drops the oldest positions of transposed keys (rows of `cap`). */
+static void
+trim_memory_t(float *kt, int rows, int cap, int total, int keep)
+{
+  if (keep < total && keep > 0) {
+    for (int r = 0; r < rows; r++)
+      memmove(kt + (gsize)r * cap, kt + (gsize)r * cap + (total - keep),
+              sizeof(float) * keep);
+  }
+}
+
+/* dst[c * ldd + i] = src[i * lds + c] for n rows of w: 8 x 8 blocks keep
+ * both sides' cache lines in use */
+static void
+transpose(const float *src, int n, int w, int lds, float *dst, int ldd)
+{
+  for (int i0 = 0; i0 < n; i0 += 8)
+    for (int c0 = 0; c0 < w; c0 += 8)
+      for (int c = c0; c < MIN(c0 + 8, w); c++)
+        for (int i = i0; i < MIN(i0 + 8, n); i++)
+          dst[(gsize)c * ldd + i] = src[(gsize)i * lds + c];
+}
+
 static void
 layer_forward(TxlStream *s, int l, int n)
 {
   const TxlConfig *c = &s->m->cfg;
   const TxlLayerWeights *L = &s->m->layers[l];
+  const TxlPackedLayer *P = &s->pk->layer[l];
   const int d = c->d_model, HD = c->n_head * c->d_head;
   const int klen = s->mlen + n;
   const float eps = c->layer_norm_eps;
   const gsize nd = (gsize)n * d;
 
-  const float *q, *k, *v;
-  int ldkv;
+  const float *q, *kt, *v;
+  int ldkt, ldv;
   if (s->kind == TXL_MEMORY_KV) {
     const float *xin = s->h;
     if (c->pre_lnorm) {
       txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
       xin = s->x;
     }
-    txl_linear(xin, n, d, L->qkv_w, NULL, 3 * HD, s->qkv);
-    for (int i = 0; i < n; i++) {
-      const float *row = s->qkv + (gsize)i * 3 * HD;
-      memcpy(s->kmem[l] + (gsize)(s->mlen + i) * HD, row + HD,
-             sizeof(float) * HD);
-      memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD, row + 2 * HD,
-             sizeof(float) * HD);
-    }
+    txl_gemm_linear(xin, n, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
+                    TXL_GEMM_ZERO, NULL, FALSE);
+    for (int i = 0; i < n; i++)
+      memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD,
+             s->qkv + (gsize)i * 3 * HD + 2 * HD, sizeof(float) * HD);
+    transpose(s->qkv + HD, n, HD, 3 * HD, s->kmem[l] + s->mlen, s->cap);
     q = s->qkv;
-    k = s->kmem[l];
+    kt = s->kmem[l];
+    ldkt = s->cap;
     v = s->vmem[l];
-    ldkv = HD;
+    ldv = HD;
   } else {
     /* the official way: project [memory; h] again */
     float *all = s->kmem[l];
@@ -232,25 +274,29 @@ layer_forward(TxlStream *s, int l, int n)
       txl_layer_norm(all, klen, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
       xin = s->x;
     }
-    txl_linear(xin, klen, d, L->qkv_w, NULL, 3 * HD, s->qkv);
+    txl_gemm_linear(xin, klen, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
+                    TXL_GEMM_ZERO, NULL, FALSE);
+    transpose(s->qkv + HD, klen, HD, 3 * HD, s->kt, klen);
     q = s->qkv + (gsize)s->mlen * 3 * HD;
-    k = s->qkv + HD;
+    kt = s->kt;
+    ldkt = klen;
     v = s->qkv + 2 * HD;
-    ldkv = 3 * HD;
+    ldv = 3 * HD;
   }
   TxlAttnArgs a = {
     .qlen = n, .mlen = s->mlen, .n_head = c->n_head, .d_head = c->d_head,
     .same_length = s->same_length, .mem_len = s->mem_len,
     .q = q, .ldq = 3 * HD,
-    .k = k, .v = v, .ldkv = ldkv,
-    .rk = s->rt->layer[l] + (gsize)(s->rt->maxk - klen) * HD,
+    .kt = kt, .ldkt = ldkt, .v = v, .ldv = ldv,
+    .rp = s->rt->layer[l], .rmaxk = s->rt->maxk,
     .r_w_bias = L->r_w_bias, .r_r_bias = L->r_r_bias,
   };
   txl_rel_attention(&a, s->attn_scratch, s->slots, s->attn);
 
   /* h2 = h + attention output, normalised after when post-LN */
   memcpy(s->h2, s->h, sizeof(float) * nd);
-  txl_linear_acc(s->attn, n, HD, L->o_w, d, s->h2);
+  txl_gemm_linear(s->attn, n, HD, P->o, d, s->h2, d, TXL_GEMM_ACC, NULL,
+                  FALSE);
   if (!c->pre_lnorm) {
     txl_layer_norm(s->h2, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x);
     memcpy(s->h2, s->x, sizeof(float) * nd);
@@ -262,13 +308,13 @@ layer_forward(TxlStream *s, int l, int n)
     txl_layer_norm(s->h2, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x);
     fin = s->x;
   }
-  txl_linear(fin, n, d, L->ff1_w, L->ff1_b, c->d_inner, s->ff);
-  txl_relu(s->ff, (gsize)n * c->d_inner);
-  memcpy(s->h, s->h2, sizeof(float) * nd);
-  for (int i = 0; i < n; i++)
-    memcpy(s->x + (gsize)i * d, L->ff2_b, sizeof(float) * d);
-  txl_linear_acc(s->ff, n, c->d_inner, L->ff2_w, d, s->x);
-  txl_add(s->h, s->x, nd);
+  /* bias and ReLU in the product's epilogue */
+  txl_gemm_linear(fin, n, d, P->ff1, c->d_inner, s->ff, c->d_inner,
+                  TXL_GEMM_BIAS, L->ff1_b, TRUE);
+  txl_gemm_linear(s->ff, n, c->d_inner, P->ff2, d, s->x, d, TXL_GEMM_BIAS,
+                  L->ff2_b, FALSE);
+  for (gsize i = 0; i < nd; i++)
+    s->h[i] = s->h2[i] + s->x[i];
   if (!c->pre_lnorm) {
     txl_layer_norm(s->h, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x);
     memcpy(s->h, s->x, sizeof(float) * nd);
@@ -276,7 +322,7 @@ layer_forward(TxlStream *s, int l, int n)
 
   int keep = MIN(s->mem_len, klen);
   if (s->kind == TXL_MEMORY_KV) {
-    trim_memory(s->kmem[l], klen, keep, HD);
+    trim_memory_t(s->kmem[l], HD, s->cap, klen, keep);
     trim_memory(s->vmem[l], klen, keep, HD);
   } else {
     trim_memory(s->kmem[l], klen, keep, d);
@@ -366,7 +412,10 @@ txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
   const TxlConfig *c = &s->m->cfg;
   const gsize w = row_width(s), n = (gsize)s->mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
-    memcpy(out, s->kmem[l], sizeof(float) * n);
+    if (s->kind == TXL_MEMORY_KV) /* rows of keys, as the format has them */
+      transpose(s->kmem[l], (int)w, s->mlen, s->cap, out, (int)w);
+    else
+      memcpy(out, s->kmem[l], sizeof(float) * n);
     out += n;
     if (s->kind == TXL_MEMORY_KV) {
       memcpy(out, s->vmem[l], sizeof(float) * n);
@@ -391,7 +440,10 @@ txl_stream_state_import(TxlStream *s, const float *in, int mlen,
   }
   const gsize w = row_width(s), n = (gsize)mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
-    memcpy(s->kmem[l], in, sizeof(float) * n);
+    if (s->kind == TXL_MEMORY_KV)
+      transpose(in, mlen, (int)w, (int)w, s->kmem[l], s->cap);
+    else
+      memcpy(s->kmem[l], in, sizeof(float) * n);
     in += n;
     if (s->kind == TXL_MEMORY_KV) {
       memcpy(s->vmem[l], in, sizeof(float) * n);

@@ -1,0 +1,92 @@
+/* Single-precision matrix products for the inference forward pass, tuned
+ * for what a segment is: few rows (M = segment length, typically 64) times
+ * weights that never change.
+ *
+ * At M = 64 a general sgemm spends a large share of its time re-packing the
+ * weight matrix into its kernel's layout on every call (OpenBLAS: 13% of the
+ * small model's time in packing, and its kernel at ~56% of peak).  Here the
+ * right operand B is kept in that layout ("panels") once: the weights when
+ * the model is first used, the position table when it is built.  Activations
+ * (the left operand A) are read in place.
+ *
+ * B's panel layout: the columns of B in panels of TXL_GEMM_NR, panel p
+ * holding K rows of NR floats (columns p*NR .. p*NR+NR-1), zero padded
+ * past the last column.  A weight matrix W (out, in) as PyTorch stores it is
+ * B = W^T, so txl_gemm_pack() reads W's rows as B's columns.
+ *
+ * Determinism: every element of C is one fused multiply-add chain over k in
+ * increasing order, starting from 0, the bias or C's previous value.  So its
+ * value depends on its row of A and column of B only, never on M, N, how the
+ * columns are split over threads, or how rows are blocked: a segment scored
+ * on one thread or two, or resumed from a snapshot, rounds identically.
+ *
+ * Without AVX2+FMA (a -Dnative=false build) the kernels are cblas_sgemm and
+ * NR is 1, so the "packed" layout is W itself; then only products of equal
+ * shapes are promised equal bits (OpenBLAS picks its kernels by shape),
+ * which is still what snapshot resume needs. */
+#ifndef TXL_GEMM_H
+#define TXL_GEMM_H
+
+#include <glib.h>
+
+#if defined(__AVX512F__)
+#define TXL_GEMM_NR 32
+#define TXL_GEMM_MR 8
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TXL_GEMM_NR 16
+#define TXL_GEMM_MR 6
+#else
+#define TXL_GEMM_NR 1
+#define TXL_GEMM_MR 8
+#endif
+
+/* How C starts: zero, the bias (one float per column), or C itself. */
+typedef enum {
+  TXL_GEMM_ZERO,
+  TXL_GEMM_BIAS,
+  TXL_GEMM_ACC,
+} TxlGemmInit;
+
+/* C (M x N, ldc) = init + A (M x K, lda) B (K x N), then max(0, .) when
+ * relu.  B's column block p (columns p*NR ..) starts at B + p * panel_stride
+ * and its row k at + k * ldb; `padded` says that a partial last block may be
+ * read whole (packed panels are zero padded), otherwise it is read masked.
+ * Packed panels: ldb = NR, panel_stride = NR * K_total.  A row-major matrix
+ * read in place: ldb = its row stride, panel_stride = NR. */
+typedef struct {
+  int M, N, K;
+  const float *A;
+  int lda;
+  const float *B;
+  int ldb;
+  gsize panel_stride;
+  gboolean padded;
+  float *C;
+  int ldc;
+  TxlGemmInit init;
+  const float *bias;
+  gboolean relu;
+} TxlGemm;
+
+/* Floats of the packed form of B = W^T for W (n, k). */
+gsize txl_gemm_packed_floats(int n, int k);
+/* Packs B = W^T, W (n rows of k floats, row stride ldw), into panels
+ * (txl_gemm_packed_floats(n, k) floats). */
+void txl_gemm_pack(const float *W, int n, int k, int ldw, float *out);
+/* Same with W's row 0 at column `first` of B, columns before it zero
+ * (txl_gemm_packed_floats(first + n, k) floats). */
+void txl_gemm_pack_at(const float *W, int n, int k, int ldw, int first,
+                      float *out);
+
+/* Runs the product on the calling thread. */
+void txl_gemm_run(const TxlGemm *g);
+/* Runs it with B's panels split over the thread pool when large enough. */
+void txl_gemm_par(const TxlGemm *g);
+
+/* y (n, out) = init + x (n, in) W^T for W packed by txl_gemm_pack(W, out,
+ * in, ...), over the thread pool.  ldy: y's row stride. */
+void txl_gemm_linear(const float *x, int n, int in, const float *Wp, int out,
+                     float *y, int ldy, TxlGemmInit init, const float *bias,
+                     gboolean relu);
+
+#endif

@@ -1,0 +1,226 @@
+/* lib/gemm.c against cblas_sgemm (in double, as the reference) over odd
+ * shapes: every row count up to 70, column and depth counts that are not
+ * multiples of the kernel's blocks, each way of starting C (zero, bias,
+ * accumulate), ReLU, B packed or read in place, and the determinism the
+ * forward pass relies on (a product's rows do not depend on M, on the
+ * thread split, or on which rows are computed together). */
+#include "gemm.h"
+
+#include <cblas.h>
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+static void
+fill(float *x, gsize n, GRand *r)
+{
+  for (gsize i = 0; i < n; i++)
+    x[i] = (float)g_rand_double_range(r, -1.0, 1.0);
+}
+
+/* Reference in double: init + A W^T (W (N, K)) or A B (B (K, N)). */
+static void
+reference(int M, int N, int K, const float *A, int lda, const float *B,
+          gboolean bt, int ldb, const float *C0, int ldc, TxlGemmInit init,
+          const float *bias, gboolean relu, double *out)
+{
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < N; j++) {
+      double s = init == TXL_GEMM_ZERO ? 0.0
+                 : init == TXL_GEMM_BIAS ? bias[j]
+                                         : C0[(gsize)i * ldc + j];
+      for (int k = 0; k < K; k++)
+        s += (double)A[(gsize)i * lda + k] *
+             (bt ? B[(gsize)j * ldb + k] : B[(gsize)k * ldb + j]);
+      out[(gsize)i * N + j] = relu && s < 0.0 ? 0.0 : s;
+    }
+  }
+}
+
+/* max |ours - ref| over rows, relative to the sum of |terms| */
+static void
+check(int M, int N, int K, const float *C, int ldc, const double *ref,
+      const float *A, int lda)
+{
+  for (int i = 0; i < M; i++) {
+    double amax = 0.0;
+    for (int k = 0; k < K; k++)
+      amax = MAX(amax, fabs(A[(gsize)i * lda + k]));
+    for (int j = 0; j < N; j++) {
+      double d = fabs(C[(gsize)i * ldc + j] - ref[(gsize)i * N + j]);
+      /* |terms| <= 1 each: K roundings of at most 2^-24 relative to the
+       * running sum, plus the start value's */
+      double tol = 1e-6 * (K * amax + 2.0);
+      if (d > tol)
+        g_error("M %d N %d K %d: C[%d][%d] off by %g (tol %g)", M, N, K, i, j,
+                d, tol);
+    }
+  }
+}
+
+static void
+test_packed_vs_reference(void)
+{
+  GRand *r = g_rand_new_with_seed(7);
+  const int Ns[] = { 1, 5, TXL_GEMM_NR - 1, TXL_GEMM_NR + 3, 77, 130 };
+  const int Ks[] = { 1, 3, 17, 64, 129 };
+  for (int M = 1; M <= 70; M++) {
+    for (guint a = 0; a < G_N_ELEMENTS(Ns); a++) {
+      for (guint b = 0; b < G_N_ELEMENTS(Ks); b++) {
+        int N = Ns[a], K = Ks[b];
+        /* cover every M on a few shapes, every shape on a few M */
+        if (M > 3 && M != 8 && M != 13 && M != 64 && M != 70 &&
+            (a + b + M) % 7 != 0)
+          continue;
+        int lda = K + 3, ldc = N + 5;
+        float *A = g_new(float, (gsize)M * lda);
+        float *W = g_new(float, (gsize)N * K);
+        float *bias = g_new(float, N);
+        float *C0 = g_new(float, (gsize)M * ldc);
+        float *C = g_new(float, (gsize)M * ldc);
+        float *P = g_new(float, txl_gemm_packed_floats(N, K));
+        double *ref = g_new(double, (gsize)M * N);
+        fill(A, (gsize)M * lda, r);
+        fill(W, (gsize)N * K, r);
+        fill(bias, N, r);
+        fill(C0, (gsize)M * ldc, r);
+        txl_gemm_pack(W, N, K, K, P);
+        for (int init = TXL_GEMM_ZERO; init <= TXL_GEMM_ACC; init++) {
+          for (int relu = 0; relu <= 1; relu++) {
+            reference(M, N, K, A, lda, W, TRUE, K, C0, ldc, init, bias, relu,
+                      ref);
+            memcpy(C, C0, sizeof(float) * M * ldc);
+            TxlGemm g = {
+              .M = M, .N = N, .K = K, .A = A, .lda = lda,
+              .B = P, .ldb = TXL_GEMM_NR,
+              .panel_stride = (gsize)TXL_GEMM_NR * K, .padded = TRUE,
+              .C = C, .ldc = ldc, .init = init, .bias = bias, .relu = relu,
+            };
+            txl_gemm_run(&g);
+            check(M, N, K, C, ldc, ref, A, lda);
+            /* columns beyond N untouched */
+            for (int i = 0; i < M; i++)
+              for (int j = N; j < ldc; j++)
+                g_assert_true(C[(gsize)i * ldc + j] == C0[(gsize)i * ldc + j]);
+          }
+        }
+        g_free(A); g_free(W); g_free(bias); g_free(C0); g_free(C);
+        g_free(P); g_free(ref);
+      }
+    }
+  }
+  g_rand_free(r);
+}
+
+/* B read in place (row-major K x N with a row stride), as attention reads
+ * values and transposed keys. */
+static void
+test_direct_b(void)
+{
+  GRand *r = g_rand_new_with_seed(11);
+  const int Ns[] = { 1, 7, 32, 45, 64, 100 };
+  for (int M = 1; M <= 70; M += 3) {
+    for (guint a = 0; a < G_N_ELEMENTS(Ns); a++) {
+      int N = Ns[a], K = 1 + (M * 7 + a * 13) % 90, ldb = N + 9;
+      float *A = g_new(float, (gsize)M * K);
+      float *B = g_new(float, (gsize)K * ldb);
+      float *C = g_new(float, (gsize)M * N);
+      double *ref = g_new(double, (gsize)M * N);
+      fill(A, (gsize)M * K, r);
+      fill(B, (gsize)K * ldb, r);
+      TxlGemm g = {
+        .M = M, .N = N, .K = K, .A = A, .lda = K, .B = B, .ldb = ldb,
+        .panel_stride = TXL_GEMM_NR, .C = C, .ldc = N, .init = TXL_GEMM_ZERO,
+      };
+      txl_gemm_run(&g);
+      reference(M, N, K, A, K, B, FALSE, ldb, NULL, N, TXL_GEMM_ZERO, NULL,
+                FALSE, ref);
+      check(M, N, K, C, N, ref, A, K);
+      g_free(A); g_free(B); g_free(C); g_free(ref);
+    }
+  }
+  g_rand_free(r);
+}
+
+/* Against cblas_sgemm itself on the forward pass's shapes. */
+static void
+test_vs_cblas(void)
+{
+  GRand *r = g_rand_new_with_seed(3);
+  const int shapes[][3] = { { 64, 768, 256 }, { 63, 256, 1024 },
+                            { 1, 1000, 300 }, { 70, 33, 65 } };
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    float *A = g_new(float, (gsize)M * K), *W = g_new(float, (gsize)N * K);
+    float *C = g_new(float, (gsize)M * N), *C2 = g_new(float, (gsize)M * N);
+    float *P = g_new(float, txl_gemm_packed_floats(N, K));
+    fill(A, (gsize)M * K, r);
+    fill(W, (gsize)N * K, r);
+    txl_gemm_pack(W, N, K, K, P);
+    txl_gemm_linear(A, M, K, P, N, C, N, TXL_GEMM_ZERO, NULL, FALSE);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, A, K,
+                W, K, 0.0f, C2, N);
+    for (gsize i = 0; i < (gsize)M * N; i++)
+      g_assert_cmpfloat(fabsf(C[i] - C2[i]), <=, 2e-6f * K);
+    g_free(A); g_free(W); g_free(C); g_free(C2); g_free(P);
+  }
+  g_rand_free(r);
+}
+
+/* A row's result is the same bits whatever M is and whichever rows and
+ * columns share the call (one thread or several, whole or split
+ * segment). */
+static void
+test_deterministic(void)
+{
+  if (TXL_GEMM_NR == 1) {
+    /* cblas fallback: OpenBLAS picks kernels by shape, so only equal shapes
+     * promise equal bits (what snapshots need) */
+    g_test_skip("no AVX2+FMA kernels in this build");
+    return;
+  }
+  GRand *r = g_rand_new_with_seed(5);
+  const int M = 67, N = 300, K = 257;
+  float *A = g_new(float, (gsize)M * K), *W = g_new(float, (gsize)N * K);
+  float *bias = g_new(float, N);
+  float *C = g_new(float, (gsize)M * N), *C1 = g_new(float, (gsize)M * N);
+  float *P = g_new(float, txl_gemm_packed_floats(N, K));
+  fill(A, (gsize)M * K, r);
+  fill(W, (gsize)N * K, r);
+  fill(bias, N, r);
+  txl_gemm_pack(W, N, K, K, P);
+  txl_gemm_linear(A, M, K, P, N, C, N, TXL_GEMM_BIAS, bias, FALSE);
+  /* row by row, on the calling thread */
+  for (int i = 0; i < M; i++) {
+    TxlGemm g = {
+      .M = 1, .N = N, .K = K, .A = A + (gsize)i * K, .lda = K,
+      .B = P, .ldb = TXL_GEMM_NR, .panel_stride = (gsize)TXL_GEMM_NR * K,
+      .padded = TRUE, .C = C1 + (gsize)i * N, .ldc = N,
+      .init = TXL_GEMM_BIAS, .bias = bias,
+    };
+    txl_gemm_run(&g);
+  }
+  g_assert_cmpmem(C, sizeof(float) * M * N, C1, sizeof(float) * M * N);
+  /* uneven row splits */
+  for (int i0 = 0; i0 < M;) {
+    int m = 1 + (i0 * 5) % 11;
+    m = MIN(m, M - i0);
+    txl_gemm_linear(A + (gsize)i0 * K, m, K, P, N, C1 + (gsize)i0 * N, N,
+                    TXL_GEMM_BIAS, bias, FALSE);
+    i0 += m;
+  }
+  g_assert_cmpmem(C, sizeof(float) * M * N, C1, sizeof(float) * M * N);
+  g_free(A); g_free(W); g_free(bias); g_free(C); g_free(C1); g_free(P);
+  g_rand_free(r);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/gemm/packed-vs-reference", test_packed_vs_reference);
+  g_test_add_func("/gemm/direct-b", test_direct_b);
+  g_test_add_func("/gemm/vs-cblas", test_vs_cblas);
+  g_test_add_func("/gemm/deterministic", test_deterministic);
+  return g_test_run();
+}
