@@ -100,6 +100,12 @@ txl_scorer_tokens_seen(const TxlScorer *s)
   return s->seen;
 }
 
+int
+txl_scorer_pending_count(const TxlScorer *s)
+{
+  return s->npend;
+}
+
 TxlStream *
 txl_scorer_stream(TxlScorer *s)
 {

@@ -149,6 +149,9 @@ gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens, gsize n,
 /* Scores the pending partial segment (end of stream). */
 gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
 gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
+/* Tokens pushed whose segment has not run yet, the last scored input
+ * included (its target is scored, it still feeds the next segment). */
+int txl_scorer_pending_count(const TxlScorer *scorer);
 /* Snapshots (docs/snapshots.md): everything needed to continue the token
  * stream exactly (memory, pending tokens, counters) in one zstd-compressed
  * file with the model's identity and a checksum, written atomically.  A

@@ -14,9 +14,20 @@
  *
  * The weights are loaded once per process: every txlmodel and txltokenizer
  * naming the same file shares one TxlModel (txlcache.c).  Each element
- * owns one stream's memory. */
+ * owns one stream's memory.
+ *
+ * Snapshots (docs/snapshots.md): with snapshot-location set, the stream's
+ * whole state (memory, pending tokens, this element's line totals, and the
+ * state of txltokenizer upstream and txlsink downstream, gathered with
+ * the queries of txlstate.h) goes to one zstd file, on request (the
+ * "snapshot" action signal), periodically, at end of stream and at
+ * shutdown; it is restored when the element starts and the file exists,
+ * or on request ("restore").  Each snapshot posts a "txl-snapshot"
+ * element message. */
 #include "gsttxlcommon.h"
+#include "txlstate.h"
 
+#include <glib/gstdio.h>
 #include <math.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_model_debug);
@@ -31,7 +42,11 @@ G_DECLARE_FINAL_TYPE(GstTxlModel, gst_txl_model, GST, TXL_MODEL, GstElement)
 #define DEFAULT_CLAMP_LEN -1
 #define DEFAULT_FLUSH_ON_NEWLINE FALSE
 #define DEFAULT_RESET_ON_STREAM_START TRUE
+#define DEFAULT_RESTORE TRUE
+#define DEFAULT_HOLD_AT_EOS TRUE
 #define MAX_LEN (1 << 20)
+
+typedef enum { SNAP_OK, SNAP_DEFER, SNAP_FAIL } SnapResult;
 
 struct _GstTxlModel {
   GstElement parent;
@@ -65,6 +80,29 @@ struct _GstTxlModel {
   gboolean in_flush; /* scoring a partial segment */
   GstCaps *refused;  /* caps already refused with an error */
   GstClockTime last_pts, last_dts;
+  guint64 in_tokens;    /* tokens received in this stream */
+  guint64 out_records;  /* records delivered downstream in this stream */
+  GstBuffer *undelivered; /* scores a failed push could not deliver */
+
+  /* snapshot settings, object lock */
+  gchar *snap_location;
+  guint snap_interval;  /* seconds, 0: off */
+  guint64 snap_tokens;  /* tokens, 0: off */
+  gboolean restore;
+  gboolean hold_at_eos;
+  TxlSnapshotPrecision snap_precision;
+  /* snapshot state, under the sink pad's stream lock */
+  gint64 snap_time;         /* monotonic time of the last one, us */
+  gint64 snap_seen;         /* tokens seen at the last one */
+  gchar *snap_request;      /* a requested snapshot waiting for its moment
+                             * (object lock) */
+  gchar *restore_request;   /* a requested restore, likewise */
+  GHashTable *restored;     /* neighbours' sections of a restore at start */
+  gboolean tokenizer_fetched; /* txltokenizer took its restored state */
+  gboolean restored_fresh;  /* the next STREAM_START continues the stream */
+  gint64 expect_offset;     /* after a restore: first token of the next
+                             * input buffer (-1: any) */
+  GstClockID snap_timer;    /* object lock */
 };
 
 enum {
@@ -77,7 +115,34 @@ enum {
   PROP_FLUSH_ON_NEWLINE,
   PROP_RESET_ON_STREAM_START,
   PROP_MAX_LATENCY,
+  PROP_SNAPSHOT_LOCATION,
+  PROP_SNAPSHOT_INTERVAL,
+  PROP_SNAPSHOT_TOKENS,
+  PROP_SNAPSHOT_PRECISION,
+  PROP_RESTORE,
+  PROP_HOLD_AT_EOS,
 };
+
+enum { SIGNAL_SNAPSHOT, SIGNAL_RESTORE, LAST_SIGNAL };
+static guint signals[LAST_SIGNAL];
+
+static GType
+gst_txl_snapshot_precision_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { TXL_SNAPSHOT_F32, "float32, lossless: resumes bit for bit", "f32" },
+    { TXL_SNAPSHOT_F16, "float16: about half the size, scores drift "
+      "slightly after a restore", "f16" },
+    { TXL_SNAPSHOT_BF16, "bfloat16: about half the size, more drift",
+      "bf16" },
+    { 0, NULL, NULL },
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static(
+        "GstTxlSnapshotPrecision", values));
+  return type;
+}
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -158,6 +223,7 @@ free_stream(GstTxlModel *self)
   g_clear_pointer(&self->out, g_byte_array_unref);
   g_clear_pointer(&self->text, g_byte_array_unref);
   g_clear_pointer(&self->done_lines, g_array_unref);
+  gst_clear_buffer(&self->undelivered);
 }
 
 /* A fresh stream: new memory, nothing pending. */
@@ -188,6 +254,9 @@ new_stream(GstTxlModel *self, GError **error)
   self->text_offset = 0;
   self->text_started = FALSE;
   self->frontier = 0;
+  self->in_tokens = 0;
+  self->out_records = 0;
+  self->expect_offset = -1;
   return TRUE;
 }
 
@@ -200,6 +269,8 @@ restart_offsets(GstTxlModel *self)
   self->text_offset = 0;
   self->text_started = FALSE;
   self->frontier = 0;
+  self->in_tokens = 0;
+  self->out_records = 0;
 }
 
 static void
@@ -224,6 +295,65 @@ take_text(GstTxlModel *self, GstBuffer *buf)
     g_byte_array_append(self->text, data, (guint)n);
 }
 
+static gboolean
+copy_line_meta(GstBuffer *from, GstMeta **meta, gpointer to)
+{
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
+    GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
+    gst_buffer_add_txl_line_meta(to, m->line, m->tokens, m->bytes, m->nll);
+  }
+  return TRUE;
+}
+
+/* One score buffer of two consecutive ones (takes both): records, line
+ * metas and text in order. */
+static GstBuffer *
+merge_out(GstBuffer *a, GstBuffer *b)
+{
+  GstBuffer *out = gst_buffer_new();
+  gst_buffer_copy_into(out, a, GST_BUFFER_COPY_MEMORY, 0, -1);
+  gst_buffer_copy_into(out, b, GST_BUFFER_COPY_MEMORY, 0, -1);
+  gst_buffer_foreach_meta(a, copy_line_meta, out);
+  gst_buffer_foreach_meta(b, copy_line_meta, out);
+  GstTxlTextMeta *ta = gst_buffer_get_txl_text_meta(a),
+                 *tb = gst_buffer_get_txl_text_meta(b);
+  if (ta || tb) {
+    GByteArray *t = g_byte_array_new();
+    guint64 offset = ta ? ta->offset : tb->offset;
+    GstTxlTextMeta *parts[2] = { ta, tb };
+    for (int i = 0; i < 2; i++)
+      if (parts[i] && parts[i]->bytes) {
+        gsize n;
+        const guint8 *d = g_bytes_get_data(parts[i]->bytes, &n);
+        g_byte_array_append(t, d, (guint)n);
+      }
+    GBytes *bytes = g_byte_array_free_to_bytes(t);
+    gst_buffer_add_txl_text_meta(out, offset, bytes);
+    g_bytes_unref(bytes);
+  }
+  GST_BUFFER_PTS(out) = GST_BUFFER_PTS(b);
+  GST_BUFFER_DTS(out) = GST_BUFFER_DTS(b);
+  gst_buffer_unref(a);
+  gst_buffer_unref(b);
+  return out;
+}
+
+/* A push that fails (downstream flushing or shutting down) keeps its
+ * scores: they belong to the stream's state, and a snapshot taken now
+ * carries them to the next run. */
+static GstFlowReturn
+deliver(GstTxlModel *self, GstBuffer *buf)
+{
+  guint64 n = gst_buffer_get_size(buf) / TXL_SCORE_RECORD_SIZE;
+  GstFlowReturn ret = gst_pad_push(self->srcpad, gst_buffer_ref(buf));
+  if (ret == GST_FLOW_OK)
+    self->out_records += n;
+  else
+    gst_buffer_replace(&self->undelivered, buf);
+  gst_buffer_unref(buf);
+  return ret;
+}
+
 /* Pushes the records scored so far with the text they cover (all of the
  * text when everything has been scored). */
 static GstFlowReturn
@@ -239,8 +369,10 @@ push_out(GstTxlModel *self, gboolean all_text)
   }
   if (all_text)
     close_line(self); /* the end of the stream ends its last line */
-  if (self->out->len == 0 && ntext == 0 && self->done_lines->len == 0)
-    return GST_FLOW_OK;
+  if (self->out->len == 0 && ntext == 0 && self->done_lines->len == 0) {
+    GstBuffer *again = g_steal_pointer(&self->undelivered);
+    return again ? deliver(self, again) : GST_FLOW_OK;
+  }
   GstBuffer *buf = gst_buffer_new_allocate(NULL, self->out->len, NULL);
   if (self->out->len)
     gst_buffer_fill(buf, 0, self->out->data, self->out->len);
@@ -262,7 +394,11 @@ push_out(GstTxlModel *self, gboolean all_text)
   GST_LOG_OBJECT(self, "pushing %" G_GSIZE_FORMAT " scores, %" G_GSIZE_FORMAT
                  " text bytes", gst_buffer_get_size(buf) /
                  TXL_SCORE_RECORD_SIZE, ntext);
-  return gst_pad_push(self->srcpad, buf);
+  if (self->undelivered) {
+    /* scores a failed push kept come first; both go out as one buffer */
+    buf = merge_out(g_steal_pointer(&self->undelivered), buf);
+  }
+  return deliver(self, buf);
 }
 
 static GstFlowReturn
@@ -284,6 +420,597 @@ finish_stream(GstTxlModel *self)
   if (!txl_scorer_finish(self->scorer, &err))
     return score_error(self, err);
   return push_out(self, TRUE);
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+#define STATE_VERSION 1u
+#define MAX_STATE_TEXT (1u << 30)
+
+static gboolean
+put_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
+{
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
+    GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
+    GByteArray *b = data;
+    txl_put_u64(b, (guint64)m->line);
+    txl_put_u32(b, m->tokens);
+    txl_put_u64(b, m->bytes);
+    txl_put_f64(b, m->nll);
+  }
+  return TRUE;
+}
+
+static gboolean
+count_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
+{
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE)
+    (*(guint *)data)++;
+  return TRUE;
+}
+
+/* This element's part of the stream: what it received and delivered, the
+ * tokens waiting for their segment with their lines and offsets, the line
+ * being summed, the text not yet forwarded, and scores not delivered. */
+static GBytes *
+save_own(GstTxlModel *self)
+{
+  GByteArray *b = g_byte_array_new();
+  txl_put_u32(b, STATE_VERSION);
+  txl_put_u64(b, self->in_tokens);
+  txl_put_u64(b, self->out_records);
+  guint n = self->pending->len - self->pending_head;
+  txl_put_u64(b, n);
+  for (guint i = 0; i < n; i++) {
+    guint8 rec[TXL_SCORE_RECORD_SIZE];
+    txl_score_record_write(rec, &g_array_index(self->pending, TxlScoreRecord,
+                                               self->pending_head + i));
+    g_byte_array_append(b, rec, sizeof rec);
+  }
+  txl_put_u64(b, (guint64)self->cur_line);
+  txl_put_u32(b, self->cur_tokens);
+  txl_put_u64(b, self->cur_bytes);
+  txl_put_f64(b, self->cur_nll);
+  txl_put_u32(b, self->text_started);
+  txl_put_u64(b, self->text_offset);
+  txl_put_blob(b, self->text->data, self->text->len);
+  txl_put_u64(b, self->frontier);
+  GstBuffer *u = self->undelivered;
+  txl_put_u32(b, u != NULL);
+  if (u) {
+    GstMapInfo map;
+    if (gst_buffer_map(u, &map, GST_MAP_READ)) {
+      txl_put_blob(b, map.data, map.size);
+      gst_buffer_unmap(u, &map);
+    } else {
+      txl_put_blob(b, NULL, 0);
+    }
+    GstTxlTextMeta *tm = gst_buffer_get_txl_text_meta(u);
+    txl_put_u32(b, tm != NULL);
+    gsize tn = 0;
+    const guint8 *td = tm && tm->bytes ? g_bytes_get_data(tm->bytes, &tn)
+                                       : NULL;
+    txl_put_u64(b, tm ? tm->offset : 0);
+    txl_put_blob(b, td, tn);
+    guint nmeta = 0;
+    gst_buffer_foreach_meta(u, count_line_meta, &nmeta);
+    txl_put_u32(b, nmeta);
+    gst_buffer_foreach_meta(u, put_line_meta, b);
+  }
+  return g_byte_array_free_to_bytes(b);
+}
+
+typedef struct {
+  guint64 in_tokens, out_records;
+  GArray *pending; /* TxlScoreRecord */
+  gint64 cur_line;
+  guint32 cur_tokens;
+  guint64 cur_bytes;
+  gdouble cur_nll;
+  gboolean text_started;
+  guint64 text_offset, frontier;
+  GByteArray *text;
+  GstBuffer *undelivered;
+} OwnState;
+
+static void
+own_state_clear(OwnState *o)
+{
+  g_clear_pointer(&o->pending, g_array_unref);
+  g_clear_pointer(&o->text, g_byte_array_unref);
+  gst_clear_buffer(&o->undelivered);
+}
+
+/* Parses and checks this element's section against the restored scorer. */
+static gboolean
+parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
+          GError **error)
+{
+  memset(o, 0, sizeof *o);
+  TxlReader r;
+  txl_reader_init(&r, bytes);
+  gint64 seen = txl_scorer_tokens_seen(sc);
+  int npend = txl_scorer_pending_count(sc);
+  guint64 want = npend > 1 ? (guint64)npend - 1 : 0;
+  int n_ids = txl_model_config(self->model)->n_token;
+  guint32 version = txl_get_u32(&r);
+  o->in_tokens = txl_get_u64(&r);
+  o->out_records = txl_get_u64(&r);
+  guint64 n = txl_get_u64(&r);
+  if (!r.ok || version != STATE_VERSION || n != want)
+    goto bad;
+  o->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
+  for (guint64 i = 0; i < n; i++) {
+    if (r.end - r.p < TXL_SCORE_RECORD_SIZE)
+      goto bad;
+    TxlScoreRecord rec;
+    txl_score_record_read(r.p, &rec);
+    r.p += TXL_SCORE_RECORD_SIZE;
+    /* the records are those of the scorer's pending tokens, in order */
+    if (rec.pos != seen - (gint64)n + (gint64)i || rec.id < 0 ||
+        rec.id >= n_ids)
+      goto bad;
+    g_array_append_val(o->pending, rec);
+  }
+  o->cur_line = (gint64)txl_get_u64(&r);
+  o->cur_tokens = txl_get_u32(&r);
+  o->cur_bytes = txl_get_u64(&r);
+  o->cur_nll = txl_get_f64(&r);
+  guint32 started = txl_get_u32(&r);
+  o->text_offset = txl_get_u64(&r);
+  gsize tn;
+  const guint8 *td = txl_get_blob(&r, &tn, MAX_STATE_TEXT);
+  o->frontier = txl_get_u64(&r);
+  guint32 has_u = txl_get_u32(&r);
+  if (!r.ok || started > 1 || has_u > 1 || o->cur_line < 0)
+    goto bad;
+  o->text_started = started;
+  o->text = g_byte_array_new();
+  g_byte_array_append(o->text, td, (guint)tn);
+  if (has_u) {
+    gsize rn;
+    const guint8 *rd = txl_get_blob(&r, &rn, MAX_STATE_TEXT);
+    guint32 has_t = txl_get_u32(&r);
+    guint64 toff = txl_get_u64(&r);
+    gsize un;
+    const guint8 *ud = txl_get_blob(&r, &un, MAX_STATE_TEXT);
+    guint32 nmeta = txl_get_u32(&r);
+    if (!r.ok || rn % TXL_SCORE_RECORD_SIZE || has_t > 1 ||
+        nmeta > (guint64)(r.end - r.p) / 28)
+      goto bad;
+    GstBuffer *u = gst_buffer_new_memdup(rd, rn);
+    if (has_t) {
+      GBytes *t = g_bytes_new(ud, un);
+      gst_buffer_add_txl_text_meta(u, toff, t);
+      g_bytes_unref(t);
+    }
+    for (guint32 i = 0; i < nmeta; i++) {
+      gint64 line = (gint64)txl_get_u64(&r);
+      guint32 tokens = txl_get_u32(&r);
+      guint64 bytes_ = txl_get_u64(&r);
+      gdouble nll = txl_get_f64(&r);
+      gst_buffer_add_txl_line_meta(u, line, tokens, bytes_, nll);
+    }
+    o->undelivered = u;
+  }
+  if (!txl_reader_done(&r))
+    goto bad;
+  return TRUE;
+bad:
+  own_state_clear(o);
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "the snapshot's txlmodel state is malformed or does not match "
+              "its stream");
+  return FALSE;
+}
+
+static void
+apply_own(GstTxlModel *self, OwnState *o)
+{
+  self->in_tokens = o->in_tokens;
+  self->out_records = o->out_records;
+  g_array_unref(self->pending);
+  self->pending = g_steal_pointer(&o->pending);
+  self->pending_head = 0;
+  self->cur_line = o->cur_line;
+  self->cur_tokens = o->cur_tokens;
+  self->cur_bytes = o->cur_bytes;
+  self->cur_nll = o->cur_nll;
+  self->text_started = o->text_started;
+  self->text_offset = o->text_offset;
+  g_byte_array_unref(self->text);
+  self->text = g_steal_pointer(&o->text);
+  self->frontier = o->frontier;
+  gst_buffer_replace(&self->undelivered, NULL);
+  self->undelivered = g_steal_pointer(&o->undelivered);
+  g_byte_array_set_size(self->out, 0);
+  g_array_set_size(self->done_lines, 0);
+}
+
+static gchar *
+snapshot_path(GstTxlModel *self, const gchar *path)
+{
+  if (path && *path)
+    return g_strdup(path);
+  GST_OBJECT_LOCK(self);
+  gchar *p = g_strdup(self->snap_location);
+  GST_OBJECT_UNLOCK(self);
+  if (p && !*p)
+    g_clear_pointer(&p, g_free);
+  return p;
+}
+
+/* Sends a state query to a neighbour; FALSE when nobody answered. */
+static gboolean
+ask(GstPad *pad, GstQuery *q)
+{
+  return gst_pad_peer_query(pad, q);
+}
+
+/* Writes a snapshot now, with the sink pad's stream lock held.  DEFER
+ * when a neighbour's state does not fit ours yet (buffers between us). */
+static SnapResult
+do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
+{
+  if (!self->scorer)
+    return SNAP_FAIL;
+  gint64 t0 = g_get_monotonic_time();
+  GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)g_bytes_unref);
+  /* txltokenizer: its own state, or the one restored at start that it has
+   * not taken yet */
+  GBytes *tok = NULL;
+  if (self->restored && !self->tokenizer_fetched &&
+      (tok = g_hash_table_lookup(self->restored, "txltokenizer"))) {
+    g_hash_table_insert(sect, g_strdup("txltokenizer"), g_bytes_ref(tok));
+  } else {
+    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
+    gst_structure_set(gst_query_writable_structure(q), "tokens-received",
+                      G_TYPE_UINT64, self->in_tokens, NULL);
+    if (ask(self->sinkpad, q)) {
+      const GstStructure *st = gst_query_get_structure(q);
+      const GValue *v = gst_structure_get_value(st, "txltokenizer");
+      if (v)
+        g_hash_table_insert(sect, g_strdup("txltokenizer"),
+                            g_bytes_ref(g_value_get_boxed(v)));
+      else if (gst_structure_has_field(st, "txltokenizer-busy")) {
+        gst_query_unref(q);
+        g_hash_table_unref(sect);
+        GST_DEBUG_OBJECT(self, "snapshot deferred: tokens on their way");
+        return SNAP_DEFER;
+      }
+    }
+    gst_query_unref(q);
+  }
+  GBytes *sink = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
+                                : NULL;
+  if (sink) {
+    g_hash_table_insert(sect, g_strdup("txlsink"), g_bytes_ref(sink));
+  } else {
+    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
+    gst_structure_set(gst_query_writable_structure(q), "records-delivered",
+                      G_TYPE_UINT64, self->out_records, NULL);
+    if (ask(self->srcpad, q)) {
+      const GstStructure *st = gst_query_get_structure(q);
+      const GValue *v = gst_structure_get_value(st, "txlsink");
+      if (v)
+        g_hash_table_insert(sect, g_strdup("txlsink"),
+                            g_bytes_ref(g_value_get_boxed(v)));
+      else if (gst_structure_has_field(st, "txlsink-busy")) {
+        gst_query_unref(q);
+        g_hash_table_unref(sect);
+        GST_DEBUG_OBJECT(self, "snapshot deferred: scores on their way");
+        return SNAP_DEFER;
+      }
+    }
+    gst_query_unref(q);
+  }
+  g_hash_table_insert(sect, g_strdup("txlmodel"), save_own(self));
+  GST_OBJECT_LOCK(self);
+  TxlSnapshotOptions o = TXL_SNAPSHOT_OPTIONS_DEFAULT;
+  o.precision = self->snap_precision;
+  GST_OBJECT_UNLOCK(self);
+  gsize bytes = 0;
+  GError *err = NULL;
+  gboolean ok = txl_scorer_save_full(self->scorer, path, &o, sect, &bytes,
+                                     &err);
+  g_hash_table_unref(sect);
+  if (!ok) {
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                        ("Could not write the snapshot: %s", err->message),
+                        (NULL));
+    g_error_free(err);
+    return SNAP_FAIL;
+  }
+  gint64 t1 = g_get_monotonic_time();
+  self->snap_time = t1;
+  self->snap_seen = txl_scorer_tokens_seen(self->scorer);
+  GST_INFO_OBJECT(self, "snapshot %s (%s): %" G_GSIZE_FORMAT " bytes in "
+                  "%.1f ms", path, reason, bytes, (t1 - t0) / 1e3);
+  gst_element_post_message(GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self),
+          gst_structure_new("txl-snapshot",
+              "path", G_TYPE_STRING, path,
+              "bytes", G_TYPE_UINT64, (guint64)bytes,
+              "duration", G_TYPE_DOUBLE, (t1 - t0) / 1e6,
+              "tokens", G_TYPE_UINT64, (guint64)self->snap_seen,
+              "reason", G_TYPE_STRING, reason, NULL)));
+  return SNAP_OK;
+}
+
+/* Hands a neighbour its part of a restored snapshot: first only to check
+ * it, then to apply it.  FALSE (error set) when it refuses. */
+static gboolean
+restore_neighbour(GstTxlModel *self, GstPad *pad, const gchar *name,
+                  GBytes *bytes, gboolean apply, GError **error)
+{
+  GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
+  gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
+                    bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
+  gboolean answered = ask(pad, q);
+  const GstStructure *st = gst_query_get_structure(q);
+  const gchar *msg = gst_structure_get_string(st, "error");
+  gchar *done = g_strconcat(name, "-done", NULL);
+  gboolean ok = answered && !msg && gst_structure_has_field(st, done);
+  if (!ok && msg)
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s", msg);
+  else if (!ok) /* the snapshot's state would be lost: say so, go on */
+    GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                        ("The snapshot holds the state of a %s, but none is "
+                         "linked here to take it", name), (NULL));
+  g_free(done);
+  gst_query_unref(q);
+  return ok || !msg;
+}
+
+/* Gives txlsink its restored state, before the first scores reach it. */
+static gboolean
+restore_sink_pending(GstTxlModel *self)
+{
+  GBytes *b = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
+                             : NULL;
+  if (!b)
+    return TRUE;
+  GError *err = NULL;
+  gboolean ok = restore_neighbour(self, self->srcpad, "txlsink", b, TRUE,
+                                  &err);
+  g_hash_table_remove(self->restored, "txlsink");
+  if (!ok) {
+    GST_ELEMENT_ERROR(self, STREAM, DECODE,
+                      ("Could not restore the snapshot: %s", err->message),
+                      (NULL));
+    g_error_free(err);
+  }
+  return ok;
+}
+
+/* Loads a snapshot: the scorer and this element's state now, the
+ * neighbours' parts now (live) or when they start (at_start).  Nothing
+ * changes unless every part checks out. */
+static gboolean
+do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
+           GError **error)
+{
+  gint64 t0 = g_get_monotonic_time();
+  GHashTable *sect = NULL;
+  TxlScorer *sc = txl_scorer_load_full(self->model, path, on_score, self,
+                                       &sect, error);
+  if (!sc)
+    return FALSE;
+  GBytes *own = g_hash_table_lookup(sect, "txlmodel");
+  GBytes *tok = g_hash_table_lookup(sect, "txltokenizer");
+  GBytes *sink = g_hash_table_lookup(sect, "txlsink");
+  OwnState o;
+  if (!own) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: not a txlmodel snapshot (no txlmodel state; `txl score` "
+                "snapshots continue with `txl score`)", path);
+    goto fail;
+  }
+  if (!parse_own(self, own, sc, &o, error))
+    goto fail;
+  if (!at_start &&
+      ((tok && !restore_neighbour(self, self->sinkpad, "txltokenizer", tok,
+                                  FALSE, error)) ||
+       (sink && !restore_neighbour(self, self->srcpad, "txlsink", sink, FALSE,
+                                   error)))) {
+    own_state_clear(&o);
+    goto fail;
+  }
+  /* from here on it goes in */
+  txl_scorer_free(self->scorer);
+  self->scorer = sc;
+  apply_own(self, &o);
+  g_clear_pointer(&self->restored, g_hash_table_unref);
+  if (at_start) {
+    self->restored = g_hash_table_ref(sect);
+    self->tokenizer_fetched = FALSE;
+    self->restored_fresh = TRUE;
+  } else {
+    GError *e = NULL;
+    if (tok)
+      restore_neighbour(self, self->sinkpad, "txltokenizer", tok, TRUE, &e);
+    if (sink)
+      restore_neighbour(self, self->srcpad, "txlsink", sink, TRUE, &e);
+    g_clear_error(&e);
+    /* a buffer txltokenizer was pushing belongs to the old stream */
+    self->expect_offset = (gint64)self->in_tokens;
+  }
+  g_hash_table_unref(sect);
+  self->snap_time = g_get_monotonic_time();
+  self->snap_seen = txl_scorer_tokens_seen(self->scorer);
+  GStatBuf stb;
+  guint64 size = g_stat(path, &stb) == 0 ? (guint64)stb.st_size : 0;
+  gint64 t1 = g_get_monotonic_time();
+  GST_INFO_OBJECT(self, "restored %s: %" G_GINT64_FORMAT " tokens seen", path,
+                  self->snap_seen);
+  gst_element_post_message(GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self),
+          gst_structure_new("txl-restore",
+              "path", G_TYPE_STRING, path,
+              "bytes", G_TYPE_UINT64, size,
+              "duration", G_TYPE_DOUBLE, (t1 - t0) / 1e6,
+              "tokens", G_TYPE_UINT64, (guint64)self->snap_seen, NULL)));
+  return TRUE;
+fail:
+  txl_scorer_free(sc);
+  g_hash_table_unref(sect);
+  return FALSE;
+}
+
+/* After each input buffer (the one moment when the whole chain's state
+ * fits together): requested, periodic and token-count snapshots. */
+static void
+snapshot_triggers(GstTxlModel *self)
+{
+  GST_OBJECT_LOCK(self);
+  gchar *restore_path = g_steal_pointer(&self->restore_request);
+  gchar *snap_path = g_steal_pointer(&self->snap_request);
+  GST_OBJECT_UNLOCK(self);
+  if (restore_path) {
+    gchar *path = restore_path;
+    GError *err = NULL;
+    if (!do_restore(self, path, FALSE, &err)) {
+      GST_ELEMENT_WARNING(self, RESOURCE, READ,
+                          ("Could not restore the snapshot: %s", err->message),
+                          (NULL));
+      g_error_free(err);
+    }
+    g_free(path);
+  }
+  if (snap_path) {
+    if (do_snapshot(self, snap_path, "signal") == SNAP_DEFER) {
+      GST_OBJECT_LOCK(self);
+      if (!self->snap_request)
+        self->snap_request = g_steal_pointer(&snap_path);
+      GST_OBJECT_UNLOCK(self);
+    }
+    g_free(snap_path);
+  }
+  GST_OBJECT_LOCK(self);
+  gchar *loc = g_strdup(self->snap_location);
+  guint interval = self->snap_interval;
+  guint64 every = self->snap_tokens;
+  GST_OBJECT_UNLOCK(self);
+  if (loc && *loc && self->scorer) {
+    gint64 seen = txl_scorer_tokens_seen(self->scorer);
+    gboolean by_tokens = every && (guint64)(seen - self->snap_seen) >= every;
+    gboolean by_time = interval && seen != self->snap_seen &&
+                       g_get_monotonic_time() - self->snap_time >=
+                           (gint64)interval * G_USEC_PER_SEC;
+    if (by_tokens || by_time)
+      do_snapshot(self, loc, by_tokens ? "tokens" : "interval");
+  }
+  g_free(loc);
+}
+
+/* The periodic timer, for a stream that has gone quiet: like on_latency,
+ * it only tries the stream lock. */
+static gboolean
+on_snap_timer(GstClock *clock, GstClockTime time, GstClockID id,
+              gpointer data)
+{
+  GstTxlModel *self = data;
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
+    return TRUE; /* busy: the streaming thread checks after its buffer */
+  if (self->scorer)
+    snapshot_triggers(self);
+  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  return TRUE;
+}
+
+static void
+stop_snap_timer(GstTxlModel *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstClockID id = g_steal_pointer(&self->snap_timer);
+  GST_OBJECT_UNLOCK(self);
+  if (id) {
+    gst_clock_id_unschedule(id);
+    gst_clock_id_unref(id);
+  }
+}
+
+static void
+start_snap_timer(GstTxlModel *self)
+{
+  stop_snap_timer(self);
+  GST_OBJECT_LOCK(self);
+  guint interval = self->snap_interval;
+  gboolean on = self->snap_location && *self->snap_location && interval;
+  GST_OBJECT_UNLOCK(self);
+  if (!on)
+    return;
+  GstClock *clock = gst_system_clock_obtain();
+  GstClockID id = gst_clock_new_periodic_id(
+      clock, gst_clock_get_time(clock) + interval * GST_SECOND,
+      interval * GST_SECOND);
+  gst_object_unref(clock);
+  GST_OBJECT_LOCK(self);
+  self->snap_timer = gst_clock_id_ref(id);
+  GST_OBJECT_UNLOCK(self);
+  gst_clock_id_wait_async(id, on_snap_timer, gst_object_ref(self),
+                          (GDestroyNotify)gst_object_unref);
+  gst_clock_id_unref(id);
+}
+
+/* The action signals never wait for the streaming thread: done at once
+ * when the stream is idle, else right after the buffer being scored (the
+ * bus message says when). */
+static gboolean
+request(GstTxlModel *self, gchar **slot, gchar *path)
+{
+  GST_OBJECT_LOCK(self);
+  g_free(*slot);
+  *slot = path;
+  GST_OBJECT_UNLOCK(self);
+  return TRUE;
+}
+
+static gboolean
+gst_txl_model_snapshot_action(GstTxlModel *self, const gchar *path)
+{
+  gchar *p = snapshot_path(self, path);
+  if (!p) {
+    GST_WARNING_OBJECT(self, "snapshot: no path and no snapshot-location");
+    return FALSE;
+  }
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
+    return request(self, &self->snap_request, p);
+  gboolean ok = self->scorer != NULL;
+  if (ok) {
+    SnapResult r = do_snapshot(self, p, "signal");
+    if (r == SNAP_DEFER)
+      request(self, &self->snap_request, g_steal_pointer(&p));
+    ok = r != SNAP_FAIL;
+  }
+  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  g_free(p);
+  return ok;
+}
+
+static gboolean
+gst_txl_model_restore_action(GstTxlModel *self, const gchar *path)
+{
+  gchar *p = snapshot_path(self, path);
+  if (!p)
+    return FALSE;
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
+    return request(self, &self->restore_request, p);
+  gboolean ok = FALSE;
+  if (self->scorer) {
+    GError *err = NULL;
+    ok = do_restore(self, p, FALSE, &err);
+    if (!ok) {
+      GST_ELEMENT_WARNING(self, RESOURCE, READ,
+                          ("Could not restore the snapshot: %s", err->message),
+                          (NULL));
+      g_error_free(err);
+    }
+  }
+  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  g_free(p);
+  return ok;
 }
 
 /* ---- latency bound ----------------------------------------------------- */
@@ -382,6 +1109,23 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     gst_buffer_unref(buf);
     return GST_FLOW_ERROR;
   }
+  if (self->expect_offset >= 0) {
+    /* after a restore: a buffer txltokenizer was already pushing holds
+     * tokens of the stream that was replaced */
+    if (GST_BUFFER_OFFSET_IS_VALID(buf) &&
+        (gint64)GST_BUFFER_OFFSET(buf) != self->expect_offset) {
+      GST_DEBUG_OBJECT(self, "dropping a buffer of the replaced stream");
+      gst_buffer_unmap(buf, &map);
+      gst_buffer_unref(buf);
+      return GST_FLOW_OK;
+    }
+    self->expect_offset = -1;
+  }
+  if (!restore_sink_pending(self)) {
+    gst_buffer_unmap(buf, &map);
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
   GST_OBJECT_LOCK(self);
   gboolean flush_nl = self->flush_on_newline;
   GST_OBJECT_UNLOCK(self);
@@ -411,6 +1155,7 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
         g_array_set_size(self->pending, self->pending->len - 1);
       break;
     }
+    self->in_tokens++;
     if (first) {
       /* nothing before it to predict it from */
       r.logprob = NAN;
@@ -434,10 +1179,25 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
    * even if no more input comes */
   if (max_latency > 0 && self->pending->len > 0)
     arm_timer(self, max_latency);
-  return push_out(self, FALSE);
+  GstFlowReturn ret = push_out(self, FALSE);
+  if (ret == GST_FLOW_OK)
+    snapshot_triggers(self);
+  return ret;
 }
 
 /* ---- events and queries ---------------------------------------------------- */
+
+/* With a snapshot file, the end of stream pauses the stream rather than
+ * ending it (hold-at-eos). */
+static gboolean
+holds_at_eos(GstTxlModel *self)
+{
+  GST_OBJECT_LOCK(self);
+  gboolean hold = self->hold_at_eos && self->snap_location &&
+                  *self->snap_location;
+  GST_OBJECT_UNLOCK(self);
+  return hold;
+}
 
 static gboolean
 check_caps(GstTxlModel *self, GstCaps *caps)
@@ -501,6 +1261,11 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     return gst_pad_push_event(self->srcpad, ev);
   }
   case GST_EVENT_STREAM_START: {
+    if (self->restored_fresh) {
+      /* the stream restored at start goes on: nothing to end */
+      self->restored_fresh = FALSE;
+      return gst_pad_event_default(pad, parent, event);
+    }
     /* the old stream's last partial segment belongs before the new one */
     if (self->scorer && txl_scorer_tokens_seen(self->scorer) > 0) {
       GstFlowReturn ret = finish_stream(self);
@@ -528,9 +1293,29 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
     cancel_timer(self);
-    GstFlowReturn ret = finish_stream(self);
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));
+    gchar *loc = snapshot_path(self, NULL);
+    if (loc && holds_at_eos(self) && self->scorer) {
+      /* the stream is not over, only paused: its partial segment, the
+       * tokenizer's held-back bytes and the sink's unfinished lines go
+       * into the snapshot, and the next run continues them */
+      restore_sink_pending(self);
+      push_out(self, FALSE);
+      if (do_snapshot(self, loc, "eos") == SNAP_DEFER)
+        GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                            ("No snapshot at end of stream: buffers were "
+                             "still queued between the txl elements"),
+                            (NULL));
+      gst_pad_push_event(self->srcpad, gst_event_new_custom(
+          GST_EVENT_CUSTOM_DOWNSTREAM,
+          gst_structure_new_empty(TXL_STATE_HOLD)));
+    } else {
+      GstFlowReturn ret = finish_stream(self);
+      if (ret != GST_FLOW_OK)
+        GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));
+      if (loc && self->scorer)
+        do_snapshot(self, loc, "eos");
+    }
+    g_free(loc);
     return gst_pad_event_default(pad, parent, event);
   }
   case GST_EVENT_FLUSH_STOP:
@@ -553,6 +1338,24 @@ static gboolean
 gst_txl_model_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstTxlModel *self = GST_TXL_MODEL(parent);
+  GstStructure *st;
+  if ((st = txl_state_query_structure(query, TXL_STATE_FETCH))) {
+    /* txltokenizer's first buffer: its part of a snapshot restored at
+     * start (asked from its streaming thread, which scores through us) */
+    GST_PAD_STREAM_LOCK(self->sinkpad);
+    GBytes *b = self->restored ? g_hash_table_lookup(self->restored,
+                                                     "txltokenizer")
+                               : NULL;
+    if (b)
+      gst_structure_set(st, "txltokenizer", G_TYPE_BYTES, b, NULL);
+    self->tokenizer_fetched = TRUE;
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+    return TRUE;
+  }
+  if ((st = txl_state_query_structure(query, TXL_STATE_HOLD))) {
+    gst_structure_set(st, "hold", G_TYPE_BOOLEAN, holds_at_eos(self), NULL);
+    return TRUE;
+  }
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
     GstCaps *filter, *caps = sink_caps(self);
     gst_query_parse_caps(query, &filter);
@@ -621,6 +1424,28 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
       return GST_STATE_CHANGE_FAILURE;
     }
     self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+    self->restored_fresh = FALSE;
+    self->tokenizer_fetched = FALSE;
+    self->snap_time = g_get_monotonic_time();
+    self->snap_seen = 0;
+    gchar *loc = snapshot_path(self, NULL);
+    GST_OBJECT_LOCK(self);
+    gboolean restore = self->restore;
+    GST_OBJECT_UNLOCK(self);
+    if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
+        !do_restore(self, loc, TRUE, &err)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                        ("Could not restore the snapshot \"%s\": %s", loc,
+                         err->message),
+                        ("remove or replace the file, or set restore=false "
+                         "to start a new stream"));
+      g_clear_error(&err);
+      g_free(loc);
+      free_stream(self);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    g_free(loc);
+    start_snap_timer(self);
     break;
   }
   default:
@@ -634,10 +1459,26 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
     return ret;
 
   switch (transition) {
-  case GST_STATE_CHANGE_PAUSED_TO_READY:
+  case GST_STATE_CHANGE_PAUSED_TO_READY: {
     cancel_timer(self);
+    stop_snap_timer(self);
+    /* shutdown without an end of stream: what changed since the last
+     * snapshot is saved (the pads are inactive, nothing streams here) */
+    gchar *loc = snapshot_path(self, NULL);
+    GST_PAD_STREAM_LOCK(self->sinkpad);
+    if (loc && self->scorer &&
+        txl_scorer_tokens_seen(self->scorer) != self->snap_seen)
+      do_snapshot(self, loc, "shutdown");
     free_stream(self);
+    g_clear_pointer(&self->restored, g_hash_table_unref);
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+    g_free(loc);
+    GST_OBJECT_LOCK(self);
+    g_clear_pointer(&self->snap_request, g_free);
+    g_clear_pointer(&self->restore_request, g_free);
+    GST_OBJECT_UNLOCK(self);
     break;
+  }
   case GST_STATE_CHANGE_READY_TO_NULL:
     gst_caps_replace(&self->refused, NULL);
     txl_model_cache_release(g_steal_pointer(&self->model));
@@ -685,6 +1526,25 @@ gst_txl_model_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_RESET_ON_STREAM_START:
     self->reset_on_stream_start = g_value_get_boolean(value);
     break;
+  case PROP_SNAPSHOT_LOCATION:
+    g_free(self->snap_location);
+    self->snap_location = g_value_dup_string(value);
+    break;
+  case PROP_SNAPSHOT_INTERVAL:
+    self->snap_interval = g_value_get_uint(value);
+    break;
+  case PROP_SNAPSHOT_TOKENS:
+    self->snap_tokens = g_value_get_uint64(value);
+    break;
+  case PROP_SNAPSHOT_PRECISION:
+    self->snap_precision = g_value_get_enum(value);
+    break;
+  case PROP_RESTORE:
+    self->restore = g_value_get_boolean(value);
+    break;
+  case PROP_HOLD_AT_EOS:
+    self->hold_at_eos = g_value_get_boolean(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -723,6 +1583,24 @@ gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_RESET_ON_STREAM_START:
     g_value_set_boolean(value, self->reset_on_stream_start);
     break;
+  case PROP_SNAPSHOT_LOCATION:
+    g_value_set_string(value, self->snap_location);
+    break;
+  case PROP_SNAPSHOT_INTERVAL:
+    g_value_set_uint(value, self->snap_interval);
+    break;
+  case PROP_SNAPSHOT_TOKENS:
+    g_value_set_uint64(value, self->snap_tokens);
+    break;
+  case PROP_SNAPSHOT_PRECISION:
+    g_value_set_enum(value, self->snap_precision);
+    break;
+  case PROP_RESTORE:
+    g_value_set_boolean(value, self->restore);
+    break;
+  case PROP_HOLD_AT_EOS:
+    g_value_set_boolean(value, self->hold_at_eos);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -735,6 +1613,9 @@ gst_txl_model_finalize(GObject *object)
 {
   GstTxlModel *self = GST_TXL_MODEL(object);
   g_free(self->model_path);
+  g_free(self->snap_location);
+  g_free(self->snap_request);
+  g_free(self->restore_request);
   G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
 }
 
@@ -795,12 +1676,74 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
           "(STREAM_START); FALSE carries the memory into the next stream",
           DEFAULT_RESET_ON_STREAM_START, rw | GST_PARAM_MUTABLE_PLAYING));
 
+  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_LOCATION,
+      g_param_spec_string("snapshot-location", "Snapshot location",
+          "File for snapshots of the stream's state (memory, pending tokens, "
+          "and the state of txltokenizer and txlsink around this element), "
+          "written atomically; NULL = no snapshots", NULL,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_INTERVAL,
+      g_param_spec_uint("snapshot-interval", "Snapshot interval",
+          "Write a snapshot every this many seconds while the stream changes "
+          "(0 = off)", 0, G_MAXUINT / 2, 0, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_TOKENS,
+      g_param_spec_uint64("snapshot-tokens", "Snapshot every N tokens",
+          "Write a snapshot every this many tokens (0 = off)", 0, G_MAXUINT64,
+          0, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_PRECISION,
+      g_param_spec_enum("snapshot-precision", "Snapshot precision",
+          "How the memory is stored: f32 resumes bit for bit; f16 and bf16 "
+          "make smaller files whose scores drift slightly (docs/snapshots.md)",
+          gst_txl_snapshot_precision_get_type(), TXL_SNAPSHOT_F32,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_RESTORE,
+      g_param_spec_boolean("restore", "Restore",
+          "When the element starts and snapshot-location exists, continue "
+          "the stream saved there (an unreadable or other-model file is an "
+          "error)", DEFAULT_RESTORE, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_HOLD_AT_EOS,
+      g_param_spec_boolean("hold-at-eos", "Hold at end of stream",
+          "With snapshot-location set, the end of stream pauses the stream "
+          "instead of ending it: the last partial segment, the tokenizer's "
+          "held-back bytes and the unfinished lines are not scored but kept "
+          "in the snapshot, so that the next run continues bit for bit "
+          "(FALSE: score them, then snapshot)", DEFAULT_HOLD_AT_EOS,
+          rw | GST_PARAM_MUTABLE_READY));
+
+  /**
+   * GstTxlModel::snapshot:
+   * @path: the file, or NULL for snapshot-location
+   *
+   * Writes a snapshot: at once when the stream is idle, else right after
+   * the buffer being scored.  A "txl-snapshot" element message (path,
+   * bytes, duration in seconds, tokens, reason) follows each snapshot.
+   * Returns FALSE when there is no path or the write failed.
+   */
+  signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK(gst_txl_model_snapshot_action), NULL, NULL, NULL,
+      G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
+  /**
+   * GstTxlModel::restore:
+   * @path: the file, or NULL for snapshot-location
+   *
+   * Replaces the stream with the one saved in @path (this element's and
+   * its txl neighbours' state), after checking all of it.  Posts
+   * "txl-restore" (path, bytes, duration, tokens).
+   */
+  signals[SIGNAL_RESTORE] = g_signal_new_class_handler("restore",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK(gst_txl_model_restore_action), NULL, NULL, NULL,
+      G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
+
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl model",
       "Filter/Analyzer/Text",
       "Scores a token stream with a Transformer-XL language model: the "
-      "log-probability of every token given all before it",
+      "log-probability of every token given all before it; snapshots of "
+      "the stream post \"txl-snapshot\" and \"txl-restore\" element "
+      "messages",
       "txl developers");
 
   element_class->change_state = gst_txl_model_change_state;
@@ -832,4 +1775,8 @@ gst_txl_model_init(GstTxlModel *self)
   self->flush_on_newline = DEFAULT_FLUSH_ON_NEWLINE;
   self->reset_on_stream_start = DEFAULT_RESET_ON_STREAM_START;
   self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+  self->restore = DEFAULT_RESTORE;
+  self->hold_at_eos = DEFAULT_HOLD_AT_EOS;
+  self->snap_precision = TXL_SNAPSHOT_F32;
+  self->expect_offset = -1;
 }

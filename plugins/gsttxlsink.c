@@ -17,10 +17,15 @@
  * tokens' byte lengths and text is null.
  *
  * Each line also emits "line-scored" with a GstStructure, and a flagged
- * line posts a "txl-anomaly" element message. */
+ * line posts a "txl-anomaly" element message.
+ *
+ * Its unfinished lines and anomaly baseline travel in txlmodel's
+ * snapshots (txlstate.h); with append=true a resumed run adds to the
+ * output file instead of replacing it. */
 #include "baseline.h"
 #include "gsttxlcommon.h"
 #include "jsonstr.h"
+#include "txlstate.h"
 
 #include <errno.h>
 #include <gst/base/gstbasesink.h>
@@ -101,10 +106,20 @@ struct _GstTxlSink {
   gint64 text_line;    /* line of the next text byte */
   gboolean have_text;  /* the stream carries text metas */
   GstClockTime last_pts;
+  /* snapshots: the state above is also read by txlmodel's queries, maybe
+   * from another thread (recursive: a signal handler may ask for one) */
+  GRecMutex state_lock;
+  guint64 records;      /* score records rendered in this stream */
+  gboolean held;        /* the stream goes on in a snapshot: keep the
+                         * unfinished lines at EOS */
+  GBytes *stopped;      /* the state when the element stopped */
+  guint64 stopped_records;
+  gboolean append;
 };
 
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
-       PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV };
+       PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV,
+       PROP_APPEND };
 enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
@@ -316,12 +331,179 @@ write_ready(GstTxlSink *self, gboolean all)
 static void
 reset_lines(GstTxlSink *self)
 {
+  self->records = 0;
+  self->held = FALSE;
   g_queue_clear_full(&self->lines, line_free);
   self->written_upto = 0;
   self->closed_upto = 0;
   self->text_line = 1;
   self->have_text = FALSE;
   self->last_pts = GST_CLOCK_TIME_NONE;
+}
+
+/* ---- state, for txlmodel's snapshots ------------------------------------ */
+
+#define STATE_VERSION 1u
+
+static GBytes *
+save_state(GstTxlSink *self)
+{
+  GByteArray *b = g_byte_array_new();
+  txl_put_u32(b, STATE_VERSION);
+  txl_put_u64(b, self->records);
+  txl_put_u64(b, (guint64)self->written_upto);
+  txl_put_u64(b, (guint64)self->closed_upto);
+  txl_put_u64(b, (guint64)self->text_line);
+  txl_put_u32(b, self->have_text);
+  txl_put_u32(b, self->baseline != NULL);
+  if (self->baseline) {
+    GBytes *bl = txl_baseline_save(self->baseline);
+    gsize n;
+    const guint8 *d = g_bytes_get_data(bl, &n);
+    txl_put_blob(b, d, n);
+    g_bytes_unref(bl);
+  }
+  txl_put_u32(b, self->lines.length);
+  for (GList *it = self->lines.head; it; it = it->next) {
+    Line *l = it->data;
+    txl_put_u64(b, (guint64)l->line);
+    txl_put_u64(b, (guint64)l->tokens);
+    txl_put_f64(b, l->nll);
+    txl_put_u64(b, l->bytes);
+    txl_put_u64(b, l->tok_bytes);
+    txl_put_u32(b, l->closed);
+    txl_put_blob(b, l->text->str, l->text->len);
+  }
+  return g_byte_array_free_to_bytes(b);
+}
+
+/* Checks a saved state against this element's settings, and applies it
+ * when apply is set; nothing changes otherwise. */
+static gboolean
+restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
+{
+  TxlReader r;
+  txl_reader_init(&r, state);
+  guint32 version = txl_get_u32(&r);
+  guint64 records = txl_get_u64(&r);
+  gint64 written = (gint64)txl_get_u64(&r), closed = (gint64)txl_get_u64(&r),
+         text_line = (gint64)txl_get_u64(&r);
+  guint32 have_text = txl_get_u32(&r), has_bl = txl_get_u32(&r);
+  GQueue lines = G_QUEUE_INIT;
+  gsize bn = 0;
+  const guint8 *bd = has_bl ? txl_get_blob(&r, &bn, G_MAXUINT32) : NULL;
+  if (!r.ok || version != STATE_VERSION || have_text > 1 || has_bl > 1 ||
+      written < 0 || closed < 0 || text_line < 1)
+    goto bad;
+  if ((has_bl != 0) != (self->baseline != NULL)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the snapshot's txlsink used another threshold-mode");
+    return FALSE;
+  }
+  guint32 n = txl_get_u32(&r);
+  gint64 prev = written;
+  for (guint32 i = 0; i < n && r.ok; i++) {
+    Line *l = g_new0(Line, 1);
+    l->line = (gint64)txl_get_u64(&r);
+    l->tokens = (gint64)txl_get_u64(&r);
+    l->nll = txl_get_f64(&r);
+    l->bytes = txl_get_u64(&r);
+    l->tok_bytes = txl_get_u64(&r);
+    guint32 cl = txl_get_u32(&r);
+    gsize tn;
+    const guint8 *td = txl_get_blob(&r, &tn, TEXT_CAP);
+    l->text = g_string_new_len(td ? (const char *)td : "", (gssize)tn);
+    l->closed = cl != 0;
+    g_queue_push_tail(&lines, l);
+    if (cl > 1 || l->line <= prev || l->tokens < 0)
+      r.ok = FALSE;
+    prev = l->line;
+  }
+  if (!txl_reader_done(&r))
+    goto bad;
+  if (self->baseline) {
+    /* checked on a copy of the settings: the live one changes only with
+     * the rest */
+    GBytes *bl = g_bytes_new(bd, bn);
+    TxlBaseline *trial = NULL;
+    GST_OBJECT_LOCK(self);
+    gint window = self->window, warmup = MIN(self->warmup, self->window);
+    gdouble q = self->quantile;
+    TxlBaselineKind kind = self->mode == TXL_THRESHOLD_MAD
+                               ? TXL_BASELINE_MAD : TXL_BASELINE_QUANTILE;
+    GST_OBJECT_UNLOCK(self);
+    trial = txl_baseline_new(kind, window, warmup, q, NULL);
+    gboolean ok = trial && txl_baseline_restore(trial, bl, error);
+    if (ok && apply)
+      ok = txl_baseline_restore(self->baseline, bl, error);
+    txl_baseline_free(trial);
+    g_bytes_unref(bl);
+    if (!ok) {
+      g_queue_clear_full(&lines, line_free);
+      return FALSE;
+    }
+  }
+  if (!apply) {
+    g_queue_clear_full(&lines, line_free);
+    return TRUE;
+  }
+  g_queue_clear_full(&self->lines, line_free);
+  self->lines = lines;
+  self->records = records;
+  self->written_upto = written;
+  self->closed_upto = closed;
+  self->text_line = text_line;
+  self->have_text = have_text;
+  return TRUE;
+bad:
+  g_queue_clear_full(&lines, line_free);
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "the snapshot's txlsink state is malformed");
+  return FALSE;
+}
+
+static gboolean
+gst_txl_sink_query(GstBaseSink *bs, GstQuery *query)
+{
+  GstTxlSink *self = GST_TXL_SINK(bs);
+  GstStructure *st;
+  if ((st = txl_state_query_structure(query, TXL_STATE_SAVE))) {
+    guint64 delivered = 0;
+    gst_structure_get_uint64(st, "records-delivered", &delivered);
+    g_rec_mutex_lock(&self->state_lock);
+    GBytes *b = NULL;
+    if (self->stopped && delivered == self->stopped_records)
+      b = g_bytes_ref(self->stopped);
+    else if (!self->stopped && !self->text_mode && delivered == self->records)
+      b = save_state(self);
+    g_rec_mutex_unlock(&self->state_lock);
+    if (b) {
+      gst_structure_set(st, "txlsink", G_TYPE_BYTES, b, NULL);
+      g_bytes_unref(b);
+    } else {
+      gst_structure_set(st, "txlsink-busy", G_TYPE_BOOLEAN, TRUE, NULL);
+    }
+    return TRUE;
+  }
+  if ((st = txl_state_query_structure(query, TXL_STATE_RESTORE))) {
+    const GValue *v = gst_structure_get_value(st, "txlsink");
+    gboolean apply = FALSE;
+    gst_structure_get_boolean(st, "apply", &apply);
+    if (!v)
+      return TRUE;
+    GError *err = NULL;
+    g_rec_mutex_lock(&self->state_lock);
+    gboolean ok = restore_state(self, g_value_get_boxed(v), apply, &err);
+    g_rec_mutex_unlock(&self->state_lock);
+    if (ok)
+      gst_structure_set(st, "txlsink-done", G_TYPE_BOOLEAN, TRUE, NULL);
+    else {
+      gst_structure_set(st, "error", G_TYPE_STRING, err->message, NULL);
+      g_error_free(err);
+    }
+    return TRUE;
+  }
+  return GST_BASE_SINK_CLASS(gst_txl_sink_parent_class)->query(bs, query);
 }
 
 /* ---- GstBaseSink ------------------------------------------------------------ */
@@ -350,10 +532,21 @@ render_text(GstTxlSink *self, const guint8 *data, gsize len)
   return GST_FLOW_OK;
 }
 
+static GstFlowReturn render_scores(GstTxlSink *self, GstBuffer *buf);
+
 static GstFlowReturn
 gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
 {
   GstTxlSink *self = GST_TXL_SINK(bs);
+  g_rec_mutex_lock(&self->state_lock);
+  GstFlowReturn ret = render_scores(self, buf);
+  g_rec_mutex_unlock(&self->state_lock);
+  return ret;
+}
+
+static GstFlowReturn
+render_scores(GstTxlSink *self, GstBuffer *buf)
+{
   GstMapInfo map;
   if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
@@ -375,6 +568,7 @@ gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
   }
   if (GST_BUFFER_PTS_IS_VALID(buf))
     self->last_pts = GST_BUFFER_PTS(buf);
+  self->records += map.size / TXL_SCORE_RECORD_SIZE;
   GstTxlTextMeta *meta = gst_buffer_get_txl_text_meta(buf);
   if (meta)
     self->have_text = TRUE;
@@ -433,9 +627,11 @@ static gboolean
 gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
 {
   GstTxlSink *self = GST_TXL_SINK(bs);
+  g_rec_mutex_lock(&self->state_lock);
   switch (GST_EVENT_TYPE(event)) {
   case GST_EVENT_EOS:
-    write_ready(self, TRUE);
+    /* held: the unfinished lines are in txlmodel's snapshot */
+    write_ready(self, !self->held);
     break;
   case GST_EVENT_STREAM_START:
     /* line numbers start again at 1 */
@@ -445,9 +641,14 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
   case GST_EVENT_FLUSH_STOP:
     reset_lines(self);
     break;
+  case GST_EVENT_CUSTOM_DOWNSTREAM:
+    if (gst_event_has_name(event, TXL_STATE_HOLD))
+      self->held = TRUE;
+    break;
   default:
     break;
   }
+  g_rec_mutex_unlock(&self->state_lock);
   return GST_BASE_SINK_CLASS(gst_txl_sink_parent_class)->event(bs, event);
 }
 
@@ -458,8 +659,14 @@ gst_txl_sink_start(GstBaseSink *bs)
   GST_OBJECT_LOCK(self);
   gchar *location = g_strdup(self->location);
   GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_LOCK(self);
+  gboolean append = self->append;
+  GST_OBJECT_UNLOCK(self);
+  g_rec_mutex_lock(&self->state_lock);
+  g_clear_pointer(&self->stopped, g_bytes_unref);
+  g_rec_mutex_unlock(&self->state_lock);
   if (location && *location) {
-    self->out = fopen(location, "w");
+    self->out = fopen(location, append ? "a" : "w");
     if (!self->out) {
       GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
                         ("Could not open \"%s\" for writing.", location),
@@ -498,9 +705,18 @@ static gboolean
 gst_txl_sink_stop(GstBaseSink *bs)
 {
   GstTxlSink *self = GST_TXL_SINK(bs);
+  g_rec_mutex_lock(&self->state_lock);
+  /* txlmodel snapshots at shutdown after this element has stopped: it
+   * finds the state here */
+  g_clear_pointer(&self->stopped, g_bytes_unref);
+  if (!self->text_mode) {
+    self->stopped = save_state(self);
+    self->stopped_records = self->records;
+  }
   reset_lines(self);
   txl_baseline_free(self->baseline);
   self->baseline = NULL;
+  g_rec_mutex_unlock(&self->state_lock);
   if (self->out && self->out != stdout) {
     if (fclose(self->out) != 0)
       GST_ELEMENT_WARNING(self, RESOURCE, CLOSE,
@@ -559,6 +775,9 @@ gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
   case PROP_STDDEV:
     self->stddev = g_value_get_double(value);
     break;
+  case PROP_APPEND:
+    self->append = g_value_get_boolean(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -603,6 +822,9 @@ gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_STDDEV:
     g_value_set_double(value, self->stddev);
     break;
+  case PROP_APPEND:
+    g_value_set_boolean(value, self->append);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -616,6 +838,8 @@ gst_txl_sink_finalize(GObject *object)
   GstTxlSink *self = GST_TXL_SINK(object);
   g_free(self->location);
   g_queue_clear_full(&self->lines, line_free);
+  g_clear_pointer(&self->stopped, g_bytes_unref);
+  g_rec_mutex_clear(&self->state_lock);
   G_OBJECT_CLASS(gst_txl_sink_parent_class)->finalize(object);
 }
 
@@ -667,6 +891,10 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
           "typical cost of a line (bits per byte), e.g. measured on "
           "validation data", 0.0, G_MAXDOUBLE, 0.0,
           rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_APPEND,
+      g_param_spec_boolean("append", "Append",
+          "Add to the location's file instead of replacing it (a run that "
+          "continues a snapshot)", FALSE, rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property(gobject_class, PROP_STDDEV,
       g_param_spec_double("stddev", "Standard deviation", "threshold-mode "
           "zscore: the spread of a line's cost (bits per byte, > 0)", 1e-9,
@@ -719,6 +947,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   bs_class->event = gst_txl_sink_event;
   bs_class->start = gst_txl_sink_start;
   bs_class->stop = gst_txl_sink_stop;
+  bs_class->query = gst_txl_sink_query;
 
   GST_DEBUG_CATEGORY_INIT(gst_txl_sink_debug, "txlsink", 0, "txl score sink");
 }
@@ -735,6 +964,7 @@ gst_txl_sink_init(GstTxlSink *self)
   self->stddev = 1.0;
   self->warmup = DEFAULT_WARMUP;
   g_queue_init(&self->lines);
+  g_rec_mutex_init(&self->state_lock);
   self->text_line = 1;
   self->last_pts = GST_CLOCK_TIME_NONE;
   /* scores are metadata: nothing to gain from waiting for the clock */

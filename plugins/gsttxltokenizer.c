@@ -8,8 +8,12 @@
  * buffer is a packed array of TxlTokenRecord (txltokens.h) with a
  * GstTxlTextMeta holding the input bytes it covers.  Pending state is
  * flushed at EOS and at a new STREAM_START (the next stream starts again
- * at line 1, offset 0), and dropped on FLUSH_STOP. */
+ * at line 1, offset 0), and dropped on FLUSH_STOP.
+ *
+ * Its state travels in txlmodel's snapshots (txlstate.h): the encoder's
+ * held-back bytes, the counters, and any tokens not yet delivered. */
 #include "gsttxlcommon.h"
+#include "txlstate.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_tokenizer_debug);
 #define GST_CAT_DEFAULT gst_txl_tokenizer_debug
@@ -28,7 +32,9 @@ struct _GstTxlTokenizer {
 
   /* from READY */
   TxlModel *model;
-  /* streaming state, under the sink pad's stream lock */
+  /* streaming state, under the sink pad's stream lock and state_lock
+   * (snapshot queries come from txlmodel, maybe on another thread) */
+  GMutex state_lock;
   TxlEncoder *enc;
   GByteArray *records; /* packed records not yet pushed */
   GByteArray *text;    /* input bytes not yet attached to a buffer */
@@ -37,6 +43,11 @@ struct _GstTxlTokenizer {
   guint64 n_tokens;    /* tokens produced in this stream */
   gboolean caps_sent;
   gboolean time_segment; /* upstream timestamps are meaningful */
+  /* the buffer being pushed: its tokens count as delivered only once the
+   * push returns, and come back into records if it fails */
+  GstBuffer *inflight;
+  gboolean inflight_stale; /* a restore replaced the state meanwhile */
+  gboolean fetched;        /* asked txlmodel for a restored state */
 };
 
 enum { PROP_0, PROP_MODEL, PROP_BUFFER_LINES };
@@ -90,6 +101,7 @@ mark_line_end(GstTxlTokenizer *self, gint64 line)
 static void
 encode(GstTxlTokenizer *self, const guint8 *data, gsize len)
 {
+  g_mutex_lock(&self->state_lock);
   g_byte_array_append(self->text, data, (guint)len);
   /* fed line by line: after a line end every token of that line is out */
   while (len > 0) {
@@ -103,11 +115,13 @@ encode(GstTxlTokenizer *self, const guint8 *data, gsize len)
     data += n;
     len -= n;
   }
+  g_mutex_unlock(&self->state_lock);
 }
 
 static void
 reset_stream(GstTxlTokenizer *self)
 {
+  g_mutex_lock(&self->state_lock);
   g_clear_pointer(&self->enc, txl_encoder_free);
   if (self->model)
     self->enc = txl_encoder_new(txl_model_tokenizer(self->model), on_token,
@@ -119,6 +133,7 @@ reset_stream(GstTxlTokenizer *self)
   self->text_offset = 0;
   self->line = 1;
   self->n_tokens = 0;
+  g_mutex_unlock(&self->state_lock);
 }
 
 static gboolean
@@ -143,11 +158,17 @@ ensure_caps(GstTxlTokenizer *self)
 static GstFlowReturn
 push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
 {
+  g_mutex_lock(&self->state_lock);
   guint n = self->records->len / TXL_TOKEN_RECORD_SIZE;
-  if (n == 0 && (!force || self->text->len == 0))
+  if (n == 0 && (!force || self->text->len == 0)) {
+    g_mutex_unlock(&self->state_lock);
     return GST_FLOW_OK;
+  }
+  g_mutex_unlock(&self->state_lock);
   if (!ensure_caps(self))
     return GST_FLOW_NOT_NEGOTIATED;
+  g_mutex_lock(&self->state_lock);
+  n = self->records->len / TXL_TOKEN_RECORD_SIZE;
   gsize size = self->records->len;
   GstBuffer *out = gst_buffer_new_allocate(NULL, size, NULL);
   if (size)
@@ -165,7 +186,213 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
     GST_BUFFER_DTS(out) = GST_BUFFER_DTS(inbuf);
   }
   GST_LOG_OBJECT(self, "pushing %u tokens", n);
-  return gst_pad_push(self->srcpad, out);
+  self->inflight = gst_buffer_ref(out);
+  self->inflight_stale = FALSE;
+  g_mutex_unlock(&self->state_lock);
+  GstFlowReturn ret = gst_pad_push(self->srcpad, out);
+  g_mutex_lock(&self->state_lock);
+  GstBuffer *back = g_steal_pointer(&self->inflight);
+  if (ret != GST_FLOW_OK && !self->inflight_stale) {
+    /* not delivered (flushing, shutting down): the tokens and their text
+     * wait here again, where a snapshot finds them */
+    GstMapInfo map;
+    GstTxlTextMeta *meta = gst_buffer_get_txl_text_meta(back);
+    if (gst_buffer_map(back, &map, GST_MAP_READ)) {
+      g_byte_array_prepend(self->records, map.data, (guint)map.size);
+      gst_buffer_unmap(back, &map);
+    }
+    if (meta && meta->bytes) {
+      gsize tn;
+      const guint8 *td = g_bytes_get_data(meta->bytes, &tn);
+      g_byte_array_prepend(self->text, td, (guint)tn);
+      self->text_offset = meta->offset;
+    }
+  }
+  g_mutex_unlock(&self->state_lock);
+  gst_buffer_unref(back);
+  return ret;
+}
+
+/* ---- state, for txlmodel's snapshots -------------------------------------- */
+
+#define STATE_VERSION 1u
+
+/* What a snapshot needs to continue this stream, given that txlmodel has
+ * received `received` tokens of it; FALSE when the two do not fit (tokens
+ * between us and txlmodel that neither side holds). */
+static GBytes *
+save_state(GstTxlTokenizer *self, guint64 received)
+{
+  guint n_rec = self->records->len / TXL_TOKEN_RECORD_SIZE;
+  guint64 undelivered = n_rec, inflight = 0;
+  GstMapInfo map = GST_MAP_INFO_INIT;
+  GstTxlTextMeta *meta = NULL;
+  if (self->inflight && !self->inflight_stale)
+    inflight = gst_buffer_get_size(self->inflight) / TXL_TOKEN_RECORD_SIZE;
+  gboolean with_inflight;
+  if (received == self->n_tokens - undelivered)
+    with_inflight = FALSE; /* txlmodel has the buffer being pushed */
+  else if (inflight && received == self->n_tokens - undelivered - inflight)
+    with_inflight = TRUE;  /* the push has not reached txlmodel yet */
+  else
+    return NULL;
+  GByteArray *b = g_byte_array_new();
+  txl_put_u32(b, STATE_VERSION);
+  GBytes *enc = txl_encoder_save(self->enc);
+  gsize en;
+  const guint8 *ed = g_bytes_get_data(enc, &en);
+  txl_put_blob(b, ed, en);
+  g_bytes_unref(enc);
+  txl_put_u64(b, (guint64)self->line);
+  txl_put_u64(b, self->n_tokens);
+  GByteArray *recs = g_byte_array_new(), *text = g_byte_array_new();
+  guint64 text_offset = self->text_offset;
+  if (with_inflight) {
+    meta = gst_buffer_get_txl_text_meta(self->inflight);
+    if (gst_buffer_map(self->inflight, &map, GST_MAP_READ)) {
+      g_byte_array_append(recs, map.data, (guint)map.size);
+      gst_buffer_unmap(self->inflight, &map);
+    }
+    if (meta && meta->bytes) {
+      gsize tn;
+      const guint8 *td = g_bytes_get_data(meta->bytes, &tn);
+      g_byte_array_append(text, td, (guint)tn);
+      text_offset = meta->offset;
+    }
+  }
+  g_byte_array_append(recs, self->records->data, self->records->len);
+  g_byte_array_append(text, self->text->data, self->text->len);
+  txl_put_u64(b, text_offset);
+  txl_put_blob(b, text->data, text->len);
+  txl_put_blob(b, recs->data, recs->len);
+  g_byte_array_unref(recs);
+  g_byte_array_unref(text);
+  return g_byte_array_free_to_bytes(b);
+}
+
+/* Checks a saved state (and applies it when apply is set). */
+static gboolean
+restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
+              GError **error)
+{
+  TxlReader r;
+  txl_reader_init(&r, state);
+  guint32 version = txl_get_u32(&r);
+  gsize en, tn, rn;
+  const guint8 *ed = txl_get_blob(&r, &en, G_MAXSIZE);
+  gint64 line = (gint64)txl_get_u64(&r);
+  guint64 n_tokens = txl_get_u64(&r), text_offset = txl_get_u64(&r);
+  const guint8 *td = txl_get_blob(&r, &tn, G_MAXUINT32);
+  const guint8 *rd = txl_get_blob(&r, &rn, G_MAXUINT32);
+  if (!txl_reader_done(&r) || version != STATE_VERSION || line < 1 ||
+      rn % TXL_TOKEN_RECORD_SIZE != 0 ||
+      rn / TXL_TOKEN_RECORD_SIZE > n_tokens) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's txltokenizer state is malformed");
+    return FALSE;
+  }
+  const TxlTokenizer *tok = txl_model_tokenizer(self->model);
+  int n_ids = txl_tokenizer_n_tokens(tok);
+  for (gsize i = 0; i < rn; i += TXL_TOKEN_RECORD_SIZE) {
+    TxlTokenRecord rec;
+    txl_token_record_read(rd + i, &rec);
+    if (rec.id < 0 || rec.id >= n_ids) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                  "the snapshot's txltokenizer state holds a token outside "
+                  "the vocabulary");
+      return FALSE;
+    }
+  }
+  TxlEncoder *enc = txl_encoder_new(tok, on_token, self);
+  GBytes *eb = g_bytes_new_static(ed, en);
+  gboolean ok = txl_encoder_restore(enc, eb, error);
+  g_bytes_unref(eb);
+  if (!ok || !apply) {
+    txl_encoder_free(enc);
+    return ok;
+  }
+  txl_encoder_free(self->enc);
+  self->enc = enc;
+  self->line = line;
+  self->n_tokens = n_tokens;
+  self->text_offset = text_offset;
+  g_byte_array_set_size(self->text, 0);
+  g_byte_array_append(self->text, td, (guint)tn);
+  g_byte_array_set_size(self->records, 0);
+  g_byte_array_append(self->records, rd, (guint)rn);
+  /* a buffer still on its way to txlmodel belongs to the old stream */
+  self->inflight_stale = self->inflight != NULL;
+  return TRUE;
+}
+
+static gboolean
+gst_txl_tokenizer_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstTxlTokenizer *self = GST_TXL_TOKENIZER(parent);
+  GstStructure *s;
+  if ((s = txl_state_query_structure(query, TXL_STATE_SAVE))) {
+    guint64 received = 0;
+    gst_structure_get_uint64(s, "tokens-received", &received);
+    g_mutex_lock(&self->state_lock);
+    GBytes *b = self->enc ? save_state(self, received) : NULL;
+    g_mutex_unlock(&self->state_lock);
+    if (b) {
+      gst_structure_set(s, "txltokenizer", G_TYPE_BYTES, b, NULL);
+      g_bytes_unref(b);
+    } else {
+      gst_structure_set(s, "txltokenizer-busy", G_TYPE_BOOLEAN, TRUE, NULL);
+    }
+    return TRUE;
+  }
+  if ((s = txl_state_query_structure(query, TXL_STATE_RESTORE))) {
+    gboolean apply = FALSE;
+    gst_structure_get_boolean(s, "apply", &apply);
+    const GValue *v = gst_structure_get_value(s, "txltokenizer");
+    GError *err = NULL;
+    g_mutex_lock(&self->state_lock);
+    gboolean ok = !v || !self->enc ||
+                  restore_state(self, g_value_get_boxed(v), apply, &err);
+    g_mutex_unlock(&self->state_lock);
+    if (!ok) {
+      gst_structure_set(s, "error", G_TYPE_STRING, err->message, NULL);
+      g_error_free(err);
+    } else if (v && self->enc) {
+      gst_structure_set(s, "txltokenizer-done", G_TYPE_BOOLEAN, TRUE, NULL);
+    }
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+/* At the first buffer: the state restored by txlmodel when it started. */
+static gboolean
+fetch_state(GstTxlTokenizer *self)
+{
+  self->fetched = TRUE;
+  GstQuery *q = txl_state_query_new(TXL_STATE_FETCH);
+  gboolean ok = TRUE;
+  if (gst_pad_peer_query(self->srcpad, q)) {
+    const GValue *v = gst_structure_get_value(gst_query_get_structure(q),
+                                              "txltokenizer");
+    if (v) {
+      GError *err = NULL;
+      g_mutex_lock(&self->state_lock);
+      ok = restore_state(self, g_value_get_boxed(v), TRUE, &err);
+      g_mutex_unlock(&self->state_lock);
+      if (!ok) {
+        GST_ELEMENT_ERROR(self, STREAM, DECODE,
+                          ("Could not restore the snapshot: %s", err->message),
+                          (NULL));
+        g_error_free(err);
+      } else {
+        GST_INFO_OBJECT(self, "continuing a snapshot at line %" G_GINT64_FORMAT
+                        ", token %" G_GUINT64_FORMAT, self->line,
+                        self->n_tokens);
+      }
+    }
+  }
+  gst_query_unref(q);
+  return ok;
 }
 
 /* The end of a stream: the encoder's last word and line end come out. */
@@ -174,8 +401,10 @@ finish_stream(GstTxlTokenizer *self)
 {
   if (!self->enc)
     return GST_FLOW_OK;
+  g_mutex_lock(&self->state_lock);
   txl_encoder_finish(self->enc);
   mark_line_end(self, self->line);
+  g_mutex_unlock(&self->state_lock);
   return push_pending(self, NULL, TRUE);
 }
 
@@ -197,6 +426,11 @@ gst_txl_tokenizer_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
                       (NULL));
     return GST_FLOW_ERROR;
   }
+  if (!self->fetched && !fetch_state(self)) {
+    gst_buffer_unmap(buf, &map);
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
   encode(self, map.data, map.size);
   GST_OBJECT_LOCK(self);
   gboolean buffer_lines = self->buffer_lines;
@@ -209,6 +443,17 @@ gst_txl_tokenizer_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   GstFlowReturn ret = push_pending(self, buf, FALSE);
   gst_buffer_unref(buf);
   return ret;
+}
+
+static gboolean
+downstream_holds(GstTxlTokenizer *self)
+{
+  GstQuery *q = txl_state_query_new(TXL_STATE_HOLD);
+  gboolean hold = FALSE;
+  if (gst_pad_peer_query(self->srcpad, q))
+    gst_structure_get_boolean(gst_query_get_structure(q), "hold", &hold);
+  gst_query_unref(q);
+  return hold;
 }
 
 static gboolean
@@ -250,9 +495,13 @@ gst_txl_tokenizer_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     self->caps_sent = FALSE;
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
-    GstFlowReturn ret = finish_stream(self);
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));
+    /* txlmodel may keep the stream open in a snapshot (hold-at-eos): then
+     * the held-back bytes stay held, for the next run to continue */
+    if (!downstream_holds(self)) {
+      GstFlowReturn ret = finish_stream(self);
+      if (ret != GST_FLOW_OK)
+        GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));
+    }
     return gst_pad_event_default(pad, parent, event);
   }
   case GST_EVENT_FLUSH_STOP:
@@ -299,6 +548,7 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     reset_stream(self);
     self->caps_sent = FALSE;
     self->time_segment = FALSE;
+    self->fetched = FALSE;
     break;
   default:
     break;
@@ -312,9 +562,11 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
 
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY:
+    g_mutex_lock(&self->state_lock);
     g_clear_pointer(&self->enc, txl_encoder_free);
     g_clear_pointer(&self->records, g_byte_array_unref);
     g_clear_pointer(&self->text, g_byte_array_unref);
+    g_mutex_unlock(&self->state_lock);
     break;
   case GST_STATE_CHANGE_READY_TO_NULL:
     txl_model_cache_release(g_steal_pointer(&self->model));
@@ -381,6 +633,7 @@ gst_txl_tokenizer_finalize(GObject *object)
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
   g_free(self->model_path);
+  g_mutex_clear(&self->state_lock);
   G_OBJECT_CLASS(gst_txl_tokenizer_parent_class)->finalize(object);
 }
 
@@ -429,6 +682,8 @@ gst_txl_tokenizer_init(GstTxlTokenizer *self)
 
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
   gst_pad_use_fixed_caps(self->srcpad);
+  gst_pad_set_query_function(self->srcpad, gst_txl_tokenizer_src_query);
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+  g_mutex_init(&self->state_lock);
   self->line = 1;
 }

@@ -1,0 +1,63 @@
+/* Pipeline snapshots across elements.
+ *
+ * txlmodel owns the snapshot file; the elements around it keep state of
+ * their own that a bit-exact resume needs (txltokenizer: the encoder's
+ * held-back bytes, line and offset counters; txlsink: the lines not yet
+ * written and the anomaly baseline).  txlmodel gathers it with custom
+ * queries, upstream and downstream, and hands it back the same way:
+ *
+ *   "txl-state-save"    each element adds a GBytes field named after
+ *                        itself, and the count of tokens (txltokenizer:
+ *                        "tokens-delivered") or records ("records-rendered")
+ *                        that its state accounts for, so that txlmodel can
+ *                        tell a consistent cut from one with buffers still
+ *                        in flight (a queue between the elements)
+ *   "txl-state-restore" carries the fields back; "apply" FALSE only checks
+ *                        them (an element sets "error" on a bad one),
+ *                        TRUE applies them
+ *   "txl-state-fetch"   txltokenizer asks txlmodel, at its first buffer,
+ *                        for the state restored when the pipeline started
+ *
+ * The byte layouts are little-endian, written and read with the helpers
+ * below, which never read past the end. */
+#ifndef TXL_STATE_H_PLUGIN
+#define TXL_STATE_H_PLUGIN
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+#define TXL_STATE_SAVE "txl-state-save"
+#define TXL_STATE_RESTORE "txl-state-restore"
+#define TXL_STATE_FETCH "txl-state-fetch"
+/* downstream custom event before EOS: the stream goes on in a snapshot, so
+ * the sink keeps its unfinished lines rather than writing them */
+#define TXL_STATE_HOLD "txl-state-hold"
+
+void txl_put_u32(GByteArray *b, guint32 v);
+void txl_put_u64(GByteArray *b, guint64 v);
+void txl_put_f64(GByteArray *b, gdouble v);
+void txl_put_blob(GByteArray *b, const void *data, gsize len); /* u64 len */
+
+typedef struct {
+  const guint8 *p, *end;
+  gboolean ok; /* FALSE once anything was missing */
+} TxlReader;
+
+void txl_reader_init(TxlReader *r, GBytes *bytes);
+guint32 txl_get_u32(TxlReader *r);
+guint64 txl_get_u64(TxlReader *r);
+gdouble txl_get_f64(TxlReader *r);
+/* a pointer into the bytes, or NULL (and ok FALSE) past the end */
+const guint8 *txl_get_blob(TxlReader *r, gsize *len, gsize max);
+/* all read, nothing left over */
+gboolean txl_reader_done(const TxlReader *r);
+
+GstQuery *txl_state_query_new(const gchar *name);
+/* The query's structure for writing (queries made by the above are
+ * writable), or NULL when it is not ours. */
+GstStructure *txl_state_query_structure(GstQuery *q, const gchar *name);
+
+G_END_DECLS
+
+#endif
