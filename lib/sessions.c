@@ -295,14 +295,16 @@ run(TxlSessions *s, Session *x, int n, GError **error)
     while (it && ((Line *)it->data)->done >= ((Line *)it->data)->ntok)
       it = it->next;
     double nll = -(double)s->lp[i];
-    x->r.tokens++;
-    x->r.nll += nll;
-    x->r.max_token = MAX(x->r.max_token, nll);
     if (it) { /* always: every scored token belongs to a pushed line */
       Line *l = it->data;
       l->done++;
       l->nll += nll;
       l->max_tok = MAX(l->max_tok, nll);
+      if (l->seq > 0) { /* the end marker counts in end_nll only */
+        x->r.tokens++;
+        x->r.nll += nll;
+        x->r.max_token = MAX(x->r.max_token, nll);
+      }
     }
   }
   memmove(x->pend, x->pend + n, sizeof(int32_t) * (x->npend - n));
@@ -399,8 +401,10 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
       r->score = r->tokens ? r->nll / r->tokens : 0.0;
       break;
     }
-    if (isfinite(r->end_nll) && s->o.score != TXL_SESSION_SCORE_MEAN)
-      r->score = MAX(r->score, r->end_nll);
+    if (isfinite(r->end_nll))
+      r->score = s->o.score == TXL_SESSION_SCORE_MEAN
+                   ? (r->nll + r->end_nll) / (r->tokens + 1)
+                   : MAX(r->score, r->end_nll);
     s->ended[reason]++;
     if (s->end_func)
       s->end_func(r, s->data);

@@ -260,7 +260,8 @@ guint64 txl_encoder_offset(const TxlEncoder *enc);
 typedef struct _TxlSessions TxlSessions;
 
 /* How a session's line scores become one number (TxlSessionResult.score).
- * The end marker (score_end) counts as a line of its own. */
+ * With score_end the end marker counts as a line of one token: the max
+ * kinds take the larger of the two, the mean includes it. */
 typedef enum {
   TXL_SESSION_SCORE_MAX_LINE = 0,     /* highest line mean NLL (nats/token) */
   TXL_SESSION_SCORE_MAX_LINE_SUM = 1, /* highest line total NLL (nats) */
@@ -320,7 +321,7 @@ typedef struct {
   gint64 first_line, last_line; /* line numbers */
   gint64 lines, tokens;
   gsize bytes;
-  double nll;           /* sum over its tokens (the end marker's included) */
+  double nll;           /* sum over its lines' tokens (not the end marker) */
   double max_line_mean; /* highest line mean NLL, nats/token */
   double max_line_sum;  /* highest line total NLL, nats */
   double max_token;     /* highest token NLL */

@@ -77,7 +77,7 @@ def main():
         out = os.path.join(tmp, 'out')
         lines = os.path.join(tmp, 'lines.jsonl')
         rc, so, se = run(['eval', log, '--labels', labels, '-o', out, '--key', 'sid=(S[0-9]+)',
-                          '--key-group', '1', '--lines', lines] + TINY)
+                          '--key-group', '1', '--lines', lines, '--score', 'max-line', '--margin', '0'] + TINY)
         check('txl eval runs', rc == 0, se)
         if rc != 0:
             return
@@ -101,10 +101,11 @@ def main():
         check('line AUROC > 0.5 (a line takes its session label)', lin['auroc'] > 0.5, lin)
         flagged = sum(int(r['flagged']) for r in test_rows)
         check('flags in sessions.csv match the summary', flagged == ses['tp'] + ses['fp'])
-        # the threshold comes from validation sessions: every normal
-        # validation session scores at or below it with the max rule
+        # the threshold comes from validation sessions only: the max rule
+        # with margin 0 puts it at the highest validation score
         val = [float(r['score']) for r in rows if r['split'] == 'calibration']
-        check('threshold = highest validation score', abs(max(val) - ses['threshold']) < 1e-4 * max(1, ses['threshold']),
+        check('threshold = highest validation score (margin 0)',
+              abs(max(val) - ses['threshold']) < 1e-4 * max(1, ses['threshold']),
               (max(val), ses['threshold']))
         check('no training session scored', all(r['score'] == '' for r in rows
                                                  if r['split'] in ('train', 'dropped')))
@@ -124,7 +125,7 @@ def main():
         # a second run on the saved model scores the same
         rc, so2, se2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out2'),
                             '--key', 'sid=(S[0-9]+)', '--key-group', '1',
-                            '--model', os.path.join(out, 'model.gguf')])
+                            '--score', 'max-line', '--margin', '0', '--model', os.path.join(out, 'model.gguf')])
         with open(os.path.join(tmp, 'out2', 'summary.json')) as f:
             s2 = json.load(f)
         check('--model reproduces the scores', rc == 0 and s2['session'] == ses, se2)

@@ -309,7 +309,6 @@ check_alone(const char *model_path, GPtrArray *lines, int k)
       g_assert_cmpfloat(r->max_line_sum, ==, maxsum);
       if (o.score_end) {
         g_assert_cmpfloat(r->end_nll, ==, end_nll);
-        total += end_nll;
       } else {
         g_assert_true(isnan(r->end_nll));
       }

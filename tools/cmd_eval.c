@@ -52,7 +52,7 @@ typedef struct {
   double train_fraction, calib_fraction;
   char *score, *rule;
   double quantile, margin, threshold;
-  gboolean no_end, single_stream, keep_text, whole_sessions;
+  gboolean end, single_stream, keep_text, whole_sessions;
   char *lines_out;
   gint64 max_bytes_mib;
   /* training */
@@ -255,6 +255,8 @@ sess_score(const Sess *s, int agg, gboolean with_end)
   case 1: v = s->max_line_sum; break;
   case 2: v = s->max_token; break;
   default:
+    if (with_end && isfinite(s->end_nll))
+      return (s->nll + s->end_nll) / (s->tokens + 1);
     return s->tokens ? s->nll / s->tokens : 0;
   }
   if (with_end && isfinite(s->end_nll))
@@ -309,7 +311,7 @@ score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
   TxlSessionOptions so = TXL_SESSION_OPTIONS_DEFAULT;
   so.key_regex = o->single_stream ? NULL : o->key_re;
   so.key_group = o->key_group;
-  so.score_end = !o->no_end && !o->single_stream;
+  so.score_end = o->end && !o->single_stream;
   so.prime = TRUE;
   so.max_bytes = (guint64)o->max_bytes_mib << 20;
   TxlSessions *ss = txl_sessions_new(m, &so, on_line, on_end, ev, error);
@@ -393,8 +395,7 @@ write_sessions_text(Eval *ev, int split, const char *path, gint64 *n_out,
         fputc('\n', f);
         n++;
       }
-      if (!ev->o->no_end)
-        fputc('\n', f);
+      fputc('\n', f); /* the primer before a session's first line */
     }
     g_ptr_array_free(per, TRUE);
   }
@@ -570,7 +571,7 @@ txl_cmd_eval(int argc, char **argv)
 {
   Opts o = {
     .key_re = NULL, .key_group = 0, .train_fraction = 0.5,
-    .calib_fraction = 0.2, .quantile = 0.995, .margin = 0.0,
+    .calib_fraction = 0.2, .quantile = 0.995, .margin = 1.0,
     .max_bytes_mib = 1024, .vocab = 1024, .layers = 2, .d_model = 128,
     .heads = 4, .d_head = 32, .d_inner = 512, .mem_len = 128, .segment = 64,
     .batch = 16, .steps = 1000, .seed = 1, .lr = 1e-3, .dropout = 0.1,
@@ -583,12 +584,12 @@ txl_cmd_eval(int argc, char **argv)
     { "train-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o.train_fraction, "Sessions (by first line) in the training part (default 0.5)", "F" },
     { "calib-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o.calib_fraction, "Last fraction of the training part's normal sessions kept for the threshold (default 0.2)", "F" },
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o.model_path, "Score with this model instead of training one (it must have been trained on the training part)", "MODEL" },
-    { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: max-line (default), max-line-sum, max-token, mean", "KIND" },
+    { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
-    { "margin", 0, 0, G_OPTION_ARG_DOUBLE, &o.margin, "Threshold = rule value x (1 + margin) (default 0)", "M" },
+    { "margin", 0, 0, G_OPTION_ARG_DOUBLE, &o.margin, "Threshold = rule value x (1 + margin) (default 1: twice the highest normal validation score)", "M" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
-    { "no-end", 0, 0, G_OPTION_ARG_NONE, &o.no_end, "Do not model session ends (no empty line after each training session, no end score)", NULL },
+    { "end", 0, 0, G_OPTION_ARG_NONE, &o.end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
     { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o.max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 1024)", "N" },
     { "lines", 0, 0, G_OPTION_ARG_FILENAME, &o.lines_out, "Write every scored line's scores as JSON Lines to FILE", "FILE" },
@@ -631,7 +632,7 @@ txl_cmd_eval(int argc, char **argv)
   if (!o.key_re)
     o.key_re = g_strdup("blk_-?[0-9]+");
   if (!o.score)
-    o.score = g_strdup("max-line");
+    o.score = g_strdup("mean");
   if (!o.rule)
     o.rule = g_strdup("max");
   int agg = agg_index(o.score);
@@ -876,10 +877,8 @@ txl_cmd_eval(int argc, char **argv)
   double thr = 0;
   for (int a = 0; a < N_AGG; a++)
     for (int with_end = 1; with_end >= 0; with_end--) {
-      if (with_end && (o.no_end || o.single_stream))
+      if (with_end && (!o.end || o.single_stream))
         continue;
-      if (a == 3 && !with_end && !(o.no_end || o.single_stream))
-        continue; /* the mean does not single out the end marker */
       gsize nc = 0, nt = 0;
       for (guint k = 0; k < ev.sess->len; k++) {
         Sess *s = ev.sess->pdata[k];
@@ -893,7 +892,7 @@ txl_cmd_eval(int argc, char **argv)
       double t = calibrate(&o, cal, nc);
       Metrics m;
       metrics(sc, lab, nt, t, &m);
-      gboolean chosen = a == agg && with_end == !(o.no_end || o.single_stream);
+      gboolean chosen = a == agg && with_end == !(!o.end || o.single_stream);
       if (chosen) {
         sess_m = m;
         thr = t;
@@ -910,7 +909,7 @@ txl_cmd_eval(int argc, char **argv)
     }
   /* the chosen kind again, so that sc/lab hold it for the outputs */
   {
-    gboolean with_end = !(o.no_end || o.single_stream);
+    gboolean with_end = !(!o.end || o.single_stream);
     gsize nt = 0;
     for (guint k = 0; k < ev.sess->len; k++) {
       Sess *s = ev.sess->pdata[k];
@@ -948,7 +947,7 @@ txl_cmd_eval(int argc, char **argv)
   printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
          " anomalous), score %s%s, threshold %s%s\n", o.log_path, sess_m.n,
          sess_m.n_anom, o.score,
-         (o.no_end || o.single_stream) ? "" : " with the end marker",
+         (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
          o.single_stream ? ", single stream" : "");
   printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
@@ -966,17 +965,21 @@ txl_cmd_eval(int argc, char **argv)
   /* outputs */
   {
     g_autofree char *csv = g_build_filename(o.out_dir, "sessions.csv", NULL);
-    GString *c = g_string_new("key,label,split,lines,score,flagged\n");
+    GString *c = g_string_new("key,label,split,lines,score,flagged,"
+                              "max_line,max_line_sum,max_token,mean,end_nll\n");
     for (guint k = 0; k < ev.sess->len; k++) {
       Sess *s = ev.sess->pdata[k];
       gboolean scored = s->split == SPLIT_CALIB || s->split == SPLIT_TEST;
-      double v = sess_score(s, agg, !(o.no_end || o.single_stream));
+      double v = sess_score(s, agg, !(!o.end || o.single_stream));
       g_string_append_printf(c, "%s,%d,%s,%" G_GINT64_FORMAT ",", s->key,
                              s->label, split_names[s->split], s->n_lines);
       if (scored)
-        g_string_append_printf(c, "%.6f,%d\n", v, v > thr);
+        g_string_append_printf(c, "%.6f,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n", v,
+                               v > thr, s->max_line_mean, s->max_line_sum,
+                               s->max_token, sess_score(s, 3, FALSE),
+                               isfinite(s->end_nll) ? s->end_nll : -1.0);
       else
-        g_string_append(c, ",\n");
+        g_string_append(c, ",,,,,,\n");
     }
     gboolean ok = g_file_set_contents(csv, c->str, c->len, &err);
     g_string_free(c, TRUE);
@@ -1007,7 +1010,7 @@ txl_cmd_eval(int argc, char **argv)
       ", \"margin\": %g, ", ev.n_lines, counts[SPLIT_TRAIN],
       counts[SPLIT_CALIB], counts[SPLIT_TEST], counts[SPLIT_DROPPED],
       counts[SPLIT_UNLABELLED], o.train_fraction, o.calib_fraction, o.score,
-      (o.no_end || o.single_stream) ? "false" : "true",
+      (!o.end || o.single_stream) ? "false" : "true",
       o.single_stream ? "true" : "false",
       o.threshold > 0 ? "fixed" : o.rule, o.quantile, o.margin);
     json_metrics(j, "session", &sess_m);
