@@ -1,0 +1,304 @@
+/* txlmodel snapshots in a pipeline (filesrc ! txltokenizer ! txlmodel !
+ * txlsink): the action signals and their bus messages, periodic snapshots,
+ * restore at start, and refusals that leave the live stream alone. */
+#include "elements.h"
+
+#include <glib/gstdio.h>
+
+typedef struct {
+  char *dir, *model, *text, *out;
+} Fixture;
+
+static void
+fixture_init(Fixture *f)
+{
+  f->model = el_write_word_model(7);
+  f->dir = g_path_get_dirname(f->model);
+  f->text = g_build_filename(f->dir, "in.txt", NULL);
+  f->out = g_build_filename(f->dir, "out.jsonl", NULL);
+  GString *t = g_string_new(NULL);
+  for (int i = 0; i < 8; i++)
+    g_string_append(t, el_text);
+  g_string_append_c(t, '\n');
+  g_assert_true(g_file_set_contents(f->text, t->str, t->len, NULL));
+  g_string_free(t, TRUE);
+}
+
+static void
+fixture_clear(Fixture *f)
+{
+  GDir *d = g_dir_open(f->dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    char *p = g_build_filename(f->dir, name, NULL);
+    g_remove(p);
+    g_free(p);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(f->dir);
+  g_free(f->dir);
+  g_free(f->model);
+  g_free(f->text);
+  g_free(f->out);
+}
+
+static GstElement *
+pipeline(Fixture *f, const char *model_props)
+{
+  char *desc = g_strdup_printf(
+      "filesrc blocksize=50 location=\"%s\" ! txltokenizer model=\"%s\" ! "
+      "txlmodel name=m model=\"%s\" segment=4 %s ! txlsink location=\"%s\"", f->text,
+      f->model, f->model, model_props, f->out);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  g_free(desc);
+  return p;
+}
+
+/* Runs to EOS (or error); returns the element messages named `name`
+ * (GstStructure copies), and the error text when one came. */
+static GPtrArray *
+run(GstElement *p, const char *name, char **error)
+{
+  GPtrArray *msgs = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)gst_structure_free);
+  if (error)
+    *error = NULL;
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  GstBus *bus = gst_element_get_bus(p);
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop(bus, 20 * GST_SECOND);
+    g_assert_nonnull(m);
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
+        gst_structure_has_name(gst_message_get_structure(m), name))
+      g_ptr_array_add(msgs, gst_structure_copy(gst_message_get_structure(m)));
+    gboolean end = GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS ||
+                   GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR;
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR && error) {
+      GError *e = NULL;
+      gst_message_parse_error(m, &e, NULL);
+      *error = g_strdup(e->message);
+      g_error_free(e);
+    }
+    gst_message_unref(m);
+    if (end)
+      break;
+  }
+  gst_object_unref(bus);
+  return msgs;
+}
+
+static GstStructure *
+pop_element_message(GstElement *p, const char *name)
+{
+  GstBus *bus = gst_element_get_bus(p);
+  GstStructure *s = NULL;
+  GstMessage *m;
+  while (!s && (m = gst_bus_timed_pop_filtered(bus, 5 * GST_SECOND,
+                                               GST_MESSAGE_ELEMENT))) {
+    if (gst_structure_has_name(gst_message_get_structure(m), name))
+      s = gst_structure_copy(gst_message_get_structure(m));
+    gst_message_unref(m);
+  }
+  gst_object_unref(bus);
+  return s;
+}
+
+static GBytes *
+slurp(const char *path)
+{
+  gchar *d;
+  gsize n;
+  g_assert_true(g_file_get_contents(path, &d, &n, NULL));
+  return g_bytes_new_take(d, n);
+}
+
+static void
+test_signals(void)
+{
+  Fixture f;
+  fixture_init(&f);
+  char *a = g_build_filename(f.dir, "a.snap", NULL);
+  char *b = g_build_filename(f.dir, "b.snap", NULL);
+  char *c = g_build_filename(f.dir, "c.snap", NULL);
+  char *bad = g_build_filename(f.dir, "bad.snap", NULL);
+  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  GstElement *p = pipeline(&f, props);
+  GPtrArray *snaps = run(p, "txl-snapshot", NULL);
+  /* hold-at-eos: one snapshot at the end of stream */
+  g_assert_cmpuint(snaps->len, ==, 1);
+  GstStructure *s = g_ptr_array_index(snaps, 0);
+  g_assert_cmpstr(gst_structure_get_string(s, "reason"), ==, "eos");
+  g_assert_cmpstr(gst_structure_get_string(s, "path"), ==, a);
+  guint64 bytes = 0, tokens = 0;
+  gdouble duration = -1;
+  g_assert_true(gst_structure_get_uint64(s, "bytes", &bytes));
+  g_assert_true(gst_structure_get_uint64(s, "tokens", &tokens));
+  g_assert_true(gst_structure_get_double(s, "duration", &duration));
+  GStatBuf st;
+  g_assert_cmpint(g_stat(a, &st), ==, 0);
+  g_assert_cmpuint(bytes, ==, (guint64)st.st_size);
+  g_assert_cmpuint(tokens, >, 100);
+  g_assert_cmpfloat(duration, >=, 0.0);
+  g_ptr_array_unref(snaps);
+
+  /* the stream is idle: a requested snapshot is written at once, and is
+   * the same state, byte for byte */
+  GstElement *m = gst_bin_get_by_name(GST_BIN(p), "m");
+  gboolean ok = FALSE;
+  g_signal_emit_by_name(m, "snapshot", b, &ok);
+  g_assert_true(ok);
+  s = pop_element_message(p, "txl-snapshot");
+  g_assert_nonnull(s);
+  g_assert_cmpstr(gst_structure_get_string(s, "reason"), ==, "signal");
+  gst_structure_free(s);
+  GBytes *ba = slurp(a), *bb = slurp(b);
+  g_assert_true(g_bytes_equal(ba, bb));
+
+  /* a corrupt file is refused and changes nothing */
+  gsize n;
+  const guint8 *d = g_bytes_get_data(ba, &n);
+  guint8 *flipped = g_memdup2(d, n);
+  flipped[n / 2] ^= 1;
+  g_assert_true(g_file_set_contents(bad, (char *)flipped, n, NULL));
+  g_free(flipped);
+  ok = TRUE;
+  g_signal_emit_by_name(m, "restore", bad, &ok);
+  g_assert_false(ok);
+  g_signal_emit_by_name(m, "snapshot", c, &ok);
+  g_assert_true(ok);
+  GBytes *bc = slurp(c);
+  g_assert_true(g_bytes_equal(ba, bc));
+  g_bytes_unref(bc);
+
+  /* restore of a good one: a message, and the same state again */
+  g_signal_emit_by_name(m, "restore", b, &ok);
+  g_assert_true(ok);
+  s = pop_element_message(p, "txl-restore");
+  g_assert_nonnull(s);
+  g_assert_cmpstr(gst_structure_get_string(s, "path"), ==, b);
+  gst_structure_free(s);
+  g_remove(c);
+  g_signal_emit_by_name(m, "snapshot", c, &ok);
+  bc = slurp(c);
+  g_assert_true(g_bytes_equal(ba, bc));
+  g_bytes_unref(bc);
+  /* no path and no location */
+  g_object_set(m, "snapshot-location", NULL, NULL);
+  g_signal_emit_by_name(m, "snapshot", NULL, &ok);
+  g_assert_false(ok);
+  gst_element_set_state(p, GST_STATE_NULL);
+  g_bytes_unref(ba);
+  g_bytes_unref(bb);
+  gst_object_unref(m);
+  gst_object_unref(p);
+  g_free(props);
+  g_free(a);
+  g_free(b);
+  g_free(c);
+  g_free(bad);
+  fixture_clear(&f);
+}
+
+static void
+test_periodic(void)
+{
+  Fixture f;
+  fixture_init(&f);
+  char *a = g_build_filename(f.dir, "a.snap", NULL);
+  char *props = g_strdup_printf(
+      "snapshot-location=\"%s\" snapshot-tokens=25 hold-at-eos=false", a);
+  GstElement *p = pipeline(&f, props);
+  GPtrArray *snaps = run(p, "txl-snapshot", NULL);
+  guint by_tokens = 0, at_eos = 0;
+  guint64 last = 0;
+  for (guint i = 0; i < snaps->len; i++) {
+    GstStructure *s = g_ptr_array_index(snaps, i);
+    const char *r = gst_structure_get_string(s, "reason");
+    guint64 t;
+    gst_structure_get_uint64(s, "tokens", &t);
+    g_assert_cmpuint(t, >=, last);
+    last = t;
+    by_tokens += g_strcmp0(r, "tokens") == 0;
+    at_eos += g_strcmp0(r, "eos") == 0;
+  }
+  /* a snapshot at least every 25 tokens (buffers may hold more) */
+  g_assert_cmpuint(by_tokens, >=, 3);
+  g_assert_cmpuint(at_eos, ==, 1);
+  g_ptr_array_unref(snaps);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+
+  /* restore at start: the second run continues the stream */
+  p = pipeline(&f, props);
+  GPtrArray *restores = run(p, "txl-restore", NULL);
+  g_assert_cmpuint(restores->len, ==, 1);
+  guint64 t = 0;
+  gst_structure_get_uint64(g_ptr_array_index(restores, 0), "tokens", &t);
+  g_assert_cmpuint(t, ==, last);
+  g_ptr_array_unref(restores);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  g_free(props);
+  g_free(a);
+  fixture_clear(&f);
+}
+
+static void
+test_refused_at_start(void)
+{
+  Fixture f;
+  fixture_init(&f);
+  char *a = g_build_filename(f.dir, "a.snap", NULL);
+  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  /* not a snapshot at all */
+  g_assert_true(g_file_set_contents(a, "garbage", -1, NULL));
+  GstElement *p = pipeline(&f, props);
+  char *err = NULL;
+  g_ptr_array_unref(run(p, "txl-restore", &err));
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "Could not restore the snapshot"));
+  g_free(err);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  /* restore=false starts a new stream over it */
+  char *props2 = g_strdup_printf("%s restore=false", props);
+  p = pipeline(&f, props2);
+  g_ptr_array_unref(run(p, "txl-restore", &err));
+  g_assert_null(err);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  /* a snapshot of another model */
+  char *other = el_write_word_model(8);
+  char *desc = g_strdup_printf(
+      "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! txlmodel "
+      "model=\"%s\" %s ! txlsink location=\"%s\"", f.text, other, other, props,
+      f.out);
+  p = gst_parse_launch(desc, NULL);
+  g_ptr_array_unref(run(p, "txl-restore", &err));
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "another model"));
+  g_free(err);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  tu_remove(other);
+  g_free(other);
+  g_free(desc);
+  g_free(props2);
+  g_free(props);
+  g_free(a);
+  fixture_clear(&f);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  gst_init(&argc, &argv);
+  g_test_add_func("/snapshots/signals", test_signals);
+  g_test_add_func("/snapshots/periodic", test_periodic);
+  g_test_add_func("/snapshots/refused-at-start", test_refused_at_start);
+  return g_test_run();
+}

@@ -1,0 +1,135 @@
+"""Pipeline snapshots across processes, with gst-launch-1.0 and the bundled
+model: a stream cut anywhere (mid-line, mid-field, inside a UTF-8
+character), saved at end of stream by txlmodel (hold-at-eos) and continued
+by a new process that restores it, writes exactly the lines that one
+uninterrupted run writes, anomaly baseline (threshold-mode=mad) included.
+Then kill -9 during periodic snapshots: the file is always whole, and the
+next run resumes from it.  Also the float16 mode's drift."""
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..')
+MODEL = os.path.join(ROOT, 'models', 'default.gguf')
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
+sys.path.insert(0, os.path.join(ROOT, 'tools'))
+import loggen  # noqa: E402
+
+ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
+
+
+def launch(src, out, snap=None, extra='', append=False, sink='threshold-mode=mad window=50 warmup=10'):
+    model = 'txlmodel model=%s segment=32 %s' % (MODEL, extra)
+    if snap:
+        model += ' snapshot-location=%s' % snap
+    return ['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=997', '!',
+            'txltokenizer', 'model=' + MODEL, '!'] + model.split() + [
+            '!', 'txlsink', 'location=' + out] + sink.split() + (['append=true'] if append else [])
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, env=ENV, timeout=120)
+    return p.returncode, p.stderr.decode()
+
+
+def text():
+    g = loggen.Gen(5, loggen.START)
+    r = random.Random(9)
+    lines = [g.normal() for _ in range(260)]
+    for i in r.sample(range(60, 260), 4):
+        lines[i] = g.anomaly()
+    lines[100] = 'Größe überschritten ☃ naïve café € 10.1.2.3'
+    lines[180] = '日本語のログ行 — ошибка диска'
+    return ('\n'.join(lines) + '\nunterminated last line é').encode()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-snappipe-')
+    data = text()
+    src = os.path.join(tmp, 'all.txt')
+    open(src, 'wb').write(data)
+    whole = os.path.join(tmp, 'whole.jsonl')
+    rc, err = run(launch(src, whole))
+    ref = open(whole, 'rb').read()
+    check('uninterrupted run', rc == 0 and ref.count(b'\n') == 261, err[-300:])
+    inside = [i for i, b in enumerate(data) if 0x80 <= b < 0xC0]
+    cuts = [1, 40, data.index(b'\n') + 1, len(data) // 3, inside[0], inside[5], inside[-3],
+            len(data) - 1]
+    snap = os.path.join(tmp, 's.snap')
+    for cut in cuts:
+        a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
+        open(a, 'wb').write(data[:cut])
+        open(b, 'wb').write(data[cut:])
+        out = os.path.join(tmp, 'out.jsonl')
+        if os.path.exists(snap):
+            os.remove(snap)
+        rc1, e1 = run(launch(a, out, snap))
+        rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false', append=True))
+        got = open(out, 'rb').read()
+        where = 'inside a UTF-8 character' if cut in inside else 'mid-line'
+        check('cut at byte %d (%s): resumed in a new process, identical output' % (cut, where),
+              rc1 == 0 and rc2 == 0 and got == ref, (e1 + e2)[-300:] + ' %d vs %d bytes' % (len(got), len(ref)))
+    info = json.loads(subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True).stdout or b'{}')
+    check('the file holds the tokenizer, model and sink state',
+          set(info.get('sections', {})) == {'txltokenizer', 'txlmodel', 'txlsink'}, str(info))
+
+    # float16 memory: smaller, close but not exact
+    cut = len(data) // 2
+    open(a, 'wb').write(data[:cut])
+    open(b, 'wb').write(data[cut:])
+    os.remove(snap)
+    run(launch(a, out, snap, extra='snapshot-precision=f16'))
+    size16 = os.path.getsize(snap)
+    run(launch(b, out, snap, extra='hold-at-eos=false', append=True))
+    got = [json.loads(l) for l in open(out)]
+    want = [json.loads(l) for l in ref.splitlines()]
+    drift = max(abs(g['nll'] - w['nll']) for g, w in zip(got, want) if g['nll'] is not None)
+    os.remove(snap)
+    run(launch(a, out, snap))
+    size32 = os.path.getsize(snap)
+    check('f16 snapshot: smaller (%d vs %d bytes), per-line NLL drift %.2e < 0.01' % (size16, size32, drift),
+          size16 < size32 * 0.75 and len(got) == len(want) and drift < 1e-2)
+
+    # kill -9 while snapshots are written every few tokens
+    big = os.path.join(tmp, 'big.txt')
+    g = loggen.Gen(8, loggen.START)
+    open(big, 'w').write('\n'.join(g.normal() for _ in range(3000)) + '\n')
+    os.remove(snap)
+    r = random.Random(4)
+    seen, whole_files, resumed = [], 0, 0
+    for k in range(6):
+        args = launch(big, os.path.join(tmp, 'k.jsonl'), snap, extra='snapshot-tokens=40 hold-at-eos=false')
+        p = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.3 + r.random() * 0.6)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        q = subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True)
+        if q.returncode == 0:
+            whole_files += 1
+            seen.append(json.loads(q.stdout)['tokens_seen'])
+        for f in os.listdir(tmp):
+            if f.startswith('s.snap.'):
+                os.remove(os.path.join(tmp, f))  # a temporary file a kill left behind
+    resumed = sum(1 for x, y in zip(seen, seen[1:]) if y > x)
+    check('kill -9 six times: every snapshot file whole (%d/6), each run resumed and went further (%d/5)'
+          % (whole_files, resumed), whole_files == 6 and resumed == 5, str(seen))
+    failed = results.count(False)
+    print('%d passed, %d failed' % (len(results) - failed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()
