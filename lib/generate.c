@@ -1,4 +1,6 @@
 #include "generate.h"
+#include "model_internal.h"
+#include "state.h"
 
 #include <string.h>
 
@@ -6,6 +8,7 @@ struct _TxlGenerator {
   TxlStream *s;
   TxlSampler *smp;
   float *lp;
+  gint64 fed; /* tokens through the memory, sampled ones included */
 };
 
 TxlGenerator *
@@ -40,10 +43,12 @@ txl_generator_feed(TxlGenerator *g, const int32_t *ids, gsize n,
 {
   /* no targets: only the memory and the next distribution matter */
   gsize seg = (gsize)txl_stream_max_segment(g->s);
-  for (gsize at = 0; at < n; at += seg)
+  for (gsize at = 0; at < n; at += seg) {
     if (!txl_stream_forward(g->s, ids + at, (int)MIN(seg, n - at), NULL,
                             NULL, error))
       return FALSE;
+    g->fed += (gint64)MIN(seg, n - at);
+  }
   return TRUE;
 }
 
@@ -53,7 +58,10 @@ txl_generator_next(TxlGenerator *g, int32_t *id, GError **error)
   if (!txl_stream_next_logprobs(g->s, g->lp, error))
     return FALSE;
   *id = txl_sampler_sample(g->smp, g->lp);
-  return txl_stream_forward(g->s, id, 1, NULL, NULL, error);
+  if (!txl_stream_forward(g->s, id, 1, NULL, NULL, error))
+    return FALSE;
+  g->fed++;
+  return TRUE;
 }
 
 gboolean
@@ -81,4 +89,68 @@ txl_generator_continue(TxlGenerator *g, const TxlTokenizer *tok,
       break;
   }
   return TRUE;
+}
+
+gboolean
+txl_generator_save(TxlGenerator *g, const char *path,
+                   const TxlSnapshotOptions *opts, GHashTable *sections,
+                   gsize *file_bytes, GError **error)
+{
+  GHashTable *all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_bytes_unref);
+  if (sections) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, sections);
+    while (g_hash_table_iter_next(&it, &k, &v))
+      g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
+  }
+  guint64 st = GUINT64_TO_LE(txl_sampler_state(g->smp));
+  g_hash_table_insert(all, g_strdup("sampler"), g_bytes_new(&st, 8));
+  TxlScorer *w = txl_scorer_wrap(g->s, g->fed);
+  gboolean ok = txl_scorer_save_full(w, path, opts, all, file_bytes, error);
+  txl_scorer_unwrap(w);
+  g_hash_table_unref(all);
+  return ok;
+}
+
+TxlGenerator *
+txl_generator_load(TxlModel *m, const char *path,
+                   const TxlSamplerOptions *sampler, GHashTable **sections,
+                   GError **error)
+{
+  GHashTable *sect = NULL;
+  TxlScorer *sc = txl_scorer_load_full(m, path, NULL, NULL, &sect, error);
+  if (!sc)
+    return NULL;
+  GBytes *rng = g_hash_table_lookup(sect, "sampler");
+  if (!rng || g_bytes_get_size(rng) != 8 ||
+      txl_scorer_pending_count(sc) != 0 ||
+      txl_stream_max_segment(txl_scorer_stream(sc)) <= 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: not a generation snapshot (no sampler state)", path);
+    txl_scorer_free(sc);
+    g_hash_table_unref(sect);
+    return NULL;
+  }
+  int n = txl_model_config(m)->n_token;
+  TxlGenerator *g = g_new0(TxlGenerator, 1);
+  if (!(g->smp = txl_sampler_new(sampler, n, error))) {
+    txl_scorer_free(sc);
+    g_hash_table_unref(sect);
+    g_free(g);
+    return NULL;
+  }
+  g->fed = txl_scorer_tokens_seen(sc);
+  g->s = txl_scorer_steal_stream(sc);
+  g->lp = g_new(float, n);
+  guint64 st;
+  memcpy(&st, g_bytes_get_data(rng, NULL), 8);
+  txl_sampler_set_state(g->smp, GUINT64_FROM_LE(st));
+  g_hash_table_remove(sect, "sampler");
+  if (sections)
+    *sections = sect;
+  else
+    g_hash_table_unref(sect);
+  return g;
 }

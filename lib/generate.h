@@ -37,4 +37,17 @@ gboolean txl_generator_continue(TxlGenerator *g, const TxlTokenizer *tok,
                                 GByteArray *out, TxlTextFunc func,
                                 gpointer data, GError **error);
 
+/* Snapshots of a generation (docs/snapshots.md): the stream's memory and
+ * the sampler's generator state (section "sampler") beside the caller's
+ * sections; a loaded generator draws the same tokens the saved one would
+ * have.  The sampler options are the caller's (a seed no longer matters:
+ * the saved generator state replaces it). */
+gboolean txl_generator_save(TxlGenerator *g, const char *path,
+                            const TxlSnapshotOptions *opts,
+                            GHashTable *sections, gsize *file_bytes,
+                            GError **error);
+TxlGenerator *txl_generator_load(TxlModel *m, const char *path,
+                                 const TxlSamplerOptions *sampler,
+                                 GHashTable **sections, GError **error);
+
 #endif

@@ -149,3 +149,30 @@ txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend, gint64 seen,
   s->seen = seen;
   return TRUE;
 }
+
+TxlScorer *
+txl_scorer_wrap(TxlStream *st, gint64 seen)
+{
+  TxlScorer *s = g_new0(TxlScorer, 1);
+  s->stream = st;
+  s->n_token = txl_stream_model(st)->cfg.n_token;
+  s->seg = txl_stream_max_segment(st);
+  s->pend = g_new(int32_t, s->seg + 1);
+  s->seen = seen;
+  return s;
+}
+
+void
+txl_scorer_unwrap(TxlScorer *s)
+{
+  s->stream = NULL;
+  txl_scorer_free(s);
+}
+
+TxlStream *
+txl_scorer_steal_stream(TxlScorer *s)
+{
+  TxlStream *st = g_steal_pointer(&s->stream);
+  txl_scorer_free(s);
+  return st;
+}

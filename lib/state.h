@@ -20,5 +20,11 @@ int txl_scorer_segment(const TxlScorer *s);
 const int32_t *txl_scorer_pending(const TxlScorer *s, int *n);
 gboolean txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend,
                             gint64 seen, GError **error);
+/* A scorer over a stream it does not own (segment = the stream's largest),
+ * so that a bare stream can be saved as a snapshot; unwrap frees it and
+ * leaves the stream.  steal frees a scorer and hands back its stream. */
+TxlScorer *txl_scorer_wrap(TxlStream *st, gint64 seen);
+void txl_scorer_unwrap(TxlScorer *s);
+TxlStream *txl_scorer_steal_stream(TxlScorer *s);
 
 #endif

@@ -3,6 +3,7 @@
  * state cut anywhere (mid-line, mid-field, inside a UTF-8 character), the
  * scoring baseline, and named sections in the file. */
 #include "baseline.h"
+#include "generate.h"
 #include "bpe.h"
 #include "snapcodec.h"
 #include "testutil.h"
@@ -323,6 +324,61 @@ test_sections_precision(void)
   g_free(path);
 }
 
+/* A generation saved halfway draws the same tokens after a load. */
+static void
+test_generator(void)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  g_autoptr(GError) err = NULL;
+  char *path = tu_write_model(&c, 9, NULL);
+  g_autofree char *dir = g_path_get_dirname(path);
+  g_autofree char *snap = g_build_filename(dir, "g.snap", NULL);
+  TxlModel *m = txl_model_load(path, &err);
+  TxlSamplerOptions so = { 0.9f, 40, 0.95f, 1234 };
+  int32_t prompt[7] = { 5, 17, 99, 3, 250, 8, 1 }, a[30], b[30];
+  TxlGenerator *g = txl_generator_new(m, NULL, &so, &err);
+  g_assert_true(txl_generator_feed(g, prompt, 7, &err));
+  for (int i = 0; i < 30; i++)
+    g_assert_true(txl_generator_next(g, &a[i], &err));
+  txl_generator_free(g);
+
+  g = txl_generator_new(m, NULL, &so, &err);
+  g_assert_true(txl_generator_feed(g, prompt, 7, &err));
+  for (int i = 0; i < 12; i++)
+    g_assert_true(txl_generator_next(g, &b[i], &err));
+  GHashTable *extra = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                            (GDestroyNotify)g_bytes_unref);
+  g_hash_table_insert(extra, "mine", g_bytes_new("x", 1));
+  g_assert_true(txl_generator_save(g, snap, NULL, extra, NULL, &err));
+  g_hash_table_unref(extra);
+  txl_generator_free(g);
+  TxlSamplerOptions other = so;
+  other.seed = 99; /* the saved generator state wins */
+  GHashTable *back = NULL;
+  g = txl_generator_load(m, snap, &other, &back, &err);
+  g_assert_no_error(err);
+  g_assert_true(g_hash_table_contains(back, "mine"));
+  g_assert_false(g_hash_table_contains(back, "sampler"));
+  g_hash_table_unref(back);
+  for (int i = 12; i < 30; i++)
+    g_assert_true(txl_generator_next(g, &b[i], &err));
+  g_assert_cmpmem(a, sizeof a, b, sizeof b);
+  txl_generator_free(g);
+  /* a scoring snapshot is not a generation */
+  TxlScorer *sc = txl_scorer_new(m, NULL, 4, collect, NULL, &err);
+  g_assert_true(txl_scorer_save(sc, snap, &err));
+  txl_scorer_free(sc);
+  GError *e = NULL;
+  g_assert_null(txl_generator_load(m, snap, &so, NULL, &e));
+  g_assert_error(e, TXL_ERROR, TXL_ERROR_FORMAT);
+  g_clear_error(&e);
+  txl_model_unref(m);
+  g_remove(snap);
+  tu_remove(path);
+  g_free(path);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -333,5 +389,6 @@ main(int argc, char **argv)
   g_test_add_func("/snapstate/encoder-byte-word", test_encoder_byte_word);
   g_test_add_func("/snapstate/baseline", test_baseline_state);
   g_test_add_func("/snapstate/sections-precision", test_sections_precision);
+  g_test_add_func("/snapstate/generator", test_generator);
   return g_test_run();
 }
