@@ -4,9 +4,18 @@
  * `per-line` is set, it samples `max-tokens` tokens, each fed back into the
  * memory, and pushes their text downstream as text/x-raw.  It stops early
  * once the text generated ends with `stop`.  The same seed and input give
- * the same text.  The sampling itself is lib/sampler.c and lib/generate.c. */
+ * the same text.  The sampling itself is lib/sampler.c and lib/generate.c.
+ *
+ * With snapshot-location set, the generation (memory, the sampler's
+ * generator state, context not yet fed, and txltokenizer's state) is saved
+ * at end of stream, at shutdown and on the "snapshot" signal, and restored
+ * when the element starts: a resumed run samples what an uninterrupted one
+ * would have. */
 #include "generate.h"
 #include "gsttxlcommon.h"
+#include "txlstate.h"
+
+#include <glib/gstdio.h>
 
 #include <string.h>
 
@@ -34,11 +43,21 @@ struct _GstTxlSampler {
   TxlGenerator *gen;
   GArray *pending; /* context ids not yet fed */
   gboolean caps_sent;
+  guint64 received;   /* tokens received in this stream */
+  gboolean dirty;     /* changed since the last snapshot */
+  GBytes *tok_state;  /* txltokenizer's part of a restored snapshot */
+
+  /* snapshots, object lock */
+  gchar *snap_location;
+  gboolean restore;
 };
 
 enum { PROP_0, PROP_MODEL, PROP_TEMPERATURE, PROP_TOP_K, PROP_TOP_P,
        PROP_SEED, PROP_MAX_TOKENS, PROP_STOP, PROP_PER_LINE,
-       PROP_STOP_AT_EOS };
+       PROP_STOP_AT_EOS, PROP_SNAPSHOT_LOCATION, PROP_RESTORE };
+
+enum { SIGNAL_SNAPSHOT, LAST_SIGNAL };
+static guint signals[LAST_SIGNAL];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -59,6 +78,151 @@ new_generator(GstTxlSampler *self, GError **error)
   txl_generator_free(self->gen);
   self->gen = txl_generator_new(self->model, NULL, &o, error);
   return self->gen != NULL;
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+#define STATE_VERSION 1u
+
+static gboolean
+save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
+{
+  gint64 t0 = g_get_monotonic_time();
+  GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                           (GDestroyNotify)g_bytes_unref);
+  if (self->tok_state) {
+    g_hash_table_insert(sect, g_strdup("txltokenizer"),
+                        g_bytes_ref(self->tok_state));
+  } else {
+    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
+    gst_structure_set(gst_query_writable_structure(q), "tokens-received",
+                      G_TYPE_UINT64, self->received, NULL);
+    if (gst_pad_peer_query(self->sinkpad, q)) {
+      const GValue *v = gst_structure_get_value(gst_query_get_structure(q),
+                                                "txltokenizer");
+      if (v)
+        g_hash_table_insert(sect, g_strdup("txltokenizer"),
+                            g_bytes_ref(g_value_get_boxed(v)));
+    }
+    gst_query_unref(q);
+  }
+  GByteArray *b = g_byte_array_new();
+  txl_put_u32(b, STATE_VERSION);
+  txl_put_u64(b, self->received);
+  txl_put_blob(b, self->pending->data, self->pending->len * sizeof(int32_t));
+  g_hash_table_insert(sect, g_strdup("txlsampler"),
+                      g_byte_array_free_to_bytes(b));
+  gsize bytes = 0;
+  GError *err = NULL;
+  gboolean ok = txl_generator_save(self->gen, path, NULL, sect, &bytes, &err);
+  g_hash_table_unref(sect);
+  if (!ok) {
+    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                        ("Could not write the snapshot: %s", err->message),
+                        (NULL));
+    g_error_free(err);
+    return FALSE;
+  }
+  self->dirty = FALSE;
+  gst_element_post_message(GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self),
+          gst_structure_new("txl-snapshot",
+              "path", G_TYPE_STRING, path,
+              "bytes", G_TYPE_UINT64, (guint64)bytes,
+              "duration", G_TYPE_DOUBLE, (g_get_monotonic_time() - t0) / 1e6,
+              "tokens", G_TYPE_UINT64, self->received,
+              "reason", G_TYPE_STRING, reason, NULL)));
+  return TRUE;
+}
+
+static gboolean
+load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
+{
+  GST_OBJECT_LOCK(self);
+  TxlSamplerOptions o = { (float)self->temperature, self->top_k,
+                          (float)self->top_p, self->seed };
+  GST_OBJECT_UNLOCK(self);
+  GHashTable *sect = NULL;
+  TxlGenerator *g = txl_generator_load(self->model, path, &o, &sect, error);
+  if (!g)
+    return FALSE;
+  TxlReader r;
+  txl_reader_init(&r, g_hash_table_lookup(sect, "txlsampler"));
+  guint32 version = txl_get_u32(&r);
+  guint64 received = txl_get_u64(&r);
+  gsize n;
+  const guint8 *ids = txl_get_blob(&r, &n, G_MAXUINT32);
+  int n_token = txl_model_config(self->model)->n_token;
+  gboolean ok = g_hash_table_contains(sect, "txlsampler") &&
+                txl_reader_done(&r) && version == STATE_VERSION &&
+                n % sizeof(int32_t) == 0;
+  for (gsize i = 0; ok && i < n; i += sizeof(int32_t)) {
+    int32_t id;
+    memcpy(&id, ids + i, sizeof id);
+    ok = id >= 0 && id < n_token;
+  }
+  if (!ok) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: the txlsampler state is missing or malformed", path);
+    txl_generator_free(g);
+    g_hash_table_unref(sect);
+    return FALSE;
+  }
+  txl_generator_free(self->gen);
+  self->gen = g;
+  g_array_set_size(self->pending, 0);
+  g_array_append_vals(self->pending, ids, (guint)(n / sizeof(int32_t)));
+  self->received = received;
+  g_clear_pointer(&self->tok_state, g_bytes_unref);
+  GBytes *tok = g_hash_table_lookup(sect, "txltokenizer");
+  if (tok)
+    self->tok_state = g_bytes_ref(tok);
+  g_hash_table_unref(sect);
+  gst_element_post_message(GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self),
+          gst_structure_new("txl-restore", "path", G_TYPE_STRING, path,
+                            "tokens", G_TYPE_UINT64, received, NULL)));
+  return TRUE;
+}
+
+static gchar *
+location(GstTxlSampler *self)
+{
+  GST_OBJECT_LOCK(self);
+  gchar *p = self->snap_location && *self->snap_location
+                 ? g_strdup(self->snap_location) : NULL;
+  GST_OBJECT_UNLOCK(self);
+  return p;
+}
+
+static gboolean
+gst_txl_sampler_snapshot_action(GstTxlSampler *self, const gchar *path)
+{
+  gchar *p = path && *path ? g_strdup(path) : location(self);
+  gboolean ok = FALSE;
+  if (p && GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
+    ok = self->gen && save_snapshot(self, p, "signal");
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  } else if (p) {
+    GST_WARNING_OBJECT(self, "snapshot: busy generating, try again");
+  }
+  g_free(p);
+  return ok;
+}
+
+static gboolean
+gst_txl_sampler_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstTxlSampler *self = GST_TXL_SAMPLER(parent);
+  GstStructure *st;
+  if ((st = txl_state_query_structure(query, TXL_STATE_FETCH))) {
+    if (self->tok_state)
+      gst_structure_set(st, "txltokenizer", G_TYPE_BYTES, self->tok_state,
+                        NULL);
+    g_clear_pointer(&self->tok_state, g_bytes_unref);
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
 }
 
 /* Feeds the pending context, then samples and pushes the continuation. */
@@ -126,6 +290,8 @@ gst_txl_sampler_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
       break;
     }
     g_array_append_val(self->pending, r.id);
+    self->received++;
+    self->dirty = TRUE;
     if (per_line && (r.flags & TXL_RECORD_LINE_END))
       ret = generate(self);
   }
@@ -167,6 +333,10 @@ gst_txl_sampler_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     GstFlowReturn ret = generate(self);
     if (ret != GST_FLOW_OK && ret != GST_FLOW_FLUSHING)
       GST_DEBUG_OBJECT(self, "generation at EOS: %s", gst_flow_get_name(ret));
+    gchar *loc = location(self);
+    if (loc && self->gen)
+      save_snapshot(self, loc, "eos");
+    g_free(loc);
     return gst_pad_event_default(pad, parent, event);
   }
   case GST_EVENT_FLUSH_STOP: {
@@ -215,6 +385,25 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
       g_clear_error(&err);
       return GST_STATE_CHANGE_FAILURE;
     }
+    self->received = 0;
+    self->dirty = FALSE;
+    gchar *loc = location(self);
+    GST_OBJECT_LOCK(self);
+    gboolean restore = self->restore;
+    GST_OBJECT_UNLOCK(self);
+    if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
+        !load_snapshot(self, loc, &err)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                        ("Could not restore the snapshot \"%s\": %s", loc,
+                         err->message),
+                        ("remove or replace the file, or set restore=false"));
+      g_clear_error(&err);
+      g_free(loc);
+      txl_generator_free(g_steal_pointer(&self->gen));
+      g_array_free(g_steal_pointer(&self->pending), TRUE);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    g_free(loc);
     break;
   }
   default:
@@ -224,11 +413,17 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
       GST_ELEMENT_CLASS(gst_txl_sampler_parent_class)
           ->change_state(element, transition);
   switch (transition) {
-  case GST_STATE_CHANGE_PAUSED_TO_READY:
+  case GST_STATE_CHANGE_PAUSED_TO_READY: {
+    gchar *loc = location(self);
+    if (loc && self->gen && self->dirty)
+      save_snapshot(self, loc, "shutdown");
+    g_free(loc);
+    g_clear_pointer(&self->tok_state, g_bytes_unref);
     txl_generator_free(g_steal_pointer(&self->gen));
     if (self->pending)
       g_array_free(g_steal_pointer(&self->pending), TRUE);
     break;
+  }
   case GST_STATE_CHANGE_READY_TO_NULL:
     if (self->model)
       txl_model_cache_release(g_steal_pointer(&self->model));
@@ -261,6 +456,11 @@ gst_txl_sampler_set_property(GObject *object, guint prop_id,
   case PROP_MAX_TOKENS: self->max_tokens = g_value_get_int(value); break;
   case PROP_PER_LINE: self->per_line = g_value_get_boolean(value); break;
   case PROP_STOP_AT_EOS: self->stop_at_eos = g_value_get_boolean(value); break;
+  case PROP_SNAPSHOT_LOCATION:
+    g_free(self->snap_location);
+    self->snap_location = g_value_dup_string(value);
+    break;
+  case PROP_RESTORE: self->restore = g_value_get_boolean(value); break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -284,6 +484,8 @@ gst_txl_sampler_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_MAX_TOKENS: g_value_set_int(value, self->max_tokens); break;
   case PROP_PER_LINE: g_value_set_boolean(value, self->per_line); break;
   case PROP_STOP_AT_EOS: g_value_set_boolean(value, self->stop_at_eos); break;
+  case PROP_SNAPSHOT_LOCATION: g_value_set_string(value, self->snap_location); break;
+  case PROP_RESTORE: g_value_set_boolean(value, self->restore); break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -297,6 +499,7 @@ gst_txl_sampler_finalize(GObject *object)
   GstTxlSampler *self = GST_TXL_SAMPLER(object);
   g_free(self->model_path);
   g_free(self->stop);
+  g_free(self->snap_location);
   G_OBJECT_CLASS(gst_txl_sampler_parent_class)->finalize(object);
 }
 
@@ -346,6 +549,20 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
           "vocabulary's <eos>; byte and BPE vocabularies have none: use "
           "stop=\"\\n\" to stop at a line end)", TRUE,
           rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_LOCATION,
+      g_param_spec_string("snapshot-location", "Snapshot location",
+          "File for snapshots of the generation (memory, sampler state, "
+          "context not yet fed, the tokenizer's state): written at end of "
+          "stream, at shutdown and on the snapshot signal; NULL = none",
+          NULL, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, PROP_RESTORE,
+      g_param_spec_boolean("restore", "Restore", "When the element starts "
+          "and snapshot-location exists, continue the generation saved there",
+          TRUE, rw | GST_PARAM_MUTABLE_READY));
+  signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK(gst_txl_sampler_snapshot_action), NULL, NULL, NULL,
+      G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sampler",
@@ -365,8 +582,10 @@ gst_txl_sampler_init(GstTxlSampler *self)
   self->seed = 1;
   self->max_tokens = 200;
   self->stop_at_eos = TRUE;
+  self->restore = TRUE;
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
   gst_pad_set_chain_function(self->sinkpad, gst_txl_sampler_chain);
+  gst_pad_set_query_function(self->sinkpad, gst_txl_sampler_sink_query);
   gst_pad_set_event_function(self->sinkpad, gst_txl_sampler_sink_event);
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
   self->srcpad = gst_pad_new_from_static_template(&src_template, "src");

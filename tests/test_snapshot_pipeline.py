@@ -103,6 +103,29 @@ def main():
     check('f16 snapshot: smaller (%d vs %d bytes), per-line NLL drift %.2e < 0.01' % (size16, size32, drift),
           size16 < size32 * 0.75 and len(got) == len(want) and drift < 1e-2)
 
+    # generation: txlsampler's memory and random state continue too
+    lines = data.split(b'\n')
+    p_all, p1, p2 = (os.path.join(tmp, n) for n in ('p.txt', 'p1.txt', 'p2.txt'))
+    open(p_all, 'wb').write(b'\n'.join(lines[:5]) + b'\n')
+    open(p1, 'wb').write(b'\n'.join(lines[:2]) + b'\n')
+    open(p2, 'wb').write(b'\n'.join(lines[2:5]) + b'\n')
+    gsnap = os.path.join(tmp, 'g.snap')
+
+    def gen(src, out, snap=None):
+        args = ['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, '!', 'txltokenizer', 'model=' + MODEL,
+                '!', 'txlsampler', 'model=' + MODEL, 'per-line=true', 'max-tokens=12', 'seed=5',
+                'temperature=0.9']
+        if snap:
+            args.append('snapshot-location=' + snap)
+        return run(args + ['!', 'txlsink', 'location=' + out])
+    g_all, g1, g2 = (os.path.join(tmp, n) for n in ('g.txt', 'g1.txt', 'g2.txt'))
+    r0, e0 = gen(p_all, g_all)
+    r1, e1 = gen(p1, g1, gsnap)
+    r2, e2 = gen(p2, g2, gsnap)
+    want, got = open(g_all, 'rb').read(), open(g1, 'rb').read() + open(g2, 'rb').read()
+    check('generation resumed in a new process samples the same text (%d bytes)' % len(want),
+          r0 == r1 == r2 == 0 and len(want) > 50 and got == want, (e0 + e1 + e2)[-300:])
+
     # kill -9 while snapshots are written every few tokens
     big = os.path.join(tmp, 'big.txt')
     g = loggen.Gen(8, loggen.START)
