@@ -52,7 +52,7 @@ typedef struct {
   double train_fraction, calib_fraction;
   char *score, *rule;
   double quantile, margin, threshold;
-  gboolean end, single_stream, keep_text, whole_sessions;
+  gboolean end, single_stream, keep_text, censor;
   char *lines_out;
   gint64 max_bytes_mib;
   /* training */
@@ -77,16 +77,17 @@ typedef struct {
   int *l_tok;
 } Eval;
 
-/* Whether line i takes part: training-part sessions are seen as they
- * were when the test part began (lines before the cut), like a model
- * trained at that moment; test sessions are followed to the end. */
+/* Whether line i takes part.  Sessions are the unit of the split, so a
+ * training-part session brings all its lines; with --censor only those
+ * logged before the first test session, as a model trained at that
+ * moment would have seen them.  Test sessions are followed to the end. */
 static gboolean
 line_in(const Eval *ev, gint64 i, int split)
 {
   gint64 si = ev->line_sess[i];
   if (si < 0 || ((Sess *)ev->sess->pdata[si])->split != split)
     return FALSE;
-  return split == SPLIT_TEST || ev->o->whole_sessions || i < ev->cut;
+  return split == SPLIT_TEST || !ev->o->censor || i < ev->cut;
 }
 
 /* ---- input ----------------------------------------------------------- */
@@ -593,7 +594,7 @@ txl_cmd_eval(int argc, char **argv)
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
     { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o.max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 1024)", "N" },
     { "lines", 0, 0, G_OPTION_ARG_FILENAME, &o.lines_out, "Write every scored line's scores as JSON Lines to FILE", "FILE" },
-    { "whole-sessions", 0, 0, G_OPTION_ARG_NONE, &o.whole_sessions, "Train and calibrate on all lines of the training part's sessions, also those logged after the test part began", NULL },
+    { "censor", 0, 0, G_OPTION_ARG_NONE, &o.censor, "Train and calibrate only on lines logged before the first test session (default: all lines of the training part's sessions)", NULL },
     { "keep-text", 0, 0, G_OPTION_ARG_NONE, &o.keep_text, "Keep the training text files in DIR", NULL },
     { "vocab", 0, 0, G_OPTION_ARG_INT, &o.vocab, "BPE vocabulary (default 1024)", "N" },
     { "layers", 0, 0, G_OPTION_ARG_INT, &o.layers, "Layers (default 2)", "N" },
