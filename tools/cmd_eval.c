@@ -506,7 +506,8 @@ write_svg(const char *path, const double *sc, const int *lab, gsize n,
     "font-family=\"sans-serif\" font-size=\"12\">\n"
     "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
     "<text x=\"%g\" y=\"20\" font-size=\"14\">", W, H, L);
-  txl_json_append_string(s, title, strlen(title)); /* quoted, escaped */
+  g_autofree char *esc = g_markup_escape_text(title, -1);
+  g_string_append(s, esc);
   g_string_append(s, "</text>\n");
   const char *col[2] = { "#1f77b4", "#d62728" };
   for (int k = 0; k < 2; k++)
@@ -987,9 +988,10 @@ txl_cmd_eval(int argc, char **argv)
     if (!ok)
       goto out;
     g_autofree char *svg = g_build_filename(o.out_dir, "scores.svg", NULL);
+    g_autofree char *log_base = g_path_get_basename(o.log_path);
     g_autofree char *title = g_strdup_printf(
       "%s: test sessions by %s score (F1 %.3f, AUROC %.4f)",
-      o.log_path, o.score, sess_m.f1, sess_m.auroc);
+      log_base, o.score, sess_m.f1, sess_m.auroc);
     if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
       goto out;
     GString *j = g_string_new("{");
