@@ -58,12 +58,26 @@ def skip(name, why):
     print('SKIP %s: %s' % (name, why), flush=True)
 
 
+USED_PORTS = set()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(('127.0.0.1', 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port below the ephemeral range (32768-60999 on Linux), so that no
+    outgoing connection takes it between this check and txld's bind."""
+    import random
+    while True:
+        port = random.randrange(20000, 32000)
+        if port in USED_PORTS:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(('127.0.0.1', port))
+            USED_PORTS.add(port)
+            return port
+        except OSError:
+            pass
+        finally:
+            s.close()
 
 
 CHAIN = ('txltokenizer model={m} ! txlmodel model={m} flush-on-newline=true ! '
