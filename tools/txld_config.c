@@ -194,7 +194,7 @@ txld_conf_load(const char *path, const char *state_dir, GError **error)
   }
 
   guint64 v = DEFAULT_SNAPSHOT_INTERVAL;
-  if (!get_uint64(kf, path, "snapshot-interval", G_MAXUINT, &v, error))
+  if (!get_uint64(kf, path, "snapshot-interval", G_MAXINT, &v, error))
     return NULL;
   c->snapshot_interval = (guint)v;
   v = 0;
