@@ -122,6 +122,10 @@ def run(n, lines_per, build, model, snapshot_interval):
         wall = time.time() - t0
         tokens = sum(p['tokens'] for p in ps)
         busy = status(d.pid)
+        # one snapshot now, so that /metrics knows the state's size
+        urllib.request.urlopen(urllib.request.Request(
+            http + '/pipelines/p00/snapshot', data=b'', method='POST'), timeout=30).read()
+        time.sleep(1.2)
         with urllib.request.urlopen(http + '/metrics', timeout=30) as r:
             metrics = r.read().decode()
         state_bytes = [float(l.split()[-1]) for l in metrics.splitlines()
