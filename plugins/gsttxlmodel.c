@@ -103,6 +103,8 @@ struct _GstTxlModel {
   gint64 expect_offset;     /* after a restore: first token of the next
                              * input buffer (-1: any) */
   GstClockID snap_timer;    /* object lock */
+  GstClockID req_timer;     /* retries a request while the stream is busy
+                             * (object lock) */
 };
 
 enum {
@@ -860,6 +862,8 @@ fail:
 
 /* After each input buffer (the one moment when the whole chain's state
  * fits together): requested, periodic and token-count snapshots. */
+static void arm_request_timer(GstTxlModel *self);
+
 static void
 snapshot_triggers(GstTxlModel *self)
 {
@@ -884,6 +888,7 @@ snapshot_triggers(GstTxlModel *self)
       if (!self->snap_request)
         self->snap_request = g_steal_pointer(&snap_path);
       GST_OBJECT_UNLOCK(self);
+      arm_request_timer(self);
     }
     g_free(snap_path);
   }
@@ -957,6 +962,66 @@ start_snap_timer(GstTxlModel *self)
 /* The action signals never wait for the streaming thread: done at once
  * when the stream is idle, else right after the buffer being scored (the
  * bus message says when). */
+/* Serves requests left by the action signals once the stream lock is
+ * free: right after the streaming thread's buffer or event (which may be
+ * the last one for a long time). */
+static gboolean
+on_request_timer(GstClock *clock, GstClockTime time, GstClockID id,
+                 gpointer data)
+{
+  GstTxlModel *self = data;
+  GST_OBJECT_LOCK(self);
+  gboolean current = self->req_timer == id;
+  gboolean pending = self->snap_request || self->restore_request;
+  if (current) {
+    gst_clock_id_unref(self->req_timer);
+    self->req_timer = NULL;
+  }
+  GST_OBJECT_UNLOCK(self);
+  if (!current || !pending)
+    return TRUE;
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
+    arm_request_timer(self);
+    return TRUE;
+  }
+  if (self->scorer)
+    snapshot_triggers(self);
+  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  return TRUE;
+}
+
+static void
+arm_request_timer(GstTxlModel *self)
+{
+  GstClock *clock = gst_system_clock_obtain();
+  GstClockID id = gst_clock_new_single_shot_id(
+      clock, gst_clock_get_time(clock) + 5 * GST_MSECOND);
+  gst_object_unref(clock);
+  GST_OBJECT_LOCK(self);
+  if (self->req_timer) { /* one is armed already */
+    GST_OBJECT_UNLOCK(self);
+    gst_clock_id_unref(id);
+    return;
+  }
+  self->req_timer = gst_clock_id_ref(id);
+  GST_OBJECT_UNLOCK(self);
+  gst_clock_id_wait_async(id, on_request_timer, gst_object_ref(self),
+                          (GDestroyNotify)gst_object_unref);
+  gst_clock_id_unref(id);
+}
+
+static void
+stop_request_timer(GstTxlModel *self)
+{
+  GST_OBJECT_LOCK(self);
+  GstClockID id = g_steal_pointer(&self->req_timer);
+  GST_OBJECT_UNLOCK(self);
+  if (id) {
+    gst_clock_id_unschedule(id);
+    gst_clock_id_unref(id);
+  }
+}
+
 static gboolean
 request(GstTxlModel *self, gchar **slot, gchar *path)
 {
@@ -964,6 +1029,7 @@ request(GstTxlModel *self, gchar **slot, gchar *path)
   g_free(*slot);
   *slot = path;
   GST_OBJECT_UNLOCK(self);
+  arm_request_timer(self);
   return TRUE;
 }
 
@@ -995,8 +1061,24 @@ gst_txl_model_restore_action(GstTxlModel *self, const gchar *path)
   gchar *p = snapshot_path(self, path);
   if (!p)
     return FALSE;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
+  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
+    /* busy: the restore happens after the current buffer; a file that
+     * cannot be loaded is refused now, while the caller can hear it */
+    GError *err = NULL;
+    TxlScorer *check = self->model
+        ? txl_scorer_load_full(self->model, p, on_score, self, NULL, &err)
+        : NULL;
+    if (!check) {
+      GST_ELEMENT_WARNING(self, RESOURCE, READ,
+                          ("Could not restore the snapshot: %s",
+                           err ? err->message : "not started"), (NULL));
+      g_clear_error(&err);
+      g_free(p);
+      return FALSE;
+    }
+    txl_scorer_free(check);
     return request(self, &self->restore_request, p);
+  }
   gboolean ok = FALSE;
   if (self->scorer) {
     GError *err = NULL;
@@ -1462,6 +1544,7 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
   case GST_STATE_CHANGE_PAUSED_TO_READY: {
     cancel_timer(self);
     stop_snap_timer(self);
+    stop_request_timer(self);
     /* shutdown without an end of stream: what changed since the last
      * snapshot is saved (the pads are inactive, nothing streams here) */
     gchar *loc = snapshot_path(self, NULL);
