@@ -113,6 +113,8 @@ def main():
                 'torch_best': best_t,
                 'ratio_vs_torch': round(ours['tokens_per_s'] / theirs[best_t], 2),
                 'txl_gflops': ours['gflops'], 'sgemm_peak_gflops': ours['sgemm_peak_gflops'],
+                'blas_peak_gflops': ours['blas_peak_gflops'],
+                'own_gemm_peak_gflops': ours['own_gemm_peak_gflops'],
                 'peak_ratio': ours['peak_ratio'], 'threads': ours['threads']}))
             sys.stdout.flush()
 

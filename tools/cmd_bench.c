@@ -2,6 +2,7 @@
  * sgemm peak measured in the same run (shared machines are noisy, so only
  * ratios taken together mean anything). */
 #include "cmd.h"
+#include "gemm.h"
 #include "txl.h"
 
 #include <cblas.h>
@@ -37,6 +38,37 @@ sgemm_peak_gflops(int n, double seconds)
   g_free(a);
   g_free(b);
   g_free(c);
+  return best;
+}
+
+/* The same square product on our own kernels (lib/gemm.c, weights packed
+ * once), over libtxl's thread pool: on a machine where they outrun the
+ * BLAS (OpenBLAS held to its AVX2 kernels on an AVX-512 CPU), they set the
+ * practical peak, and a ratio to the BLAS alone would exceed 100%. */
+static double
+own_gemm_peak_gflops(int n, double seconds)
+{
+  float *a = g_new(float, (gsize)n * n), *w = g_new(float, (gsize)n * n),
+        *c = g_new0(float, (gsize)n * n);
+  float *wp = g_new(float, txl_gemm_packed_floats(n, n));
+  for (gsize i = 0; i < (gsize)n * n; i++) {
+    a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    w[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+  }
+  txl_gemm_pack(w, n, n, n, wp);
+  double best = 0.0, t_end = now() + seconds;
+  int runs = 0;
+  while (runs < 3 || now() < t_end) {
+    double t0 = now();
+    txl_gemm_linear(a, n, n, wp, n, c, n, TXL_GEMM_ZERO, NULL, FALSE);
+    double g = 2.0 * n * n * (double)n / (now() - t0) / 1e9;
+    best = g > best ? g : best;
+    runs++;
+  }
+  g_free(a);
+  g_free(w);
+  g_free(c);
+  g_free(wp);
   return best;
 }
 
@@ -151,14 +183,18 @@ txl_cmd_bench(int argc, char **argv)
   /* the machine's peak: OpenBLAS on as many threads as libtxl used (libtxl
    * itself keeps OpenBLAS single-threaded inside its own pool) */
   openblas_set_num_threads(nthreads);
-  double peak = sgemm_peak_gflops(peak_n, 2.0);
+  double blas_peak = sgemm_peak_gflops(peak_n, 2.0);
   openblas_set_num_threads(1);
+  double own_peak = own_gemm_peak_gflops(peak_n, 2.0);
+  double peak = MAX(blas_peak, own_peak);
   if (json) {
     printf("{\"tokens_per_s\": %.1f, \"gflops\": %.2f, \"gflops_recompute_equiv\": %.2f, "
-           "\"sgemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
+           "\"sgemm_peak_gflops\": %.2f, \"blas_peak_gflops\": %.2f, "
+           "\"own_gemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
            "\"mem_len\": %d, \"segments\": %d, \"threads\": %d, \"memory\": \"%s\", "
            "\"state_bytes\": %zu}\n",
-           tps, gflops, naive, peak, gflops / peak, seg, ml, done, nthreads,
+           tps, gflops, naive, peak, blas_peak, own_peak, gflops / peak, seg, ml,
+           done, nthreads,
            hidden ? "hidden" : "kv", txl_stream_state_bytes(s));
   } else {
     printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
@@ -170,8 +206,9 @@ txl_cmd_bench(int argc, char **argv)
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);
-    printf("sgemm peak   %.2f GFLOPS (OpenBLAS %dx%d, %d threads, same run)\n", peak,
-           peak_n, peak_n, nthreads);
+    printf("sgemm peak   %.2f GFLOPS: the better of OpenBLAS (%.2f) and our own "
+           "kernel (%.2f), %dx%d, %d threads, same run\n", peak, blas_peak,
+           own_peak, peak_n, peak_n, nthreads);
     printf("ratio        %.1f%% of the sgemm peak\n", 100.0 * gflops / peak);
   }
   g_rand_free(r);
