@@ -318,6 +318,58 @@ def write(path, text):
     os.rename(path + '.tmp', path)
 
 
+FLAKY_AFTER = 15
+
+
+def check_failures(d, state, blocker, flaky_port, offset):
+    """ERROR on a pipeline's bus: restarted with exponential back-off (a
+    port held by someone else), and from its last snapshot (an element
+    that fails mid-stream), while the others go on."""
+    import re
+    wait_for(lambda: len(re.findall(r'busy: restarting in ([0-9.]+) s', d.logtext())) >= 5, 6)
+    delays = [float(x) for x in re.findall(r'busy: restarting in ([0-9.]+) s', d.logtext())]
+    p = d.pipeline('busy')
+    check('ERROR at start: restarted with back-off 0.2, 0.4, 0.8 s, then capped',
+          delays[:5] == [0.2, 0.4, 0.8, 0.8, 0.8] and p['errors'] >= 5 and
+          'Address already in use' in d.logtext(), (delays, p))
+    blocker.close()
+    check('ERROR at start: runs once the port is free',
+          wait_for(lambda: d.pipeline('busy')['state'] == 'running' and
+                   d.pipeline('busy')['errors'] == d.pipeline('busy')['runs'] - 1, 5),
+          d.pipeline('busy'))
+
+    out = os.path.join(state, 'flaky.jsonl')
+    lines = make_lines(FLAKY_AFTER + 10, 8)
+    s = connect(flaky_port)
+    try:
+        for l in lines:
+            s.sendall((l + '\n').encode())
+            time.sleep(0.02)
+    except OSError:
+        pass
+    s.close()
+    ok = wait_for(lambda: d.pipeline('flaky')['errors'] >= 1 and
+                  d.pipeline('flaky')['state'] == 'running' and
+                  d.pipeline('flaky')['restored_tokens'] is not None, 10)
+    p = d.pipeline('flaky')
+    done = rows(out)
+    check('ERROR mid-stream: torn down, restarted from its snapshot',
+          ok and p['restarts'] >= 1 and
+          p['restored_tokens'] == offset + sum(r['tokens'] for r in done), (p, len(done)))
+    check('ERROR mid-stream: the lines before the error were scored',
+          0 < len(done) < len(lines) and [r['text'] for r in done] == lines[:len(done)],
+          len(done))
+    s = connect(flaky_port)
+    send_lines(s, lines[len(done):len(done) + 5])
+    more = wait_rows(out, len(done) + 5, 10)
+    check('ERROR mid-stream: scoring continues after the restart',
+          [r['text'] for r in more] == lines[:len(done) + 5] and
+          [r['line'] for r in more] == list(range(1, len(done) + 6)), len(more))
+    s.close()
+    check('ERROR elsewhere: the other pipelines went on',
+          d.pipeline('tcp')['runs'] == 1 and d.pipeline('z')['runs'] == 1)
+
+
 def run(tmp, conf, state):
     # the stream: A before SIGTERM, B after it, C across the kill -9
     A = make_lines(120, 5, anomalies=(60, 95))
@@ -421,6 +473,16 @@ def run(tmp, conf, state):
     xport, yport, zport = free_port(), free_port(), free_port()
     write(os.path.join(conf, 'x.conf'), tcp_conf(xport, 'snapshot = none\n'))
     write(os.path.join(conf, 'y.conf'), tcp_conf(yport, 'snapshot = none\n'))
+    busy_port, flaky_port = free_port(), free_port()
+    blocker = socket.socket()
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    blocker.bind(('127.0.0.1', busy_port))
+    blocker.listen(1)
+    write(os.path.join(conf, 'busy.conf'), tcp_conf(
+        busy_port, 'snapshot = none\nrestart-delay = 0.2\nrestart-max-delay = 0.8\n'))
+    write(os.path.join(conf, 'flaky.conf'), tcp_conf(
+        flaky_port, 'restart-delay = 0.2\noutput = flaky.jsonl\n',
+        'identity error-after=%d ! ' % FLAKY_AFTER + CHAIN))
     d = Daemon(tmp, '2')
     p = d.pipeline('tcp')
     # the snapshot's token count against the scored tokens of the lines
@@ -477,7 +539,8 @@ def run(tmp, conf, state):
           wait_for(lambda: d.pipeline('x')['lines'] == 3) and d.pipeline('x')['runs'] == 1)
     sx.close()
     sy.close()
-    for n in ('x', 'y', 'z'):
+    check_failures(d, state, blocker, flaky_port, offset)
+    for n in ('x', 'y', 'z', 'busy', 'flaky'):
         os.remove(os.path.join(conf, n + '.conf'))
 
     # ---- 3: kill -9 mid-stream, restart from the last snapshot -------------
