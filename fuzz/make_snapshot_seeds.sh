@@ -9,4 +9,9 @@ cp fuzz/corpus-model/byte.gguf "$D/model.gguf"
 echo "1 2 3 4 5" | "$TXL" score -m "$D/model.gguf" --ids --segment 3 --save-snapshot "$D/short.snap" >/dev/null 2>&1
 seq 1 60 | "$TXL" score -m "$D/model.gguf" --ids --segment 4 --save-snapshot "$D/full.snap" >/dev/null 2>&1
 seq 1 30 | "$TXL" score -m "$D/model.gguf" --ids --segment 5 --memory hidden --save-snapshot "$D/hidden.snap" >/dev/null 2>&1
+
+# format 2: lossy precisions, and a text snapshot with its sections
+seq 1 60 | "$TXL" score -m "$D/model.gguf" --ids --segment 4 --snapshot-precision f16 --save-snapshot "$D/f16.snap" >/dev/null 2>&1
+seq 1 60 | "$TXL" score -m "$D/model.gguf" --ids --segment 4 --snapshot-precision bf16 --save-snapshot "$D/bf16.snap" >/dev/null 2>&1
+printf 'some text\nand a line in progr\303' | "$TXL" score -m "$D/model.gguf" --segment 4 --save-snapshot "$D/text.snap" - >/dev/null 2>&1
 ls -la "$D"

@@ -14,6 +14,7 @@
 
 typedef struct {
   TxlScorer *scorer;
+  const TxlSnapshotOptions *snap_opts;
   GError *error;
   gint64 scored;
   double nll_sum;
@@ -98,7 +99,8 @@ score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
   if (!flush_id(c, &p))
     return FALSE;
   if (save) /* the partial segment stays pending in the snapshot */
-    return txl_scorer_save(c->scorer, save, &c->error);
+    return txl_scorer_save_full(c->scorer, save, c->snap_opts, NULL, NULL,
+                                &c->error);
   if (resumed)
     return txl_scorer_finish(c->scorer, &c->error);
   if (p.index == 0) {
@@ -422,7 +424,8 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
                                              (GDestroyNotify)g_bytes_unref);
     g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
     g_hash_table_insert(sect, "score-text", text_state_save(t));
-    txl_scorer_save_full(t->c.scorer, save, NULL, sect, NULL, &t->c.error);
+    txl_scorer_save_full(t->c.scorer, save, t->c.snap_opts, sect, NULL,
+                         &t->c.error);
     g_hash_table_unref(sect);
     txl_encoder_free(enc);
     return t->c.error == NULL;
@@ -454,7 +457,7 @@ txl_cmd_score(int argc, char **argv)
   int segment = 0, mem_len = -1, same_length = -1, clamp_len = -1;
   g_autofree char *memory = NULL;
   double flag_bpb = 0;
-  g_autofree char *save_snap = NULL, *load_snap = NULL;
+  g_autofree char *save_snap = NULL, *load_snap = NULL, *snap_prec = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
@@ -476,6 +479,9 @@ txl_cmd_score(int argc, char **argv)
     { "load-snapshot", 0, 0, G_OPTION_ARG_FILENAME, &load_snap,
       "Continue the stream saved in FILE (its lengths and options apply; "
       "text or --ids as it was saved); results continue bit for bit", "FILE" },
+    { "snapshot-precision", 0, 0, G_OPTION_ARG_STRING, &snap_prec,
+      "How --save-snapshot stores the memory: f32 (default, resumes bit for "
+      "bit), f16 or bf16 (about half the size, slight score drift)", "P" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
       "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
     { NULL },
@@ -518,6 +524,23 @@ txl_cmd_score(int argc, char **argv)
                     "and --memory\n");
     return 2;
   }
+  TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
+  if (snap_prec) {
+    if (!strcmp(snap_prec, "f16"))
+      snap_opts.precision = TXL_SNAPSHOT_F16;
+    else if (!strcmp(snap_prec, "bf16"))
+      snap_opts.precision = TXL_SNAPSHOT_BF16;
+    else if (strcmp(snap_prec, "f32") != 0) {
+      fprintf(stderr, "txl score: --snapshot-precision takes f32, f16 or "
+                      "bf16, not '%s'\n", snap_prec);
+      return 2;
+    }
+    if (!save_snap) {
+      fprintf(stderr, "txl score: --snapshot-precision goes with "
+                      "--save-snapshot\n");
+      return 2;
+    }
+  }
   TxlMemoryKind kind = TXL_MEMORY_KV;
   if (memory && !strcmp(memory, "hidden"))
     kind = TXL_MEMORY_HIDDEN;
@@ -552,6 +575,7 @@ txl_cmd_score(int argc, char **argv)
   TxlStreamOptions o = { mem_len, clamp_len, same_length, 0, kind };
   TextScore t = { 0 };
   t.flag_bpb = flag_bpb;
+  t.c.snap_opts = &snap_opts;
   g_queue_init(&t.lines);
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
   t.cur_line = 1;

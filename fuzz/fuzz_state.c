@@ -1,0 +1,108 @@
+/* libFuzzer target: the tokenizer and baseline states that snapshots carry.
+ * The first byte picks the tokenizer (byte, word, BPE, BPE with field
+ * normalisation) or the baseline; the rest is the state.  A state that is
+ * accepted must then work: text goes through the restored encoder, values
+ * through the restored baseline. */
+#include "baseline.h"
+#include "bpe.h"
+#include "txl.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static TxlTokenizer *toks[3];
+static TxlModel *byte_model;
+
+static const char sample[] =
+    "2026-11-22 07:13:25 INFO dfs.DataNode: Receiving blk_-1608 src: "
+    "/10.250.19.102:54106\nGröße ☃ 0x7fff1234 the cat sat\n  spaces\tend\n";
+
+static void
+nop(int32_t id, gint64 line, gsize a, gsize b, gpointer data)
+{
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+  const char *texts[] = { sample };
+  gsize lens[] = { sizeof sample - 1 };
+  for (int norm = 0; norm <= 1; norm++) {
+    TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
+    o.vocab_size = 300;
+    o.normalize = norm ? TXL_NORM_ALL : 0;
+    TxlBpe *b = txl_bpe_train(texts, lens, 1, &o, NULL);
+    if (!b)
+      abort();
+    toks[norm] = txl_tokenizer_new_bpe(b);
+  }
+  return 0;
+}
+
+static void
+encoder_case(const TxlTokenizer *tok, const uint8_t *data, size_t size)
+{
+  TxlEncoder *e = txl_encoder_new(tok, nop, NULL);
+  /* a real state first, so that mutations start from valid ones */
+  txl_encoder_push(e, sample, (gsize)(size % sizeof sample));
+  GBytes *st = g_bytes_new(data, size);
+  GError *err = NULL;
+  if (txl_encoder_restore(e, st, &err)) {
+    txl_encoder_push(e, sample, sizeof sample - 1);
+    GBytes *again = txl_encoder_save(e);
+    g_bytes_unref(again);
+    txl_encoder_finish(e);
+  } else if (!err) {
+    abort();
+  }
+  g_clear_error(&err);
+  g_bytes_unref(st);
+  txl_encoder_free(e);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  if (size < 1)
+    return 0;
+  int which = data[0] % 4;
+  data++;
+  size--;
+  if (which < 2) {
+    encoder_case(toks[which], data, size);
+    return 0;
+  }
+  if (which == 2) {
+    /* a state saved from a real encoder, with the input's bytes over it */
+    TxlEncoder *e = txl_encoder_new(toks[1], nop, NULL);
+    txl_encoder_push(e, sample, size % (sizeof sample - 1));
+    GBytes *st = txl_encoder_save(e);
+    gsize n;
+    const guint8 *d = g_bytes_get_data(st, &n);
+    guint8 *m = g_memdup2(d, n);
+    for (size_t i = 0; i < size && n; i++)
+      m[i % n] ^= data[i];
+    txl_encoder_free(e);
+    encoder_case(toks[1], m, n);
+    g_free(m);
+    g_bytes_unref(st);
+    return 0;
+  }
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, 16, 4, 0.5, NULL);
+  GBytes *st = g_bytes_new(data, size);
+  GError *err = NULL;
+  if (txl_baseline_restore(b, st, &err)) {
+    double s;
+    for (int i = 0; i < 20; i++) {
+      txl_baseline_score(b, i * 0.1, &s);
+      txl_baseline_add(b, i * 0.1);
+    }
+  } else if (!err) {
+    abort();
+  }
+  g_clear_error(&err);
+  g_bytes_unref(st);
+  txl_baseline_free(b);
+  return 0;
+}
