@@ -158,6 +158,8 @@ plugin_init(GstPlugin *plugin)
                              gst_txl_sampler_get_type());
   ok &= gst_element_register(plugin, "txlsink", GST_RANK_NONE,
                              gst_txl_sink_get_type());
+  ok &= gst_element_register(plugin, "txlsessions", GST_RANK_NONE,
+                             gst_txl_sessions_get_type());
   return ok;
 }
 

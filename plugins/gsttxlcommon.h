@@ -50,6 +50,7 @@ GType gst_txl_tokenizer_get_type(void);
 GType gst_txl_model_get_type(void);
 GType gst_txl_sink_get_type(void);
 GType gst_txl_sampler_get_type(void);
+GType gst_txl_sessions_get_type(void);
 
 G_END_DECLS
 

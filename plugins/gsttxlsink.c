@@ -96,6 +96,7 @@ struct _GstTxlSink {
   gint window, warmup;
   gboolean post_scores;
   gboolean text_mode; /* generation: plain text in, written as it comes */
+  gboolean per_line;  /* scores as GstTxlLineMeta, no records (txlsessions) */
   TxlBaseline *baseline; /* mad and quantile modes, from start() */
 
   /* streaming state */
@@ -120,7 +121,7 @@ struct _GstTxlSink {
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
        PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV,
        PROP_APPEND };
-enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, LAST_SIGNAL };
+enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, SIGNAL_SESSION_SCORED, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
@@ -512,8 +513,11 @@ static gboolean
 gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
 {
   GstTxlSink *self = GST_TXL_SINK(bs);
-  self->text_mode =
-      gst_structure_has_name(gst_caps_get_structure(caps, 0), "text/x-raw");
+  const GstStructure *st = gst_caps_get_structure(caps, 0);
+  self->text_mode = gst_structure_has_name(st, "text/x-raw");
+  gboolean per_line = FALSE;
+  gst_structure_get_boolean(st, "per-line", &per_line);
+  self->per_line = per_line && !self->text_mode;
   return TRUE;
 }
 
@@ -542,6 +546,87 @@ gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
   GstFlowReturn ret = render_scores(self, buf);
   g_rec_mutex_unlock(&self->state_lock);
   return ret;
+}
+
+/* Per-line mode (txlsessions upstream): a line's totals come whole, in
+ * line order, as GstTxlLineMeta. */
+static gboolean
+take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
+{
+  GstTxlSink *self = data;
+  if ((*meta)->info->api != GST_TXL_LINE_META_API_TYPE)
+    return TRUE;
+  const GstTxlLineMeta *m = (const GstTxlLineMeta *)*meta;
+  Line *l = line_get(self, m->line);
+  if (!l)
+    return TRUE;
+  l->tokens += m->tokens;
+  l->nll += m->nll;
+  l->tok_bytes += m->bytes;
+  if (!self->have_text) {
+    l->closed = TRUE;
+    self->closed_upto = MAX(self->closed_upto, m->line);
+  }
+  return TRUE;
+}
+
+/* A session ended upstream (txlsessions' "txl-session" event): one JSON
+ * line, after every line written so far, and the session-scored signal. */
+static gboolean
+write_session(GstTxlSink *self, const GstStructure *s)
+{
+  gint64 first = 0, last = 0, lines = 0, tokens = 0;
+  gst_structure_get_int64(s, "last-line", &last);
+  /* the event comes after every line up to the session's last */
+  self->closed_upto = MAX(self->closed_upto, last);
+  if (!write_ready(self, FALSE))
+    return FALSE;
+  const gchar *key = gst_structure_get_string(s, "key");
+  const gchar *reason = gst_structure_get_string(s, "reason");
+  const gchar *kind = gst_structure_get_string(s, "score-kind");
+  guint64 bytes = 0;
+  gdouble nll = NAN, score = NAN, thr = 0, max_line = NAN, max_token = NAN;
+  gboolean flag = FALSE;
+  gst_structure_get_int64(s, "first-line", &first);
+  gst_structure_get_int64(s, "lines", &lines);
+  gst_structure_get_int64(s, "tokens", &tokens);
+  gst_structure_get_uint64(s, "bytes", &bytes);
+  gst_structure_get_double(s, "nll", &nll);
+  gst_structure_get_double(s, "score", &score);
+  gst_structure_get_double(s, "threshold", &thr);
+  gst_structure_get_double(s, "max-line", &max_line);
+  gst_structure_get_double(s, "max-token", &max_token);
+  gst_structure_get_boolean(s, "flag", &flag);
+  GString *o = g_string_new("{\"session\": ");
+  txl_json_append_string(o, key ? key : "", key ? strlen(key) : 0);
+  g_string_append_printf(o, ", \"first_line\": %" G_GINT64_FORMAT
+                         ", \"last_line\": %" G_GINT64_FORMAT ", \"lines\": %"
+                         G_GINT64_FORMAT ", \"tokens\": %" G_GINT64_FORMAT
+                         ", \"bytes\": %" G_GUINT64_FORMAT, first, last, lines,
+                         tokens, bytes);
+  g_string_append_printf(o, ", \"nll\": %.6f, \"score\": %.6f, \"score_kind\": "
+                         "\"%s\", \"max_line\": %.6f, \"max_token\": %.6f",
+                         isfinite(nll) ? nll : 0.0,
+                         isfinite(score) ? score : 0.0, kind ? kind : "mean",
+                         isfinite(max_line) ? max_line : 0.0,
+                         isfinite(max_token) ? max_token : 0.0);
+  if (thr > 0)
+    g_string_append_printf(o, ", \"threshold\": %.6f", thr);
+  else
+    g_string_append(o, ", \"threshold\": null");
+  g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
+                         flag ? "true" : "false", reason ? reason : "ended");
+  gboolean ok = fwrite(o->str, 1, o->len, self->out) == o->len &&
+                fflush(self->out) == 0;
+  g_string_free(o, TRUE);
+  if (!ok) {
+    GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
+                      ("Could not write the session scores."),
+                      ("%s", g_strerror(errno)));
+    return FALSE;
+  }
+  g_signal_emit(self, signals[SIGNAL_SESSION_SCORED], 0, s);
+  return TRUE;
 }
 
 static GstFlowReturn
@@ -596,6 +681,8 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
     }
   }
   gst_buffer_unmap(buf, &map);
+  if (self->per_line)
+    gst_buffer_foreach_meta(buf, take_line_meta, self);
 
   if (meta && meta->bytes) {
     gsize n;
@@ -644,6 +731,8 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
   case GST_EVENT_CUSTOM_DOWNSTREAM:
     if (gst_event_has_name(event, TXL_STATE_HOLD))
       self->held = TRUE;
+    else if (gst_event_has_name(event, "txl-session") && self->out)
+      write_session(self, gst_event_get_structure(event));
     break;
   default:
     break;
@@ -932,6 +1021,20 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   signals[SIGNAL_TEXT] = g_signal_new("text",
       G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
       G_TYPE_NONE, 1, G_TYPE_BYTES);
+
+  /**
+   * GstTxlSink::session-scored:
+   * @sink: the element
+   * @session: the "txl-session" structure txlsessions sent (key, reason,
+   *   first-line, last-line, lines, tokens, bytes, nll, score, score-kind,
+   *   max-line, max-line-sum, max-token, end-nll, threshold, flag)
+   *
+   * Emitted from the streaming thread for each ended session, after its
+   * JSON line is written.
+   */
+  signals[SIGNAL_SESSION_SCORED] = g_signal_new("session-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(element_class, "txl score sink",

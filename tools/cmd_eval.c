@@ -52,6 +52,9 @@ typedef struct {
   double train_fraction, calib_fraction;
   char *score, *rule;
   double quantile, margin, threshold;
+  char *margin_s;      /* "auto" or a number */
+  gboolean margin_auto; /* the log-normal tail of the validation scores */
+  double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *lines_out;
   gint64 max_bytes_mib;
@@ -225,7 +228,39 @@ cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The threshold from normal validation scores only. */
+/* The (1 - fpr) quantile of a log-normal fitted (maximum likelihood: mean
+ * and standard deviation of the logarithms) to the positive scores. */
+static double
+lognormal_tail(const double *v, gsize n, double fpr)
+{
+  double s1 = 0, s2 = 0;
+  gsize k = 0;
+  for (gsize i = 0; i < n; i++)
+    if (v[i] > 0) {
+      double x = log(v[i]);
+      s1 += x;
+      s2 += x * x;
+      k++;
+    }
+  if (k < 2)
+    return 0;
+  double mu = s1 / k, sd = sqrt(MAX(0.0, (s2 - s1 * s1 / k) / (k - 1)));
+  /* z with P(Z > z) = fpr, by bisection on the normal tail */
+  double lo = 0, hi = 40;
+  for (int it = 0; it < 200; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (0.5 * erfc(mid / G_SQRT2) > fpr)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return exp(mu + 0.5 * (lo + hi) * sd);
+}
+
+/* The threshold from normal validation scores only.  --margin auto (the
+ * default): the rule's value (the highest score, or a quantile), raised to
+ * the (1 - --fpr) quantile of a log-normal fitted to the validation scores
+ * when that lies higher; a number M: the rule's value x (1 + M). */
 static double
 calibrate(const Opts *o, double *v, gsize n)
 {
@@ -242,6 +277,8 @@ calibrate(const Opts *o, double *v, gsize n)
     gsize i = (gsize)pos;
     base = i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
   }
+  if (o->margin_auto)
+    return MAX(base, lognormal_tail(v, n, o->fpr));
   return base * (1.0 + o->margin);
 }
 
@@ -573,7 +610,7 @@ txl_cmd_eval(int argc, char **argv)
 {
   Opts o = {
     .key_re = NULL, .key_group = 0, .train_fraction = 0.5,
-    .calib_fraction = 0.2, .quantile = 0.995, .margin = 1.0,
+    .calib_fraction = 0.2, .quantile = 0.995, .margin = 0.0, .fpr = 1e-3,
     .max_bytes_mib = 1024, .vocab = 1024, .layers = 2, .d_model = 128,
     .heads = 4, .d_head = 32, .d_inner = 512, .mem_len = 128, .segment = 64,
     .batch = 16, .steps = 1000, .seed = 1, .lr = 1e-3, .dropout = 0.1,
@@ -589,7 +626,8 @@ txl_cmd_eval(int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
-    { "margin", 0, 0, G_OPTION_ARG_DOUBLE, &o.margin, "Threshold = rule value x (1 + margin) (default 1: twice the highest normal validation score)", "M" },
+    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; a number M: rule value x (1 + M)", "auto|M" },
+    { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o.end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
@@ -637,6 +675,17 @@ txl_cmd_eval(int argc, char **argv)
     o.score = g_strdup("mean");
   if (!o.rule)
     o.rule = g_strdup("max");
+  if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
+    o.margin_auto = TRUE;
+  } else {
+    char *endp = NULL;
+    o.margin = g_ascii_strtod(o.margin_s, &endp);
+    if (!endp || *endp || endp == o.margin_s) {
+      fprintf(stderr, "txl eval: --margin takes auto or a number, not '%s'\n",
+              o.margin_s);
+      return 2;
+    }
+  }
   int agg = agg_index(o.score);
   if (agg < 0) {
     fprintf(stderr, "txl eval: --score takes max-line, max-line-sum, "
@@ -651,9 +700,11 @@ txl_cmd_eval(int argc, char **argv)
   if (!(o.train_fraction > 0 && o.train_fraction < 1) ||
       !(o.calib_fraction > 0 && o.calib_fraction < 1) ||
       !(o.quantile > 0 && o.quantile <= 1) || o.margin < 0 ||
+      !(o.fpr > 0 && o.fpr < 0.5) ||
       o.max_bytes_mib < 0 || o.threshold < 0) {
     fprintf(stderr, "txl eval: --train-fraction and --calib-fraction take "
-                    "numbers in (0, 1), --quantile in (0, 1], --margin, "
+                    "numbers in (0, 1), --quantile in (0, 1], --fpr in "
+                    "(0, 0.5), --margin, "
                     "--threshold and --max-session-mib non-negative ones\n");
     return 2;
   }
@@ -947,10 +998,11 @@ txl_cmd_eval(int argc, char **argv)
   }
 
   printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
-         " anomalous), score %s%s, threshold %s%s\n", o.log_path, sess_m.n,
-         sess_m.n_anom, o.score,
+         " anomalous), score %s%s, threshold %s%s%s\n", o.log_path,
+         sess_m.n, sess_m.n_anom, o.score,
          (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
+         o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)" : "",
          o.single_stream ? ", single stream" : "");
   printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
          "flagged", "precision", "recall", "F1", "AUROC", "n");
@@ -994,6 +1046,8 @@ txl_cmd_eval(int argc, char **argv)
       log_base, o.score, sess_m.f1, sess_m.auroc);
     if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
       goto out;
+    g_autofree char *margin_json = o.margin_auto
+        ? g_strdup("\"auto\"") : g_strdup_printf("%g", o.margin);
     GString *j = g_string_new("{");
     g_string_append(j, "\"log\": ");
     txl_json_append_string(j, o.log_path, strlen(o.log_path));
@@ -1010,12 +1064,12 @@ txl_cmd_eval(int argc, char **argv)
       ", \"unlabelled\": %" G_GINT64_FORMAT "}, \"train_fraction\": %g"
       ", \"calib_fraction\": %g, \"score\": \"%s\", \"end_marker\": %s"
       ", \"single_stream\": %s, \"threshold_rule\": \"%s\", \"quantile\": %g"
-      ", \"margin\": %g, ", ev.n_lines, counts[SPLIT_TRAIN],
+      ", \"margin\": %s, \"fpr\": %g, ", ev.n_lines, counts[SPLIT_TRAIN],
       counts[SPLIT_CALIB], counts[SPLIT_TEST], counts[SPLIT_DROPPED],
       counts[SPLIT_UNLABELLED], o.train_fraction, o.calib_fraction, o.score,
       (!o.end || o.single_stream) ? "false" : "true",
       o.single_stream ? "true" : "false",
-      o.threshold > 0 ? "fixed" : o.rule, o.quantile, o.margin);
+      o.threshold > 0 ? "fixed" : o.rule, o.quantile, margin_json, o.fpr);
     json_metrics(j, "session", &sess_m);
     g_string_append(j, ", ");
     json_metrics(j, "line", &line_m);
@@ -1091,6 +1145,7 @@ out:
   g_free(o.model_path);
   g_free(o.score);
   g_free(o.rule);
+  g_free(o.margin_s);
   g_free(o.lines_out);
   return rc;
 }

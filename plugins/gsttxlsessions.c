@@ -1,0 +1,960 @@
+/* txlsessions: interleaved sessions, each scored in its own stream.
+ *
+ * gst-launch-1.0 filesrc location=hdfs.log ! txltokenizer model=m.gguf !
+ *     txlsessions model=m.gguf session-key="blk_-?[0-9]+"
+ *     session-threshold=0.5 ! txlsink location=out.jsonl
+ *
+ * A thin element over TxlSessions (lib/sessions.c): every input line goes,
+ * with its tokens, to the session whose key the regex finds in the line's
+ * text (GstTxlTextMeta from txltokenizer; without it, the decoded tokens),
+ * and is scored in that session's own recurrent memory, exactly as
+ * `txl eval` scores it.  Sessions end at the end of the stream, when idle
+ * (session-idle-lines) or when evicted (least recently used) under
+ * max-sessions or max-session-memory; each ended session posts a
+ * "txl-session" element message and sends a "txl-session" event
+ * downstream, where txlsink writes it as a JSON line.
+ *
+ * Lines complete out of order (a line is scored when its session's segment
+ * fills, with flush-on-newline at once, or when its session ends); they go
+ * out in line order, each as a GstTxlLineMeta on a score buffer with no
+ * records (caps field per-line=true) together with its text, so txlsink
+ * writes per-line JSON and anomaly messages as behind txlmodel.
+ *
+ * Why an element of its own rather than a mode of txlmodel: its output is
+ * per line, not per token (TxlSessions reports line and session totals),
+ * in an order it must restore, and none of txlmodel's snapshot and
+ * latency machinery applies to many streams swapped through one worker
+ * (see docs/gstreamer.md). */
+#include "gsttxlcommon.h"
+
+#include <math.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_txl_sessions_debug);
+#define GST_CAT_DEFAULT gst_txl_sessions_debug
+
+#define GST_TYPE_TXL_SESSIONS (gst_txl_sessions_get_type())
+G_DECLARE_FINAL_TYPE(GstTxlSessions, gst_txl_sessions, GST, TXL_SESSIONS,
+                     GstElement)
+
+#define DEFAULT_KEY "blk_-?[0-9]+"
+#define DEFAULT_MEMORY (G_GUINT64_CONSTANT(1) << 30)
+#define MAX_LEN (1 << 20)
+
+/* a pushed line, waiting to go out in line order */
+typedef struct {
+  gint64 line;      /* the tokenizer's line number */
+  guint64 text_end; /* stream offset just past its text */
+  gboolean done;    /* scored */
+  guint32 tokens;
+  guint64 bytes;
+  gdouble nll;
+} SLine;
+
+/* first and last line of an open session */
+typedef struct {
+  gint64 first, last;
+} Span;
+
+/* an ended session, sent downstream once its last line has gone out */
+typedef struct {
+  gint64 last_seq;
+  GstStructure *s;
+} Ended;
+
+struct _GstTxlSessions {
+  GstElement parent;
+  GstPad *sinkpad, *srcpad;
+
+  /* properties, object lock */
+  gchar *model_path;
+  gchar *key;
+  gint key_group;
+  gint segment, mem_len, same_length, clamp_len;
+  gboolean flush_on_newline;
+  guint max_sessions;
+  guint64 max_memory, idle_lines;
+  TxlSessionScore score;
+  gdouble threshold;
+  gboolean end_marker;
+
+  /* from READY */
+  TxlModel *model;
+  GstCaps *refused;
+  /* streaming state, under the sink pad's stream lock */
+  gdouble thr; /* threshold and score kind, read at start */
+  TxlSessionScore kind;
+  TxlSessions *sessions;
+  GArray *sl;         /* SLine, in push order */
+  guint sl_head;      /* first not yet sent */
+  gint64 sl_seq0;     /* push number of sl[0] */
+  gint64 pushed;      /* lines pushed in this stream */
+  GArray *ids;        /* tokens of the line being assembled */
+  gint64 cur_line;    /* its line number, 0: none */
+  guint64 cur_tok_bytes;
+  guint64 line_start; /* stream offset of its first byte */
+  GHashTable *spans;  /* key -> Span of the open sessions */
+  GQueue ended;       /* Ended*, in the order the sessions ended */
+  GArray *done_lines; /* GstTxlLineMeta values to push */
+  GByteArray *text;   /* input bytes not yet forwarded */
+  guint64 text_offset;
+  gboolean text_started;
+  guint64 frontier;   /* stream offset up to which lines went out */
+  GstClockTime last_pts, last_dts;
+  gboolean failed;    /* a callback could not go on */
+};
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_SESSION_KEY,
+  PROP_SESSION_KEY_GROUP,
+  PROP_SEGMENT,
+  PROP_MEM_LEN,
+  PROP_SAME_LENGTH,
+  PROP_CLAMP_LEN,
+  PROP_FLUSH_ON_NEWLINE,
+  PROP_MAX_SESSIONS,
+  PROP_MAX_SESSION_MEMORY,
+  PROP_SESSION_IDLE_LINES,
+  PROP_SESSION_SCORE,
+  PROP_SESSION_THRESHOLD,
+  PROP_SESSION_END_MARKER,
+};
+
+static GType
+gst_txl_session_score_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { TXL_SESSION_SCORE_MAX_LINE, "highest line mean NLL (nats/token)",
+      "max-line" },
+    { TXL_SESSION_SCORE_MAX_LINE_SUM, "highest line total NLL (nats)",
+      "max-line-sum" },
+    { TXL_SESSION_SCORE_MAX_TOKEN, "highest single-token NLL", "max-token" },
+    { TXL_SESSION_SCORE_MEAN, "mean NLL per token of the session", "mean" },
+    { 0, NULL, NULL },
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstTxlSessionScore",
+                                                    values));
+  return type;
+}
+
+static const char *
+score_name(TxlSessionScore k)
+{
+  switch (k) {
+  case TXL_SESSION_SCORE_MAX_LINE: return "max-line";
+  case TXL_SESSION_SCORE_MAX_LINE_SUM: return "max-line-sum";
+  case TXL_SESSION_SCORE_MAX_TOKEN: return "max-token";
+  default: return "mean";
+  }
+}
+
+static const char *
+reason_name(TxlSessionEnd r)
+{
+  switch (r) {
+  case TXL_SESSION_END_IDLE: return "idle";
+  case TXL_SESSION_END_EVICTED: return "evicted";
+  default: return "ended";
+  }
+}
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_TOKENS_CAPS_NAME ", n-tokens = (int) [ 1, MAX ]"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME));
+
+G_DEFINE_TYPE(GstTxlSessions, gst_txl_sessions, GST_TYPE_ELEMENT)
+
+/* ---- callbacks from TxlSessions ------------------------------------------ */
+
+static void
+on_line(const TxlSessionLine *l, gpointer data)
+{
+  GstTxlSessions *self = data;
+  gint64 i = l->line - self->sl_seq0;
+  if (i < 0 || i >= (gint64)self->sl->len) {
+    self->failed = TRUE;
+    g_return_if_reached();
+  }
+  SLine *x = &g_array_index(self->sl, SLine, i);
+  x->done = TRUE;
+  x->tokens = (guint32)l->tokens;
+  x->bytes = l->bytes;
+  x->nll = l->nll;
+}
+
+static void
+on_session(const TxlSessionResult *r, gpointer data)
+{
+  GstTxlSessions *self = data;
+  Span *sp = g_hash_table_lookup(self->spans, r->key);
+  gint64 first = sp ? sp->first : 0, last = sp ? sp->last : 0;
+  gboolean flag = self->thr > 0 && r->score > self->thr;
+  GstStructure *s = gst_structure_new("txl-session",
+      "key", G_TYPE_STRING, r->key,
+      "reason", G_TYPE_STRING, reason_name(r->reason),
+      "first-line", G_TYPE_INT64, first,
+      "last-line", G_TYPE_INT64, last,
+      "lines", G_TYPE_INT64, r->lines,
+      "tokens", G_TYPE_INT64, r->tokens,
+      "bytes", G_TYPE_UINT64, (guint64)r->bytes,
+      "nll", G_TYPE_DOUBLE, r->nll,
+      "score", G_TYPE_DOUBLE, r->score,
+      "score-kind", G_TYPE_STRING, score_name(self->kind),
+      "max-line", G_TYPE_DOUBLE, r->max_line_mean,
+      "max-line-sum", G_TYPE_DOUBLE, r->max_line_sum,
+      "max-token", G_TYPE_DOUBLE, r->max_token,
+      "end-nll", G_TYPE_DOUBLE, r->end_nll,
+      "threshold", G_TYPE_DOUBLE, self->thr,
+      "flag", G_TYPE_BOOLEAN, flag, NULL);
+  if (sp)
+    g_hash_table_remove(self->spans, r->key);
+  GST_DEBUG_OBJECT(self, "session %s %s: %" G_GINT64_FORMAT " lines, score "
+                   "%.4f%s", r->key, reason_name(r->reason), r->lines,
+                   r->score, flag ? " (flagged)" : "");
+  gst_element_post_message(GST_ELEMENT(self),
+      gst_message_new_element(GST_OBJECT(self), gst_structure_copy(s)));
+  Ended *e = g_new(Ended, 1);
+  e->last_seq = r->last_line;
+  e->s = s;
+  g_queue_push_tail(&self->ended, e);
+}
+
+/* ---- streams --------------------------------------------------------------- */
+
+static void
+ended_free(gpointer p)
+{
+  Ended *e = p;
+  gst_structure_free(e->s);
+  g_free(e);
+}
+
+static void
+free_stream(GstTxlSessions *self)
+{
+  g_clear_pointer(&self->sessions, txl_sessions_free);
+  g_clear_pointer(&self->sl, g_array_unref);
+  g_clear_pointer(&self->ids, g_array_unref);
+  g_clear_pointer(&self->spans, g_hash_table_unref);
+  g_clear_pointer(&self->done_lines, g_array_unref);
+  g_clear_pointer(&self->text, g_byte_array_unref);
+  g_queue_clear_full(&self->ended, ended_free);
+}
+
+static gboolean
+new_stream(GstTxlSessions *self, GError **error)
+{
+  free_stream(self);
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  GST_OBJECT_LOCK(self);
+  gchar *key = g_strdup(self->key);
+  o.key_group = self->key_group;
+  o.segment = self->segment;
+  o.stream.mem_len = self->mem_len;
+  o.stream.clamp_len = self->clamp_len;
+  o.stream.same_length = self->same_length;
+  o.flush_lines = self->flush_on_newline;
+  o.prime = TRUE;
+  o.score_end = self->end_marker;
+  o.max_bytes = self->max_memory;
+  o.max_sessions = self->max_sessions;
+  o.idle_lines = self->idle_lines;
+  o.score = self->score;
+  self->thr = self->threshold;
+  self->kind = self->score;
+  GST_OBJECT_UNLOCK(self);
+  o.key_regex = key;
+  self->sessions = txl_sessions_new(self->model, &o, on_line, on_session,
+                                    self, error);
+  g_free(key);
+  if (!self->sessions)
+    return FALSE;
+  self->sl = g_array_new(FALSE, FALSE, sizeof(SLine));
+  self->sl_head = 0;
+  self->sl_seq0 = 1;
+  self->pushed = 0;
+  self->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  self->cur_line = 0;
+  self->cur_tok_bytes = 0;
+  self->line_start = 0;
+  self->spans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                      g_free);
+  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlLineMeta));
+  self->text = g_byte_array_new();
+  self->text_offset = 0;
+  self->text_started = FALSE;
+  self->frontier = 0;
+  self->failed = FALSE;
+  return TRUE;
+}
+
+static void
+take_text(GstTxlSessions *self, GstBuffer *buf)
+{
+  GstTxlTextMeta *meta = gst_buffer_get_txl_text_meta(buf);
+  if (!meta || !meta->bytes)
+    return;
+  gsize n;
+  const guint8 *data = g_bytes_get_data(meta->bytes, &n);
+  if (!self->text_started) {
+    self->text_offset = meta->offset;
+    self->line_start = meta->offset;
+    self->frontier = meta->offset;
+    self->text_started = TRUE;
+  } else if (meta->offset != self->text_offset + self->text->len) {
+    GST_WARNING_OBJECT(self, "text meta at offset %" G_GUINT64_FORMAT
+                       ", expected %" G_GUINT64_FORMAT, meta->offset,
+                       self->text_offset + self->text->len);
+  }
+  if (n)
+    g_byte_array_append(self->text, data, (guint)n);
+}
+
+/* The line being assembled is complete: find its text and key, push it. */
+static gboolean
+push_line(GstTxlSessions *self, gboolean at_end, GError **error)
+{
+  if (self->cur_line <= 0)
+    return TRUE;
+  const char *text = NULL;
+  gsize len = 0, bytes = 0;
+  guint64 text_end = self->frontier;
+  GByteArray *decoded = NULL;
+  if (self->text_started && self->line_start >= self->text_offset &&
+      self->line_start <= self->text_offset + self->text->len) {
+    gsize at = (gsize)(self->line_start - self->text_offset);
+    const char *p = (const char *)self->text->data + at;
+    gsize avail = self->text->len - at;
+    const char *nl = memchr(p, '\n', avail);
+    if (nl || at_end) {
+      text = p;
+      len = nl ? (gsize)(nl - p) : avail;
+      bytes = nl ? len + 1 : len;
+      text_end = self->line_start + bytes;
+    }
+  }
+  if (!text) {
+    /* no text meta: the tokens' own text (normalised fields decode to
+     * their placeholders) */
+    decoded = g_byte_array_new();
+    txl_tokenizer_decode(txl_model_tokenizer(self->model),
+                         (const int32_t *)self->ids->data, self->ids->len,
+                         decoded, NULL);
+    text = (const char *)decoded->data;
+    len = decoded->len;
+    if (len && text[len - 1] == '\n')
+      len--;
+    bytes = self->cur_tok_bytes;
+  }
+  char *key = txl_sessions_key(self->sessions, text ? text : "", len);
+  const char *k = key ? key : "";
+  Span *sp = g_hash_table_lookup(self->spans, k);
+  if (!sp) {
+    sp = g_new(Span, 1);
+    sp->first = self->cur_line;
+    g_hash_table_insert(self->spans, g_strdup(k), sp);
+  }
+  sp->last = self->cur_line;
+  SLine x = { .line = self->cur_line, .text_end = text_end };
+  g_array_append_val(self->sl, x);
+  gint64 seq = txl_sessions_push_tokens(self->sessions, k,
+                                        (const int32_t *)self->ids->data,
+                                        self->ids->len, bytes, error);
+  g_free(key);
+  if (decoded)
+    g_byte_array_unref(decoded);
+  g_array_set_size(self->ids, 0);
+  self->cur_line = 0;
+  self->cur_tok_bytes = 0;
+  if (text_end > self->line_start)
+    self->line_start = text_end;
+  if (seq < 0)
+    return FALSE;
+  self->pushed++;
+  g_warn_if_fail(seq == self->sl_seq0 + (gint64)self->sl->len - 1);
+  return !self->failed;
+}
+
+/* Sends the lines scored so far in line order, with their text, then the
+ * sessions whose last line has gone out. */
+static GstFlowReturn
+push_out(GstTxlSessions *self, gboolean all)
+{
+  while (self->sl_head < self->sl->len) {
+    SLine *x = &g_array_index(self->sl, SLine, self->sl_head);
+    if (!x->done)
+      break;
+    GstTxlLineMeta m = { .line = x->line, .tokens = x->tokens,
+                         .bytes = x->bytes, .nll = x->nll };
+    g_array_append_val(self->done_lines, m);
+    self->frontier = MAX(self->frontier, x->text_end);
+    self->sl_head++;
+  }
+  gint64 sent_seq = self->sl_seq0 + self->sl_head; /* first not sent */
+  if (self->sl_head > 4096 && self->sl_head * 2 > self->sl->len) {
+    g_array_remove_range(self->sl, 0, self->sl_head);
+    self->sl_seq0 += self->sl_head;
+    self->sl_head = 0;
+  }
+  gsize ntext = 0;
+  if (self->text_started) {
+    ntext = all ? self->text->len
+                : (gsize)MIN((guint64)self->text->len,
+                             self->frontier > self->text_offset
+                                 ? self->frontier - self->text_offset : 0);
+  }
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (self->done_lines->len || ntext) {
+    GstBuffer *buf = gst_buffer_new();
+    for (guint i = 0; i < self->done_lines->len; i++) {
+      const GstTxlLineMeta *m =
+          &g_array_index(self->done_lines, GstTxlLineMeta, i);
+      gst_buffer_add_txl_line_meta(buf, m->line, m->tokens, m->bytes, m->nll);
+    }
+    g_array_set_size(self->done_lines, 0);
+    if (self->text_started) {
+      GBytes *b = g_bytes_new(self->text->data, ntext);
+      gst_buffer_add_txl_text_meta(buf, self->text_offset, b);
+      g_bytes_unref(b);
+      g_byte_array_remove_range(self->text, 0, (guint)ntext);
+      self->text_offset += ntext;
+    }
+    GST_BUFFER_PTS(buf) = self->last_pts;
+    GST_BUFFER_DTS(buf) = self->last_dts;
+    ret = gst_pad_push(self->srcpad, buf);
+  }
+  /* ended sessions whose lines have all gone out, in the order they ended */
+  for (GList *it = self->ended.head; it;) {
+    GList *next = it->next;
+    Ended *e = it->data;
+    if (all || e->last_seq < sent_seq) {
+      g_queue_delete_link(&self->ended, it);
+      GstEvent *ev = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                          g_steal_pointer(&e->s));
+      g_free(e);
+      gst_pad_push_event(self->srcpad, ev);
+    }
+    it = next;
+  }
+  return ret;
+}
+
+static GstFlowReturn
+score_error(GstTxlSessions *self, GError *err)
+{
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Scoring failed: %s",
+                    err ? err->message : "internal error"), (NULL));
+  g_clear_error(&err);
+  return GST_FLOW_ERROR;
+}
+
+/* End of a stream: the last line, every open session ended and reported,
+ * everything out. */
+static GstFlowReturn
+finish_stream(GstTxlSessions *self)
+{
+  if (!self->sessions)
+    return GST_FLOW_OK;
+  GError *err = NULL;
+  if (!push_line(self, TRUE, &err) ||
+      !txl_sessions_finish(self->sessions, &err))
+    return score_error(self, err);
+  return push_out(self, TRUE);
+}
+
+static GstFlowReturn
+gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
+  GstMapInfo map;
+  if (!self->sessions) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Not started"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
+                      (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (map.size % TXL_TOKEN_RECORD_SIZE != 0) {
+    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
+                      ("A token buffer of %" G_GSIZE_FORMAT " bytes is not a "
+                       "whole number of %d-byte token records", map.size,
+                       TXL_TOKEN_RECORD_SIZE), (NULL));
+    gst_buffer_unmap(buf, &map);
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
+  if (GST_BUFFER_PTS_IS_VALID(buf))
+    self->last_pts = GST_BUFFER_PTS(buf);
+  if (GST_BUFFER_DTS_IS_VALID(buf))
+    self->last_dts = GST_BUFFER_DTS(buf);
+  take_text(self, buf);
+  GError *err = NULL;
+  gboolean ok = TRUE;
+  gsize n = map.size / TXL_TOKEN_RECORD_SIZE;
+  for (gsize i = 0; i < n && ok; i++) {
+    TxlTokenRecord t;
+    txl_token_record_read(map.data + i * TXL_TOKEN_RECORD_SIZE, &t);
+    /* a token of a later line ends a line that had no line-end flag */
+    if (self->cur_line > 0 && t.line != self->cur_line)
+      ok = push_line(self, FALSE, &err);
+    if (!ok)
+      break;
+    self->cur_line = t.line;
+    self->cur_tok_bytes += t.byte_len;
+    g_array_append_val(self->ids, t.id);
+    if (t.flags & TXL_RECORD_LINE_END)
+      ok = push_line(self, FALSE, &err);
+  }
+  gst_buffer_unmap(buf, &map);
+  gst_buffer_unref(buf);
+  if (!ok)
+    return score_error(self, err);
+  return push_out(self, FALSE);
+}
+
+/* ---- events and queries ---------------------------------------------------- */
+
+static gboolean
+check_caps(GstTxlSessions *self, GstCaps *caps)
+{
+  const GstStructure *s = gst_caps_get_structure(caps, 0);
+  const gchar *vocab = gst_structure_get_string(s, "vocab-id");
+  gint n = 0;
+  const gchar *want = txl_model_vocab_id(self->model);
+  gint want_n = txl_tokenizer_n_tokens(txl_model_tokenizer(self->model));
+  if (want_n <= 0)
+    want_n = txl_model_config(self->model)->n_token;
+  gst_structure_get_int(s, "n-tokens", &n);
+  if (vocab && strcmp(vocab, want) == 0 && n == want_n)
+    return TRUE;
+  if (self->refused && gst_caps_is_equal(self->refused, caps))
+    return FALSE;
+  gst_caps_replace(&self->refused, caps);
+  GST_OBJECT_LOCK(self);
+  gchar *path = g_strdup(self->model_path);
+  GST_OBJECT_UNLOCK(self);
+  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
+      ("Vocabulary mismatch: the tokens come from vocabulary %s (%d tokens), "
+       "but the model \"%s\" uses vocabulary %s (%d tokens). Tokenize with "
+       "the same model file.", vocab ? vocab : "(none)", n, path, want,
+       want_n),
+      ("caps %" GST_PTR_FORMAT, caps));
+  g_free(path);
+  return FALSE;
+}
+
+static gboolean
+gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_CAPS: {
+    GstCaps *caps;
+    gst_event_parse_caps(event, &caps);
+    gboolean ok = self->model && check_caps(self, caps);
+    gst_event_unref(event);
+    if (!ok)
+      return FALSE;
+    GstCaps *out = gst_caps_new_simple(
+        TXL_SCORES_CAPS_NAME, "vocab-id", G_TYPE_STRING,
+        txl_model_vocab_id(self->model), "model-id", G_TYPE_STRING,
+        txl_model_id(self->model), "per-line", G_TYPE_BOOLEAN, TRUE, NULL);
+    GstEvent *ev = gst_event_new_caps(out);
+    gst_caps_unref(out);
+    return gst_pad_push_event(self->srcpad, ev);
+  }
+  case GST_EVENT_STREAM_START:
+    /* the old stream's sessions end before the new stream starts */
+    if (self->sessions && (self->pushed > 0 || self->cur_line > 0)) {
+      GstFlowReturn ret = finish_stream(self);
+      GError *err = NULL;
+      if (ret != GST_FLOW_OK)
+        GST_DEBUG_OBJECT(self, "ending the last stream: %s",
+                         gst_flow_get_name(ret));
+      if (!new_stream(self, &err)) {
+        score_error(self, err);
+        gst_event_unref(event);
+        return FALSE;
+      }
+    }
+    return gst_pad_event_default(pad, parent, event);
+  case GST_EVENT_EOS: {
+    GstFlowReturn ret = finish_stream(self);
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
+    return gst_pad_event_default(pad, parent, event);
+  }
+  case GST_EVENT_FLUSH_STOP:
+    if (self->sessions) {
+      GError *err = NULL;
+      if (!new_stream(self, &err)) {
+        score_error(self, err);
+        gst_event_unref(event);
+        return FALSE;
+      }
+    }
+    self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+    return gst_pad_event_default(pad, parent, event);
+  default:
+    return gst_pad_event_default(pad, parent, event);
+  }
+}
+
+static gboolean
+gst_txl_sessions_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
+    gint n = txl_tokenizer_n_tokens(txl_model_tokenizer(self->model));
+    if (n <= 0)
+      n = txl_model_config(self->model)->n_token;
+    GstCaps *filter, *caps = gst_caps_new_simple(TXL_TOKENS_CAPS_NAME,
+        "vocab-id", G_TYPE_STRING, txl_model_vocab_id(self->model),
+        "n-tokens", G_TYPE_INT, n, NULL);
+    gst_query_parse_caps(query, &filter);
+    if (filter) {
+      GstCaps *c = gst_caps_intersect_full(filter, caps,
+                                           GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref(caps);
+      caps = c;
+    }
+    gst_query_set_caps_result(query, caps);
+    gst_caps_unref(caps);
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+static gboolean
+gst_txl_sessions_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    if (!gst_pad_peer_query(self->sinkpad, query))
+      return FALSE;
+    gboolean live;
+    GstClockTime min, max;
+    gst_query_parse_latency(query, &live, &min, &max);
+    /* lines wait for their session's segment, or its end: a wait in lines,
+     * not time, and unbounded */
+    gst_query_set_latency(query, live, min, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+/* ---- element ------------------------------------------------------------- */
+
+static GstStateChangeReturn
+gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(element);
+  switch (transition) {
+  case GST_STATE_CHANGE_NULL_TO_READY: {
+    GST_OBJECT_LOCK(self);
+    gchar *path = g_strdup(self->model_path);
+    GST_OBJECT_UNLOCK(self);
+    self->model = gst_txl_element_load_model(element, path);
+    g_free(path);
+    if (!self->model)
+      return GST_STATE_CHANGE_FAILURE;
+    break;
+  }
+  case GST_STATE_CHANGE_READY_TO_PAUSED: {
+    GError *err = NULL;
+    GST_OBJECT_LOCK(self);
+    gboolean no_key = !self->key || !*self->key;
+    GST_OBJECT_UNLOCK(self);
+    if (no_key) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("Invalid session settings: session-key is empty "
+                         "(use txlmodel for one stream)"), (NULL));
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    if (!new_stream(self, &err)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                        ("Invalid session settings: %s", err->message),
+                        (NULL));
+      g_clear_error(&err);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+    break;
+  }
+  default:
+    break;
+  }
+  GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_txl_sessions_parent_class)
+          ->change_state(element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE)
+    return ret;
+  switch (transition) {
+  case GST_STATE_CHANGE_PAUSED_TO_READY:
+    GST_PAD_STREAM_LOCK(self->sinkpad);
+    free_stream(self);
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+    break;
+  case GST_STATE_CHANGE_READY_TO_NULL:
+    gst_caps_replace(&self->refused, NULL);
+    txl_model_cache_release(g_steal_pointer(&self->model));
+    break;
+  default:
+    break;
+  }
+  return ret;
+}
+
+static void
+gst_txl_sessions_set_property(GObject *object, guint prop_id,
+                              const GValue *value, GParamSpec *pspec)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    if (GST_STATE(self) != GST_STATE_NULL) {
+      GST_OBJECT_UNLOCK(self);
+      g_warning("txlsessions: the model can only be changed in the NULL "
+                "state");
+      return;
+    }
+    g_free(self->model_path);
+    self->model_path = g_value_dup_string(value);
+    break;
+  case PROP_SESSION_KEY:
+    g_free(self->key);
+    self->key = g_value_dup_string(value);
+    break;
+  case PROP_SESSION_KEY_GROUP:
+    self->key_group = g_value_get_int(value);
+    break;
+  case PROP_SEGMENT:
+    self->segment = g_value_get_int(value);
+    break;
+  case PROP_MEM_LEN:
+    self->mem_len = g_value_get_int(value);
+    break;
+  case PROP_SAME_LENGTH:
+    self->same_length = g_value_get_int(value);
+    break;
+  case PROP_CLAMP_LEN:
+    self->clamp_len = g_value_get_int(value);
+    break;
+  case PROP_FLUSH_ON_NEWLINE:
+    self->flush_on_newline = g_value_get_boolean(value);
+    break;
+  case PROP_MAX_SESSIONS:
+    self->max_sessions = g_value_get_uint(value);
+    break;
+  case PROP_MAX_SESSION_MEMORY:
+    self->max_memory = g_value_get_uint64(value);
+    break;
+  case PROP_SESSION_IDLE_LINES:
+    self->idle_lines = g_value_get_uint64(value);
+    break;
+  case PROP_SESSION_SCORE:
+    self->score = g_value_get_enum(value);
+    break;
+  case PROP_SESSION_THRESHOLD:
+    self->threshold = g_value_get_double(value);
+    break;
+  case PROP_SESSION_END_MARKER:
+    self->end_marker = g_value_get_boolean(value);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
+                              GParamSpec *pspec)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    g_value_set_string(value, self->model_path);
+    break;
+  case PROP_SESSION_KEY:
+    g_value_set_string(value, self->key);
+    break;
+  case PROP_SESSION_KEY_GROUP:
+    g_value_set_int(value, self->key_group);
+    break;
+  case PROP_SEGMENT:
+    g_value_set_int(value, self->segment);
+    break;
+  case PROP_MEM_LEN:
+    g_value_set_int(value, self->mem_len);
+    break;
+  case PROP_SAME_LENGTH:
+    g_value_set_int(value, self->same_length);
+    break;
+  case PROP_CLAMP_LEN:
+    g_value_set_int(value, self->clamp_len);
+    break;
+  case PROP_FLUSH_ON_NEWLINE:
+    g_value_set_boolean(value, self->flush_on_newline);
+    break;
+  case PROP_MAX_SESSIONS:
+    g_value_set_uint(value, self->max_sessions);
+    break;
+  case PROP_MAX_SESSION_MEMORY:
+    g_value_set_uint64(value, self->max_memory);
+    break;
+  case PROP_SESSION_IDLE_LINES:
+    g_value_set_uint64(value, self->idle_lines);
+    break;
+  case PROP_SESSION_SCORE:
+    g_value_set_enum(value, self->score);
+    break;
+  case PROP_SESSION_THRESHOLD:
+    g_value_set_double(value, self->threshold);
+    break;
+  case PROP_SESSION_END_MARKER:
+    g_value_set_boolean(value, self->end_marker);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_sessions_finalize(GObject *object)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(object);
+  free_stream(self);
+  g_free(self->model_path);
+  g_free(self->key);
+  G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
+}
+
+static void
+gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                         GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_txl_sessions_set_property;
+  gobject_class->get_property = gst_txl_sessions_get_property;
+  gobject_class->finalize = gst_txl_sessions_finalize;
+
+  g_object_class_install_property(gobject_class, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+          "Path of the txl model file (GGUF); shared with every element "
+          "naming the same file", NULL, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_KEY,
+      g_param_spec_string("session-key", "Session key",
+          "Regular expression (PCRE) found anywhere in a line's text: the "
+          "match is the line's session; lines where it finds nothing share "
+          "the session \"\"", DEFAULT_KEY, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_KEY_GROUP,
+      g_param_spec_int("session-key-group", "Session key group",
+          "Capture group of session-key that is the key (0: the whole match)",
+          0, 99, 0, rw));
+  g_object_class_install_property(gobject_class, PROP_SEGMENT,
+      g_param_spec_int("segment", "Segment",
+          "Segment length in tokens of every session's stream (0 = the "
+          "model's tgt_len)", 0, MAX_LEN, 0, rw));
+  g_object_class_install_property(gobject_class, PROP_MEM_LEN,
+      g_param_spec_int("mem-len", "Memory length",
+          "Positions of recurrent memory per session (-1 = the model's "
+          "mem_len)", -1, MAX_LEN, -1, rw));
+  g_object_class_install_property(gobject_class, PROP_SAME_LENGTH,
+      g_param_spec_int("same-length", "Same length",
+          "1: every query attends to exactly mem-len keys (-1 = the model's "
+          "setting)", -1, 1, -1, rw));
+  g_object_class_install_property(gobject_class, PROP_CLAMP_LEN,
+      g_param_spec_int("clamp-len", "Clamp length",
+          "Relative distances are capped at this many tokens; 0 = no cap "
+          "(-1 = the model's clamp_len)", -1, MAX_LEN, -1, rw));
+  g_object_class_install_property(gobject_class, PROP_FLUSH_ON_NEWLINE,
+      g_param_spec_boolean("flush-on-newline", "Flush on newline",
+          "Score a session's pending partial segment at each of its line "
+          "ends, so every line's scores go out at once (changes the "
+          "segmentation: FALSE scores as `txl eval` does)", FALSE, rw));
+  g_object_class_install_property(gobject_class, PROP_MAX_SESSIONS,
+      g_param_spec_uint("max-sessions", "Maximum sessions",
+          "Open sessions at most; the least recently used is ended "
+          "(\"evicted\") beyond (0 = no bound)", 0, G_MAXUINT, 0, rw));
+  g_object_class_install_property(gobject_class, PROP_MAX_SESSION_MEMORY,
+      g_param_spec_uint64("max-session-memory", "Maximum session memory",
+          "Bytes all open sessions may hold together (memory rows, pending "
+          "tokens and lines); the least recently used are evicted beyond "
+          "(0 = no bound; at least one session's most)", 0, G_MAXUINT64,
+          DEFAULT_MEMORY, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_IDLE_LINES,
+      g_param_spec_uint64("session-idle-lines", "Session idle lines",
+          "End a session after this many lines of other sessions without one "
+          "of its own (0 = never)", 0, G_MAXUINT64, 0, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_SCORE,
+      g_param_spec_enum("session-score", "Session score",
+          "How a session's line scores become its score",
+          gst_txl_session_score_get_type(), TXL_SESSION_SCORE_MEAN, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_THRESHOLD,
+      g_param_spec_double("session-threshold", "Session threshold",
+          "A session whose score exceeds this is flagged (0 = none is); "
+          "take it from `txl eval`'s summary.json for the model",
+          0.0, G_MAXDOUBLE, 0.0, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_END_MARKER,
+      g_param_spec_boolean("session-end-marker", "Session end marker",
+          "Score an empty line when a session ends (the model's surprise "
+          "that it ends there; models trained with `txl eval --end`)", FALSE,
+          rw));
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  gst_element_class_set_static_metadata(element_class, "txl sessions",
+      "Filter/Analyzer/Text",
+      "Scores interleaved sessions (a key found in each line by a regex), "
+      "each in its own Transformer-XL memory; per-line scores go out in "
+      "line order, each ended session posts a \"txl-session\" element "
+      "message and event",
+      "txl developers");
+  element_class->change_state = gst_txl_sessions_change_state;
+  GST_DEBUG_CATEGORY_INIT(gst_txl_sessions_debug, "txlsessions", 0,
+                          "txl sessions");
+}
+
+static void
+gst_txl_sessions_init(GstTxlSessions *self)
+{
+  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  gst_pad_set_chain_function(self->sinkpad, gst_txl_sessions_chain);
+  gst_pad_set_event_function(self->sinkpad, gst_txl_sessions_sink_event);
+  gst_pad_set_query_function(self->sinkpad, gst_txl_sessions_sink_query);
+  GST_PAD_SET_ACCEPT_TEMPLATE(self->sinkpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_pad_set_query_function(self->srcpad, gst_txl_sessions_src_query);
+  gst_pad_use_fixed_caps(self->srcpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+  self->key = g_strdup(DEFAULT_KEY);
+  self->mem_len = -1;
+  self->same_length = -1;
+  self->clamp_len = -1;
+  self->max_memory = DEFAULT_MEMORY;
+  self->score = TXL_SESSION_SCORE_MEAN;
+  g_queue_init(&self->ended);
+  self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+}

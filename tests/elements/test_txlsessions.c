@@ -1,0 +1,586 @@
+/* txlsessions: interleaved sessions scored in pipelines equal the library's
+ * TxlSessions on the same lines, line for line and session for session
+ * (bit for bit), with eviction by count, by memory and by idleness, with
+ * flush-on-newline, any buffer size, byte and word models; txlsink's JSON
+ * gets every line and one "session" line per ended session; the ready
+ * pipelines/sessions.txt runs through gst-launch-1.0; bad settings fail at
+ * start. */
+#include "elements.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+
+/* A synthetic interleaved log: sessions "blk_<id>" (some negative) of a
+ * few event kinds, opening and closing over time, a key anywhere in the
+ * line, and lines without a key. */
+static char *
+make_log(guint32 seed, int n_lines, gboolean words)
+{
+  GRand *r = g_rand_new_with_seed(seed);
+  GString *s = g_string_new(NULL);
+  gint64 open[6] = { 0 };
+  int next = 1;
+  static const char *ev[] = { "Receiving block %s src 10.0.0.%d",
+                              "PacketResponder %d for block %s terminating",
+                              "Received block %s of size %d",
+                              "addStoredBlock blockMap updated %s size %d",
+                              "Deleting block %s file /data/%d" };
+  static const char *wev[] = { "the cat %s w%d", "w%d on %s sat",
+                               "%s the the w%d", "on on %s w%d cat" };
+  for (int i = 0; i < n_lines; i++) {
+    int slot = g_rand_int_range(r, 0, 6);
+    if (open[slot] == 0 || g_rand_int_range(r, 0, 8) == 0)
+      open[slot] = next++ * (g_rand_int_range(r, 0, 3) == 0 ? -7 : 13);
+    char key[32];
+    if (words)
+      g_snprintf(key, sizeof key, "w%d",
+                 200 + (int)(ABS(open[slot]) % 100));
+    else
+      g_snprintf(key, sizeof key, "blk_%" G_GINT64_FORMAT, open[slot]);
+    int num = g_rand_int_range(r, 0, 100);
+    if (g_rand_int_range(r, 0, 15) == 0) {
+      g_string_append_printf(s, words ? "cat sat w%d\n"
+                                      : "INFO namesystem heartbeat %d\n",
+                             num);
+      continue;
+    }
+    if (words) {
+      int k = g_rand_int_range(r, 0, G_N_ELEMENTS(wev));
+      if (k == 1)
+        g_string_append_printf(s, wev[k], 6 + num, key);
+      else
+        g_string_append_printf(s, wev[k], key, 6 + num);
+    } else {
+      int k = g_rand_int_range(r, 0, G_N_ELEMENTS(ev));
+      g_string_append_printf(s, "081109 2035%02d INFO ", num % 60);
+      if (k == 1)
+        g_string_append_printf(s, ev[k], num, key);
+      else
+        g_string_append_printf(s, ev[k], key, num);
+    }
+    g_string_append_c(s, '\n');
+  }
+  g_rand_free(r);
+  return g_string_free(s, FALSE);
+}
+
+typedef struct {
+  gint64 line;
+  gint64 tokens;
+  guint64 bytes;
+  double nll; /* total */
+} LineRes;
+
+typedef struct {
+  char *key;
+  char *reason;
+  gint64 first, last, lines, tokens;
+  guint64 bytes;
+  double nll, score, max_line, max_token;
+  gboolean flag;
+} SessRes;
+
+static void
+sess_res_clear(gpointer p)
+{
+  SessRes *s = p;
+  g_free(s->key);
+  g_free(s->reason);
+}
+
+typedef struct {
+  GArray *lines;    /* LineRes */
+  GArray *sessions; /* SessRes */
+  double threshold;
+} Results;
+
+static void
+results_init(Results *r, double threshold)
+{
+  r->lines = g_array_new(FALSE, TRUE, sizeof(LineRes));
+  r->sessions = g_array_new(FALSE, TRUE, sizeof(SessRes));
+  g_array_set_clear_func(r->sessions, sess_res_clear);
+  r->threshold = threshold;
+}
+
+static void
+results_clear(Results *r)
+{
+  g_array_unref(r->lines);
+  g_array_unref(r->sessions);
+}
+
+/* ---- the library, as the reference ------------------------------------- */
+
+typedef struct {
+  Results *r;
+  GHashTable *first; /* key -> first line (gint64*) */
+} LibCtx;
+
+static void
+lib_line(const TxlSessionLine *l, gpointer p)
+{
+  LibCtx *c = p;
+  if ((gint64)c->r->lines->len < l->line)
+    g_array_set_size(c->r->lines, l->line);
+  LineRes *x = &g_array_index(c->r->lines, LineRes, l->line - 1);
+  x->line = l->line;
+  x->tokens = l->tokens;
+  x->bytes = l->bytes;
+  x->nll = l->nll;
+}
+
+static void
+lib_end(const TxlSessionResult *s, gpointer p)
+{
+  LibCtx *c = p;
+  static const char *reasons[] = { "ended", "idle", "evicted" };
+  SessRes x = { 0 };
+  x.key = g_strdup(s->key);
+  x.reason = g_strdup(reasons[s->reason]);
+  x.first = s->first_line;
+  x.last = s->last_line;
+  x.lines = s->lines;
+  x.tokens = s->tokens;
+  x.bytes = s->bytes;
+  x.nll = s->nll;
+  x.score = s->score;
+  x.max_line = s->max_line_mean;
+  x.max_token = s->max_token;
+  x.flag = c->r->threshold > 0 && s->score > c->r->threshold;
+  g_array_append_val(c->r->sessions, x);
+}
+
+typedef struct {
+  const char *key;
+  int group;
+  guint max_sessions;
+  guint64 max_memory; /* G_MAXUINT64: the element's default */
+  guint64 idle;
+  gboolean flush;
+  int score; /* TxlSessionScore */
+  int blocksize;
+  double threshold;
+} Cfg;
+
+static void
+run_lib(const char *model_path, const char *text, const Cfg *cfg, Results *r)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model_path, &err);
+  g_assert_no_error(err);
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = cfg->key;
+  o.key_group = cfg->group;
+  o.flush_lines = cfg->flush;
+  o.prime = TRUE;
+  o.max_sessions = cfg->max_sessions;
+  o.max_bytes = cfg->max_memory == G_MAXUINT64 ? (1ull << 30)
+                                               : cfg->max_memory;
+  o.idle_lines = cfg->idle;
+  o.score = cfg->score;
+  LibCtx c = { r, NULL };
+  TxlSessions *s = txl_sessions_new(m, &o, lib_line, lib_end, &c, &err);
+  g_assert_no_error(err);
+  const char *p = text;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    gsize len = nl ? (gsize)(nl - p) : strlen(p);
+    g_assert_cmpint(txl_sessions_push_line(s, p, len, &err), >, 0);
+    g_assert_no_error(err);
+    p += len + (nl ? 1 : 0);
+  }
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_assert_no_error(err);
+  txl_sessions_free(s);
+  txl_model_unref(m);
+}
+
+/* ---- the pipeline -------------------------------------------------------- */
+
+static void
+on_line_scored(GstElement *sink, const GstStructure *s, gpointer p)
+{
+  Results *r = p;
+  LineRes x = { 0 };
+  double mean = NAN;
+  g_assert_true(gst_structure_get_int64(s, "line", &x.line));
+  g_assert_true(gst_structure_get_int64(s, "tokens", &x.tokens));
+  g_assert_true(gst_structure_get_uint64(s, "bytes", &x.bytes));
+  g_assert_true(gst_structure_get_double(s, "nll", &mean));
+  x.nll = mean; /* the mean; compared as such */
+  g_assert_cmpint(x.line, ==, (gint64)r->lines->len + 1);
+  g_array_append_val(r->lines, x);
+}
+
+static int n_session_signals;
+
+static void
+on_session_scored(GstElement *sink, const GstStructure *s, gpointer p)
+{
+  n_session_signals++;
+}
+
+static SessRes
+sess_from_structure(const GstStructure *s)
+{
+  SessRes x = { 0 };
+  g_assert_true(gst_structure_has_name(s, "txl-session"));
+  x.key = g_strdup(gst_structure_get_string(s, "key"));
+  x.reason = g_strdup(gst_structure_get_string(s, "reason"));
+  g_assert_true(gst_structure_get_int64(s, "first-line", &x.first));
+  g_assert_true(gst_structure_get_int64(s, "last-line", &x.last));
+  g_assert_true(gst_structure_get_int64(s, "lines", &x.lines));
+  g_assert_true(gst_structure_get_int64(s, "tokens", &x.tokens));
+  g_assert_true(gst_structure_get_uint64(s, "bytes", &x.bytes));
+  g_assert_true(gst_structure_get_double(s, "nll", &x.nll));
+  g_assert_true(gst_structure_get_double(s, "score", &x.score));
+  g_assert_true(gst_structure_get_double(s, "max-line", &x.max_line));
+  g_assert_true(gst_structure_get_double(s, "max-token", &x.max_token));
+  g_assert_true(gst_structure_get_boolean(s, "flag", &x.flag));
+  return x;
+}
+
+/* Runs the pipeline; the element's sessions from its bus messages, the
+ * lines from txlsink's signal; the JSON output is returned (g_free). */
+static char *
+run_pipeline(const char *model, const char *input, const Cfg *cfg,
+             Results *r)
+{
+  g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autofree char *desc = g_strdup_printf(
+      "filesrc location=\"%s\" blocksize=%d ! txltokenizer model=\"%s\" ! "
+      "txlsessions name=s model=\"%s\" ! txlsink name=sink location=\"%s\" "
+      "threshold=1000", input, cfg->blocksize, model, model, out);
+  g_autoptr(GError) err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  GstElement *s = gst_bin_get_by_name(GST_BIN(p), "s");
+  g_object_set(s, "session-key", cfg->key, "session-key-group", cfg->group,
+               "max-sessions", cfg->max_sessions, "session-idle-lines",
+               cfg->idle, "flush-on-newline", cfg->flush, "session-score",
+               cfg->score, "session-threshold", cfg->threshold, NULL);
+  if (cfg->max_memory != G_MAXUINT64)
+    g_object_set(s, "max-session-memory", cfg->max_memory, NULL);
+  gst_object_unref(s);
+  GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
+  g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), r);
+  g_signal_connect(sink, "session-scored", G_CALLBACK(on_session_scored),
+                   NULL);
+  gst_object_unref(sink);
+  n_session_signals = 0;
+  GstBus *bus = gst_element_get_bus(p);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
+    g_assert_nonnull(msg);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(msg, &e, NULL);
+      g_error("pipeline error: %s", e->message);
+    }
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+      gst_message_unref(msg);
+      break;
+    }
+    const GstStructure *st = gst_message_get_structure(msg);
+    if (gst_structure_has_name(st, "txl-session")) {
+      SessRes x = sess_from_structure(st);
+      g_array_append_val(r->sessions, x);
+    }
+    gst_message_unref(msg);
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  char *json = NULL;
+  g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
+  g_unlink(out);
+  g_rmdir(dir);
+  return json;
+}
+
+/* The element's results against the library's, bit for bit; the JSON
+ * holds every line and every session, in order, and the flags. */
+static void
+check_config(const char *model, const char *text, const Cfg *cfg)
+{
+  g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
+  g_autofree char *in = g_build_filename(dir, "in.log", NULL);
+  g_assert_true(g_file_set_contents(in, text, -1, NULL));
+  Results lib, el;
+  results_init(&lib, cfg->threshold);
+  results_init(&el, cfg->threshold);
+  run_lib(model, text, cfg, &lib);
+  g_autofree char *json = run_pipeline(model, in, cfg, &el);
+  g_unlink(in);
+  g_rmdir(dir);
+
+  /* lines: every one, in order, with the library's numbers */
+  g_assert_cmpuint(el.lines->len, ==, lib.lines->len);
+  for (guint i = 0; i < lib.lines->len; i++) {
+    LineRes *a = &g_array_index(lib.lines, LineRes, i);
+    LineRes *b = &g_array_index(el.lines, LineRes, i);
+    g_assert_cmpint(a->line, ==, (gint64)i + 1);
+    g_assert_cmpint(b->tokens, ==, a->tokens);
+    g_assert_cmpuint(b->bytes, ==, a->bytes);
+    g_assert_true(a->tokens > 0);
+    g_assert_cmpfloat(b->nll, ==, a->nll / a->tokens);
+  }
+  /* sessions: each once, in the same order, the same numbers */
+  g_assert_cmpuint(el.sessions->len, ==, lib.sessions->len);
+  g_assert_cmpint(n_session_signals, ==, (int)lib.sessions->len);
+  int flagged = 0, evicted = 0, idle = 0;
+  for (guint i = 0; i < lib.sessions->len; i++) {
+    SessRes *a = &g_array_index(lib.sessions, SessRes, i);
+    SessRes *b = &g_array_index(el.sessions, SessRes, i);
+    g_assert_cmpstr(b->key, ==, a->key);
+    g_assert_cmpstr(b->reason, ==, a->reason);
+    /* line numbers: the library counts pushes, the element the input's
+     * lines, the same here */
+    g_assert_cmpint(b->first, ==, a->first);
+    g_assert_cmpint(b->last, ==, a->last);
+    g_assert_cmpint(b->lines, ==, a->lines);
+    g_assert_cmpint(b->tokens, ==, a->tokens);
+    g_assert_cmpuint(b->bytes, ==, a->bytes);
+    g_assert_cmpfloat(b->nll, ==, a->nll);
+    g_assert_cmpfloat(b->score, ==, a->score);
+    g_assert_cmpfloat(b->max_line, ==, a->max_line);
+    g_assert_cmpfloat(b->max_token, ==, a->max_token);
+    g_assert_cmpint(b->flag, ==, a->flag);
+    flagged += a->flag;
+    evicted += !strcmp(a->reason, "evicted");
+    idle += !strcmp(a->reason, "idle");
+  }
+  g_test_message("%u lines, %u sessions (%d evicted, %d idle, %d flagged)",
+                 lib.lines->len, lib.sessions->len, evicted, idle, flagged);
+  if (cfg->max_sessions || cfg->max_memory != G_MAXUINT64)
+    g_assert_cmpint(evicted, >, 0);
+  if (cfg->idle)
+    g_assert_cmpint(idle, >, 0);
+  if (cfg->threshold > 0)
+    g_assert_true(flagged > 0 && flagged < (int)lib.sessions->len);
+
+  /* the JSON: lines in order, a session line after its session's last
+   * line, as many as ended */
+  g_auto(GStrv) rows = g_strsplit(json, "\n", -1);
+  gint64 last_line = 0;
+  guint n_sess = 0, n_lines = 0, n_flag = 0;
+  for (int i = 0; rows[i] && rows[i][0]; i++) {
+    g_autoptr(JsonParser) jp = json_parser_new();
+    g_assert_true(json_parser_load_from_data(jp, rows[i], -1, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(jp));
+    if (json_object_has_member(o, "session")) {
+      SessRes *a = &g_array_index(lib.sessions, SessRes, n_sess);
+      g_assert_cmpstr(json_object_get_string_member(o, "session"), ==,
+                      a->key);
+      g_assert_cmpint(json_object_get_int_member(o, "lines"), ==, a->lines);
+      g_assert_cmpint(json_object_get_int_member(o, "last_line"), <=,
+                      last_line);
+      g_assert_cmpstr(json_object_get_string_member(o, "reason"), ==,
+                      a->reason);
+      g_assert_cmpfloat_with_epsilon(
+          json_object_get_double_member(o, "score"), a->score, 1e-6);
+      n_flag += json_object_get_boolean_member(o, "flag");
+      n_sess++;
+    } else {
+      gint64 line = json_object_get_int_member(o, "line");
+      g_assert_cmpint(line, ==, last_line + 1);
+      last_line = line;
+      n_lines++;
+    }
+  }
+  g_assert_cmpuint(n_lines, ==, lib.lines->len);
+  g_assert_cmpuint(n_sess, ==, lib.sessions->len);
+  g_assert_cmpuint(n_flag, ==, (guint)flagged);
+  results_clear(&lib);
+  results_clear(&el);
+}
+
+static char *byte_model, *word_model, *log_bytes, *log_words;
+
+/* a threshold in the middle of the sessions' scores */
+static double
+mid_threshold(const char *model, const char *text, const Cfg *cfg)
+{
+  Results r;
+  results_init(&r, 0);
+  run_lib(model, text, cfg, &r);
+  GArray *v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < r.sessions->len; i++)
+    g_array_append_val(v, g_array_index(r.sessions, SessRes, i).score);
+  double lo = INFINITY, hi = -INFINITY;
+  for (guint i = 0; i < v->len; i++) {
+    lo = MIN(lo, g_array_index(v, double, i));
+    hi = MAX(hi, g_array_index(v, double, i));
+  }
+  g_array_unref(v);
+  results_clear(&r);
+  return 0.5 * (lo + hi);
+}
+
+static void
+test_default(void)
+{
+  Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 0, FALSE,
+            TXL_SESSION_SCORE_MEAN, 4096, 0 };
+  c.threshold = mid_threshold(byte_model, log_bytes, &c);
+  check_config(byte_model, log_bytes, &c);
+  /* small buffers: the same */
+  c.blocksize = 7;
+  check_config(byte_model, log_bytes, &c);
+}
+
+static void
+test_evict_count(void)
+{
+  Cfg c = { "blk_(-?[0-9]+)", 1, 3, G_MAXUINT64, 0, FALSE,
+            TXL_SESSION_SCORE_MAX_LINE, 64, 0 };
+  check_config(byte_model, log_bytes, &c);
+}
+
+static void
+test_evict_memory(void)
+{
+  /* a bound of about two and a half sessions at full memory */
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(byte_model, &err);
+  g_assert_no_error(err);
+  TxlSessions *s = txl_sessions_new(m, NULL, NULL, NULL, NULL, &err);
+  g_assert_no_error(err);
+  guint64 one = txl_sessions_session_max_bytes(s);
+  txl_sessions_free(s);
+  txl_model_unref(m);
+  Cfg c = { "blk_-?[0-9]+", 0, 0, one * 5 / 2, 0, FALSE,
+            TXL_SESSION_SCORE_MEAN, 333, 0 };
+  check_config(byte_model, log_bytes, &c);
+}
+
+static void
+test_idle_flush(void)
+{
+  Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 9, TRUE,
+            TXL_SESSION_SCORE_MAX_TOKEN, 100, 0 };
+  check_config(byte_model, log_bytes, &c);
+  c.idle = 0;
+  c.score = TXL_SESSION_SCORE_MEAN;
+  check_config(byte_model, log_bytes, &c);
+}
+
+static void
+test_word_model(void)
+{
+  Cfg c = { "w2[0-9][0-9]", 0, 4, G_MAXUINT64, 0, FALSE,
+            TXL_SESSION_SCORE_MEAN, 13, 0 };
+  c.threshold = mid_threshold(word_model, log_words, &c);
+  check_config(word_model, log_words, &c);
+}
+
+/* Bad settings fail the start with an element error that says why. */
+static void
+test_bad_settings(void)
+{
+  struct {
+    const char *prop;
+    const char *value;
+    const char *want;
+  } cases[] = {
+    { "session-key", "blk_(", "session key regex" },
+    { "session-key", "", "session-key is empty" },
+    { "session-key-group", "3", "capture group" },
+    { "max-session-memory", "1000", "below what one session" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GstElement *e = gst_element_factory_make("txlsessions", NULL);
+    g_object_set(e, "model", byte_model, NULL);
+    gst_util_set_object_arg(G_OBJECT(e), cases[i].prop, cases[i].value);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PAUSED), ==,
+                    GST_STATE_CHANGE_FAILURE);
+    g_autofree char *msg = el_bus_error(bus);
+    g_assert_nonnull(msg);
+    g_assert_nonnull(strstr(msg, cases[i].want));
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_element_set_bus(e, NULL);
+    gst_object_unref(bus);
+    gst_object_unref(e);
+  }
+}
+
+/* pipelines/sessions.txt through gst-launch-1.0: every line and one
+ * session line per session. */
+static void
+test_gst_launch(void)
+{
+  g_autofree char *launch = g_find_program_in_path("gst-launch-1.0");
+  if (!launch) {
+    g_test_skip("no gst-launch-1.0");
+    return;
+  }
+  g_autoptr(GError) err = NULL;
+  g_autofree char *file = g_build_filename(PIPELINES_DIR, "sessions.txt",
+                                           NULL);
+  g_autofree char *desc = NULL;
+  g_assert_true(g_file_get_contents(file, &desc, NULL, &err));
+  g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
+  g_autofree char *in = g_build_filename(dir, "in.log", NULL);
+  g_assert_true(g_file_set_contents(in, log_bytes, -1, NULL));
+  g_autofree char *script = g_strdup_printf(
+      "INPUT='%s' MODEL='%s' THRESHOLD=0.5 sh -c \"gst-launch-1.0 -q "
+      "$(grep -v '^#' '%s')\"", in, byte_model, file);
+  char *argv[] = { "sh", "-c", script, NULL };
+  g_autofree char *out = NULL, *errout = NULL;
+  int status;
+  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                             NULL, &out, &errout, &status, &err));
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("%s failed: %s", script, errout);
+  Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 0, FALSE,
+            TXL_SESSION_SCORE_MEAN, 4096, 0.5 };
+  Results lib;
+  results_init(&lib, 0.5);
+  run_lib(byte_model, log_bytes, &c, &lib);
+  guint n_sess = 0, n_lines = 0;
+  g_auto(GStrv) rows = g_strsplit(out, "\n", -1);
+  for (int i = 0; rows[i] && rows[i][0]; i++) {
+    if (g_str_has_prefix(rows[i], "{\"session\": "))
+      n_sess++;
+    else if (g_str_has_prefix(rows[i], "{\"line\": "))
+      n_lines++;
+  }
+  g_assert_cmpuint(n_lines, ==, lib.lines->len);
+  g_assert_cmpuint(n_sess, ==, lib.sessions->len);
+  results_clear(&lib);
+  g_unlink(in);
+  g_rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+  gst_init(&argc, &argv);
+  g_test_init(&argc, &argv, NULL);
+  byte_model = el_write_byte_model(7);
+  word_model = el_write_word_model(8);
+  log_bytes = make_log(1, 300, FALSE);
+  log_words = make_log(2, 200, TRUE);
+  g_test_add_func("/txlsessions/default", test_default);
+  g_test_add_func("/txlsessions/evict-count", test_evict_count);
+  g_test_add_func("/txlsessions/evict-memory", test_evict_memory);
+  g_test_add_func("/txlsessions/idle-flush", test_idle_flush);
+  g_test_add_func("/txlsessions/word-model", test_word_model);
+  g_test_add_func("/txlsessions/bad-settings", test_bad_settings);
+  g_test_add_func("/txlsessions/gst-launch", test_gst_launch);
+  int rc = g_test_run();
+  g_free(log_bytes);
+  g_free(log_words);
+  tu_remove(byte_model);
+  tu_remove(word_model);
+  g_free(byte_model);
+  g_free(word_model);
+  return rc;
+}
