@@ -342,9 +342,14 @@ def check_failures(d, state, blocker, flaky_port, offset):
     lines = make_lines(FLAKY_AFTER + 10, 8)
     s = connect(flaky_port)
     try:
-        for l in lines:
+        # one line per buffer: each is sent once the one before is scored,
+        # so identity counts lines however slow the daemon is
+        for i, l in enumerate(lines):
             s.sendall((l + '\n').encode())
-            time.sleep(0.02)
+            if not wait_for(lambda: len(rows(out)) > i or d.pipeline('flaky')['errors'], 10):
+                break
+            if d.pipeline('flaky')['errors']:
+                break
     except OSError:
         pass
     s.close()
@@ -549,16 +554,31 @@ def run(tmp, conf, state):
     stop = threading.Event()
 
     def feed():
+        # a sender that waits for each line to be scored (as an acknowledging
+        # sender would): nothing sits unread in the socket at the kill, and
+        # each line is a buffer of its own however slow the daemon is
         try:
-            for l in C:
+            for i, l in enumerate(C):
                 if stop.is_set():
                     break
                 s.sendall((l + '\n').encode())
-                time.sleep(0.01)
+                deadline = time.time() + 10
+                while len(rows(out)) <= base + i and not stop.is_set() and \
+                        time.time() < deadline:
+                    time.sleep(0.005)
         except OSError:
             pass
     t = threading.Thread(target=feed)
     t.start()
+    before = wait_rows(out, base + 40)
+    st, _, body = d.http('/pipelines/tcp/snapshot', 'POST')
+    if supported:
+        # while lines stream in, the element defers the snapshot to the end
+        # of its current buffer; the answer waits for it
+        snap = json.loads(body)
+        check('POST snapshot while streaming: answered with the fresh snapshot',
+              st == 200 and snap['reason'] == 'signal' and
+              snap['tokens'] >= offset + sum(r['tokens'] for r in before), body)
     wait_rows(out, base + 90)
     d.p.kill()
     d.p.wait()
@@ -614,7 +634,7 @@ def run(tmp, conf, state):
         write(os.path.join(conf, 'ref3.conf'), file_conf(
             os.path.join(tmp, 'resume.log'), os.path.join(state, 'ref3.jsonl')))
         d.signal(signal.SIGHUP)
-        ref3 = wait_rows(os.path.join(state, 'ref3.jsonl'), S + len(C) - K)
+        ref3 = wait_rows(os.path.join(state, 'ref3.jsonl'), S + len(C) - K, 90)
         mm = first_mismatch(scores(got[base + K:]), scores(ref3[S:]))
         check('kill -9: the scores after the restart continue the snapshot bit for bit',
               len(ref3) == S + len(C) - K and mm is None, mm)

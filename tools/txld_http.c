@@ -300,6 +300,62 @@ reply_error(SoupServerMessage *msg, guint status, const char *text)
 }
 
 #define JSON "application/json"
+#define SNAP_WAIT_US (10 * G_USEC_PER_SEC)
+
+/* POST /pipelines/NAME/snapshot waits for the element's txl-snapshot
+ * message: written at once when the stream is idle, after the current
+ * buffer when it is busy (txlmodel's 'snapshot' signal defers then). */
+typedef struct {
+  TxldDaemon *d;
+  SoupServerMessage *msg;
+  char *name;
+  guint64 want; /* p->snapshots once every txlmodel has written */
+  gint64 deadline;
+  gboolean paused;
+} SnapWait;
+
+static gboolean
+snap_poll(gpointer data)
+{
+  SnapWait *w = data;
+  TxldPipeline *p = txld_daemon_find(w->d, w->name);
+  guint64 count = 0;
+  if (p) {
+    g_mutex_lock(&p->lock);
+    count = p->snapshots;
+    g_mutex_unlock(&p->lock);
+  }
+  if (p && count < w->want && p->pipeline &&
+      g_get_monotonic_time() < w->deadline)
+    return G_SOURCE_CONTINUE;
+  if (!p || !p->pipeline)
+    reply_error(w->msg, 409, "the pipeline stopped before its snapshot");
+  else if (count < w->want)
+    reply_error(w->msg, 504, "the snapshot was requested but not written "
+                "within 10 s");
+  else {
+    GString *o = g_string_new("{\"ok\": true, \"pipeline\": ");
+    json_str(o, p->conf->name);
+    g_mutex_lock(&p->lock);
+    g_string_append(o, ", \"path\": ");
+    json_str(o, p->last_snapshot_path);
+    g_string_append_printf(o, ", \"bytes\": %" G_GUINT64_FORMAT
+                           ", \"tokens\": %" G_GUINT64_FORMAT
+                           ", \"duration_s\": %.6f, \"reason\": ",
+                           p->last_snapshot_bytes, p->last_snapshot_tokens,
+                           p->last_snapshot_duration);
+    json_str(o, p->last_snapshot_reason);
+    g_string_append(o, "}\n");
+    g_mutex_unlock(&p->lock);
+    reply(w->msg, 200, JSON, o);
+  }
+  if (w->paused)
+    soup_server_message_unpause(w->msg);
+  g_object_unref(w->msg);
+  g_free(w->name);
+  g_free(w);
+  return G_SOURCE_REMOVE;
+}
 
 static void
 handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
@@ -363,25 +419,28 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
         reply_error(msg, 405, "use POST");
         return;
       }
+      g_mutex_lock(&p->lock);
+      guint64 before = p->snapshots;
+      g_mutex_unlock(&p->lock);
       g_autoptr(GError) e = NULL;
       if (!txld_pipeline_snapshot(p, &e)) {
         reply_error(msg, e->code == G_IO_ERROR_FAILED ? 500 : 409,
                     e->message);
         return;
       }
-      /* the element posted txl-snapshot synchronously: its numbers are in */
-      GString *o = g_string_new("{\"ok\": true, \"pipeline\": ");
-      json_str(o, p->conf->name);
-      g_mutex_lock(&p->lock);
-      g_string_append(o, ", \"path\": ");
-      json_str(o, p->last_snapshot_path);
-      g_string_append_printf(o, ", \"bytes\": %" G_GUINT64_FORMAT
-                             ", \"tokens\": %" G_GUINT64_FORMAT
-                             ", \"duration_s\": %.6f}\n",
-                             p->last_snapshot_bytes, p->last_snapshot_tokens,
-                             p->last_snapshot_duration);
-      g_mutex_unlock(&p->lock);
-      reply(msg, 200, JSON, o);
+      SnapWait *w = g_new0(SnapWait, 1);
+      w->d = d;
+      w->msg = g_object_ref(msg);
+      w->name = g_strdup(name);
+      w->want = before + p->models->len;
+      w->deadline = g_get_monotonic_time() + SNAP_WAIT_US;
+      if (snap_poll(w) == G_SOURCE_CONTINUE) {
+        /* the streaming thread was busy: the element writes it after the
+         * current buffer; answer once its txl-snapshot has come */
+        soup_server_message_pause(msg);
+        w->paused = TRUE;
+        g_timeout_add(10, snap_poll, w);
+      }
       return;
     }
   }
