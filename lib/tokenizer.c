@@ -440,7 +440,11 @@ gboolean
 txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
 {
   gsize n;
-  const guint8 *p = g_bytes_get_data(state, &n), *end = p + n;
+  static const guint8 none[1];
+  const guint8 *p = g_bytes_get_data(state, &n);
+  if (!p) /* empty: no pointer to offset */
+    p = none;
+  const guint8 *end = p + n;
   guint64 version, type, line, offset, has_text, wstart, wlen;
   if (!get_u(&p, end, 4, &version) || version != ENC_STATE_VERSION ||
       !get_u(&p, end, 4, &type) || !get_u(&p, end, 8, &line) ||

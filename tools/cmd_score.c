@@ -318,7 +318,11 @@ static gboolean
 text_state_restore(TextScore *t, GBytes *state, GError **error)
 {
   gsize len;
-  const guint8 *p = g_bytes_get_data(state, &len), *end = p + len;
+  static const guint8 none[1];
+  const guint8 *p = g_bytes_get_data(state, &len);
+  if (!p)
+    p = none;
+  const guint8 *end = p + len;
   guint64 version, cur, base, n, nlines;
   gint64 seen = txl_scorer_tokens_seen(t->c.scorer);
   if (!get_n(&p, end, 4, &version) || version != TEXT_STATE_VERSION ||
