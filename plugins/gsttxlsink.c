@@ -147,21 +147,29 @@ line_get(GstTxlSink *self, gint64 line)
 {
   if (line <= self->written_upto)
     return NULL;
-  GList *it;
-  for (it = self->lines.tail; it; it = it->prev) {
-    Line *l = it->data;
-    if (l->line == line)
-      return l;
-    if (l->line < line)
-      break;
+  /* records name the newest line (the tail), the text the oldest (near
+   * the head): look at the tail, then from the head, so that a long queue
+   * (txlsessions sends many lines at once) costs no quadratic walk */
+  Line *t = g_queue_peek_tail(&self->lines);
+  if (t && t->line == line)
+    return t;
+  GList *it = NULL;
+  if (t && t->line > line) {
+    for (it = self->lines.head; it; it = it->next) {
+      Line *l = it->data;
+      if (l->line == line)
+        return l;
+      if (l->line > line)
+        break;
+    }
   }
   Line *l = g_new0(Line, 1);
   l->line = line;
   l->text = g_string_new(NULL);
   if (it)
-    g_queue_insert_after(&self->lines, it, l);
+    g_queue_insert_before(&self->lines, it, l);
   else
-    g_queue_push_head(&self->lines, l);
+    g_queue_push_tail(&self->lines, l);
   return l;
 }
 
@@ -705,6 +713,10 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
         self->text_line++;
       p += len;
       n -= len;
+      /* a line just completed goes out now: the queue's head stays next
+       * to the text, however many lines one buffer closes */
+      if (nl && !write_ready(self, FALSE))
+        return GST_FLOW_ERROR;
     }
   }
   return write_ready(self, FALSE) ? GST_FLOW_OK : GST_FLOW_ERROR;
