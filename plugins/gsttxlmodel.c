@@ -105,6 +105,8 @@ struct _GstTxlModel {
   GstClockID snap_timer;    /* object lock */
   GstClockID req_timer;     /* retries a request while the stream is busy
                              * (object lock) */
+  guint64 state_bytes;      /* the stream's state now (object lock) */
+  guint64 tokens_seen;      /* likewise */
 };
 
 enum {
@@ -123,6 +125,8 @@ enum {
   PROP_SNAPSHOT_PRECISION,
   PROP_RESTORE,
   PROP_HOLD_AT_EOS,
+  PROP_STATE_BYTES,
+  PROP_TOKENS,
 };
 
 enum { SIGNAL_SNAPSHOT, SIGNAL_RESTORE, LAST_SIGNAL };
@@ -425,6 +429,8 @@ finish_stream(GstTxlModel *self)
 }
 
 /* ---- snapshots ------------------------------------------------------------ */
+
+static void publish_counters(GstTxlModel *self);
 
 #define STATE_VERSION 1u
 #define MAX_STATE_TEXT (1u << 30)
@@ -846,6 +852,7 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
   gint64 t1 = g_get_monotonic_time();
   GST_INFO_OBJECT(self, "restored %s: %" G_GINT64_FORMAT " tokens seen", path,
                   self->snap_seen);
+  publish_counters(self);
   gst_element_post_message(GST_ELEMENT(self),
       gst_message_new_element(GST_OBJECT(self),
           gst_structure_new("txl-restore",
@@ -1095,6 +1102,21 @@ gst_txl_model_restore_action(GstTxlModel *self, const gchar *path)
   return ok;
 }
 
+/* For the read-only properties: the application's thread must not look
+ * into the stream while the streaming thread works on it. */
+static void
+publish_counters(GstTxlModel *self)
+{
+  guint64 bytes = self->scorer
+      ? txl_stream_state_bytes(txl_scorer_stream(self->scorer)) : 0;
+  guint64 seen = self->scorer ? (guint64)txl_scorer_tokens_seen(self->scorer)
+                              : 0;
+  GST_OBJECT_LOCK(self);
+  self->state_bytes = bytes;
+  self->tokens_seen = seen;
+  GST_OBJECT_UNLOCK(self);
+}
+
 /* ---- latency bound ----------------------------------------------------- */
 
 static void
@@ -1264,6 +1286,7 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   GstFlowReturn ret = push_out(self, FALSE);
   if (ret == GST_FLOW_OK)
     snapshot_triggers(self);
+  publish_counters(self);
   return ret;
 }
 
@@ -1684,6 +1707,12 @@ gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_HOLD_AT_EOS:
     g_value_set_boolean(value, self->hold_at_eos);
     break;
+  case PROP_STATE_BYTES:
+    g_value_set_uint64(value, self->state_bytes);
+    break;
+  case PROP_TOKENS:
+    g_value_set_uint64(value, self->tokens_seen);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -1792,6 +1821,17 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
           "in the snapshot, so that the next run continues bit for bit "
           "(FALSE: score them, then snapshot)", DEFAULT_HOLD_AT_EOS,
           rw | GST_PARAM_MUTABLE_READY));
+
+  g_object_class_install_property(gobject_class, PROP_STATE_BYTES,
+      g_param_spec_uint64("state-bytes", "State bytes",
+          "Bytes of recurrent state the stream holds now (its memory; grows "
+          "until the memory is full)", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property(gobject_class, PROP_TOKENS,
+      g_param_spec_uint64("tokens", "Tokens",
+          "Tokens of the stream seen so far (restored streams count from "
+          "their start)", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   /**
    * GstTxlModel::snapshot:

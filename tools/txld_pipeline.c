@@ -538,9 +538,24 @@ txld_pipeline_tick(TxldPipeline *p)
                                 p->rate_tokens[0]) / dt : 0.0;
   }
 
-  /* the state grows until the memory is full: read the size again from
-   * each new snapshot (the header only, plus a checksum pass) */
-  if (path && written != p->state_read_at) {
+  /* the state grows until the memory is full: txlmodel says how much it
+   * holds now; an older plugin only through each new snapshot's header */
+  guint64 live = 0;
+  gboolean have_live = FALSE;
+  for (guint i = 0; i < p->models->len; i++) {
+    GObject *m = p->models->pdata[i];
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(m), "state-bytes")) {
+      guint64 b = 0;
+      g_object_get(m, "state-bytes", &b, NULL);
+      live += b;
+      have_live = TRUE;
+    }
+  }
+  if (have_live) {
+    g_mutex_lock(&p->lock);
+    p->state_bytes = live;
+    g_mutex_unlock(&p->lock);
+  } else if (path && written != p->state_read_at) {
     p->state_read_at = written;
     guint64 b = state_bytes_of(path);
     g_mutex_lock(&p->lock);
