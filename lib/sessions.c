@@ -42,6 +42,9 @@ struct _Session {
   gboolean started; /* has run at least one segment */
   GQueue lines;     /* Line*: pushed, not all scored */
   gint64 last_seq;
+  gint64 n_lines;   /* lines pushed (not the end marker) */
+  double deadline;  /* idle_after: ends when the clock passes this */
+  gboolean timed;   /* in TxlSessions.deadlines */
   guint64 bytes;    /* as accounted in TxlSessions.bytes */
   TxlSessionResult r;
 };
@@ -65,8 +68,22 @@ struct _TxlSessions {
   TxlSessionLineFunc line_func;
   TxlSessionEndFunc end_func;
   gpointer data;
-  guint64 ended[3];
+  guint64 ended[4];
+  double *idle_after; /* copied from the options */
+  GTree *deadlines;   /* Session* ordered by (deadline, first line) */
+  double now;         /* the clock of idle_after */
+  gboolean time_set;  /* txl_sessions_set_time() was called */
 };
+
+static gint
+cmp_deadline(gconstpointer a, gconstpointer b)
+{
+  const Session *x = a, *y = b;
+  if (x->deadline != y->deadline)
+    return x->deadline < y->deadline ? -1 : 1;
+  return (x->r.first_line > y->r.first_line) -
+         (x->r.first_line < y->r.first_line);
+}
 
 #define SESSION_OVERHEAD 160 /* hash entry and allocator slack, counted */
 
@@ -153,6 +170,13 @@ txl_sessions_new(TxlModel *m, const TxlSessionOptions *opts,
   s->m = txl_model_ref(m);
   s->o = o;
   s->o.key_regex = NULL; /* the caller's string is not kept */
+  if (o.idle_after && o.n_idle_after > 0) {
+    s->idle_after = g_memdup2(o.idle_after, sizeof(double) * o.n_idle_after);
+    s->deadlines = g_tree_new(cmp_deadline);
+  } else {
+    s->o.n_idle_after = 0;
+  }
+  s->o.idle_after = NULL;
   s->re = re;
   s->worker = w;
   s->seg = seg;
@@ -207,6 +231,9 @@ txl_sessions_free(TxlSessions *s)
     it = next;
   }
   g_hash_table_destroy(s->by_key);
+  if (s->deadlines)
+    g_tree_destroy(s->deadlines);
+  g_free(s->idle_after);
   if (s->enc)
     txl_encoder_free(s->enc);
   g_array_free(s->ids, TRUE);
@@ -373,7 +400,13 @@ static gboolean
 session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
 {
   gboolean ok = TRUE;
-  if (s->o.score_end && s->n_nl > 0 && x->seen > 0)
+  if (x->timed) {
+    g_tree_remove(s->deadlines, x);
+    x->timed = FALSE;
+  }
+  /* the end marker only where the session is known to be over */
+  if (s->o.score_end && s->n_nl > 0 && x->seen > 0 &&
+      (reason == TXL_SESSION_END_CLOSED || reason == TXL_SESSION_END_IDLE))
     ok = session_push(s, x, 0, s->nl, s->n_nl, 0, FALSE, error);
   if (ok && x->npend >= 2)
     ok = run(s, x, x->npend - 1, error);
@@ -436,6 +469,34 @@ enforce_bounds(TxlSessions *s, Session *keep, GError **error)
   }
 }
 
+/* Ends the sessions whose idle_after deadline the clock has passed, those
+ * that passed it first first. */
+static gboolean
+expire(TxlSessions *s, GError **error)
+{
+  if (!s->deadlines)
+    return TRUE;
+  for (;;) {
+    GTreeNode *n = g_tree_node_first(s->deadlines);
+    if (!n)
+      return TRUE;
+    Session *x = g_tree_node_key(n);
+    if (!(s->now > x->deadline))
+      return TRUE;
+    if (!session_end(s, x, TXL_SESSION_END_IDLE, error))
+      return FALSE;
+  }
+}
+
+gboolean
+txl_sessions_set_time(TxlSessions *s, double t, GError **error)
+{
+  s->time_set = TRUE;
+  if (t > s->now)
+    s->now = t;
+  return expire(s, error);
+}
+
 char *
 txl_sessions_key(TxlSessions *s, const char *line, gssize len)
 {
@@ -458,6 +519,11 @@ txl_sessions_push_tokens(TxlSessions *s, const char *key,
 {
   if (!key)
     key = "";
+  if (!s->time_set) /* the clock counts lines */
+    s->now = (double)(s->seq + 1);
+  /* a session idle beyond its timeout has ended, this line's too */
+  if (!expire(s, error))
+    return -1;
   Session *x = g_hash_table_lookup(s->by_key, key);
   gboolean fresh = x == NULL;
   if (!x)
@@ -471,8 +537,17 @@ txl_sessions_push_tokens(TxlSessions *s, const char *key,
     x->r.first_line = seq;
   x->r.last_line = seq;
   x->last_seq = seq;
+  x->n_lines++;
   if (!session_push(s, x, seq, ids, n, bytes, s->o.flush_lines, error))
     return -1;
+  if (s->deadlines) {
+    if (x->timed)
+      g_tree_remove(s->deadlines, x);
+    x->deadline = s->now + s->idle_after[MIN((guint64)x->n_lines,
+                                             s->o.n_idle_after) - 1];
+    g_tree_insert(s->deadlines, x, x);
+    x->timed = TRUE;
+  }
   account(s, x);
   if (!enforce_bounds(s, x, error))
     return -1;
@@ -523,7 +598,9 @@ txl_sessions_finish(TxlSessions *s, GError **error)
   /* oldest first, so results come in order of last activity */
   GList *tail;
   while ((tail = s->lru.tail))
-    if (!session_end(s, tail->data, TXL_SESSION_END_CLOSED, error))
+    if (!session_end(s, tail->data, s->o.finish_open ? TXL_SESSION_END_OPEN
+                                                     : TXL_SESSION_END_CLOSED,
+                     error))
       return FALSE;
   return TRUE;
 }

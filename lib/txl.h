@@ -273,6 +273,8 @@ typedef enum {
   TXL_SESSION_END_CLOSED = 0,  /* txl_sessions_end() or _finish() */
   TXL_SESSION_END_IDLE = 1,    /* idle_lines other lines without one of its own */
   TXL_SESSION_END_EVICTED = 2, /* least recently used, over max_bytes or max_sessions */
+  TXL_SESSION_END_OPEN = 3,    /* still open at txl_sessions_finish() with
+                                * finish_open: unfinished, not ended */
 } TxlSessionEnd;
 
 typedef struct {
@@ -298,11 +300,24 @@ typedef struct {
   guint64 idle_lines;  /* end a session after this many lines without one
                         * of its own; 0: never */
   TxlSessionScore score;
+  /* Idle timeouts by length: a session of k lines has ended
+   * (TXL_SESSION_END_IDLE) once the clock is more than
+   * idle_after[MIN(k, n_idle_after) - 1] past its last line; a line of its
+   * key after that starts a new session.  The clock is what
+   * txl_sessions_set_time() last set (log time), or the line count when it
+   * is never called.  NULL or 0 entries: no such timeout.  Copied. */
+  const double *idle_after;
+  guint n_idle_after;
+  /* txl_sessions_finish() reports the sessions still open as
+   * TXL_SESSION_END_OPEN, without the end marker: at the end of a
+   * recording they are unfinished, not ended.  (The end marker is scored
+   * for CLOSED and IDLE sessions only, never for EVICTED or OPEN ones.) */
+  gboolean finish_open;
 } TxlSessionOptions;
 
 #define TXL_SESSION_OPTIONS_DEFAULT                                         \
   { NULL, 0, 0, TXL_STREAM_OPTIONS_DEFAULT, FALSE, TRUE, FALSE, 0, 0, 0,     \
-    TXL_SESSION_SCORE_MAX_LINE }
+    TXL_SESSION_SCORE_MAX_LINE, NULL, 0, FALSE }
 
 /* One scored line. */
 typedef struct {
@@ -356,6 +371,10 @@ gint64 txl_sessions_push_tokens(TxlSessions *s, const char *key,
 /* The session key the regex finds in a line (newly allocated), "" without
  * a regex, NULL when a regex finds nothing. */
 char *txl_sessions_key(TxlSessions *s, const char *line, gssize len);
+/* Advances the clock of idle_after to t (log time, e.g. seconds; it never
+ * goes back) and ends the sessions idle beyond their timeout.  Call it
+ * before pushing a line with that line's time. */
+gboolean txl_sessions_set_time(TxlSessions *s, double t, GError **error);
 /* Ends one session now (no-op for an unknown key), or all of them. */
 gboolean txl_sessions_end(TxlSessions *s, const char *key, GError **error);
 gboolean txl_sessions_finish(TxlSessions *s, GError **error);

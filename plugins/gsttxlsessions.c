@@ -29,6 +29,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_sessions_debug);
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
@@ -77,6 +78,7 @@ struct _GstTxlSessions {
   TxlSessionScore score;
   gdouble threshold;
   gboolean end_marker;
+  gchar *time_format, *idle_after_s, *open_thr_s;
 
   /* from READY */
   TxlModel *model;
@@ -84,6 +86,10 @@ struct _GstTxlSessions {
   /* streaming state, under the sink pad's stream lock */
   gdouble thr; /* threshold and score kind, read at start */
   TxlSessionScore kind;
+  GArray *idle_after; /* doubles, parsed from session-idle-after */
+  GArray *open_thr;   /* doubles, parsed from session-open-thresholds */
+  gchar *tfmt;        /* session-time-format, NULL: the line clock */
+  gdouble now;        /* the last timestamp read */
   TxlSessions *sessions;
   GArray *sl;         /* SLine, in push order */
   guint sl_head;      /* first not yet sent */
@@ -120,6 +126,9 @@ enum {
   PROP_SESSION_SCORE,
   PROP_SESSION_THRESHOLD,
   PROP_SESSION_END_MARKER,
+  PROP_SESSION_TIME_FORMAT,
+  PROP_SESSION_IDLE_AFTER,
+  PROP_SESSION_OPEN_THRESHOLDS,
 };
 
 static GType
@@ -158,6 +167,7 @@ reason_name(TxlSessionEnd r)
   switch (r) {
   case TXL_SESSION_END_IDLE: return "idle";
   case TXL_SESSION_END_EVICTED: return "evicted";
+  case TXL_SESSION_END_OPEN: return "open";
   default: return "ended";
   }
 }
@@ -196,7 +206,15 @@ on_session(const TxlSessionResult *r, gpointer data)
   GstTxlSessions *self = data;
   Span *sp = g_hash_table_lookup(self->spans, r->key);
   gint64 first = sp ? sp->first : 0, last = sp ? sp->last : 0;
-  gboolean flag = self->thr > 0 && r->score > self->thr;
+  /* the live rule: a session still open (at the end of the stream) or
+   * evicted is compared with the threshold for its length when
+   * session-open-thresholds is set */
+  gdouble thr = self->thr;
+  if ((r->reason == TXL_SESSION_END_OPEN ||
+       r->reason == TXL_SESSION_END_EVICTED) && self->open_thr->len > 0)
+    thr = g_array_index(self->open_thr, gdouble,
+                        MIN((guint64)MAX(r->lines, 1), self->open_thr->len) - 1);
+  gboolean flag = thr > 0 && r->score > thr;
   GstStructure *s = gst_structure_new("txl-session",
       "key", G_TYPE_STRING, r->key,
       "reason", G_TYPE_STRING, reason_name(r->reason),
@@ -212,7 +230,7 @@ on_session(const TxlSessionResult *r, gpointer data)
       "max-line-sum", G_TYPE_DOUBLE, r->max_line_sum,
       "max-token", G_TYPE_DOUBLE, r->max_token,
       "end-nll", G_TYPE_DOUBLE, r->end_nll,
-      "threshold", G_TYPE_DOUBLE, self->thr,
+      "threshold", G_TYPE_DOUBLE, thr,
       "flag", G_TYPE_BOOLEAN, flag, NULL);
   if (sp)
     g_hash_table_remove(self->spans, r->key);
@@ -237,6 +255,26 @@ ended_free(gpointer p)
   g_free(e);
 }
 
+/* "3,7.5,10" -> doubles; FALSE on anything else (an empty string: none) */
+static gboolean
+parse_list(const gchar *str, GArray *out)
+{
+  g_array_set_size(out, 0);
+  if (!str || !*str)
+    return TRUE;
+  gchar **parts = g_strsplit(str, ",", -1);
+  gboolean ok = TRUE;
+  for (int i = 0; parts[i] && ok; i++) {
+    gchar *t = g_strstrip(parts[i]), *end = NULL;
+    gdouble v = g_ascii_strtod(t, &end);
+    ok = *t && end && !*end && v >= 0 && isfinite(v);
+    if (ok)
+      g_array_append_val(out, v);
+  }
+  g_strfreev(parts);
+  return ok;
+}
+
 static void
 free_stream(GstTxlSessions *self)
 {
@@ -246,6 +284,9 @@ free_stream(GstTxlSessions *self)
   g_clear_pointer(&self->spans, g_hash_table_unref);
   g_clear_pointer(&self->done_lines, g_array_unref);
   g_clear_pointer(&self->text, g_byte_array_unref);
+  g_clear_pointer(&self->idle_after, g_array_unref);
+  g_clear_pointer(&self->open_thr, g_array_unref);
+  g_clear_pointer(&self->tfmt, g_free);
   g_queue_clear_full(&self->ended, ended_free);
 }
 
@@ -270,7 +311,27 @@ new_stream(GstTxlSessions *self, GError **error)
   o.score = self->score;
   self->thr = self->threshold;
   self->kind = self->score;
+  self->idle_after = g_array_new(FALSE, FALSE, sizeof(gdouble));
+  self->open_thr = g_array_new(FALSE, FALSE, sizeof(gdouble));
+  gboolean lists_ok = parse_list(self->idle_after_s, self->idle_after) &&
+                      parse_list(self->open_thr_s, self->open_thr);
+  self->tfmt = self->time_format && *self->time_format
+                   ? g_strdup(self->time_format) : NULL;
   GST_OBJECT_UNLOCK(self);
+  if (!lists_ok) {
+    g_free(key);
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "session-idle-after and session-open-thresholds take "
+                        "comma-separated non-negative numbers");
+    return FALSE;
+  }
+  self->now = 0;
+  if (self->idle_after->len > 0) {
+    o.idle_after = (const double *)self->idle_after->data;
+    o.n_idle_after = self->idle_after->len;
+    /* sessions still open at the end of the stream are unfinished */
+    o.finish_open = TRUE;
+  }
   o.key_regex = key;
   self->sessions = txl_sessions_new(self->model, &o, on_line, on_session,
                                     self, error);
@@ -363,6 +424,23 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
     g_hash_table_insert(self->spans, g_strdup(k), sp);
   }
   sp->last = self->cur_line;
+  if (self->tfmt && self->idle_after->len > 0) {
+    /* the clock: the line's timestamp, else the last one read */
+    char buf[128];
+    gsize n = MIN(len, sizeof buf - 1);
+    memcpy(buf, text ? text : "", text ? n : 0);
+    buf[text ? n : 0] = '\0';
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (!decoded && strptime(buf, self->tfmt, &tm))
+      self->now = MAX(self->now, (gdouble)timegm(&tm));
+    if (!txl_sessions_set_time(self->sessions, self->now, error)) {
+      g_free(key);
+      if (decoded)
+        g_byte_array_unref(decoded);
+      return FALSE;
+    }
+  }
   SLine x = { .line = self->cur_line, .text_end = text_end };
   g_array_append_val(self->sl, x);
   gint64 seq = txl_sessions_push_tokens(self->sessions, k,
@@ -774,6 +852,18 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
   case PROP_SESSION_END_MARKER:
     self->end_marker = g_value_get_boolean(value);
     break;
+  case PROP_SESSION_TIME_FORMAT:
+    g_free(self->time_format);
+    self->time_format = g_value_dup_string(value);
+    break;
+  case PROP_SESSION_IDLE_AFTER:
+    g_free(self->idle_after_s);
+    self->idle_after_s = g_value_dup_string(value);
+    break;
+  case PROP_SESSION_OPEN_THRESHOLDS:
+    g_free(self->open_thr_s);
+    self->open_thr_s = g_value_dup_string(value);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -830,6 +920,15 @@ gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
   case PROP_SESSION_END_MARKER:
     g_value_set_boolean(value, self->end_marker);
     break;
+  case PROP_SESSION_TIME_FORMAT:
+    g_value_set_string(value, self->time_format);
+    break;
+  case PROP_SESSION_IDLE_AFTER:
+    g_value_set_string(value, self->idle_after_s);
+    break;
+  case PROP_SESSION_OPEN_THRESHOLDS:
+    g_value_set_string(value, self->open_thr_s);
+    break;
   default:
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
     break;
@@ -844,6 +943,9 @@ gst_txl_sessions_finalize(GObject *object)
   free_stream(self);
   g_free(self->model_path);
   g_free(self->key);
+  g_free(self->time_format);
+  g_free(self->idle_after_s);
+  g_free(self->open_thr_s);
   G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
 }
 
@@ -922,6 +1024,26 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "that it ends there; models trained with `txl eval --end`)", FALSE,
           rw));
 
+  g_object_class_install_property(gobject_class, PROP_SESSION_TIME_FORMAT,
+      g_param_spec_string("session-time-format", "Session time format",
+          "strptime format of the timestamp at the start of a line (read as "
+          "UTC seconds; a line without one keeps the last): the clock of "
+          "session-idle-after; empty: the line count", "%y%m%d %H%M%S", rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_IDLE_AFTER,
+      g_param_spec_string("session-idle-after", "Session idle timeouts",
+          "Comma-separated idle timeouts (seconds of log time, or lines) for "
+          "a session of 1, 2, ... lines, the last for longer ones: a session "
+          "quiet longer has ended (reason idle, end marker scored); sessions "
+          "still open at the end of the stream are reported with reason "
+          "open and no end marker (`txl eval --session-rule live` writes "
+          "DIR/txlsessions.txt); empty: none", "", rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_OPEN_THRESHOLDS,
+      g_param_spec_string("session-open-thresholds", "Open session thresholds",
+          "Comma-separated thresholds for sessions open at the end of the "
+          "stream or evicted with 1, 2, ... lines, the last for longer "
+          "ones; session-threshold then applies to ended sessions only; "
+          "empty: session-threshold for all", "", rw));
+
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sessions",
@@ -955,6 +1077,9 @@ gst_txl_sessions_init(GstTxlSessions *self)
   self->clamp_len = -1;
   self->max_memory = DEFAULT_MEMORY;
   self->score = TXL_SESSION_SCORE_MEAN;
+  self->time_format = g_strdup("%y%m%d %H%M%S");
+  self->idle_after_s = g_strdup("");
+  self->open_thr_s = g_strdup("");
   g_queue_init(&self->ended);
   self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
 }

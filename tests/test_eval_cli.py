@@ -135,6 +135,54 @@ def main():
                           '--threshold-rule', 'quantile', '--quantile', '0.99'] + TINY)
         check('--single-stream --threshold-rule quantile', rc == 0, se3)
 
+        # the live rule: idle timeouts by length (the line clock: loggen's
+        # lines have no HDFS timestamp), open sessions against thresholds by
+        # length, the same settings for txlsessions
+        out4 = os.path.join(tmp, 'out4')
+        rc, so4, se4 = run(['eval', log, '--labels', labels, '-o', out4,
+                            '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--session-rule', 'live',
+                            '--score', 'max-line', '--model', os.path.join(out, 'model.gguf')])
+        ok = rc == 0
+        if ok:
+            with open(os.path.join(out4, 'summary.json')) as f:
+                s4 = json.load(f)
+            lv = s4.get('live', {})
+            ia, to = lv.get('idle_after', []), lv.get('thresholds_open', [])
+            with open(os.path.join(out4, 'sessions.csv')) as f:
+                rows4 = [r for r in csv.DictReader(f) if r['split'] == 'test']
+            with open(os.path.join(out4, 'txlsessions.txt')) as f:
+                props = f.read()
+            check('live: rule, clock lines, tables by length',
+                  s4['session_rule'] == 'live' and lv['clock'] == 'lines' and
+                  len(ia) == 12 and ia == sorted(ia) and len(to) == 12, lv)
+            check('live: every test session ended, open or split',
+                  lv['test_ended'] + lv['test_open'] + lv['test_split'] == s4['sessions']['test'] and
+                  {r['status'] for r in rows4} <= {'ended', 'open', 'split'}, lv)
+            check('live: flag = score above its threshold',
+                  all((float(r['score']) > float(r['threshold'])) == (r['flagged'] == '1') for r in rows4) and
+                  sum(r['flagged'] == '1' for r in rows4) == s4['session']['tp'] + s4['session']['fp'])
+            check('live: AUROC > 0.8', s4['session']['auroc'] > 0.8, s4['session'])
+            check('live: txlsessions properties', 'session-idle-after="' in props and
+                  'session-open-thresholds="' in props and 'session-time-format=""' in props, props)
+        check('--session-rule live runs', ok, se4)
+        # log time as the clock: the same lines with an HDFS-style timestamp
+        tlog = os.path.join(tmp, 'timed.log')
+        with open(log) as f, open(tlog, 'w') as g:
+            for i, line in enumerate(f):
+                g.write('081109 %02d%02d%02d %s' % (10 + i // 3600, i // 60 % 60, i % 60, line))
+        rc, _, se5 = run(['eval', tlog, '--labels', labels, '-o', os.path.join(tmp, 'out5'),
+                          '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--session-rule', 'live',
+                          '--model', os.path.join(out, 'model.gguf')])
+        ok = rc == 0
+        if ok:
+            with open(os.path.join(tmp, 'out5', 'summary.json')) as f:
+                lv5 = json.load(f)['live']
+            ok = lv5['clock'] == 'time' and lv5['idle_after'] == sorted(lv5['idle_after'])
+        check('--session-rule live with log time', ok, se5)
+        rc, _, se6 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out6'),
+                          '--session-rule', 'nope', '--model', os.path.join(out, 'model.gguf')])
+        check('error: bad session rule', rc == 2 and 'session-rule' in se6, se6)
+
         # bad input: clear errors, non-zero exit
         empty = os.path.join(tmp, 'empty.log')
         open(empty, 'w').close()

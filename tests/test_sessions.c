@@ -479,6 +479,107 @@ test_errors(void)
   g_free(path);
 }
 
+/* idle_after by length on a log-time clock; finish_open */
+typedef struct {
+  GPtrArray *keys;
+  GArray *reasons;
+  GArray *ends;
+  GArray *lines;
+} Ends;
+
+static void
+ends_got(const TxlSessionResult *r, gpointer p)
+{
+  Ends *e = p;
+  g_ptr_array_add(e->keys, g_strdup(r->key));
+  int why = r->reason;
+  g_array_append_val(e->reasons, why);
+  g_array_append_val(e->ends, r->end_nll);
+  g_array_append_val(e->lines, r->lines);
+}
+
+static void
+test_idle_after(void)
+{
+  char *path = byte_model();
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  const double after[3] = { 5, 5, 100 }; /* 1-2 lines: 5 s; 3+: 100 s */
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "k[0-9]+";
+  o.score_end = TRUE;
+  o.idle_after = after;
+  o.n_idle_after = 3;
+  o.finish_open = TRUE;
+  Ends e = { g_ptr_array_new_with_free_func(g_free),
+             g_array_new(FALSE, FALSE, sizeof(int)),
+             g_array_new(FALSE, FALSE, sizeof(double)),
+             g_array_new(FALSE, FALSE, sizeof(gint64)) };
+  TxlSessions *s = txl_sessions_new(m, &o, NULL, ends_got, &e, &err);
+  g_assert_no_error(err);
+  struct { double t; const char *line; } in[] = {
+    { 0, "a k1" }, { 1, "b k2" }, { 2, "c k2" }, { 3, "d k2" },
+    { 5, "e k1" },  /* k1 quiet 5 s after 1 line: not more than 5 */
+    { 11, "f k2" }, /* k1 (2 lines, quiet 6 s) ended before this line */
+    { 12, "g k1" }, /* k1 again: a new session */
+    { 200, "h k3" }, /* k2 (4 lines, quiet 189 s) and k1 ended */
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(in); i++) {
+    g_assert_true(txl_sessions_set_time(s, in[i].t, &err));
+    g_assert_cmpint(txl_sessions_push_line(s, in[i].line, -1, &err), ==,
+                    (gint64)i + 1);
+  }
+  g_assert_true(txl_sessions_set_time(s, 150, &err)); /* never goes back */
+  g_assert_cmpuint(e.keys->len, ==, 3);
+  g_assert_cmpstr(e.keys->pdata[0], ==, "k1");
+  g_assert_cmpint(g_array_index(e.lines, gint64, 0), ==, 2);
+  g_assert_cmpstr(e.keys->pdata[1], ==, "k1");
+  g_assert_cmpstr(e.keys->pdata[2], ==, "k2");
+  g_assert_cmpint(g_array_index(e.lines, gint64, 2), ==, 4);
+  for (guint i = 0; i < 3; i++) {
+    g_assert_cmpint(g_array_index(e.reasons, int, i), ==, TXL_SESSION_END_IDLE);
+    g_assert_true(isfinite(g_array_index(e.ends, double, i)));
+  }
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_assert_cmpuint(e.keys->len, ==, 4);
+  g_assert_cmpstr(e.keys->pdata[3], ==, "k3");
+  g_assert_cmpint(g_array_index(e.reasons, int, 3), ==, TXL_SESSION_END_OPEN);
+  g_assert_true(isnan(g_array_index(e.ends, double, 3)));
+  g_assert_cmpuint(txl_sessions_ended(s, TXL_SESSION_END_OPEN), ==, 1);
+  g_assert_cmpuint(txl_sessions_ended(s, TXL_SESSION_END_IDLE), ==, 3);
+  txl_sessions_free(s);
+  /* the line clock: without txl_sessions_set_time() every line is a tick;
+   * evicted sessions get no end marker */
+  const double two = 2;
+  o.idle_after = &two;
+  o.n_idle_after = 1;
+  o.max_sessions = 2;
+  g_ptr_array_set_size(e.keys, 0);
+  g_array_set_size(e.reasons, 0);
+  g_array_set_size(e.ends, 0);
+  g_array_set_size(e.lines, 0);
+  s = txl_sessions_new(m, &o, NULL, ends_got, &e, &err);
+  const char *ll[] = { "x k1", "x k2", "x k3", "x k2", "x k2", "x k2", "x k4" };
+  for (guint i = 0; i < G_N_ELEMENTS(ll); i++)
+    g_assert_cmpint(txl_sessions_push_line(s, ll[i], -1, &err), >, 0);
+  /* k1 evicted at k3 (3 open), k3 idle at line 6 (3 lines later) */
+  g_assert_cmpstr(e.keys->pdata[0], ==, "k1");
+  g_assert_cmpint(g_array_index(e.reasons, int, 0), ==, TXL_SESSION_END_EVICTED);
+  g_assert_true(isnan(g_array_index(e.ends, double, 0)));
+  g_assert_cmpstr(e.keys->pdata[1], ==, "k3");
+  g_assert_cmpint(g_array_index(e.reasons, int, 1), ==, TXL_SESSION_END_IDLE);
+  g_assert_true(isfinite(g_array_index(e.ends, double, 1)));
+  g_assert_true(txl_sessions_finish(s, &err));
+  txl_sessions_free(s);
+  g_ptr_array_free(e.keys, TRUE);
+  g_array_free(e.reasons, TRUE);
+  g_array_free(e.ends, TRUE);
+  g_array_free(e.lines, TRUE);
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -488,5 +589,6 @@ main(int argc, char **argv)
   g_test_add_func("/sessions/single-stream", test_single_stream);
   g_test_add_func("/sessions/bounds", test_bounds);
   g_test_add_func("/sessions/errors", test_errors);
+  g_test_add_func("/sessions/idle-after", test_idle_after);
   return g_test_run();
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { SPLIT_TRAIN, SPLIT_CALIB, SPLIT_TEST, SPLIT_DROPPED, SPLIT_UNLABELLED };
 static const char *split_names[] = { "train", "calibration", "test",
@@ -33,6 +34,17 @@ static const char *split_names[] = { "train", "calibration", "test",
 #define N_AGG 4
 static const char *agg_names[N_AGG] = { "max-line", "max-line-sum",
                                         "max-token", "mean" };
+
+/* One part of a session as TxlSessions reported it: a session that pauses
+ * longer than its idle timeout ends, and its key starts a new part. */
+typedef struct {
+  int reason; /* TxlSessionEnd */
+  gint64 lines, tokens;
+  double nll, max_line_mean, max_line_sum, max_token, end_nll;
+} Part;
+
+enum { STATUS_ENDED, STATUS_OPEN, STATUS_SPLIT };
+static const char *status_names[] = { "ended", "open", "split" };
 
 typedef struct {
   char *key;
@@ -44,6 +56,11 @@ typedef struct {
   double nll;
   gint64 tokens;
   double max_line_mean, max_line_sum, max_token, end_nll;
+  gint64 last_line;
+  GArray *parts_a; /* Part, in the order they ended (live rule) */
+  /* the live rule's verdict: the part with the highest score / threshold */
+  double rule_score, rule_thr;
+  int status;
 } Sess;
 
 typedef struct {
@@ -56,6 +73,9 @@ typedef struct {
   gboolean margin_auto; /* the log-normal tail of the validation scores */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
+  char *session_rule;   /* "live" (default) or "whole" */
+  gboolean live;
+  char *time_format;    /* strptime format of a line's timestamp; "": lines */
   char *lines_out;
   gint64 max_bytes_mib;
   /* training */
@@ -78,6 +98,15 @@ typedef struct {
   GArray *push_line;     /* gint64 log line of push n (n - 1) */
   double *l_mean, *l_sum, *l_max; /* per log line; NAN when not scored */
   int *l_tok;
+  /* the live rule */
+  double *line_time;     /* per log line: its clock value */
+  gboolean time_clock;   /* log time (else the line number) */
+  gint64 time_parsed;    /* lines whose timestamp parsed */
+  double *idle_after;    /* T(k) for k = 1..n_idle */
+  guint n_idle;
+  double thr_end;        /* ended sessions, with the end marker */
+  double *thr_open;      /* open sessions of k lines, k = 1..n_open */
+  guint n_open;
 } Eval;
 
 /* Whether line i takes part.  Sessions are the unit of the split, so a
@@ -285,21 +314,37 @@ calibrate(const Opts *o, double *v, gsize n)
 /* ---- scoring --------------------------------------------------------- */
 
 static double
-sess_score(const Sess *s, int agg, gboolean with_end)
+agg_value(int agg, double nll, gint64 tokens, double max_line_mean,
+          double max_line_sum, double max_token, double end_nll,
+          gboolean with_end)
 {
   double v;
   switch (agg) {
-  case 0: v = s->max_line_mean; break;
-  case 1: v = s->max_line_sum; break;
-  case 2: v = s->max_token; break;
+  case 0: v = max_line_mean; break;
+  case 1: v = max_line_sum; break;
+  case 2: v = max_token; break;
   default:
-    if (with_end && isfinite(s->end_nll))
-      return (s->nll + s->end_nll) / (s->tokens + 1);
-    return s->tokens ? s->nll / s->tokens : 0;
+    if (with_end && isfinite(end_nll))
+      return (nll + end_nll) / (tokens + 1);
+    return tokens ? nll / tokens : 0;
   }
-  if (with_end && isfinite(s->end_nll))
-    v = MAX(v, s->end_nll);
+  if (with_end && isfinite(end_nll))
+    v = MAX(v, end_nll);
   return v;
+}
+
+static double
+sess_score(const Sess *s, int agg, gboolean with_end)
+{
+  return agg_value(agg, s->nll, s->tokens, s->max_line_mean,
+                   s->max_line_sum, s->max_token, s->end_nll, with_end);
+}
+
+static double
+part_score(const Part *p, int agg, gboolean with_end)
+{
+  return agg_value(agg, p->nll, p->tokens, p->max_line_mean,
+                   p->max_line_sum, p->max_token, p->end_nll, with_end);
 }
 
 static double
@@ -330,6 +375,11 @@ on_end(const TxlSessionResult *r, gpointer p)
   Sess *s = g_hash_table_lookup(ev->by_key, r->key);
   if (!s)
     return; /* single stream: the one session "" */
+  if (s->parts_a) {
+    Part pt = { r->reason, r->lines, r->tokens, r->nll, r->max_line_mean,
+                r->max_line_sum, r->max_token, r->end_nll };
+    g_array_append_val(s->parts_a, pt);
+  }
   s->parts++;
   s->nll += r->nll;
   s->tokens += r->tokens;
@@ -349,9 +399,14 @@ score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
   TxlSessionOptions so = TXL_SESSION_OPTIONS_DEFAULT;
   so.key_regex = o->single_stream ? NULL : o->key_re;
   so.key_group = o->key_group;
-  so.score_end = o->end && !o->single_stream;
+  so.score_end = (o->end || o->live) && !o->single_stream;
   so.prime = TRUE;
   so.max_bytes = (guint64)o->max_bytes_mib << 20;
+  if (o->live) {
+    so.idle_after = ev->idle_after;
+    so.n_idle_after = ev->n_idle;
+    so.finish_open = TRUE;
+  }
   TxlSessions *ss = txl_sessions_new(m, &so, on_line, on_end, ev, error);
   if (!ss)
     return FALSE;
@@ -362,14 +417,26 @@ score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
     if (!line_in(ev, i, SPLIT_CALIB) && !line_in(ev, i, SPLIT_TEST))
       continue;
     g_array_append_val(ev->push_line, i);
-    ok = txl_sessions_push_line(ss, ev->line_ptr[i], ev->line_len[i],
-                                error) > 0;
+    if (o->live)
+      ok = txl_sessions_set_time(ss, ev->line_time[i], error);
+    ok = ok && txl_sessions_push_line(ss, ev->line_ptr[i], ev->line_len[i],
+                                      error) > 0;
+    /* a validation session is complete: it ends after its last line */
+    if (ok && o->live && line_in(ev, i, SPLIT_CALIB)) {
+      Sess *vs = ev->sess->pdata[ev->line_sess[i]];
+      if (vs->last_line == i)
+        ok = txl_sessions_end(ss, vs->key, error);
+    }
     n++;
     if (n % 20000 == 0)
       fprintf(stderr, "txl eval: scored %" G_GINT64_FORMAT " lines "
               "(%.0f lines/s, %u open sessions)\n", n,
               n / ((g_get_monotonic_time() - t0) / 1e6), txl_sessions_count(ss));
   }
+  /* the end of the recording: the clock at its last line, then the
+   * sessions still open are reported open */
+  if (ok && o->live)
+    ok = txl_sessions_set_time(ss, ev->line_time[ev->n_lines - 1], error);
   ok = ok && txl_sessions_finish(ss, error);
   *secs = (g_get_monotonic_time() - t0) / 1e6;
   *n_scored = n;
@@ -391,6 +458,193 @@ score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
     }
   }
   return ok;
+}
+
+/* ---- the live rule ---------------------------------------------------- */
+
+#define MAX_TABLE 4096 /* longest idle and threshold tables, in lines */
+
+/* Each line's clock value: its timestamp (--time-format, read with
+ * strptime at the start of the line, as UTC seconds; a line without one
+ * keeps the time before it; the clock never goes back), or its line number
+ * where fewer than half of the lines have a timestamp. */
+static void
+line_clock(Eval *ev)
+{
+  const char *fmt = ev->o->time_format;
+  ev->line_time = g_new(double, MAX(ev->n_lines, 1));
+  double t = NAN;
+  gint64 parsed = 0;
+  for (gint64 i = 0; i < ev->n_lines && fmt[0]; i++) {
+    char buf[128];
+    gsize n = MIN(ev->line_len[i], sizeof buf - 1);
+    memcpy(buf, ev->line_ptr[i], n);
+    buf[n] = '\0';
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    if (strptime(buf, fmt, &tm)) {
+      double v = (double)timegm(&tm);
+      if (isnan(t) || v > t)
+        t = v;
+      if (parsed++ == 0) /* lines before the first timestamp take it */
+        for (gint64 j = 0; j < i; j++)
+          ev->line_time[j] = t;
+    }
+    ev->line_time[i] = t;
+  }
+  ev->time_parsed = parsed;
+  ev->time_clock = fmt[0] && parsed * 2 >= ev->n_lines;
+  if (!ev->time_clock)
+    for (gint64 i = 0; i < ev->n_lines; i++)
+      ev->line_time[i] = (double)(i + 1);
+}
+
+/* The validation sessions' scored lines, in order (one GArray of line
+ * indices per validation session), and every session's last pushed line. */
+static GPtrArray *
+validation_lines(Eval *ev)
+{
+  GPtrArray *per = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  gint64 *idx = g_new(gint64, MAX(ev->sess->len, 1));
+  for (guint k = 0; k < ev->sess->len; k++) {
+    Sess *s = ev->sess->pdata[k];
+    idx[k] = -1;
+    s->last_line = -1;
+    if (s->split == SPLIT_CALIB) {
+      idx[k] = per->len;
+      g_ptr_array_add(per, g_array_new(FALSE, FALSE, sizeof(gint64)));
+    }
+  }
+  for (gint64 i = 0; i < ev->n_lines; i++) {
+    if (line_in(ev, i, SPLIT_CALIB)) {
+      g_array_append_val((GArray *)per->pdata[idx[ev->line_sess[i]]], i);
+      ((Sess *)ev->sess->pdata[ev->line_sess[i]])->last_line = i;
+    } else if (line_in(ev, i, SPLIT_TEST)) {
+      ((Sess *)ev->sess->pdata[ev->line_sess[i]])->last_line = i;
+    }
+  }
+  g_free(idx);
+  return per;
+}
+
+/* T(k): the longest pause a normal validation session made after one of
+ * its first k lines (a running maximum over the positions), for k = 1 up
+ * to the longest validation session; longer sessions take the last. */
+static void
+idle_schedule(Eval *ev, GPtrArray *val)
+{
+  guint K = 1;
+  for (guint j = 0; j < val->len; j++)
+    K = MAX(K, ((GArray *)val->pdata[j])->len);
+  K = MIN(K, MAX_TABLE);
+  double *per = g_new0(double, K + 1);
+  for (guint j = 0; j < val->len; j++) {
+    GArray *a = val->pdata[j];
+    for (guint c = 1; c < a->len; c++) {
+      double g = ev->line_time[g_array_index(a, gint64, c)] -
+                 ev->line_time[g_array_index(a, gint64, c - 1)];
+      guint pos = MIN(c, K); /* the gap after line c */
+      per[pos] = MAX(per[pos], g);
+    }
+  }
+  ev->n_idle = K;
+  ev->idle_after = g_new(double, K);
+  double m = 0;
+  for (guint k = 1; k <= K; k++) {
+    m = MAX(m, per[k]);
+    ev->idle_after[k - 1] = m;
+  }
+  g_free(per);
+}
+
+/* The live rule's thresholds for one score kind: ended sessions (with the
+ * end marker) against the complete validation sessions; open sessions of k
+ * lines against every validation session's first min(k, its length)
+ * lines.  Both by calibrate(), i.e. the same --threshold-rule and
+ * --margin. */
+static void
+live_calibrate(Eval *ev, GPtrArray *val, int agg, double *thr_end,
+               double *thr_open)
+{
+  const Opts *o = ev->o;
+  guint nv = val->len, K = ev->n_open;
+  double *v = g_new(double, MAX(nv, 1) * (gsize)MAX(K, 1));
+  double *cal = g_new(double, MAX(nv, 1));
+  gsize nc = 0;
+  for (guint k = 0; k < ev->sess->len; k++) {
+    Sess *s = ev->sess->pdata[k];
+    if (s->split == SPLIT_CALIB)
+      cal[nc++] = sess_score(s, agg, TRUE);
+  }
+  *thr_end = calibrate(o, cal, nc);
+  for (guint j = 0; j < nv; j++) {
+    GArray *a = val->pdata[j];
+    double nll = 0, mlm = 0, mls = 0, mt = 0, x = 0;
+    gint64 tok = 0;
+    guint c = 0;
+    for (; c < a->len && c < K; c++) {
+      gint64 i = g_array_index(a, gint64, c);
+      if (!isnan(ev->l_sum[i])) {
+        nll += ev->l_sum[i];
+        tok += ev->l_tok[i];
+        if (ev->l_tok[i] > 0) {
+          mlm = MAX(mlm, ev->l_mean[i]);
+          mls = MAX(mls, ev->l_sum[i]);
+          mt = MAX(mt, ev->l_max[i]);
+        }
+      }
+      x = agg_value(agg, nll, tok, mlm, mls, mt, NAN, FALSE);
+      v[(gsize)c * nv + j] = x;
+    }
+    for (; c < K; c++) /* a complete session, at every longer k */
+      v[(gsize)c * nv + j] = x;
+  }
+  for (guint k = 0; k < K; k++)
+    thr_open[k] = calibrate(o, v + (gsize)k * nv, nv);
+  g_free(v);
+  g_free(cal);
+}
+
+/* A test session under the live rule: each part is judged against the
+ * threshold that applies to it (ended: thr_end with the end marker; open
+ * or evicted: thr_open at its length, without); the session's value is the
+ * largest score / threshold, flagged above 1. */
+static double
+live_value(const Eval *ev, Sess *s, int agg, double thr_end,
+           const double *thr_open, gboolean keep)
+{
+  double best = -INFINITY, bs = 0, bt = 0;
+  int status = STATUS_OPEN;
+  for (guint p = 0; s->parts_a && p < s->parts_a->len; p++) {
+    const Part *pt = &g_array_index(s->parts_a, Part, p);
+    gboolean ended = pt->reason == TXL_SESSION_END_CLOSED ||
+                     pt->reason == TXL_SESSION_END_IDLE;
+    double sc = part_score(pt, agg, ended);
+    double t = ended ? thr_end
+                     : thr_open[MIN((guint64)MAX(pt->lines, 1), ev->n_open) - 1];
+    double r = sc / MAX(t, 1e-12);
+    if (r > best) {
+      best = r;
+      bs = sc;
+      bt = t;
+    }
+    status = ended ? STATUS_ENDED : STATUS_OPEN;
+  }
+  if (s->parts_a && s->parts_a->len > 1)
+    status = STATUS_SPLIT;
+  if (keep) {
+    s->rule_score = bs;
+    s->rule_thr = bt;
+    s->status = status;
+  }
+  return isfinite(best) ? best : 0;
+}
+
+static void
+append_list(GString *g, const double *v, guint n, const char *sep)
+{
+  for (guint k = 0; k < n; k++)
+    g_string_append_printf(g, "%s%.6g", k ? sep : "", v[k]);
 }
 
 /* ---- training -------------------------------------------------------- */
@@ -629,6 +883,8 @@ txl_cmd_eval(int argc, char **argv)
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; a number M: rule value x (1 + M)", "auto|M" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
+    { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
+    { "time-format", 0, 0, G_OPTION_ARG_STRING, &o.time_format, "strptime format of the timestamp at the start of a line, the live rule's clock (default the HDFS '%y%m%d %H%M%S'; \"\": the line number, also used when fewer than half of the lines have one)", "FMT" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o.end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
     { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o.max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 1024)", "N" },
@@ -675,6 +931,16 @@ txl_cmd_eval(int argc, char **argv)
     o.score = g_strdup("mean");
   if (!o.rule)
     o.rule = g_strdup("max");
+  if (!o.session_rule)
+    o.session_rule = g_strdup("whole");
+  if (!o.time_format)
+    o.time_format = g_strdup("%y%m%d %H%M%S");
+  if (strcmp(o.session_rule, "live") && strcmp(o.session_rule, "whole")) {
+    fprintf(stderr, "txl eval: --session-rule takes live or whole, not "
+                    "'%s'\n", o.session_rule);
+    return 2;
+  }
+  o.live = !strcmp(o.session_rule, "live") && !o.single_stream;
   if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
     o.margin_auto = TRUE;
   } else {
@@ -736,6 +1002,8 @@ txl_cmd_eval(int argc, char **argv)
   g_autofree double *sc = NULL, *lsc = NULL, *cal = NULL;
   g_autofree int *lab = NULL, *llab = NULL;
   FILE *lines_f = NULL;
+  GPtrArray *val_lines = NULL;
+  double *thr_open_a = NULL;
 
   if (!(labels = read_labels(o.labels_path, &err)))
     goto out;
@@ -868,6 +1136,26 @@ txl_cmd_eval(int argc, char **argv)
 
   ev.cut = ((Sess *)ev.sess->pdata[n_train_part])->first_line;
 
+  /* the live rule: the clock and the idle timeouts, from the validation
+   * sessions' timestamps alone */
+  if (o.live) {
+    line_clock(&ev);
+    val_lines = validation_lines(&ev);
+    idle_schedule(&ev, val_lines);
+    ev.n_open = ev.n_idle;
+    for (guint k = 0; k < ev.sess->len; k++) {
+      Sess *s = ev.sess->pdata[k];
+      if (s->split == SPLIT_TEST)
+        s->parts_a = g_array_new(FALSE, FALSE, sizeof(Part));
+    }
+    fprintf(stderr, "txl eval: live rule: clock %s (%" G_GINT64_FORMAT
+            " of %" G_GINT64_FORMAT " lines with a timestamp '%s'); idle "
+            "timeouts T(k) for k = 1..%u lines: %g .. %g\n",
+            ev.time_clock ? "log time, s" : "line number", ev.time_parsed,
+            ev.n_lines, o.time_format, ev.n_idle, ev.idle_after[0],
+            ev.idle_after[ev.n_idle - 1]);
+  }
+
   /* training */
   double train_s = 0;
   if (o.model_path) {
@@ -928,9 +1216,42 @@ txl_cmd_eval(int argc, char **argv)
   Metrics sess_m, line_m;
   GString *abl = g_string_new(NULL);
   double thr = 0;
+  if (o.live) {
+    ev.thr_open = g_new(double, ev.n_open);
+    thr_open_a = g_new(double, ev.n_open);
+    for (int a = 0; a < N_AGG; a++) {
+      double te;
+      live_calibrate(&ev, val_lines, a, &te, thr_open_a);
+      gsize nt = 0;
+      for (guint k = 0; k < ev.sess->len; k++) {
+        Sess *s = ev.sess->pdata[k];
+        if (s->split == SPLIT_TEST) {
+          sc[nt] = live_value(&ev, s, a, te, thr_open_a, a == agg);
+          lab[nt++] = s->label;
+        }
+      }
+      Metrics m;
+      metrics(sc, lab, nt, 1.0, &m);
+      if (a == agg) {
+        sess_m = m;
+        thr = 1.0;
+        ev.thr_end = te;
+        memcpy(ev.thr_open, thr_open_a, sizeof(double) * ev.n_open);
+      }
+      g_string_append_printf(abl, "%s{\"score\": \"%s\", \"rule\": \"live\""
+                             ", \"threshold_ended\": %.6g, ",
+                             abl->len ? ", " : "", agg_names[a], te);
+      json_metrics(abl, "session", &m);
+      g_string_append(abl, "}");
+      fprintf(stderr, "txl eval:   %-13s live     ended %8.4f  open %.4f..%.4f"
+              "  P %.3f  R %.3f  F1 %.3f  AUROC %.4f%s\n", agg_names[a], te,
+              thr_open_a[0], thr_open_a[ev.n_open - 1], m.precision,
+              m.recall, m.f1, m.auroc, a == agg ? "  <- chosen" : "");
+    }
+  }
   for (int a = 0; a < N_AGG; a++)
     for (int with_end = 1; with_end >= 0; with_end--) {
-      if (with_end && (!o.end || o.single_stream))
+      if (with_end && (!(o.end || o.live) || o.single_stream))
         continue;
       gsize nc = 0, nt = 0;
       for (guint k = 0; k < ev.sess->len; k++) {
@@ -945,17 +1266,19 @@ txl_cmd_eval(int argc, char **argv)
       double t = calibrate(&o, cal, nc);
       Metrics m;
       metrics(sc, lab, nt, t, &m);
-      gboolean chosen = a == agg && with_end == !(!o.end || o.single_stream);
+      gboolean chosen = !o.live && a == agg &&
+                        with_end == !(!o.end || o.single_stream);
       if (chosen) {
         sess_m = m;
         thr = t;
       }
-      g_string_append_printf(abl, "%s{\"score\": \"%s\", \"end\": %s, ",
+      g_string_append_printf(abl, "%s{\"score\": \"%s\", \"rule\": "
+                             "\"whole\", \"end\": %s, ",
                              abl->len ? ", " : "", agg_names[a],
                              with_end ? "true" : "false");
       json_metrics(abl, "session", &m);
       g_string_append(abl, "}");
-      fprintf(stderr, "txl eval:   %-13s end %-3s  threshold %8.4f  P %.3f  "
+      fprintf(stderr, "txl eval:   %-13s whole end %-3s threshold %8.4f  P %.3f  "
               "R %.3f  F1 %.3f  AUROC %.4f%s\n", agg_names[a],
               with_end ? "yes" : "no", t, m.precision, m.recall, m.f1,
               m.auroc, chosen ? "  <- chosen" : "");
@@ -967,7 +1290,9 @@ txl_cmd_eval(int argc, char **argv)
     for (guint k = 0; k < ev.sess->len; k++) {
       Sess *s = ev.sess->pdata[k];
       if (s->split == SPLIT_TEST) {
-        sc[nt] = sess_score(s, agg, with_end);
+        sc[nt] = o.live ? live_value(&ev, s, agg, ev.thr_end, ev.thr_open,
+                                     TRUE)
+                        : sess_score(s, agg, with_end);
         lab[nt++] = s->label;
       }
     }
@@ -1000,7 +1325,8 @@ txl_cmd_eval(int argc, char **argv)
   printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
          " anomalous), score %s%s, threshold %s%s%s\n", o.log_path,
          sess_m.n, sess_m.n_anom, o.score,
-         (!o.end || o.single_stream) ? "" : " with the end marker",
+         o.live ? ", live rule (session threshold: score / its threshold)"
+         : (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
          o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)" : "",
          o.single_stream ? ", single stream" : "");
@@ -1013,6 +1339,21 @@ txl_cmd_eval(int argc, char **argv)
            G_GINT64_FORMAT "\n", lv[k], ms[k]->threshold,
            ms[k]->tp + ms[k]->fp, ms[k]->precision, ms[k]->recall, ms[k]->f1,
            ms[k]->auroc, ms[k]->n);
+  if (o.live) {
+    gint64 st[3] = { 0 };
+    for (guint k = 0; k < ev.sess->len; k++) {
+      Sess *s = ev.sess->pdata[k];
+      if (s->split == SPLIT_TEST)
+        st[s->status]++;
+    }
+    printf("  live: test sessions %" G_GINT64_FORMAT " ended, %"
+           G_GINT64_FORMAT " open at the end, %" G_GINT64_FORMAT " split by "
+           "a pause; threshold ended %.4f, open %.4f (1 line) .. %.4f (%u+)"
+           "; idle after %g .. %g %s\n", st[STATUS_ENDED], st[STATUS_OPEN],
+           st[STATUS_SPLIT], ev.thr_end, ev.thr_open[0],
+           ev.thr_open[ev.n_open - 1], ev.n_open, ev.idle_after[0],
+           ev.idle_after[ev.n_idle - 1], ev.time_clock ? "s" : "lines");
+  }
   printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
          n_scored, score_s, lps);
 
@@ -1020,20 +1361,36 @@ txl_cmd_eval(int argc, char **argv)
   {
     g_autofree char *csv = g_build_filename(o.out_dir, "sessions.csv", NULL);
     GString *c = g_string_new("key,label,split,lines,score,flagged,"
-                              "max_line,max_line_sum,max_token,mean,end_nll\n");
+                              "max_line,max_line_sum,max_token,mean,end_nll");
+    g_string_append(c, o.live ? ",status,parts,threshold\n" : "\n");
     for (guint k = 0; k < ev.sess->len; k++) {
       Sess *s = ev.sess->pdata[k];
       gboolean scored = s->split == SPLIT_CALIB || s->split == SPLIT_TEST;
       double v = sess_score(s, agg, !(!o.end || o.single_stream));
+      double vt = thr;
+      if (o.live && s->split == SPLIT_CALIB) {
+        v = sess_score(s, agg, TRUE);
+        vt = ev.thr_end;
+      } else if (o.live && s->split == SPLIT_TEST) {
+        v = s->rule_score;
+        vt = s->rule_thr;
+      }
       g_string_append_printf(c, "%s,%d,%s,%" G_GINT64_FORMAT ",", s->key,
                              s->label, split_names[s->split], s->n_lines);
       if (scored)
-        g_string_append_printf(c, "%.6f,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n", v,
-                               v > thr, s->max_line_mean, s->max_line_sum,
+        g_string_append_printf(c, "%.6f,%d,%.6f,%.6f,%.6f,%.6f,%.6f", v,
+                               v > vt, s->max_line_mean, s->max_line_sum,
                                s->max_token, sess_score(s, 3, FALSE),
                                isfinite(s->end_nll) ? s->end_nll : -1.0);
       else
-        g_string_append(c, ",,,,,,\n");
+        g_string_append(c, ",,,,,,");
+      if (o.live && scored)
+        g_string_append_printf(c, ",%s,%d,%.6f\n",
+                               s->split == SPLIT_TEST
+                                 ? status_names[s->status] : "ended",
+                               MAX(s->parts, 1), vt);
+      else
+        g_string_append(c, o.live ? ",,,\n" : "\n");
     }
     gboolean ok = g_file_set_contents(csv, c->str, c->len, &err);
     g_string_free(c, TRUE);
@@ -1042,8 +1399,9 @@ txl_cmd_eval(int argc, char **argv)
     g_autofree char *svg = g_build_filename(o.out_dir, "scores.svg", NULL);
     g_autofree char *log_base = g_path_get_basename(o.log_path);
     g_autofree char *title = g_strdup_printf(
-      "%s: test sessions by %s score (F1 %.3f, AUROC %.4f)",
-      log_base, o.score, sess_m.f1, sess_m.auroc);
+      "%s: test sessions by %s score%s (F1 %.3f, AUROC %.4f)",
+      log_base, o.score, o.live ? " / threshold (live rule)" : "",
+      sess_m.f1, sess_m.auroc);
     if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
       goto out;
     g_autofree char *margin_json = o.margin_auto
@@ -1070,6 +1428,48 @@ txl_cmd_eval(int argc, char **argv)
       (!o.end || o.single_stream) ? "false" : "true",
       o.single_stream ? "true" : "false",
       o.threshold > 0 ? "fixed" : o.rule, o.quantile, margin_json, o.fpr);
+    g_string_append_printf(j, "\"session_rule\": \"%s\", ",
+                           o.live ? "live" : "whole");
+    if (o.live) {
+      const char *tf = ev.time_clock ? o.time_format : "";
+      g_string_append(j, "\"live\": {\"clock\": ");
+      g_string_append(j, ev.time_clock ? "\"time\"" : "\"lines\"");
+      g_string_append(j, ", \"time_format\": ");
+      txl_json_append_string(j, tf, strlen(tf));
+      g_string_append(j, ", \"idle_after\": [");
+      append_list(j, ev.idle_after, ev.n_idle, ", ");
+      g_string_append_printf(j, "], \"threshold_ended\": %.6g, "
+                             "\"thresholds_open\": [", ev.thr_end);
+      append_list(j, ev.thr_open, ev.n_open, ", ");
+      gint64 st[3] = { 0 };
+      for (guint k = 0; k < ev.sess->len; k++) {
+        Sess *s = ev.sess->pdata[k];
+        if (s->split == SPLIT_TEST)
+          st[s->status]++;
+      }
+      g_string_append_printf(j, "], \"test_ended\": %" G_GINT64_FORMAT
+                             ", \"test_open\": %" G_GINT64_FORMAT
+                             ", \"test_split\": %" G_GINT64_FORMAT "}, ",
+                             st[0], st[1], st[2]);
+      /* the same rule for txlsessions: its properties */
+      GString *props = g_string_new(NULL);
+      g_string_append_printf(props, "session-score=%s session-end-marker=true "
+                             "session-time-format=\"%s\" session-idle-after=\"",
+                             agg_names[agg], tf);
+      append_list(props, ev.idle_after, ev.n_idle, ",");
+      g_string_append_printf(props, "\" session-threshold=%.6g "
+                             "session-open-thresholds=\"", ev.thr_end);
+      append_list(props, ev.thr_open, ev.n_open, ",");
+      g_string_append(props, "\"\n");
+      g_autofree char *pp = g_build_filename(o.out_dir, "txlsessions.txt",
+                                             NULL);
+      gboolean pok = g_file_set_contents(pp, props->str, props->len, &err);
+      g_string_free(props, TRUE);
+      if (!pok) {
+        g_string_free(j, TRUE);
+        goto out;
+      }
+    }
     json_metrics(j, "session", &sess_m);
     g_string_append(j, ", ");
     json_metrics(j, "line", &line_m);
@@ -1126,6 +1526,8 @@ out:
   for (guint k = 0; k < ev.sess->len; k++) {
     Sess *s = ev.sess->pdata[k];
     g_free(s->key);
+    if (s->parts_a)
+      g_array_unref(s->parts_a);
     g_free(s);
   }
   g_ptr_array_free(ev.sess, TRUE);
@@ -1138,6 +1540,12 @@ out:
   g_free(ev.l_sum);
   g_free(ev.l_max);
   g_free(ev.l_tok);
+  g_free(ev.line_time);
+  g_free(ev.idle_after);
+  g_free(ev.thr_open);
+  g_free(thr_open_a);
+  if (val_lines)
+    g_ptr_array_free(val_lines, TRUE);
   g_regex_unref(re);
   g_free(o.labels_path);
   g_free(o.out_dir);
@@ -1147,5 +1555,7 @@ out:
   g_free(o.rule);
   g_free(o.margin_s);
   g_free(o.lines_out);
+  g_free(o.session_rule);
+  g_free(o.time_format);
   return rc;
 }
