@@ -4,9 +4,11 @@ errors with a non-zero exit for bad input.  Needs no data outside the
 repository; about 15 s on two cores."""
 import csv
 import json
+import math
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -182,6 +184,56 @@ def main():
         rc, _, se6 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out6'),
                           '--session-rule', 'nope', '--model', os.path.join(out, 'model.gguf')])
         check('error: bad session rule', rc == 2 and 'session-rule' in se6, se6)
+
+        # the censored rule: the threshold from the validation sessions as
+        # seen at the split (their lines before the first test session's
+        # first line), here recomputed from lines.jsonl: max or log-normal tail
+        out7 = os.path.join(tmp, 'out7')
+        lines7 = os.path.join(tmp, 'lines7.jsonl')
+        rc, so7, se7 = run(['eval', log, '--labels', labels, '-o', out7, '--key', 'sid=(S[0-9]+)',
+                            '--key-group', '1', '--session-rule', 'censored', '--lines', lines7,
+                            '--model', os.path.join(out, 'model.gguf')])
+        ok = rc == 0
+        if ok:
+            with open(os.path.join(out7, 'summary.json')) as f:
+                s7 = json.load(f)
+            with open(lines7) as f:
+                lj7 = [json.loads(l) for l in f]
+            first = {}
+            with open(log) as f:
+                for i, line in enumerate(f):
+                    k = line.split('sid=')[1].split()[0] if 'sid=' in line else None
+                    if k is not None and k not in first:
+                        first[k] = i + 1
+            order = sorted(first, key=first.get)
+            cut = first[order[int(0.5 * len(order))]]
+            nll, tok, full = {}, {}, {}
+            for l in lj7:
+                if l['split'] != 'calibration':
+                    continue
+                full[l['key']] = full.get(l['key'], 0) + 1
+                if l['line'] < cut:
+                    nll[l['key']] = nll.get(l['key'], 0) + l['nll']
+                    tok[l['key']] = tok.get(l['key'], 0) + (round(l['nll'] / l['mean']) if l['mean'] > 0 else 0)
+            cen = [nll[k] / tok[k] if tok[k] else 0 for k in nll]
+            n_cut = sum(1 for k in nll if sum(1 for l in lj7 if l['key'] == k and l['line'] < cut) < full[k])
+            lg = [math.log(v) for v in cen if v > 0]
+            mu = sum(lg) / len(lg)
+            sd = math.sqrt(sum((x - mu) ** 2 for x in lg) / (len(lg) - 1))
+            want = max(max(cen), math.exp(mu + statistics.NormalDist().inv_cdf(1 - 1e-3) * sd))
+            c7 = s7.get('censored', {})
+            check('censored: cut at the first test line, validation sessions cut there',
+                  s7['session_rule'] == 'censored' and c7.get('cut_line') == cut and
+                  c7.get('validation_sessions') == len(cen) and c7.get('cut_sessions') == n_cut and
+                  0 < n_cut < len(cen), (c7, cut, len(cen), n_cut))
+            check('censored: threshold = max / log-normal tail of the censored scores',
+                  abs(s7['session']['threshold'] - want) < 1e-4 * max(1, want),
+                  (s7['session']['threshold'], want))
+            check('censored: stdout says so', 'censored at the split' in so7 and 'cut short' in so7, so7)
+        check('--session-rule censored runs', ok, se7)
+        rc, _, se8 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out8'),
+                          '--session-rule', 'censored', '--end', '--model', os.path.join(out, 'model.gguf')])
+        check('error: censored with --end', rc == 2 and '--end' in se8, se8)
 
         # bad input: clear errors, non-zero exit
         empty = os.path.join(tmp, 'empty.log')

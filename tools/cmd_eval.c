@@ -73,8 +73,9 @@ typedef struct {
   gboolean margin_auto; /* the log-normal tail of the validation scores */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
-  char *session_rule;   /* "live" (default) or "whole" */
+  char *session_rule;   /* "whole" (default), "live" or "censored" */
   gboolean live;
+  gboolean censored;    /* calibrate on validation sessions cut at the split */
   char *time_format;    /* strptime format of a line's timestamp; "": lines */
   char *lines_out;
   gint64 max_bytes_mib;
@@ -458,6 +459,55 @@ score_lines(Eval *ev, TxlModel *m, double *secs, gint64 *n_scored,
     }
   }
   return ok;
+}
+
+/* ---- the censored rule ------------------------------------------------ */
+
+/* The normal validation sessions as a detector would see them at the cut
+ * (the first line of the first test session, the end of the training and
+ * validation period): each session's score over its lines logged before
+ * the cut only, so that sessions still in progress there are truncated the
+ * way test sessions are by the end of the recording.  No end marker: a cut
+ * session has not ended.  Fills v (one value per validation session with
+ * at least one line before the cut) and returns their number; *n_cut
+ * counts the sessions that the cut truncated. */
+static gsize
+censored_scores(const Eval *ev, int agg, double *v, gsize *n_cut)
+{
+  guint n = ev->sess->len;
+  double *nll = g_new0(double, MAX(n, 1)), *mlm = g_new0(double, MAX(n, 1));
+  double *mls = g_new0(double, MAX(n, 1)), *mt = g_new0(double, MAX(n, 1));
+  gint64 *tok = g_new0(gint64, MAX(n, 1)), *cnt = g_new0(gint64, MAX(n, 1));
+  for (gint64 i = 0; i < ev->cut && i < ev->n_lines; i++) {
+    gint64 si = ev->line_sess[i];
+    if (si < 0 || ((Sess *)ev->sess->pdata[si])->split != SPLIT_CALIB ||
+        isnan(ev->l_sum[i]))
+      continue;
+    cnt[si]++;
+    nll[si] += ev->l_sum[i];
+    tok[si] += ev->l_tok[i];
+    if (ev->l_tok[i] > 0) {
+      mlm[si] = MAX(mlm[si], ev->l_mean[i]);
+      mls[si] = MAX(mls[si], ev->l_sum[i]);
+      mt[si] = MAX(mt[si], ev->l_max[i]);
+    }
+  }
+  gsize k = 0;
+  *n_cut = 0;
+  for (guint j = 0; j < n; j++) {
+    Sess *s = ev->sess->pdata[j];
+    if (s->split != SPLIT_CALIB || cnt[j] == 0)
+      continue;
+    v[k++] = agg_value(agg, nll[j], tok[j], mlm[j], mls[j], mt[j], NAN, FALSE);
+    *n_cut += cnt[j] < s->n_lines;
+  }
+  g_free(nll);
+  g_free(mlm);
+  g_free(mls);
+  g_free(mt);
+  g_free(tok);
+  g_free(cnt);
+  return k;
 }
 
 /* ---- the live rule ---------------------------------------------------- */
@@ -883,7 +933,7 @@ txl_cmd_eval(int argc, char **argv)
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; a number M: rule value x (1 + M)", "auto|M" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
-    { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
+    { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "censored: the threshold from the normal validation sessions as seen at the split (scored on their lines before the first test session's first line, so those in progress are cut short, as test sessions are by the end of the log); live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
     { "time-format", 0, 0, G_OPTION_ARG_STRING, &o.time_format, "strptime format of the timestamp at the start of a line, the live rule's clock (default the HDFS '%y%m%d %H%M%S'; \"\": the line number, also used when fewer than half of the lines have one)", "FMT" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o.end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o.single_stream, "One stream over the interleaved lines instead of one per session", NULL },
@@ -935,12 +985,20 @@ txl_cmd_eval(int argc, char **argv)
     o.session_rule = g_strdup("whole");
   if (!o.time_format)
     o.time_format = g_strdup("%y%m%d %H%M%S");
-  if (strcmp(o.session_rule, "live") && strcmp(o.session_rule, "whole")) {
-    fprintf(stderr, "txl eval: --session-rule takes live or whole, not "
+  if (strcmp(o.session_rule, "live") && strcmp(o.session_rule, "whole") &&
+      strcmp(o.session_rule, "censored")) {
+    fprintf(stderr, "txl eval: --session-rule takes whole, censored or live, not "
                     "'%s'\n", o.session_rule);
     return 2;
   }
   o.live = !strcmp(o.session_rule, "live") && !o.single_stream;
+  o.censored = !strcmp(o.session_rule, "censored");
+  if (o.censored && (o.end || o.censor)) {
+    fprintf(stderr, "txl eval: --session-rule censored cuts the validation "
+                    "sessions itself and scores no end marker: not with "
+                    "--end or --censor\n");
+    return 2;
+  }
   if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
     o.margin_auto = TRUE;
   } else {
@@ -1216,6 +1274,7 @@ txl_cmd_eval(int argc, char **argv)
   Metrics sess_m, line_m;
   GString *abl = g_string_new(NULL);
   double thr = 0;
+  gsize n_cal_used = 0, n_cal_cut = 0;
   if (o.live) {
     ev.thr_open = g_new(double, ev.n_open);
     thr_open_a = g_new(double, ev.n_open);
@@ -1253,10 +1312,12 @@ txl_cmd_eval(int argc, char **argv)
     for (int with_end = 1; with_end >= 0; with_end--) {
       if (with_end && (!(o.end || o.live) || o.single_stream))
         continue;
-      gsize nc = 0, nt = 0;
+      gsize nc = 0, nt = 0, ncut = 0;
+      if (o.censored)
+        nc = censored_scores(&ev, a, cal, &ncut);
       for (guint k = 0; k < ev.sess->len; k++) {
         Sess *s = ev.sess->pdata[k];
-        if (s->split == SPLIT_CALIB)
+        if (s->split == SPLIT_CALIB && !o.censored)
           cal[nc++] = sess_score(s, a, with_end);
         else if (s->split == SPLIT_TEST) {
           sc[nt] = sess_score(s, a, with_end);
@@ -1271,16 +1332,19 @@ txl_cmd_eval(int argc, char **argv)
       if (chosen) {
         sess_m = m;
         thr = t;
+        n_cal_used = nc;
+        n_cal_cut = ncut;
       }
       g_string_append_printf(abl, "%s{\"score\": \"%s\", \"rule\": "
-                             "\"whole\", \"end\": %s, ",
+                             "\"%s\", \"end\": %s, ",
                              abl->len ? ", " : "", agg_names[a],
+                             o.censored ? "censored" : "whole",
                              with_end ? "true" : "false");
       json_metrics(abl, "session", &m);
       g_string_append(abl, "}");
-      fprintf(stderr, "txl eval:   %-13s whole end %-3s threshold %8.4f  P %.3f  "
+      fprintf(stderr, "txl eval:   %-13s %-8s end %-3s threshold %8.4f  P %.3f  "
               "R %.3f  F1 %.3f  AUROC %.4f%s\n", agg_names[a],
-              with_end ? "yes" : "no", t, m.precision, m.recall, m.f1,
+              o.censored ? "censored" : "whole", with_end ? "yes" : "no", t, m.precision, m.recall, m.f1,
               m.auroc, chosen ? "  <- chosen" : "");
     }
   /* the chosen kind again, so that sc/lab hold it for the outputs */
@@ -1326,6 +1390,7 @@ txl_cmd_eval(int argc, char **argv)
          " anomalous), score %s%s, threshold %s%s%s\n", o.log_path,
          sess_m.n, sess_m.n_anom, o.score,
          o.live ? ", live rule (session threshold: score / its threshold)"
+         : o.censored ? ", validation sessions censored at the split"
          : (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
          o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)" : "",
@@ -1354,6 +1419,11 @@ txl_cmd_eval(int argc, char **argv)
            ev.thr_open[ev.n_open - 1], ev.n_open, ev.idle_after[0],
            ev.idle_after[ev.n_idle - 1], ev.time_clock ? "s" : "lines");
   }
+  if (o.censored)
+    printf("  censored: cut at line %" G_GINT64_FORMAT " (the first line of "
+           "the first test session); %" G_GSIZE_FORMAT " validation sessions "
+           "scored on their lines before it, %" G_GSIZE_FORMAT " of them cut "
+           "short\n", ev.cut + 1, n_cal_used, n_cal_cut);
   printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
          n_scored, score_s, lps);
 
@@ -1429,7 +1499,13 @@ txl_cmd_eval(int argc, char **argv)
       o.single_stream ? "true" : "false",
       o.threshold > 0 ? "fixed" : o.rule, o.quantile, margin_json, o.fpr);
     g_string_append_printf(j, "\"session_rule\": \"%s\", ",
-                           o.live ? "live" : "whole");
+                           o.live ? "live" : o.censored ? "censored" : "whole");
+    if (o.censored)
+      g_string_append_printf(j, "\"censored\": {\"cut_line\": %"
+                             G_GINT64_FORMAT ", \"validation_sessions\": %"
+                             G_GSIZE_FORMAT ", \"cut_sessions\": %"
+                             G_GSIZE_FORMAT "}, ", ev.cut + 1, n_cal_used,
+                             n_cal_cut);
     if (o.live) {
       const char *tf = ev.time_clock ? o.time_format : "";
       g_string_append(j, "\"live\": {\"clock\": ");
