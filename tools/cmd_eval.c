@@ -12,7 +12,9 @@
  * validation and test session is scored in its own stream (TxlSessions):
  * the threshold comes from the validation sessions' scores alone, and the
  * test sessions' labels are read only to compute precision, recall, F1 and
- * AUROC.  Writes DIR/summary.json, DIR/sessions.csv, DIR/scores.svg (and
+ * AUROC.  --session-rule censored takes the threshold from the validation
+ * sessions as seen at the split (their lines before the first test line).
+ * Writes DIR/summary.json, DIR/sessions.csv, DIR/scores.svg (and
  * DIR/model.gguf unless --model is given). */
 #include "cmd.h"
 #include "jsonstr.h"
