@@ -192,6 +192,13 @@ got_end(const TxlSessionResult *r, gpointer p)
   g_assert_true(g_hash_table_lookup_extended(g->open, r->key, NULL, &n));
   g_assert_cmpint(GPOINTER_TO_INT(n), ==, r->lines);
   g_hash_table_remove(g->open, r->key);
+  /* a key evicted and seen again ends again: the last result counts */
+  TxlSessionResult *old = g_hash_table_lookup(g->results, r->key);
+  if (old) {
+    g_hash_table_steal(g->results, r->key);
+    g_free((char *)old->key);
+    g_free(old);
+  }
   TxlSessionResult *c = g_memdup2(r, sizeof *r);
   c->key = g_strdup(r->key);
   g_hash_table_insert(g->results, (char *)c->key, c);

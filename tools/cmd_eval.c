@@ -911,6 +911,21 @@ agg_index(const char *name)
   return -1;
 }
 
+static void
+opts_free(Opts *o)
+{
+  g_free(o->labels_path);
+  g_free(o->out_dir);
+  g_free(o->key_re);
+  g_free(o->model_path);
+  g_free(o->score);
+  g_free(o->rule);
+  g_free(o->margin_s);
+  g_free(o->lines_out);
+  g_free(o->session_rule);
+  g_free(o->time_format);
+}
+
 int
 txl_cmd_eval(int argc, char **argv)
 {
@@ -969,12 +984,12 @@ txl_cmd_eval(int argc, char **argv)
   g_autoptr(GError) err = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
     fprintf(stderr, "txl eval: %s\n", err->message);
-    return 2;
+    return opts_free(&o), 2;
   }
   if (argc != 2 || !o.labels_path || !o.out_dir) {
     fprintf(stderr, "txl eval: need one LOG, --labels FILE and -o DIR "
                     "(txl eval --help)\n");
-    return 2;
+    return opts_free(&o), 2;
   }
   o.log_path = argv[1];
   if (!o.key_re)
@@ -991,7 +1006,7 @@ txl_cmd_eval(int argc, char **argv)
       strcmp(o.session_rule, "censored")) {
     fprintf(stderr, "txl eval: --session-rule takes whole, censored or live, not "
                     "'%s'\n", o.session_rule);
-    return 2;
+    return opts_free(&o), 2;
   }
   o.live = !strcmp(o.session_rule, "live") && !o.single_stream;
   o.censored = !strcmp(o.session_rule, "censored");
@@ -999,7 +1014,7 @@ txl_cmd_eval(int argc, char **argv)
     fprintf(stderr, "txl eval: --session-rule censored cuts the validation "
                     "sessions itself and scores no end marker: not with "
                     "--end or --censor\n");
-    return 2;
+    return opts_free(&o), 2;
   }
   if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
     o.margin_auto = TRUE;
@@ -1009,19 +1024,19 @@ txl_cmd_eval(int argc, char **argv)
     if (!endp || *endp || endp == o.margin_s) {
       fprintf(stderr, "txl eval: --margin takes auto or a number, not '%s'\n",
               o.margin_s);
-      return 2;
+      return opts_free(&o), 2;
     }
   }
   int agg = agg_index(o.score);
   if (agg < 0) {
     fprintf(stderr, "txl eval: --score takes max-line, max-line-sum, "
                     "max-token or mean, not '%s'\n", o.score);
-    return 2;
+    return opts_free(&o), 2;
   }
   if (strcmp(o.rule, "max") && strcmp(o.rule, "quantile")) {
     fprintf(stderr, "txl eval: --threshold-rule takes max or quantile, not "
                     "'%s'\n", o.rule);
-    return 2;
+    return opts_free(&o), 2;
   }
   if (!(o.train_fraction > 0 && o.train_fraction < 1) ||
       !(o.calib_fraction > 0 && o.calib_fraction < 1) ||
@@ -1032,7 +1047,7 @@ txl_cmd_eval(int argc, char **argv)
                     "numbers in (0, 1), --quantile in (0, 1], --fpr in "
                     "(0, 0.5), --margin, "
                     "--threshold and --max-session-mib non-negative ones\n");
-    return 2;
+    return opts_free(&o), 2;
   }
   GError *e = NULL;
   GRegex *re = g_regex_new(o.key_re, G_REGEX_OPTIMIZE, 0, &e);
@@ -1040,13 +1055,13 @@ txl_cmd_eval(int argc, char **argv)
     fprintf(stderr, "txl eval: bad --key regex '%s': %s\n", o.key_re,
             e->message);
     g_error_free(e);
-    return 2;
+    return opts_free(&o), 2;
   }
   if (o.key_group < 0 || o.key_group > g_regex_get_capture_count(re)) {
     fprintf(stderr, "txl eval: --key-group %d: the regex has %d capture "
                     "groups\n", o.key_group, g_regex_get_capture_count(re));
     g_regex_unref(re);
-    return 2;
+    return opts_free(&o), 2;
   }
 
   int rc = 1;
@@ -1625,15 +1640,6 @@ out:
   if (val_lines)
     g_ptr_array_free(val_lines, TRUE);
   g_regex_unref(re);
-  g_free(o.labels_path);
-  g_free(o.out_dir);
-  g_free(o.key_re);
-  g_free(o.model_path);
-  g_free(o.score);
-  g_free(o.rule);
-  g_free(o.margin_s);
-  g_free(o.lines_out);
-  g_free(o.session_rule);
-  g_free(o.time_format);
+  opts_free(&o);
   return rc;
 }
