@@ -258,12 +258,14 @@ def check_page(d, want_anomalies):
         skip('live page', 'chromium is not installed (apt-get install chromium)')
         return
     prof = tempfile.mkdtemp(prefix='txld-chrome-')
+    # the browser is not ours to instrument (check-memory preloads ASan)
+    env = {k: v for k, v in os.environ.items() if k != 'LD_PRELOAD'}
     try:
         r = subprocess.run([chrome, '--headless', '--no-sandbox', '--disable-gpu',
                             '--no-first-run', '--user-data-dir=' + prof,
                             '--virtual-time-budget=4000', '--dump-dom',
                             'http://127.0.0.1:%d/' % d.port],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, env=env)
     finally:
         shutil.rmtree(prof, ignore_errors=True)
     dom = r.stdout.decode(errors='replace')
