@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -81,19 +82,51 @@ def verify(name, out, err, lines, bad):
               'flagged %s' % flagged)
 
 
+def udp_bound(port):
+    """Whether a socket is bound to this UDP port (datagrams sent before
+    udpsrc binds are lost, and a slow, e.g. sanitised, start can take a
+    while)."""
+    for table in ('/proc/net/udp', '/proc/net/udp6'):
+        try:
+            with open(table) as f:
+                next(f)
+                for row in f:
+                    if int(row.split()[1].split(':')[1], 16) == port:
+                        return True
+        except OSError:
+            pass
+    return False
+
+
 def run_udp(lines, bad):
     port = free_port(socket.SOCK_DGRAM)
     p = start('syslog-udp.txt', port)
-    time.sleep(2.0)                     # udpsrc binds on the way to PLAYING
+    deadline = time.time() + 30
+    while not udp_bound(port) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.2)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for l in lines:
         s.sendto(l.encode(), ('127.0.0.1', port))
         time.sleep(0.002)
     s.close()
-    time.sleep(1.5)
+    # every message is scored as it comes; wait for the rows rather than a
+    # fixed time, which a slow (sanitised) build may need
+    rows = []
+    reader = threading.Thread(target=lambda: rows.extend(iter(p.stdout.readline, b'')))
+    reader.start()
+    deadline = time.time() + 30
+    while len(rows) < len(lines) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    out, err = finish(p)
-    verify('udp', out, err, lines, bad)
+    reader.join(timeout=30)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    verify('udp', b''.join(rows).decode(), err.decode(), lines, bad)
 
 
 def run_tcp(lines, bad):
