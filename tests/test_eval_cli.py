@@ -230,6 +230,20 @@ def main():
                   abs(s7['session']['threshold'] - want) < 1e-4 * max(1, want),
                   (s7['session']['threshold'], want))
             check('censored: stdout says so', 'censored at the split' in so7 and 'cut short' in so7, so7)
+            # --margin tail: the log-normal tail alone, no floor at the max
+            rc, so9, se9 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out9'),
+                                '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--session-rule', 'censored',
+                                '--margin', 'tail', '--model', os.path.join(out, 'model.gguf')])
+            tail = math.exp(mu + statistics.NormalDist().inv_cdf(1 - 1e-3) * sd)
+            ok9 = rc == 0
+            if ok9:
+                with open(os.path.join(tmp, 'out9', 'summary.json')) as f:
+                    s9 = json.load(f)
+                check('censored --margin tail: threshold = log-normal tail alone',
+                      s9['margin'] == 'tail' and
+                      abs(s9['session']['threshold'] - tail) < 1e-4 * max(1, tail),
+                      (s9['session']['threshold'], tail))
+            check('--margin tail runs', ok9 and '(margin tail)' in so9, se9)
         check('--session-rule censored runs', ok, se7)
         rc, _, se8 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out8'),
                           '--session-rule', 'censored', '--end', '--model', os.path.join(out, 'model.gguf')])

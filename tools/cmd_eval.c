@@ -73,6 +73,7 @@ typedef struct {
   double quantile, margin, threshold;
   char *margin_s;      /* "auto" or a number */
   gboolean margin_auto; /* the log-normal tail of the validation scores */
+  gboolean margin_tail; /* that tail alone, no floor at the rule's value */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *session_rule;   /* "whole" (default), "live" or "censored" */
@@ -292,7 +293,8 @@ lognormal_tail(const double *v, gsize n, double fpr)
 /* The threshold from normal validation scores only.  --margin auto (the
  * default): the rule's value (the highest score, or a quantile), raised to
  * the (1 - --fpr) quantile of a log-normal fitted to the validation scores
- * when that lies higher; a number M: the rule's value x (1 + M). */
+ * when that lies higher; --margin tail: that quantile alone, also where it
+ * lies below the rule's value; a number M: the rule's value x (1 + M). */
 static double
 calibrate(const Opts *o, double *v, gsize n)
 {
@@ -309,6 +311,8 @@ calibrate(const Opts *o, double *v, gsize n)
     gsize i = (gsize)pos;
     base = i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
   }
+  if (o->margin_tail)
+    return lognormal_tail(v, n, o->fpr);
   if (o->margin_auto)
     return MAX(base, lognormal_tail(v, n, o->fpr));
   return base * (1.0 + o->margin);
@@ -947,7 +951,7 @@ txl_cmd_eval(int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
-    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; a number M: rule value x (1 + M)", "auto|M" },
+    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value; a number M: rule value x (1 + M)", "auto|tail|M" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
     { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "censored: the threshold from the normal validation sessions as seen at the split (scored on their lines before the first test session's first line, so those in progress are cut short, as test sessions are by the end of the log); live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
@@ -1018,11 +1022,13 @@ txl_cmd_eval(int argc, char **argv)
   }
   if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
     o.margin_auto = TRUE;
+  } else if (!strcmp(o.margin_s, "tail")) {
+    o.margin_tail = TRUE;
   } else {
     char *endp = NULL;
     o.margin = g_ascii_strtod(o.margin_s, &endp);
     if (!endp || *endp || endp == o.margin_s) {
-      fprintf(stderr, "txl eval: --margin takes auto or a number, not '%s'\n",
+      fprintf(stderr, "txl eval: --margin takes auto, tail or a number, not '%s'\n",
               o.margin_s);
       return opts_free(&o), 2;
     }
@@ -1410,7 +1416,8 @@ txl_cmd_eval(int argc, char **argv)
          : o.censored ? ", validation sessions censored at the split"
          : (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
-         o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)" : "",
+         o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)"
+         : o.margin_tail ? " (margin tail)" : "",
          o.single_stream ? ", single stream" : "");
   printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
          "flagged", "precision", "recall", "F1", "AUROC", "n");
@@ -1491,8 +1498,8 @@ txl_cmd_eval(int argc, char **argv)
       sess_m.f1, sess_m.auroc);
     if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
       goto out;
-    g_autofree char *margin_json = o.margin_auto
-        ? g_strdup("\"auto\"") : g_strdup_printf("%g", o.margin);
+    g_autofree char *margin_json = o.margin_auto ? g_strdup("\"auto\"")
+        : o.margin_tail ? g_strdup("\"tail\"") : g_strdup_printf("%g", o.margin);
     GString *j = g_string_new("{");
     g_string_append(j, "\"log\": ");
     txl_json_append_string(j, o.log_path, strlen(o.log_path));
