@@ -131,6 +131,19 @@ def main():
         with open(os.path.join(tmp, 'out2', 'summary.json')) as f:
             s2 = json.load(f)
         check('--model reproduces the scores', rc == 0 and s2['session'] == ses, se2)
+        # the default margin, 0.5: 1.5 x the highest validation score
+        rc, so10, se10 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out10'),
+                              '--key', 'sid=(S[0-9]+)', '--key-group', '1',
+                              '--score', 'max-line', '--model', os.path.join(out, 'model.gguf')])
+        ok10 = rc == 0
+        if ok10:
+            with open(os.path.join(tmp, 'out10', 'summary.json')) as f:
+                s10 = json.load(f)
+            check('default threshold = 1.5 x highest validation score (margin 0.5)',
+                  s10['margin'] == 0.5 and
+                  abs(s10['session']['threshold'] - 1.5 * max(val)) < 1e-4 * max(1, s10['session']['threshold']) and
+                  '(margin 0.5)' in so10, (s10['session']['threshold'], max(val)))
+        check('default margin runs', ok10, se10)
         # single stream and a quantile rule run too
         rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),
                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--single-stream',
@@ -192,7 +205,7 @@ def main():
         lines7 = os.path.join(tmp, 'lines7.jsonl')
         rc, so7, se7 = run(['eval', log, '--labels', labels, '-o', out7, '--key', 'sid=(S[0-9]+)',
                             '--key-group', '1', '--session-rule', 'censored', '--lines', lines7,
-                            '--model', os.path.join(out, 'model.gguf')])
+                            '--margin', 'auto', '--model', os.path.join(out, 'model.gguf')])
         ok = rc == 0
         if ok:
             with open(os.path.join(out7, 'summary.json')) as f:

@@ -10,7 +10,9 @@
  * (txl train, BPE with --normalize) on the training sessions' lines,
  * grouped by session, each session followed by an empty line.  Then every
  * validation and test session is scored in its own stream (TxlSessions):
- * the threshold comes from the validation sessions' scores alone, and the
+ * the threshold comes from the validation sessions' scores alone (by
+ * default 1.5 x the highest, --margin 0.5, the rule chosen on a development
+ * split of the training part, docs/anomaly.md), and the
  * test sessions' labels are read only to compute precision, recall, F1 and
  * AUROC.  --session-rule censored takes the threshold from the validation
  * sessions as seen at the split (their lines before the first test line).
@@ -951,8 +953,8 @@ txl_cmd_eval(int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
-    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "auto (default): the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value; a number M: rule value x (1 + M)", "auto|tail|M" },
-    { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's log-normal tail (default 0.001)", "P" },
+    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail" },
+    { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's and tail's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
     { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "censored: the threshold from the normal validation sessions as seen at the split (scored on their lines before the first test session's first line, so those in progress are cut short, as test sessions are by the end of the log); live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
     { "time-format", 0, 0, G_OPTION_ARG_STRING, &o.time_format, "strptime format of the timestamp at the start of a line, the live rule's clock (default the HDFS '%y%m%d %H%M%S'; \"\": the line number, also used when fewer than half of the lines have one)", "FMT" },
@@ -1020,7 +1022,9 @@ txl_cmd_eval(int argc, char **argv)
                     "--end or --censor\n");
     return opts_free(&o), 2;
   }
-  if (!o.margin_s || !strcmp(o.margin_s, "auto")) {
+  if (!o.margin_s) {
+    o.margin = 0.5; /* chosen on a development split (docs/anomaly.md) */
+  } else if (!strcmp(o.margin_s, "auto")) {
     o.margin_auto = TRUE;
   } else if (!strcmp(o.margin_s, "tail")) {
     o.margin_tail = TRUE;
@@ -1409,6 +1413,9 @@ txl_cmd_eval(int argc, char **argv)
     g_array_free(lc, TRUE);
   }
 
+  char margin_txt[64] = "";
+  if (o.margin > 0)
+    g_snprintf(margin_txt, sizeof margin_txt, " (margin %g)", o.margin);
   printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
          " anomalous), score %s%s, threshold %s%s%s\n", o.log_path,
          sess_m.n, sess_m.n_anom, o.score,
@@ -1417,7 +1424,7 @@ txl_cmd_eval(int argc, char **argv)
          : (!o.end || o.single_stream) ? "" : " with the end marker",
          o.threshold > 0 ? "fixed" : o.rule,
          o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)"
-         : o.margin_tail ? " (margin tail)" : "",
+         : o.margin_tail ? " (margin tail)" : margin_txt,
          o.single_stream ? ", single stream" : "");
   printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
          "flagged", "precision", "recall", "F1", "AUROC", "n");
