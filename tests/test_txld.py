@@ -105,8 +105,16 @@ class Daemon:
         portfile = os.path.join(tmp, 'port')
         if os.path.exists(portfile):
             os.remove(portfile)
+        # systemd's readiness protocol: txld writes to $NOTIFY_SOCKET
+        self.notify_path = os.path.join(tmp, 'notify-%s.sock' % tag)
+        if os.path.exists(self.notify_path):
+            os.remove(self.notify_path)
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.notify.setblocking(False)
+        self.notes = []
         env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1',
-                   G_MESSAGES_DEBUG='txld')
+                   G_MESSAGES_DEBUG='txld', NOTIFY_SOCKET=self.notify_path)
         self.p = subprocess.Popen([TXLD, '--config', os.path.join(tmp, 'conf'),
                                    '--state-dir', os.path.join(tmp, 'state'),
                                    '--port', '0', '--port-file', portfile],
@@ -121,6 +129,19 @@ class Daemon:
 
     def logtext(self):
         return open(self.log, errors='replace').read()
+
+    def notified(self, what, timeout=10):
+        """Whether txld sent a notification containing `what` (waits)."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                while True:
+                    self.notes.append(self.notify.recv(4096).decode())
+            except BlockingIOError:
+                pass
+            if any(what in n for n in self.notes) or time.time() > deadline:
+                return any(what in n for n in self.notes)
+            time.sleep(0.02)
 
     def http(self, path, method='GET'):
         req = urllib.request.Request('http://127.0.0.1:%d%s' % (self.port, path),
@@ -286,6 +307,22 @@ def check_page(d, want_anomalies):
           not re.search(r'(src|href)="(https?:)?//', d.http('/')[2]))
 
 
+def check_notify(tmp):
+    """sd_notify: READY=1 after start, RELOADING=1 then READY=1 around a
+    SIGHUP, STOPPING=1 at SIGTERM (the unit is Type=notify)."""
+    os.makedirs(os.path.join(tmp, 'conf'))
+    os.makedirs(os.path.join(tmp, 'state'))
+    d = Daemon(tmp, 'notify')
+    check('sd_notify: READY=1 once started', d.notified('READY=1'), str(d.notes))
+    d.notes.clear()
+    d.signal(signal.SIGHUP)
+    ok = d.notified('RELOADING=1') and d.notified('READY=1')
+    check('sd_notify: RELOADING=1 then READY=1 around SIGHUP', ok, str(d.notes))
+    rc = d.stop()
+    check('sd_notify: STOPPING=1 at SIGTERM, exit 0', d.notified('STOPPING=1', 2) and rc == 0,
+          str(d.notes))
+
+
 def main():
     for exe in (TXLD,):
         if not os.path.exists(exe):
@@ -298,6 +335,7 @@ def main():
     os.makedirs(state)
     done = False
     try:
+        check_notify(os.path.join(tmp, 'notify'))
         run(tmp, conf, state)
         done = True
     finally:

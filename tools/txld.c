@@ -11,6 +11,7 @@
  *                    the pipelines whose file changed
  * docs/txld.md describes the files, the endpoints and the metrics. */
 #include "txld.h"
+#include "txld_notify.h"
 #include "txld_log.h"
 
 #include <glib-unix.h>
@@ -149,7 +150,9 @@ static gboolean
 on_hup(gpointer data)
 {
   txld_log(G_LOG_LEVEL_MESSAGE, NULL, "SIGHUP: reloading the configuration");
+  txld_notify("RELOADING=1");
   txld_daemon_reload(data);
+  txld_notify("READY=1");
   return G_SOURCE_CONTINUE;
 }
 
@@ -158,6 +161,7 @@ on_term(gpointer data)
 {
   TxldDaemon *d = data;
   txld_log(G_LOG_LEVEL_MESSAGE, NULL, "stopping: snapshotting every pipeline");
+  txld_notify("STOPPING=1");
   g_main_loop_quit(d->loop);
   return G_SOURCE_CONTINUE;
 }
@@ -265,6 +269,12 @@ main(int argc, char **argv)
   txld_log(G_LOG_LEVEL_MESSAGE, NULL, "txld starting: configuration %s, state "
            "%s", d.config_dir, d.state_dir);
   load(&d, TRUE);
+  /* systemd Type=notify: up once the configuration is loaded and HTTP
+   * listens (each pipeline then starts and restores on its own) */
+  g_autofree char *status = g_strdup_printf(
+      "READY=1\nSTATUS=%u pipelines, %u bad files", d.pipelines->len,
+      d.config_errors->len);
+  txld_notify(status);
   g_main_loop_run(d.loop);
 
   /* a clean stop: every pipeline to NULL, each txlmodel writing its
