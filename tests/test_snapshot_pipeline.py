@@ -85,6 +85,10 @@ def main():
     info = json.loads(subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True).stdout or b'{}')
     check('the file holds the tokenizer, model and sink state',
           set(info.get('sections', {})) == {'txltokenizer', 'txlmodel', 'txlsink'}, str(info))
+    q = subprocess.run([TXL, 'score', '-m', MODEL, '--load-snapshot', snap, '-'], input=b'more\n',
+                       capture_output=True)
+    check('txl score refuses a pipeline snapshot, saying why',
+          q.returncode == 1 and b'GStreamer element' in q.stderr, q.stderr.decode()[-200:])
 
     # float16 memory: smaller, close but not exact
     cut = len(data) // 2

@@ -590,7 +590,19 @@ txl_cmd_score(int argc, char **argv)
                                       ids ? print_token : text_scored,
                                       ids ? (gpointer)&t.c : (gpointer)&t,
                                       &loaded, &t.c.error);
-    if (t.c.scorer && ids && g_hash_table_contains(loaded, "tokenizer")) {
+    /* a snapshot is continued by what made it: its other sections would
+     * be dropped otherwise */
+    gboolean element = t.c.scorer &&
+        (g_hash_table_contains(loaded, "txlmodel") ||
+         g_hash_table_contains(loaded, "sampler"));
+    if (element) {
+      g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                          "the snapshot was written by a GStreamer element "
+                          "(txlmodel or txlsampler); continue it with the "
+                          "pipeline (snapshot-location=...)");
+      g_clear_pointer(&t.c.scorer, txl_scorer_free);
+    } else if (t.c.scorer && ids &&
+               g_hash_table_contains(loaded, "tokenizer")) {
       g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
                           "the snapshot holds a text stream; continue it "
                           "without --ids");
