@@ -31,6 +31,7 @@
 #include <gst/base/gstbasesink.h>
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_sink_debug);
 #define GST_CAT_DEFAULT gst_txl_sink_debug
@@ -116,6 +117,10 @@ struct _GstTxlSink {
   GBytes *stopped;      /* the state when the element stopped */
   guint64 stopped_records;
   gboolean append;
+  /* the file is opened without truncating it, and emptied only at the
+   * first write of a stream that is not a restored one: a run that
+   * continues a snapshot never wipes the output of the runs before */
+  gboolean truncate_pending;
 };
 
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
@@ -198,6 +203,20 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* The output, emptied first unless the stream continues a snapshot or
+ * append is set (see truncate_pending). */
+static FILE *
+out_file(GstTxlSink *self)
+{
+  if (self->truncate_pending && self->out) {
+    self->truncate_pending = FALSE;
+    if (ftruncate(fileno(self->out), 0) != 0)
+      GST_WARNING_OBJECT(self, "could not empty the output: %s",
+                         g_strerror(errno));
+  }
+  return self->out;
+}
+
 static gboolean
 write_line(GstTxlSink *self, Line *l, gdouble threshold)
 {
@@ -249,7 +268,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   else
     g_string_append(o, "null");
   g_string_append(o, "}\n");
-  gboolean ok = fwrite(o->str, 1, o->len, self->out) == o->len &&
+  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
                 fflush(self->out) == 0;
   g_string_free(o, TRUE);
   if (!ok) {
@@ -458,6 +477,8 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   }
   g_queue_clear_full(&self->lines, line_free);
   self->lines = lines;
+  /* a restored stream goes on: what the file holds is its beginning */
+  self->truncate_pending = FALSE;
   self->records = records;
   self->written_upto = written;
   self->closed_upto = closed;
@@ -533,7 +554,8 @@ gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
 static GstFlowReturn
 render_text(GstTxlSink *self, const guint8 *data, gsize len)
 {
-  if (fwrite(data, 1, len, self->out) != len || fflush(self->out) != 0) {
+  if (fwrite(data, 1, len, out_file(self)) != len ||
+      fflush(self->out) != 0) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write the text."),
                       ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
@@ -624,7 +646,7 @@ write_session(GstTxlSink *self, const GstStructure *s)
     g_string_append(o, ", \"threshold\": null");
   g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
                          flag ? "true" : "false", reason ? reason : "ended");
-  gboolean ok = fwrite(o->str, 1, o->len, self->out) == o->len &&
+  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
                 fflush(self->out) == 0;
   g_string_free(o, TRUE);
   if (!ok) {
@@ -767,7 +789,9 @@ gst_txl_sink_start(GstBaseSink *bs)
   g_clear_pointer(&self->stopped, g_bytes_unref);
   g_rec_mutex_unlock(&self->state_lock);
   if (location && *location) {
-    self->out = fopen(location, append ? "a" : "w");
+    /* "a": checks the file now, empties nothing yet */
+    self->out = fopen(location, "a");
+    self->truncate_pending = !append;
     if (!self->out) {
       GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
                         ("Could not open \"%s\" for writing.", location),
@@ -819,6 +843,7 @@ gst_txl_sink_stop(GstBaseSink *bs)
   self->baseline = NULL;
   g_rec_mutex_unlock(&self->state_lock);
   if (self->out && self->out != stdout) {
+    out_file(self); /* nothing written: replaced all the same */
     if (fclose(self->out) != 0)
       GST_ELEMENT_WARNING(self, RESOURCE, CLOSE,
                           ("Could not close the output file."),
@@ -994,8 +1019,9 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
           rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_APPEND,
       g_param_spec_boolean("append", "Append",
-          "Add to the location's file instead of replacing it (a run that "
-          "continues a snapshot)", FALSE, rw | GST_PARAM_MUTABLE_READY));
+          "Add to the location's file instead of replacing it. A stream that "
+          "txlmodel restored from a snapshot always adds: its earlier lines "
+          "are in the file already", FALSE, rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property(gobject_class, PROP_STDDEV,
       g_param_spec_double("stddev", "Standard deviation", "threshold-mode "
           "zscore: the spread of a line's cost (bits per byte, > 0)", 1e-9,

@@ -89,6 +89,19 @@ def main():
                        capture_output=True)
     check('txl score refuses a pipeline snapshot, saying why',
           q.returncode == 1 and b'GStreamer element' in q.stderr, q.stderr.decode()[-200:])
+    # a restored stream adds to txlsink's file even without append=true:
+    # the first run's lines are not wiped; a new stream still replaces it
+    cut = len(data) // 3
+    open(a, 'wb').write(data[:cut])
+    open(b, 'wb').write(data[cut:])
+    os.remove(snap)
+    rc1, e1 = run(launch(a, out, snap))
+    rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false'))
+    check('a restored stream appends to the output by itself',
+          rc1 == rc2 == 0 and open(out, 'rb').read() == ref, (e1 + e2)[-300:])
+    rc3, e3 = run(launch(b, out))  # no snapshot-location: a new stream
+    check('a new stream replaces the output', rc3 == 0 and not open(out, 'rb').read().startswith(ref[:200]),
+          e3[-300:])
 
     # float16 memory: smaller, close but not exact
     cut = len(data) // 2
