@@ -648,13 +648,6 @@ snapshot_path(GstTxlModel *self, const gchar *path)
   return p;
 }
 
-/* Sends a state query to a neighbour; FALSE when nobody answered. */
-static gboolean
-ask(GstPad *pad, GstQuery *q)
-{
-  return gst_pad_peer_query(pad, q);
-}
-
 /* Writes a snapshot now, with the sink pad's stream lock held.  DEFER
  * when a neighbour's state does not fit ours yet (buffers between us). */
 static SnapResult
@@ -672,46 +665,32 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
       (tok = g_hash_table_lookup(self->restored, "txltokenizer"))) {
     g_hash_table_insert(sect, g_strdup("txltokenizer"), g_bytes_ref(tok));
   } else {
-    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
-    gst_structure_set(gst_query_writable_structure(q), "tokens-received",
-                      G_TYPE_UINT64, self->in_tokens, NULL);
-    if (ask(self->sinkpad, q)) {
-      const GstStructure *st = gst_query_get_structure(q);
-      const GValue *v = gst_structure_get_value(st, "txltokenizer");
-      if (v)
-        g_hash_table_insert(sect, g_strdup("txltokenizer"),
-                            g_bytes_ref(g_value_get_boxed(v)));
-      else if (gst_structure_has_field(st, "txltokenizer-busy")) {
-        gst_query_unref(q);
-        g_hash_table_unref(sect);
-        GST_DEBUG_OBJECT(self, "snapshot deferred: tokens on their way");
-        return SNAP_DEFER;
-      }
+    gboolean busy;
+    tok = txl_state_ask(self->sinkpad, "txltokenizer", "tokens-received",
+                        self->in_tokens, &busy);
+    if (busy) {
+      g_hash_table_unref(sect);
+      GST_DEBUG_OBJECT(self, "snapshot deferred: tokens on their way");
+      return SNAP_DEFER;
     }
-    gst_query_unref(q);
+    if (tok)
+      g_hash_table_insert(sect, g_strdup("txltokenizer"), tok);
   }
   GBytes *sink = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
                                 : NULL;
   if (sink) {
     g_hash_table_insert(sect, g_strdup("txlsink"), g_bytes_ref(sink));
   } else {
-    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
-    gst_structure_set(gst_query_writable_structure(q), "records-delivered",
-                      G_TYPE_UINT64, self->out_records, NULL);
-    if (ask(self->srcpad, q)) {
-      const GstStructure *st = gst_query_get_structure(q);
-      const GValue *v = gst_structure_get_value(st, "txlsink");
-      if (v)
-        g_hash_table_insert(sect, g_strdup("txlsink"),
-                            g_bytes_ref(g_value_get_boxed(v)));
-      else if (gst_structure_has_field(st, "txlsink-busy")) {
-        gst_query_unref(q);
-        g_hash_table_unref(sect);
-        GST_DEBUG_OBJECT(self, "snapshot deferred: scores on their way");
-        return SNAP_DEFER;
-      }
+    gboolean busy;
+    sink = txl_state_ask(self->srcpad, "txlsink", "records-delivered",
+                         self->out_records, &busy);
+    if (busy) {
+      g_hash_table_unref(sect);
+      GST_DEBUG_OBJECT(self, "snapshot deferred: scores on their way");
+      return SNAP_DEFER;
     }
-    gst_query_unref(q);
+    if (sink)
+      g_hash_table_insert(sect, g_strdup("txlsink"), sink);
   }
   g_hash_table_insert(sect, g_strdup("txlmodel"), save_own(self));
   GST_OBJECT_LOCK(self);
@@ -735,14 +714,8 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
   self->snap_seen = txl_scorer_tokens_seen(self->scorer);
   GST_INFO_OBJECT(self, "snapshot %s (%s): %" G_GSIZE_FORMAT " bytes in "
                   "%.1f ms", path, reason, bytes, (t1 - t0) / 1e3);
-  gst_element_post_message(GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self),
-          gst_structure_new("txl-snapshot",
-              "path", G_TYPE_STRING, path,
-              "bytes", G_TYPE_UINT64, (guint64)bytes,
-              "duration", G_TYPE_DOUBLE, (t1 - t0) / 1e6,
-              "tokens", G_TYPE_UINT64, (guint64)self->snap_seen,
-              "reason", G_TYPE_STRING, reason, NULL)));
+  txl_state_post(GST_ELEMENT(self), path, bytes, (t1 - t0) / 1e6,
+                 (guint64)self->snap_seen, reason);
   return SNAP_OK;
 }
 
@@ -755,7 +728,7 @@ restore_neighbour(GstTxlModel *self, GstPad *pad, const gchar *name,
   GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
   gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
                     bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
-  gboolean answered = ask(pad, q);
+  gboolean answered = gst_pad_peer_query(pad, q);
   const GstStructure *st = gst_query_get_structure(q);
   const gchar *msg = gst_structure_get_string(st, "error");
   gchar *done = g_strconcat(name, "-done", NULL);
@@ -853,13 +826,8 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
   GST_INFO_OBJECT(self, "restored %s: %" G_GINT64_FORMAT " tokens seen", path,
                   self->snap_seen);
   publish_counters(self);
-  gst_element_post_message(GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self),
-          gst_structure_new("txl-restore",
-              "path", G_TYPE_STRING, path,
-              "bytes", G_TYPE_UINT64, size,
-              "duration", G_TYPE_DOUBLE, (t1 - t0) / 1e6,
-              "tokens", G_TYPE_UINT64, (guint64)self->snap_seen, NULL)));
+  txl_state_post(GST_ELEMENT(self), path, size, (t1 - t0) / 1e6,
+                 (guint64)self->snap_seen, NULL);
   return TRUE;
 fail:
   txl_scorer_free(sc);

@@ -94,17 +94,16 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
     g_hash_table_insert(sect, g_strdup("txltokenizer"),
                         g_bytes_ref(self->tok_state));
   } else {
-    GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
-    gst_structure_set(gst_query_writable_structure(q), "tokens-received",
-                      G_TYPE_UINT64, self->received, NULL);
-    if (gst_pad_peer_query(self->sinkpad, q)) {
-      const GValue *v = gst_structure_get_value(gst_query_get_structure(q),
-                                                "txltokenizer");
-      if (v)
-        g_hash_table_insert(sect, g_strdup("txltokenizer"),
-                            g_bytes_ref(g_value_get_boxed(v)));
-    }
-    gst_query_unref(q);
+    /* called between buffers, where the tokenizer's state fits ours; a
+     * state that does not fit is left out (busy) */
+    gboolean busy;
+    GBytes *tok = txl_state_ask(self->sinkpad, "txltokenizer",
+                                "tokens-received", self->received, &busy);
+    if (tok)
+      g_hash_table_insert(sect, g_strdup("txltokenizer"), tok);
+    else if (busy)
+      GST_WARNING_OBJECT(self, "snapshot without the tokenizer's state: "
+                         "tokens were still on their way");
   }
   GByteArray *b = g_byte_array_new();
   txl_put_u32(b, STATE_VERSION);
@@ -124,20 +123,15 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
     return FALSE;
   }
   self->dirty = FALSE;
-  gst_element_post_message(GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self),
-          gst_structure_new("txl-snapshot",
-              "path", G_TYPE_STRING, path,
-              "bytes", G_TYPE_UINT64, (guint64)bytes,
-              "duration", G_TYPE_DOUBLE, (g_get_monotonic_time() - t0) / 1e6,
-              "tokens", G_TYPE_UINT64, self->received,
-              "reason", G_TYPE_STRING, reason, NULL)));
+  txl_state_post(GST_ELEMENT(self), path, bytes,
+                 (g_get_monotonic_time() - t0) / 1e6, self->received, reason);
   return TRUE;
 }
 
 static gboolean
 load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
 {
+  gint64 t0 = g_get_monotonic_time();
   GST_OBJECT_LOCK(self);
   TxlSamplerOptions o = { (float)self->temperature, self->top_k,
                           (float)self->top_p, self->seed };
@@ -178,10 +172,10 @@ load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
   if (tok)
     self->tok_state = g_bytes_ref(tok);
   g_hash_table_unref(sect);
-  gst_element_post_message(GST_ELEMENT(self),
-      gst_message_new_element(GST_OBJECT(self),
-          gst_structure_new("txl-restore", "path", G_TYPE_STRING, path,
-                            "tokens", G_TYPE_UINT64, received, NULL)));
+  GStatBuf st;
+  guint64 size = g_stat(path, &st) == 0 ? (guint64)st.st_size : 0;
+  txl_state_post(GST_ELEMENT(self), path, size,
+                 (g_get_monotonic_time() - t0) / 1e6, received, NULL);
   return TRUE;
 }
 

@@ -54,6 +54,19 @@ const guint8 *txl_get_blob(TxlReader *r, gsize *len, gsize max);
 gboolean txl_reader_done(const TxlReader *r);
 
 GstQuery *txl_state_query_new(const gchar *name);
+
+/* Asks the neighbour linked to pad for its state (a "txl-state-save"
+ * query): `name` is the element's field ("txltokenizer", "txlsink"),
+ * count_field/count what the asker has exchanged with it.  Returns its
+ * bytes (a reference), or NULL: *busy TRUE when its state does not fit
+ * the count yet (buffers in flight), FALSE when nobody answered. */
+GBytes *txl_state_ask(GstPad *pad, const gchar *name,
+                      const gchar *count_field, guint64 count,
+                      gboolean *busy);
+/* The element messages "txl-snapshot" (reason set) and "txl-restore"
+ * (reason NULL): path, bytes, duration (seconds), tokens. */
+void txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
+                    gdouble duration, guint64 tokens, const gchar *reason);
 /* The query's structure for writing (queries made by the above are
  * writable), or NULL when it is not ours. */
 GstStructure *txl_state_query_structure(GstQuery *q, const gchar *name);
