@@ -44,6 +44,19 @@ guint txl_model_cache_size(void);
  * cannot.  Returns a cache reference or NULL. */
 TxlModel *gst_txl_element_load_model(GstElement *element, const gchar *path);
 
+/* ---- token caps (txlcaps.c) -------------------------------------------- */
+
+/* application/x-txl-tokens with the model's vocab-id and n-tokens. */
+GstCaps *gst_txl_tokens_caps(TxlModel *model);
+/* Answers a CAPS query with caps (taken) intersected with its filter. */
+void gst_txl_answer_caps_query(GstQuery *query, GstCaps *caps);
+/* Checks token caps against the model; otherwise posts an element error
+ * naming both vocabularies and the model file, once per refused caps
+ * (refused, may be NULL, remembers the last ones). */
+gboolean gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
+                                   const gchar *model_path, GstCaps *caps,
+                                   GstCaps **refused);
+
 /* ---- elements ---------------------------------------------------------- */
 
 GType gst_txl_tokenizer_get_type(void);

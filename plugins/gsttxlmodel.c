@@ -1275,42 +1275,13 @@ holds_at_eos(GstTxlModel *self)
 static gboolean
 check_caps(GstTxlModel *self, GstCaps *caps)
 {
-  const GstStructure *s = gst_caps_get_structure(caps, 0);
-  const gchar *vocab = gst_structure_get_string(s, "vocab-id");
-  gint n = 0;
-  const gchar *want = txl_model_vocab_id(self->model);
-  gint want_n = txl_tokenizer_n_tokens(txl_model_tokenizer(self->model));
-  if (want_n <= 0)
-    want_n = txl_model_config(self->model)->n_token;
-  gst_structure_get_int(s, "n-tokens", &n);
-  if (vocab && strcmp(vocab, want) == 0 && n == want_n)
-    return TRUE;
-  /* a refused sticky event comes back with every later push: say it once */
-  if (self->refused && gst_caps_is_equal(self->refused, caps))
-    return FALSE;
-  gst_caps_replace(&self->refused, caps);
   GST_OBJECT_LOCK(self);
   gchar *path = g_strdup(self->model_path);
   GST_OBJECT_UNLOCK(self);
-  GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-      ("Vocabulary mismatch: the tokens come from vocabulary %s (%d tokens), "
-       "but the model \"%s\" uses vocabulary %s (%d tokens). Tokenize with "
-       "the same model file.", vocab ? vocab : "(none)", n, path, want,
-       want_n),
-      ("caps %" GST_PTR_FORMAT, caps));
+  gboolean ok = gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
+                                          path, caps, &self->refused);
   g_free(path);
-  return FALSE;
-}
-
-static GstCaps *
-sink_caps(GstTxlModel *self)
-{
-  gint n = txl_tokenizer_n_tokens(txl_model_tokenizer(self->model));
-  if (n <= 0)
-    n = txl_model_config(self->model)->n_token;
-  return gst_caps_new_simple(TXL_TOKENS_CAPS_NAME, "vocab-id", G_TYPE_STRING,
-                             txl_model_vocab_id(self->model), "n-tokens",
-                             G_TYPE_INT, n, NULL);
+  return ok;
 }
 
 static gboolean
@@ -1430,16 +1401,7 @@ gst_txl_model_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
     return TRUE;
   }
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
-    GstCaps *filter, *caps = sink_caps(self);
-    gst_query_parse_caps(query, &filter);
-    if (filter) {
-      GstCaps *c = gst_caps_intersect_full(filter, caps,
-                                           GST_CAPS_INTERSECT_FIRST);
-      gst_caps_unref(caps);
-      caps = c;
-    }
-    gst_query_set_caps_result(query, caps);
-    gst_caps_unref(caps);
+    gst_txl_answer_caps_query(query, gst_txl_tokens_caps(self->model));
     return TRUE;
   }
   return gst_pad_query_default(pad, parent, query);

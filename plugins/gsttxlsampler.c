@@ -302,16 +302,13 @@ gst_txl_sampler_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
   case GST_EVENT_CAPS: {
     GstCaps *caps;
     gst_event_parse_caps(event, &caps);
-    const GstStructure *s = gst_caps_get_structure(caps, 0);
-    const gchar *vocab = gst_structure_get_string(s, "vocab-id");
-    gboolean ok = vocab && self->model &&
-                  strcmp(vocab, txl_model_vocab_id(self->model)) == 0;
-    if (!ok)
-      GST_ELEMENT_ERROR(self, CORE, NEGOTIATION,
-                        ("The tokens come from another vocabulary than the "
-                         "model's (%s vs %s).", vocab ? vocab : "none",
-                         self->model ? txl_model_vocab_id(self->model) : "-"),
-                        (NULL));
+    GST_OBJECT_LOCK(self);
+    gchar *path = g_strdup(self->model_path);
+    GST_OBJECT_UNLOCK(self);
+    gboolean ok = self->model &&
+                  gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
+                                            path, caps, NULL);
+    g_free(path);
     gst_event_unref(event);
     if (!ok)
       return FALSE;

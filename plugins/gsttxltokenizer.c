@@ -141,11 +141,7 @@ ensure_caps(GstTxlTokenizer *self)
 {
   if (self->caps_sent)
     return TRUE;
-  const TxlTokenizer *tok = txl_model_tokenizer(self->model);
-  GstCaps *caps = gst_caps_new_simple(
-      TXL_TOKENS_CAPS_NAME, "vocab-id", G_TYPE_STRING,
-      txl_model_vocab_id(self->model), "n-tokens", G_TYPE_INT,
-      txl_tokenizer_n_tokens(tok), NULL);
+  GstCaps *caps = gst_txl_tokens_caps(self->model);
   GST_DEBUG_OBJECT(self, "output caps %" GST_PTR_FORMAT, caps);
   /* the event takes its own reference */
   self->caps_sent = gst_pad_push_event(self->srcpad, gst_event_new_caps(caps));
