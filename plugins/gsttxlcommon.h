@@ -51,11 +51,10 @@ GstCaps *gst_txl_tokens_caps(TxlModel *model);
 /* Answers a CAPS query with caps (taken) intersected with its filter. */
 void gst_txl_answer_caps_query(GstQuery *query, GstCaps *caps);
 /* Checks token caps against the model; otherwise posts an element error
- * naming both vocabularies and the model file, once per refused caps
- * (refused, may be NULL, remembers the last ones). */
+ * naming both vocabularies and the model file (the element's "model"),
+ * once per refused caps (refused, may be NULL, remembers the last ones). */
 gboolean gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
-                                   const gchar *model_path, GstCaps *caps,
-                                   GstCaps **refused);
+                                   GstCaps *caps, GstCaps **refused);
 
 /* ---- elements ---------------------------------------------------------- */
 

@@ -1273,18 +1273,6 @@ holds_at_eos(GstTxlModel *self)
 }
 
 static gboolean
-check_caps(GstTxlModel *self, GstCaps *caps)
-{
-  GST_OBJECT_LOCK(self);
-  gchar *path = g_strdup(self->model_path);
-  GST_OBJECT_UNLOCK(self);
-  gboolean ok = gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
-                                          path, caps, &self->refused);
-  g_free(path);
-  return ok;
-}
-
-static gboolean
 gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
 {
   GstTxlModel *self = GST_TXL_MODEL(parent);
@@ -1292,7 +1280,9 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
   case GST_EVENT_CAPS: {
     GstCaps *caps;
     gst_event_parse_caps(event, &caps);
-    gboolean ok = self->model && check_caps(self, caps);
+    gboolean ok = self->model &&
+                  gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
+                                            caps, &self->refused);
     gst_event_unref(event);
     if (!ok)
       return FALSE;

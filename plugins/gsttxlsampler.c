@@ -302,13 +302,9 @@ gst_txl_sampler_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
   case GST_EVENT_CAPS: {
     GstCaps *caps;
     gst_event_parse_caps(event, &caps);
-    GST_OBJECT_LOCK(self);
-    gchar *path = g_strdup(self->model_path);
-    GST_OBJECT_UNLOCK(self);
     gboolean ok = self->model &&
                   gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
-                                            path, caps, NULL);
-    g_free(path);
+                                            caps, NULL);
     gst_event_unref(event);
     if (!ok)
       return FALSE;

@@ -605,18 +605,6 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
 /* ---- events and queries ---------------------------------------------------- */
 
 static gboolean
-check_caps(GstTxlSessions *self, GstCaps *caps)
-{
-  GST_OBJECT_LOCK(self);
-  gchar *path = g_strdup(self->model_path);
-  GST_OBJECT_UNLOCK(self);
-  gboolean ok = gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
-                                          path, caps, &self->refused);
-  g_free(path);
-  return ok;
-}
-
-static gboolean
 gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(parent);
@@ -624,7 +612,9 @@ gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
   case GST_EVENT_CAPS: {
     GstCaps *caps;
     gst_event_parse_caps(event, &caps);
-    gboolean ok = self->model && check_caps(self, caps);
+    gboolean ok = self->model &&
+                  gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
+                                            caps, &self->refused);
     gst_event_unref(event);
     if (!ok)
       return FALSE;

@@ -37,8 +37,7 @@ gst_txl_answer_caps_query(GstQuery *query, GstCaps *caps)
 
 gboolean
 gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
-                          const gchar *model_path, GstCaps *caps,
-                          GstCaps **refused)
+                          GstCaps *caps, GstCaps **refused)
 {
   const GstStructure *s = gst_caps_get_structure(caps, 0);
   const gchar *vocab = gst_structure_get_string(s, "vocab-id");
@@ -53,11 +52,14 @@ gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
     return FALSE;
   if (refused)
     gst_caps_replace(refused, caps);
+  gchar *path = NULL; /* every txl element names its model file so */
+  g_object_get(element, "model", &path, NULL);
   GST_ELEMENT_ERROR(element, CORE, NEGOTIATION,
       ("Vocabulary mismatch: the tokens come from vocabulary %s (%d tokens), "
        "but the model \"%s\" uses vocabulary %s (%d tokens). Tokenize with "
        "the same model file.", vocab ? vocab : "(none)", n,
-       model_path ? model_path : "", want, want_n),
+       path ? path : "", want, want_n),
       ("caps %" GST_PTR_FORMAT, caps));
+  g_free(path);
   return FALSE;
 }
