@@ -39,10 +39,12 @@ TxlModel *txl_model_cache_acquire(const char *path, GError **error);
 void txl_model_cache_release(TxlModel *model);
 /* number of distinct models held (for tests) */
 guint txl_model_cache_size(void);
-/* For NULL_TO_READY: loads the model named by an element's "model"
- * property (path may be NULL), posting a readable element error when it
- * cannot.  Returns a cache reference or NULL. */
-TxlModel *gst_txl_element_load_model(GstElement *element, const gchar *path);
+/* For NULL_TO_READY: loads the model named by the element's "model"
+ * property, posting a readable element error when it cannot (no file,
+ * unreadable, or, with need_tokenizer, a model that only knows ids).
+ * Returns a cache reference or NULL. */
+TxlModel *gst_txl_element_load_model(GstElement *element,
+                                     gboolean need_tokenizer);
 
 /* ---- token caps (txlcaps.c) -------------------------------------------- */
 

@@ -1427,16 +1427,9 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
   GstTxlModel *self = GST_TXL_MODEL(element);
   switch (transition) {
   case GST_STATE_CHANGE_NULL_TO_READY: {
-    GST_OBJECT_LOCK(self);
-    gchar *path = g_strdup(self->model_path);
-    GST_OBJECT_UNLOCK(self);
-    self->model = gst_txl_element_load_model(element, path);
-    if (!self->model) {
-      g_free(path);
+    self->model = gst_txl_element_load_model(element, FALSE);
+    if (!self->model)
       return GST_STATE_CHANGE_FAILURE;
-    }
-    GST_INFO_OBJECT(self, "model %s (%s)", path, txl_model_id(self->model));
-    g_free(path);
     break;
   }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {

@@ -344,21 +344,9 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
   GstTxlSampler *self = GST_TXL_SAMPLER(element);
   switch (transition) {
   case GST_STATE_CHANGE_NULL_TO_READY: {
-    GST_OBJECT_LOCK(self);
-    gchar *path = g_strdup(self->model_path);
-    GST_OBJECT_UNLOCK(self);
-    self->model = gst_txl_element_load_model(element, path);
-    g_free(path);
+    self->model = gst_txl_element_load_model(element, TRUE);
     if (!self->model)
       return GST_STATE_CHANGE_FAILURE;
-    if (txl_tokenizer_type(txl_model_tokenizer(self->model)) ==
-        TXL_TOKENIZER_NONE) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("The model has no tokenizer: it cannot write text."),
-                        (NULL));
-      txl_model_cache_release(g_steal_pointer(&self->model));
-      return GST_STATE_CHANGE_FAILURE;
-    }
     break;
   }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {

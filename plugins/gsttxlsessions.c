@@ -700,11 +700,7 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
   GstTxlSessions *self = GST_TXL_SESSIONS(element);
   switch (transition) {
   case GST_STATE_CHANGE_NULL_TO_READY: {
-    GST_OBJECT_LOCK(self);
-    gchar *path = g_strdup(self->model_path);
-    GST_OBJECT_UNLOCK(self);
-    self->model = gst_txl_element_load_model(element, path);
-    g_free(path);
+    self->model = gst_txl_element_load_model(element, FALSE);
     if (!self->model)
       return GST_STATE_CHANGE_FAILURE;
     break;

@@ -516,26 +516,9 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(element);
   switch (transition) {
   case GST_STATE_CHANGE_NULL_TO_READY: {
-    GST_OBJECT_LOCK(self);
-    gchar *path = g_strdup(self->model_path);
-    GST_OBJECT_UNLOCK(self);
-    self->model = gst_txl_element_load_model(element, path);
-    if (!self->model) {
-      g_free(path);
+    self->model = gst_txl_element_load_model(element, TRUE);
+    if (!self->model)
       return GST_STATE_CHANGE_FAILURE;
-    }
-    if (txl_tokenizer_type(txl_model_tokenizer(self->model)) ==
-        TXL_TOKENIZER_NONE) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("The model \"%s\" has no tokenizer: it only scores "
-                         "token ids.", path), (NULL));
-      txl_model_cache_release(g_steal_pointer(&self->model));
-      g_free(path);
-      return GST_STATE_CHANGE_FAILURE;
-    }
-    GST_INFO_OBJECT(self, "model %s, vocabulary %s", path,
-                    txl_model_vocab_id(self->model));
-    g_free(path);
     break;
   }
   case GST_STATE_CHANGE_READY_TO_PAUSED:

@@ -95,8 +95,10 @@ txl_model_cache_size(void)
 }
 
 TxlModel *
-gst_txl_element_load_model(GstElement *element, const gchar *path)
+gst_txl_element_load_model(GstElement *element, gboolean need_tokenizer)
 {
+  gchar *path = NULL;
+  g_object_get(element, "model", &path, NULL);
   if (!path) {
     GST_ELEMENT_ERROR(element, RESOURCE, NOT_FOUND,
                       ("No model file given: set the \"model\" property"),
@@ -110,6 +112,18 @@ gst_txl_element_load_model(GstElement *element, const gchar *path)
                       ("Could not load the model \"%s\".", path),
                       ("%s", err->message));
     g_clear_error(&err);
+  } else if (need_tokenizer &&
+             txl_tokenizer_type(txl_model_tokenizer(m)) ==
+                 TXL_TOKENIZER_NONE) {
+    GST_ELEMENT_ERROR(element, RESOURCE, SETTINGS,
+                      ("The model \"%s\" has no tokenizer: it only scores "
+                       "token ids, and %s works on text.", path,
+                       GST_OBJECT_NAME(element)), (NULL));
+    txl_model_cache_release(g_steal_pointer(&m));
+  } else {
+    GST_INFO_OBJECT(element, "model %s (%s, vocabulary %s)", path,
+                    txl_model_id(m), txl_model_vocab_id(m));
   }
+  g_free(path);
   return m;
 }
