@@ -1075,8 +1075,16 @@ gst_txl_model_restore_action(GstTxlModel *self, const gchar *path)
 static void
 publish_counters(GstTxlModel *self)
 {
-  guint64 bytes = self->scorer
-      ? txl_stream_state_bytes(txl_scorer_stream(self->scorer)) : 0;
+  guint64 bytes = 0;
+  if (self->scorer) {
+    /* txl_stream_state_bytes is the full memory; what is held grows
+     * with the positions in use */
+    TxlStream *st = txl_scorer_stream(self->scorer);
+    int len = txl_stream_mem_len(st);
+    if (len > 0)
+      bytes = (guint64)txl_stream_state_bytes(st) /
+              (guint64)len * (guint64)txl_stream_mem_used(st);
+  }
   guint64 seen = self->scorer ? (guint64)txl_scorer_tokens_seen(self->scorer)
                               : 0;
   GST_OBJECT_LOCK(self);
