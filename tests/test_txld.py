@@ -42,6 +42,7 @@ TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
 SNAP_TOKENS = 600
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
+from freeport import free_port  # noqa: E402
 
 results = []
 T0 = time.time()
@@ -56,28 +57,6 @@ def check(name, cond, detail=''):
 
 def skip(name, why):
     print('SKIP %s: %s' % (name, why), flush=True)
-
-
-USED_PORTS = set()
-
-
-def free_port():
-    """A port below the ephemeral range (32768-60999 on Linux), so that no
-    outgoing connection takes it between this check and txld's bind."""
-    import random
-    while True:
-        port = random.randrange(20000, 32000)
-        if port in USED_PORTS:
-            continue
-        s = socket.socket()
-        try:
-            s.bind(('127.0.0.1', port))
-            USED_PORTS.add(port)
-            return port
-        except OSError:
-            pass
-        finally:
-            s.close()
 
 
 CHAIN = ('txltokenizer model={m} ! txlmodel model={m} flush-on-newline=true ! '

@@ -27,28 +27,7 @@ import urllib.request
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
-
-
-USED_PORTS = set()
-
-
-def free_port():
-    """A port below the ephemeral range (32768-60999 on Linux), so that no
-    outgoing connection takes it between this check and txld's bind."""
-    import random
-    while True:
-        port = random.randrange(20000, 32000)
-        if port in USED_PORTS:
-            continue
-        s = socket.socket()
-        try:
-            s.bind(('127.0.0.1', port))
-            USED_PORTS.add(port)
-            return port
-        except OSError:
-            pass
-        finally:
-            s.close()
+from freeport import free_port  # noqa: E402
 
 
 def status(pid):
