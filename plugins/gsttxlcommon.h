@@ -57,6 +57,12 @@ void gst_txl_answer_caps_query(GstQuery *query, GstCaps *caps);
  * once per refused caps (refused, may be NULL, remembers the last ones). */
 gboolean gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
                                    GstCaps *caps, GstCaps **refused);
+/* Maps a buffer of `kind` ("token", "score") records for reading; one that
+ * cannot be mapped or is not a whole number of records gets an element
+ * error (and is left unmapped). */
+gboolean gst_txl_map_records(GstElement *element, GstBuffer *buf,
+                             GstMapInfo *map, gsize record_size,
+                             const gchar *kind);
 
 /* ---- elements ---------------------------------------------------------- */
 

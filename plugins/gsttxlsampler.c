@@ -262,10 +262,10 @@ gst_txl_sampler_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
 {
   GstTxlSampler *self = GST_TXL_SAMPLER(parent);
   GstMapInfo map;
-  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
+  /* a torn record is an error, not a silently shorter prompt */
+  if (!gst_txl_map_records(GST_ELEMENT(self), buf, &map,
+                           TXL_TOKEN_RECORD_SIZE, "token")) {
     gst_buffer_unref(buf);
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input"),
-                      (NULL));
     return GST_FLOW_ERROR;
   }
   GST_OBJECT_LOCK(self);

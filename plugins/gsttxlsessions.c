@@ -558,18 +558,8 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     GST_ELEMENT_ERROR(self, CORE, FAILED, ("Not started"), (NULL));
     return GST_FLOW_ERROR;
   }
-  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
-    gst_buffer_unref(buf);
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
-                      (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (map.size % TXL_TOKEN_RECORD_SIZE != 0) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                      ("A token buffer of %" G_GSIZE_FORMAT " bytes is not a "
-                       "whole number of %d-byte token records", map.size,
-                       TXL_TOKEN_RECORD_SIZE), (NULL));
-    gst_buffer_unmap(buf, &map);
+  if (!gst_txl_map_records(GST_ELEMENT(self), buf, &map,
+                           TXL_TOKEN_RECORD_SIZE, "token")) {
     gst_buffer_unref(buf);
     return GST_FLOW_ERROR;
   }

@@ -663,23 +663,15 @@ static GstFlowReturn
 render_scores(GstTxlSink *self, GstBuffer *buf)
 {
   GstMapInfo map;
-  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR(self, RESOURCE, READ, ("Could not map the input buffer"),
-                      (NULL));
+  /* text is any bytes: a record of one byte */
+  if (!gst_txl_map_records(GST_ELEMENT(self), buf, &map,
+                           self->text_mode ? 1 : TXL_SCORE_RECORD_SIZE,
+                           self->text_mode ? "text" : "score"))
     return GST_FLOW_ERROR;
-  }
   if (self->text_mode) {
     GstFlowReturn ret = render_text(self, map.data, map.size);
     gst_buffer_unmap(buf, &map);
     return ret;
-  }
-  if (map.size % TXL_SCORE_RECORD_SIZE != 0) {
-    GST_ELEMENT_ERROR(self, STREAM, FORMAT,
-                      ("A score buffer of %" G_GSIZE_FORMAT " bytes is not a "
-                       "whole number of %d-byte score records", map.size,
-                       TXL_SCORE_RECORD_SIZE), (NULL));
-    gst_buffer_unmap(buf, &map);
-    return GST_FLOW_ERROR;
   }
   if (GST_BUFFER_PTS_IS_VALID(buf))
     self->last_pts = GST_BUFFER_PTS(buf);

@@ -1,6 +1,7 @@
 /* The token caps of a model, shared by the elements that take or make
  * application/x-txl-tokens: what they are, how a CAPS query is answered,
- * and how a CAPS event from another vocabulary is refused. */
+ * and how a CAPS event from another vocabulary is refused; and the one
+ * check every element makes of a buffer of records. */
 #include "gsttxlcommon.h"
 
 #include <string.h>
@@ -62,4 +63,24 @@ gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
       ("caps %" GST_PTR_FORMAT, caps));
   g_free(path);
   return FALSE;
+}
+
+gboolean
+gst_txl_map_records(GstElement *element, GstBuffer *buf, GstMapInfo *map,
+                    gsize record_size, const gchar *kind)
+{
+  if (!gst_buffer_map(buf, map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR(element, RESOURCE, READ,
+                      ("Could not map the input buffer"), (NULL));
+    return FALSE;
+  }
+  if (map->size % record_size != 0) {
+    GST_ELEMENT_ERROR(element, STREAM, FORMAT,
+                      ("A %s buffer of %" G_GSIZE_FORMAT " bytes is not a "
+                       "whole number of %" G_GSIZE_FORMAT "-byte %s records",
+                       kind, map->size, record_size, kind), (NULL));
+    gst_buffer_unmap(buf, map);
+    return FALSE;
+  }
+  return TRUE;
 }

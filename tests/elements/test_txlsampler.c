@@ -112,6 +112,23 @@ test_vocab_mismatch(void)
   g_free(w);
 }
 
+/* A buffer that is not a whole number of token records is an error, not
+ * a prompt silently cut short. */
+static void
+test_torn_record(void)
+{
+  char *m = el_write_byte_model(55);
+  GstHarness *h = el_harness("txlsampler", m, NULL);
+  gst_harness_set_src_caps(h, el_token_caps(m));
+  const int32_t ids[2] = { 2, 3 };
+  GstBuffer *b = el_token_buffer(ids, NULL, NULL, 2, 0);
+  gst_buffer_resize(b, 0, TXL_TOKEN_RECORD_SIZE + 5);
+  g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_ERROR);
+  gst_harness_teardown(h);
+  tu_remove(m);
+  g_free(m);
+}
+
 /* stop-at-eos: a word vocabulary's <eos> (id 0, decoded as a line end)
  * ends the continuation and is not written. */
 static void
@@ -149,5 +166,6 @@ main(int argc, char **argv)
   g_test_add_func("/txlsampler/per-line", test_per_line);
   g_test_add_func("/txlsampler/vocab-mismatch", test_vocab_mismatch);
   g_test_add_func("/txlsampler/stop-at-eos", test_stop_at_eos);
+  g_test_add_func("/txlsampler/torn-record", test_torn_record);
   return g_test_run();
 }
