@@ -40,6 +40,9 @@ typedef struct {
   uint32_t elem_type;
   uint64_t count;
   const guint8 *val;
+  /* The value as encoded after its type field, for copying it unparsed. */
+  const guint8 *raw;
+  uint64_t raw_len;
 } GgufKv;
 
 struct _GgufFile {
@@ -379,11 +382,14 @@ read_kv(GgufFile *f, Cursor *c, uint64_t idx, GError **error)
          kv->type);
     return FALSE;
   }
+  uint64_t start = c->pos;
   gboolean ok = kv->type == GGUF_TYPE_ARRAY
                     ? read_array(c, kv->key, kv, error)
                     : read_scalar(c, kv->key, kv->type, kv, error);
   if (!ok)
     return FALSE;
+  kv->raw = c->p + start;
+  kv->raw_len = c->pos - start;
   g_hash_table_insert(f->kv_index, kv->key, kv);
   return TRUE;
 }
@@ -755,6 +761,27 @@ decode_int(uint32_t t, const guint8 *p, gboolean *big, uint64_t *raw)
     g_assert_not_reached();
     return 0;
   }
+}
+
+gsize
+gguf_n_keys(const GgufFile *f)
+{
+  return f->n_kvs;
+}
+
+const char *
+gguf_key_at(const GgufFile *f, gsize i, uint32_t *type, const void **raw,
+            gsize *raw_len)
+{
+  g_return_val_if_fail(i < f->n_kvs, NULL);
+  const GgufKv *kv = &f->kvs[i];
+  if (type)
+    *type = kv->type;
+  if (raw)
+    *raw = kv->raw;
+  if (raw_len)
+    *raw_len = (gsize)kv->raw_len;
+  return kv->key;
 }
 
 gboolean

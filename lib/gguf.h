@@ -56,6 +56,12 @@ uint32_t gguf_version(const GgufFile *f);
  * missing, has the wrong type, or (integers) does not fit the range.
  * Integer getters accept any GGUF integer type. */
 gboolean gguf_has_key(const GgufFile *f, const char *key);
+/* Every key in file order, with its value as encoded after the type field
+ * (what gguf_writer_add_raw() takes), so a file can be copied with keys
+ * added or left out without interpreting the others. */
+gsize gguf_n_keys(const GgufFile *f);
+const char *gguf_key_at(const GgufFile *f, gsize i, uint32_t *type,
+                        const void **raw, gsize *raw_len);
 gboolean gguf_get_int(const GgufFile *f, const char *key, gint64 min,
                       gint64 max, gint64 *out, GError **error);
 gboolean gguf_get_bool(const GgufFile *f, const char *key, gboolean *out,
@@ -88,6 +94,7 @@ void gguf_writer_free(GgufWriter *w);
 void gguf_writer_add_u32(GgufWriter *w, const char *key, uint32_t v);
 void gguf_writer_add_i32(GgufWriter *w, const char *key, int32_t v);
 void gguf_writer_add_f32(GgufWriter *w, const char *key, float v);
+void gguf_writer_add_f64(GgufWriter *w, const char *key, double v);
 void gguf_writer_add_bool(GgufWriter *w, const char *key, gboolean v);
 void gguf_writer_add_string(GgufWriter *w, const char *key, const char *v);
 void gguf_writer_add_u32_array(GgufWriter *w, const char *key,
@@ -98,6 +105,10 @@ void gguf_writer_add_bool_array(GgufWriter *w, const char *key,
 void gguf_writer_add_string_array(GgufWriter *w, const char *key,
                                   const char *const *v, const gsize *lens,
                                   gsize n);
+/* A value already encoded (from gguf_key_at()); general.alignment must be
+ * a u32 and is checked as gguf_writer_add_u32 does. */
+void gguf_writer_add_raw(GgufWriter *w, const char *key, uint32_t type,
+                         const void *raw, gsize raw_len);
 /* ne[] as in GgufTensor.  The data is copied. */
 void gguf_writer_add_tensor(GgufWriter *w, const char *name, uint32_t type,
                             uint32_t n_dims, const uint64_t *ne,

@@ -170,6 +170,28 @@ check_not_alignment(GgufWriter *w, const char *key)
 }
 
 void
+gguf_writer_add_raw(GgufWriter *w, const char *key, uint32_t type,
+                    const void *raw, gsize raw_len)
+{
+  if (key && strcmp(key, "general.alignment") == 0) {
+    const guint8 *b = raw;
+    if (type != GGUF_TYPE_UINT32 || raw_len != 4)
+      remember_error(w, "general.alignment must be written as u32");
+    else
+      gguf_writer_add_u32(w, key, (uint32_t)(b[0] | b[1] << 8 | b[2] << 16 |
+                                             (uint32_t)b[3] << 24));
+    return;
+  }
+  if (raw_len > G_MAXUINT) {
+    remember_error(w, "value of key '%.64s' is too large to copy", key);
+    return;
+  }
+  GByteArray *b = new_kv(w, key, type);
+  if (b)
+    g_byte_array_append(b, raw, (guint)raw_len);
+}
+
+void
 gguf_writer_add_i32(GgufWriter *w, const char *key, int32_t v)
 {
   check_not_alignment(w, key);
@@ -188,6 +210,18 @@ gguf_writer_add_f32(GgufWriter *w, const char *key, float v)
   uint32_t u;
   memcpy(&u, &v, sizeof u);
   put_u32(b, u);
+}
+
+void
+gguf_writer_add_f64(GgufWriter *w, const char *key, double v)
+{
+  check_not_alignment(w, key);
+  GByteArray *b = new_kv(w, key, GGUF_TYPE_FLOAT64);
+  if (!b)
+    return;
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  put_u64(b, u);
 }
 
 void

@@ -193,6 +193,7 @@ model_free(TxlModel *m)
     g_ptr_array_unref(m->rtables);
   txl_packed_unref(m->packed);
   txl_tokenizer_clear(&m->tok);
+  txl_calibration_free(m->calibration);
   g_free(m->layers);
   if (m->file)
     gguf_close(m->file);
@@ -218,6 +219,8 @@ model_load(const char *path, const void *buf, gsize size, GError **error)
   if (!txl_config_read_gguf(m->file, &m->cfg, &err))
     goto fail;
   if (!txl_tokenizer_load(&m->tok, m->file, m->cfg.n_token, &err))
+    goto fail;
+  if (!txl_calibration_read(m->file, &m->calibration, &err))
     goto fail;
   Loader ld = { m->file, g_hash_table_new(g_str_hash, g_str_equal), &err };
   gboolean ok = load_clusters(m, &ld) && load_layers(m, &ld) &&

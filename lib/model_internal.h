@@ -81,11 +81,18 @@ struct _TxlModel {
   const float *cluster_w, *cluster_b; /* (n_cutoffs, d_embed), (n_cutoffs) */
   TxlLayerWeights *layers;
 
+  TxlCalibration *calibration; /* NULL: the file carries none */
+
   GMutex lock; /* guards the lazily built fields below */
   GPtrArray *rtables;
   TxlPacked *packed;
   char *id, *vocab_id;
 };
+
+/* lib/calibration.c: reads txl.anomaly.* (*out NULL when absent). */
+gboolean txl_calibration_read(const GgufFile *f, TxlCalibration **out,
+                              GError **error);
+void txl_calibration_free(TxlCalibration *c);
 
 /* Loads from a caller-owned buffer that must outlive the model (fuzzing). */
 TxlModel *txl_model_from_buffer(const void *data, gsize size, GError **error);

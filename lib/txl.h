@@ -79,6 +79,29 @@ const TxlTokenizer *txl_model_tokenizer(const TxlModel *model);
 /* Hex digest identifying config + weights, and the vocabulary. */
 const char *txl_model_id(const TxlModel *model);
 const char *txl_model_vocab_id(const TxlModel *model);
+/* Anomaly calibration a model file may carry (`txl eval` writes it; keys
+ * txl.anomaly.*), so that the scoring elements flag what the evaluation
+ * measured without thresholds copied by hand.  A file whose calibration is
+ * malformed does not load. */
+typedef struct {
+  gboolean sessions;         /* calibrated one memory per session (txlsessions);
+                              * FALSE: one stream (txlmodel) */
+  char *session_key;         /* regex of the key (sessions) */
+  int session_key_group;     /* its capture group, 0: the whole match */
+  int session_score;         /* TxlSessionScore */
+  gboolean session_end_marker;
+  double session_threshold;  /* a session scoring above is flagged; 0: none */
+  double line_threshold_bpb; /* a line costing more bits per byte; 0: none */
+  char *rule;                /* how the thresholds were chosen, for people */
+} TxlCalibration;
+
+/* NULL when the model file carries none (owned by the model). */
+const TxlCalibration *txl_model_calibration(const TxlModel *model);
+/* Copies the model file in to out (may be the same path; written
+ * atomically) with its calibration replaced by c. */
+gboolean txl_model_file_set_calibration(const char *in, const char *out,
+                                        const TxlCalibration *c,
+                                        GError **error);
 /* Checks a config for internal consistency; names the offending field. */
 gboolean txl_config_validate(const TxlConfig *cfg, GError **error);
 

@@ -71,6 +71,16 @@ def make_log(tmp, lines=2400, seed=3):
     return log_path, labels, sess_lab
 
 
+def model_calibration(path, missing_ok=False):
+    """The anomaly calibration a model file carries, from `txl info`."""
+    if missing_ok and not os.path.exists(path):
+        return None
+    rc, so, se = run(['info', path])
+    if rc != 0:
+        return None
+    return json.loads(so).get('anomaly')
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-eval-')
     try:
@@ -124,6 +134,22 @@ def main():
         check('all four session scores reported', len(s['all_scores']) >= 4 and
               {a['score'] for a in s['all_scores']} == {'max-line', 'max-line-sum', 'max-token', 'mean'})
 
+        # the model file carries the calibration (txl info shows it)
+        cal = model_calibration(os.path.join(out, 'model.gguf'))
+        with open(log, 'rb') as f:
+            log_lines = f.read().split(b'\n')
+        vbpb = [l['nll'] / math.log(2) / (len(log_lines[l['line'] - 1]) + 1)
+                for l in lj if l['split'] == 'calibration']
+        check('model file carries the session calibration',
+              cal is not None and cal['mode'] == 'sessions' and
+              cal['session_key'] == 'sid=(S[0-9]+)' and cal['session_key_group'] == 1 and
+              cal['session_score'] == 'max-line' and cal['session_end_marker'] is False and
+              abs(cal['session_threshold'] - ses['threshold']) < 1e-4 * max(1, ses['threshold']) and
+              'validation sessions' in cal.get('rule', ''), cal)
+        check('calibrated line threshold = highest validation line, bits per byte (margin 0)',
+              cal is not None and abs(cal['line_threshold_bpb'] - max(vbpb)) < 1e-4 * max(vbpb),
+              (cal and cal['line_threshold_bpb'], max(vbpb)))
+
         # a second run on the saved model scores the same
         rc, so2, se2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out2'),
                             '--key', 'sid=(S[0-9]+)', '--key-group', '1',
@@ -139,6 +165,13 @@ def main():
         if ok10:
             with open(os.path.join(tmp, 'out10', 'summary.json')) as f:
                 s10 = json.load(f)
+            cal10 = model_calibration(os.path.join(tmp, 'out10', 'model.gguf'))
+            cal0 = model_calibration(os.path.join(out, 'model.gguf'))
+            check('--model: the calibrated copy goes to DIR, the input is left alone',
+                  cal10 and cal0 and
+                  abs(cal10['session_threshold'] - s10['session']['threshold']) < 1e-5 * cal10['session_threshold'] and
+                  abs(cal10['line_threshold_bpb'] - 1.5 * cal0['line_threshold_bpb']) < 1e-6 * cal10['line_threshold_bpb'] and
+                  abs(cal0['session_threshold'] - ses['threshold']) < 1e-4, (cal0, cal10))
             check('default threshold = 1.5 x highest validation score (margin 0.5)',
                   s10['margin'] == 0.5 and
                   abs(s10['session']['threshold'] - 1.5 * max(val)) < 1e-4 * max(1, s10['session']['threshold']) and
@@ -149,6 +182,10 @@ def main():
                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--single-stream',
                           '--threshold-rule', 'quantile', '--quantile', '0.99'] + TINY)
         check('--single-stream --threshold-rule quantile', rc == 0, se3)
+        cal3 = model_calibration(os.path.join(tmp, 'out3', 'model.gguf'))
+        check('single stream: calibration for one stream',
+              rc == 0 and cal3 and cal3['mode'] == 'single-stream' and
+              'session_key' not in cal3 and cal3['line_threshold_bpb'] > 0, cal3)
 
         # the live rule: idle timeouts by length (the line clock: loggen's
         # lines have no HDFS timestamp), open sessions against thresholds by
@@ -180,6 +217,8 @@ def main():
             check('live: txlsessions properties', 'session-idle-after="' in props and
                   'session-open-thresholds="' in props and 'session-time-format=""' in props, props)
         check('--session-rule live runs', ok, se4)
+        check('live: thresholds by length are not a model calibration',
+              ok and model_calibration(os.path.join(out4, 'model.gguf'), missing_ok=True) is None)
         # log time as the clock: the same lines with an HDFS-style timestamp
         tlog = os.path.join(tmp, 'timed.log')
         with open(log) as f, open(tlog, 'w') as g:

@@ -228,6 +228,141 @@ test_missing_and_empty_file(void)
   tu_remove(p);
 }
 
+/* The file q with one txl.anomaly.* key replaced through add(). */
+typedef void (*AddKey)(GgufWriter *w, const char *key);
+static char *
+with_key(const char *q, const char *key, AddKey add)
+{
+  g_autoptr(GError) err = NULL;
+  GgufFile *f = gguf_open(q, &err);
+  g_assert_no_error(err);
+  GgufWriter *w = gguf_writer_new();
+  for (gsize i = 0; i < gguf_n_keys(f); i++) {
+    uint32_t type;
+    const void *raw;
+    gsize len;
+    const char *k = gguf_key_at(f, i, &type, &raw, &len);
+    if (strcmp(k, key))
+      gguf_writer_add_raw(w, k, type, raw, len);
+  }
+  add(w, key);
+  for (gsize i = 0; i < gguf_n_tensors(f); i++) {
+    const GgufTensor *t = gguf_tensor_at(f, i);
+    gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
+                           t->nbytes);
+  }
+  char *out = g_strconcat(q, ".bad", NULL);
+  g_assert_true(gguf_writer_write(w, out, &err));
+  gguf_writer_free(w);
+  gguf_close(f);
+  return out;
+}
+
+static void add_neg(GgufWriter *w, const char *k) { gguf_writer_add_f64(w, k, -1.0); }
+static void add_nan(GgufWriter *w, const char *k) { gguf_writer_add_f64(w, k, NAN); }
+static void add_bogus(GgufWriter *w, const char *k) { gguf_writer_add_string(w, k, "bogus"); }
+static void add_paren(GgufWriter *w, const char *k) { gguf_writer_add_string(w, k, "blk_(["); }
+static void add_group(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 3); }
+static void add_u32(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 1); }
+
+static void
+test_calibration(void)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  g_autofree char *p = write_cfg(&c, NULL);
+  g_autofree char *q = g_strconcat(p, ".cal", NULL);
+  g_autoptr(GError) err = NULL;
+  TxlCalibration cal = { .sessions = TRUE, .session_key = "blk_(-?[0-9]+)",
+                         .session_key_group = 1, .session_score = 3,
+                         .session_threshold = 0.29201234567890123,
+                         .line_threshold_bpb = 1.25, .rule = "by hand" };
+  g_assert_true(txl_model_file_set_calibration(p, q, &cal, &err));
+  g_assert_no_error(err);
+  TxlModel *m0 = txl_model_load(p, &err), *m1 = txl_model_load(q, &err);
+  g_assert_no_error(err);
+  g_assert_null(txl_model_calibration(m0));
+  const TxlCalibration *r = txl_model_calibration(m1);
+  g_assert_nonnull(r);
+  g_assert_true(r->sessions);
+  g_assert_cmpstr(r->session_key, ==, cal.session_key);
+  g_assert_cmpint(r->session_key_group, ==, 1);
+  g_assert_cmpint(r->session_score, ==, 3);
+  g_assert_false(r->session_end_marker);
+  g_assert_true(r->session_threshold == cal.session_threshold); /* f64 */
+  g_assert_true(r->line_threshold_bpb == 1.25);
+  g_assert_cmpstr(r->rule, ==, "by hand");
+  g_assert_cmpstr(txl_model_vocab_id(m0), ==, txl_model_vocab_id(m1));
+  /* everything else is copied as it was: keys and tensors */
+  GgufFile *f0 = gguf_open(p, &err), *f1 = gguf_open(q, &err);
+  g_assert_no_error(err);
+  gsize n_cal = 0;
+  for (gsize i = 0; i < gguf_n_keys(f1); i++)
+    n_cal += g_str_has_prefix(gguf_key_at(f1, i, NULL, NULL, NULL),
+                              "txl.anomaly.");
+  g_assert_cmpuint(gguf_n_keys(f1), ==, gguf_n_keys(f0) + n_cal);
+  for (gsize i = 0; i < gguf_n_keys(f0); i++) {
+    uint32_t t0, t1;
+    const void *r0, *r1;
+    gsize l0, l1;
+    const char *k = gguf_key_at(f0, i, &t0, &r0, &l0);
+    const char *k1 = gguf_key_at(f1, i, &t1, &r1, &l1);
+    g_assert_cmpstr(k, ==, k1);
+    g_assert_true(t0 == t1 && l0 == l1 && memcmp(r0, r1, l0) == 0);
+  }
+  g_assert_cmpuint(gguf_n_tensors(f0), ==, gguf_n_tensors(f1));
+  for (gsize i = 0; i < gguf_n_tensors(f0); i++) {
+    const GgufTensor *a = gguf_tensor_at(f0, i), *b = gguf_tensor_at(f1, i);
+    g_assert_cmpstr(a->name, ==, b->name);
+    g_assert_true(a->nbytes == b->nbytes &&
+                  memcmp(a->data, b->data, a->nbytes) == 0);
+  }
+  gguf_close(f0);
+  gguf_close(f1);
+  txl_model_unref(m0);
+  txl_model_unref(m1);
+
+  /* replaced in place: the old keys go */
+  TxlCalibration one = { .sessions = FALSE, .session_score = 0,
+                         .line_threshold_bpb = 2.5 };
+  g_assert_true(txl_model_file_set_calibration(q, q, &one, &err));
+  TxlModel *m2 = txl_model_load(q, &err);
+  g_assert_no_error(err);
+  r = txl_model_calibration(m2);
+  g_assert_true(r && !r->sessions && !r->session_key && !r->rule &&
+                r->session_score == 0 && r->line_threshold_bpb == 2.5 &&
+                r->session_threshold == 0);
+  txl_model_unref(m2);
+  /* values that cannot be written */
+  TxlCalibration bad = one;
+  bad.line_threshold_bpb = -1;
+  g_assert_false(txl_model_file_set_calibration(q, q, &bad, &err));
+  g_clear_error(&err);
+  bad = one;
+  bad.sessions = TRUE; /* without a key */
+  g_assert_false(txl_model_file_set_calibration(q, q, &bad, &err));
+  g_clear_error(&err);
+
+  /* hostile calibrations: the model does not load, with a clear message */
+  g_assert_true(txl_model_file_set_calibration(p, q, &cal, &err));
+  struct { const char *key; AddKey add; const char *needle; } cases[] = {
+    { "txl.anomaly.session_threshold", add_neg, "threshold" },
+    { "txl.anomaly.line_threshold_bpb", add_nan, "threshold" },
+    { "txl.anomaly.mode", add_bogus, "mode" },
+    { "txl.anomaly.mode", add_u32, "txl.anomaly.mode" },
+    { "txl.anomaly.session_key", add_paren, "regex" },
+    { "txl.anomaly.session_key_group", add_group, "group" },
+    { "txl.anomaly.session_score", add_bogus, "score" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *b = with_key(q, cases[i].key, cases[i].add);
+    expect_refused(b, cases[i].needle);
+    tu_remove(b);
+  }
+  tu_remove(q);
+  tu_remove(p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -240,5 +375,6 @@ main(int argc, char **argv)
   g_test_add_func("/model-file/arch-version-tokenizer", test_wrong_arch_and_version);
   g_test_add_func("/model-file/truncated-flipped", test_truncated_and_flipped);
   g_test_add_func("/model-file/missing-empty", test_missing_and_empty_file);
+  g_test_add_func("/model-file/calibration", test_calibration);
   return g_test_run();
 }

@@ -1301,6 +1301,7 @@ txl_cmd_eval(int argc, char **argv)
   Metrics sess_m, line_m;
   GString *abl = g_string_new(NULL);
   double thr = 0;
+  double line_bpb_thr = 0;
   gsize n_cal_used = 0, n_cal_cut = 0;
   if (o.live) {
     ev.thr_open = g_new(double, ev.n_open);
@@ -1411,6 +1412,22 @@ txl_cmd_eval(int argc, char **argv)
     double lt = calibrate(&o, (double *)lc->data, nc);
     metrics(lsc, llab, nt, lt, &line_m);
     g_array_free(lc, TRUE);
+    /* the same rule in txlsink's unit, bits per byte with the line end,
+     * for the calibration the model file carries */
+    GArray *lb = g_array_new(FALSE, FALSE, sizeof(double));
+    for (gint64 i = 0; i < ev.n_lines; i++) {
+      gint64 si = ev.line_sess[i];
+      if (si < 0 || isnan(ev.l_sum[i]) ||
+          ((Sess *)ev.sess->pdata[si])->split != SPLIT_CALIB)
+        continue;
+      double v = ev.l_sum[i] / G_LN2 / (double)(ev.line_len[i] + 1);
+      g_array_append_val(lb, v);
+    }
+    line_bpb_thr = o.threshold > 0 ? 0.0
+                   : calibrate(&o, (double *)lb->data, lb->len);
+    if (!isfinite(line_bpb_thr))
+      line_bpb_thr = 0.0;
+    g_array_free(lb, TRUE);
   }
 
   char margin_txt[64] = "";
@@ -1616,6 +1633,35 @@ txl_cmd_eval(int argc, char **argv)
         fputs(l->str, lines_f);
         g_string_free(l, TRUE);
       }
+    }
+    /* the calibration travels with the weights it was measured with */
+    if (!o.live) {
+      g_autofree char *log_base2 = g_path_get_basename(o.log_path);
+      g_autofree char *cal_out = g_build_filename(o.out_dir, "model.gguf",
+                                                  NULL);
+      g_autofree char *factor = o.margin_auto ? g_strdup("margin auto")
+        : o.margin_tail ? g_strdup("log-normal tail")
+        : g_strdup_printf("times %g", 1.0 + o.margin);
+      g_autofree char *rule = o.threshold > 0
+        ? g_strdup_printf("fixed threshold %g (txl eval --threshold)",
+                          o.threshold)
+        : g_strdup_printf("txl eval: %s of the %s scores of %" G_GSIZE_FORMAT
+                          " normal validation sessions%s of %s, %s",
+                          o.rule, o.score, n_cal_used,
+                          o.censored ? " cut at the split" : "", log_base2,
+                          factor);
+      TxlCalibration cb = {
+        .sessions = !o.single_stream, .session_key = o.key_re,
+        .session_key_group = o.key_group, .session_score = agg,
+        .session_end_marker = o.end && !o.single_stream,
+        .session_threshold = isfinite(thr) ? thr : 0.0,
+        .line_threshold_bpb = line_bpb_thr, .rule = rule,
+      };
+      if (!txl_model_file_set_calibration(model_file, cal_out, &cb, &err))
+        goto out;
+      fprintf(stderr, "txl eval: %s carries the calibration (session "
+              "threshold %.6g, line threshold %.6g bits per byte)\n",
+              cal_out, cb.session_threshold, cb.line_threshold_bpb);
     }
     fprintf(stderr, "txl eval: wrote %s/summary.json, sessions.csv, "
             "scores.svg\n", o.out_dir);

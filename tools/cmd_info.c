@@ -1,5 +1,8 @@
 #include "cmd.h"
+#include "jsonstr.h"
 #include "txl.h"
+
+#include <string.h>
 
 #include <stdio.h>
 
@@ -41,9 +44,37 @@ txl_cmd_info(int argc, char **argv)
   case TXL_TOKENIZER_BPE: type = "bpe"; break;
   }
   printf("], \"cluster_order\": \"%s\", \"tokenizer\": \"%s\", "
-         "\"model_id\": \"%s\", \"vocab_id\": \"%s\"}\n",
+         "\"model_id\": \"%s\", \"vocab_id\": \"%s\"",
          c->cluster_order == TXL_CLUSTER_OFFICIAL ? "official" : "hf",
          type, txl_model_id(m), txl_model_vocab_id(m));
+  const TxlCalibration *cal = txl_model_calibration(m);
+  if (cal) {
+    static const char *kinds[] = { "max-line", "max-line-sum", "max-token",
+                                   "mean" };
+    GString *j = g_string_new(", \"anomaly\": {\"mode\": ");
+    g_string_append(j, cal->sessions ? "\"sessions\"" : "\"single-stream\"");
+    if (cal->sessions) {
+      g_string_append(j, ", \"session_key\": ");
+      txl_json_append_string(j, cal->session_key, strlen(cal->session_key));
+      g_string_append_printf(j, ", \"session_key_group\": %d",
+                             cal->session_key_group);
+    }
+    g_string_append_printf(j, ", \"session_score\": \"%s\", "
+                           "\"session_end_marker\": %s, "
+                           "\"session_threshold\": %.17g, "
+                           "\"line_threshold_bpb\": %.17g",
+                           kinds[cal->session_score],
+                           cal->session_end_marker ? "true" : "false",
+                           cal->session_threshold, cal->line_threshold_bpb);
+    if (cal->rule) {
+      g_string_append(j, ", \"rule\": ");
+      txl_json_append_string(j, cal->rule, strlen(cal->rule));
+    }
+    g_string_append(j, "}");
+    fputs(j->str, stdout);
+    g_string_free(j, TRUE);
+  }
+  printf("}\n");
   txl_model_unref(m);
   return 0;
 }
