@@ -57,6 +57,12 @@ void gst_txl_answer_caps_query(GstQuery *query, GstCaps *caps);
  * once per refused caps (refused, may be NULL, remembers the last ones). */
 gboolean gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
                                    GstCaps *caps, GstCaps **refused);
+/* Adds line-threshold (bits per byte) to score caps when the model file's
+ * calibration (txl eval) is for this way of scoring: per session
+ * (txlsessions) or one stream (txlmodel).  txlsink takes it as its default
+ * threshold. */
+void gst_txl_add_calibration_caps(GstCaps *caps, TxlModel *model,
+                                  gboolean sessions);
 /* Maps a buffer of `kind` ("token", "score") records for reading; one that
  * cannot be mapped or is not a whole number of records gets an element
  * error (and is left unmapped). */

@@ -1288,6 +1288,7 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
         TXL_SCORES_CAPS_NAME, "vocab-id", G_TYPE_STRING,
         txl_model_vocab_id(self->model), "model-id", G_TYPE_STRING,
         txl_model_id(self->model), NULL);
+    gst_txl_add_calibration_caps(out, self->model, FALSE);
     GstEvent *ev = gst_event_new_caps(out); /* takes its own reference */
     gst_caps_unref(out);
     return gst_pad_push_event(self->srcpad, ev);

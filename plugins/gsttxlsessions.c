@@ -78,6 +78,8 @@ struct _GstTxlSessions {
   TxlSessionScore score;
   gdouble threshold;
   gboolean end_marker;
+  guint user_set; /* SET_* bits: what the application chose itself; the rest
+                   * follows the model file's calibration when it has one */
   gchar *time_format, *idle_after_s, *open_thr_s;
 
   /* from READY */
@@ -290,12 +292,31 @@ free_stream(GstTxlSessions *self)
   g_queue_clear_full(&self->ended, ended_free);
 }
 
+enum { SET_KEY = 1, SET_SCORE = 2, SET_THRESHOLD = 4, SET_END_MARKER = 8 };
+
 static gboolean
 new_stream(GstTxlSessions *self, GError **error)
 {
   free_stream(self);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  /* What `txl eval` measured with this model, where the application did
+   * not say otherwise: the same key, score kind, end marker and threshold
+   * flag the same sessions as the evaluation (docs/anomaly.md). */
+  const TxlCalibration *cal = txl_model_calibration(self->model);
+  if (cal && !cal->sessions)
+    cal = NULL;
   GST_OBJECT_LOCK(self);
+  if (!(self->user_set & SET_KEY)) {
+    g_free(self->key);
+    self->key = g_strdup(cal ? cal->session_key : DEFAULT_KEY);
+    self->key_group = cal ? cal->session_key_group : 0;
+  }
+  if (!(self->user_set & SET_SCORE))
+    self->score = cal ? cal->session_score : TXL_SESSION_SCORE_MEAN;
+  if (!(self->user_set & SET_THRESHOLD))
+    self->threshold = cal ? cal->session_threshold : 0.0;
+  if (!(self->user_set & SET_END_MARKER))
+    self->end_marker = cal ? cal->session_end_marker : FALSE;
   gchar *key = g_strdup(self->key);
   o.key_group = self->key_group;
   o.segment = self->segment;
@@ -612,6 +633,7 @@ gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
         TXL_SCORES_CAPS_NAME, "vocab-id", G_TYPE_STRING,
         txl_model_vocab_id(self->model), "model-id", G_TYPE_STRING,
         txl_model_id(self->model), "per-line", G_TYPE_BOOLEAN, TRUE, NULL);
+    gst_txl_add_calibration_caps(out, self->model, TRUE);
     GstEvent *ev = gst_event_new_caps(out);
     gst_caps_unref(out);
     return gst_pad_push_event(self->srcpad, ev);
@@ -760,9 +782,11 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
   case PROP_SESSION_KEY:
     g_free(self->key);
     self->key = g_value_dup_string(value);
+    self->user_set |= SET_KEY;
     break;
   case PROP_SESSION_KEY_GROUP:
     self->key_group = g_value_get_int(value);
+    self->user_set |= SET_KEY;
     break;
   case PROP_SEGMENT:
     self->segment = g_value_get_int(value);
@@ -790,12 +814,15 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
     break;
   case PROP_SESSION_SCORE:
     self->score = g_value_get_enum(value);
+    self->user_set |= SET_SCORE;
     break;
   case PROP_SESSION_THRESHOLD:
     self->threshold = g_value_get_double(value);
+    self->user_set |= SET_THRESHOLD;
     break;
   case PROP_SESSION_END_MARKER:
     self->end_marker = g_value_get_boolean(value);
+    self->user_set |= SET_END_MARKER;
     break;
   case PROP_SESSION_TIME_FORMAT:
     g_free(self->time_format);
@@ -914,10 +941,12 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
       g_param_spec_string("session-key", "Session key",
           "Regular expression (PCRE) found anywhere in a line's text: the "
           "match is the line's session; lines where it finds nothing share "
-          "the session \"\"", DEFAULT_KEY, rw));
+          "the session \"\" (unset: the model's calibration, else "
+          DEFAULT_KEY ")", DEFAULT_KEY, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY_GROUP,
       g_param_spec_int("session-key-group", "Session key group",
-          "Capture group of session-key that is the key (0: the whole match)",
+          "Capture group of session-key that is the key (0: the whole "
+          "match; set with session-key)",
           0, 99, 0, rw));
   g_object_class_install_property(gobject_class, PROP_SEGMENT,
       g_param_spec_int("segment", "Segment",
@@ -956,17 +985,20 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "of its own (0 = never)", 0, G_MAXUINT64, 0, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_SCORE,
       g_param_spec_enum("session-score", "Session score",
-          "How a session's line scores become its score",
+          "How a session's line scores become its score (unset: the "
+          "model's calibration, else mean)",
           gst_txl_session_score_get_type(), TXL_SESSION_SCORE_MEAN, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_THRESHOLD,
       g_param_spec_double("session-threshold", "Session threshold",
-          "A session whose score exceeds this is flagged (0 = none is); "
-          "take it from `txl eval`'s summary.json for the model",
+          "A session whose score exceeds this is flagged (0 = none is). "
+          "Unset: the threshold `txl eval` measured, which the model file "
+          "carries (else 0)",
           0.0, G_MAXDOUBLE, 0.0, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_END_MARKER,
       g_param_spec_boolean("session-end-marker", "Session end marker",
           "Score an empty line when a session ends (the model's surprise "
-          "that it ends there; models trained with `txl eval --end`)", FALSE,
+          "that it ends there; models trained with `txl eval --end`; "
+          "unset: the model's calibration)", FALSE,
           rw));
 
   g_object_class_install_property(gobject_class, PROP_SESSION_TIME_FORMAT,

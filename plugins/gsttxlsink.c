@@ -91,6 +91,8 @@ struct _GstTxlSink {
   /* properties, object lock */
   gchar *location;
   gdouble threshold;
+  gboolean threshold_set; /* by the application; else the model's calibration
+                           * (caps field line-threshold) when it has one */
   GstTxlThresholdMode mode;
   gdouble z_threshold, quantile;
   gdouble mean, stddev; /* zscore mode: a fixed baseline, bits per byte */
@@ -547,6 +549,18 @@ gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
   gboolean per_line = FALSE;
   gst_structure_get_boolean(st, "per-line", &per_line);
   self->per_line = per_line && !self->text_mode;
+  /* The line threshold `txl eval` measured for this model: the default
+   * for threshold-mode fixed unless the application set its own. */
+  gdouble cal = 0.0;
+  gst_structure_get_double(st, "line-threshold", &cal);
+  GST_OBJECT_LOCK(self);
+  if (!self->threshold_set) {
+    self->threshold = cal > 0 ? cal : DEFAULT_THRESHOLD;
+    if (cal > 0)
+      GST_INFO_OBJECT(self, "line threshold %g bits per byte from the "
+                      "model's calibration", cal);
+  }
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -868,6 +882,7 @@ gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
     break;
   case PROP_THRESHOLD:
     self->threshold = g_value_get_double(value);
+    self->threshold_set = TRUE;
     break;
   case PROP_MODE:
     self->mode = g_value_get_enum(value);
@@ -980,7 +995,9 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   g_object_class_install_property(gobject_class, PROP_THRESHOLD,
       g_param_spec_double("threshold", "Threshold",
           "A line whose cost exceeds this many bits per byte is flagged "
-          "as an anomaly (threshold-mode fixed)", 0.0, G_MAXDOUBLE,
+          "as an anomaly (threshold-mode fixed). Unset: the line threshold "
+          "the model file's calibration carries (txl eval), else 4",
+          0.0, G_MAXDOUBLE,
           DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_MODE,
       g_param_spec_enum("threshold-mode", "Threshold mode",

@@ -84,3 +84,15 @@ gst_txl_map_records(GstElement *element, GstBuffer *buf, GstMapInfo *map,
   }
   return TRUE;
 }
+
+void
+gst_txl_add_calibration_caps(GstCaps *caps, TxlModel *model,
+                             gboolean sessions)
+{
+  /* A threshold calibrated one way is no use to the other: lines scored in
+   * their own session's memory cost less than the same lines interleaved. */
+  const TxlCalibration *cal = txl_model_calibration(model);
+  if (cal && cal->sessions == sessions && cal->line_threshold_bpb > 0)
+    gst_caps_set_simple(caps, "line-threshold", G_TYPE_DOUBLE,
+                        cal->line_threshold_bpb, NULL);
+}

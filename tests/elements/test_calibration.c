@@ -1,0 +1,265 @@
+/* The calibration a model file carries (txl eval writes it) sets the
+ * elements' defaults: txlsessions' key, score kind and threshold, and
+ * txlsink's line threshold through the score caps; what the application
+ * sets itself wins, and a calibration made one way (per session, or one
+ * stream) is not applied to the other. */
+#include "elements.h"
+
+#include <json-glib/json-glib.h>
+
+static char *model, *log_path;
+
+static char *
+make_log(void)
+{
+  GRand *r = g_rand_new_with_seed(11);
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < 160; i++) {
+    int req = g_rand_int_range(r, 1, 9);
+    if (g_rand_int_range(r, 0, 10) == 0)
+      g_string_append_printf(s, "heartbeat %d\n", i);
+    else if (req == 7)
+      g_string_append_printf(s, "zq#%d!! req=%d ~~%x\n", i * 31, req, i * 977);
+    else
+      g_string_append_printf(s, "GET /item/%d req=%d ok\n", i % 5, req);
+  }
+  g_rand_free(r);
+  g_autoptr(GError) err = NULL;
+  char *dir = g_dir_make_tmp("txl-cal-XXXXXX", &err);
+  g_assert_no_error(err);
+  char *path = g_build_filename(dir, "app.log", NULL);
+  g_free(dir);
+  g_assert_true(g_file_set_contents(path, s->str, s->len, &err));
+  g_string_free(s, TRUE);
+  return path;
+}
+
+typedef struct {
+  GPtrArray *keys;    /* char * */
+  GArray *scores;     /* double */
+  GArray *flags;      /* gboolean */
+  gchar *kind;
+  GArray *bpb, *anomaly; /* per line, from the JSON */
+} Run;
+
+static void
+run_free(Run *r)
+{
+  g_ptr_array_unref(r->keys);
+  g_array_unref(r->scores);
+  g_array_unref(r->flags);
+  g_array_unref(r->bpb);
+  g_array_unref(r->anomaly);
+  g_free(r->kind);
+}
+
+/* Runs "filesrc ! txltokenizer ! ELEMENT PROPS ! txlsink SINK_PROPS";
+ * element properties are read back into *props_out (when given) after the
+ * run. */
+static Run
+run(const char *element, const char *props, const char *sink_props,
+    double *thr_out, char **key_out)
+{
+  Run r = { g_ptr_array_new_with_free_func(g_free),
+            g_array_new(FALSE, FALSE, sizeof(double)),
+            g_array_new(FALSE, FALSE, sizeof(gboolean)), NULL,
+            g_array_new(FALSE, FALSE, sizeof(double)),
+            g_array_new(FALSE, FALSE, sizeof(double)) };
+  g_autofree char *dir = g_dir_make_tmp("txl-cal-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autofree char *desc = g_strdup_printf(
+      "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s name=e "
+      "model=\"%s\" %s ! txlsink location=\"%s\" %s", log_path, model,
+      element, model, props, out, sink_props);
+  g_autoptr(GError) err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  GstBus *bus = gst_element_get_bus(p);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
+    g_assert_nonnull(msg);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(msg, &e, NULL);
+      g_error("pipeline error: %s", e->message);
+    }
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
+      gst_message_unref(msg);
+      break;
+    }
+    const GstStructure *st = gst_message_get_structure(msg);
+    if (gst_structure_has_name(st, "txl-session")) {
+      double v;
+      gboolean f;
+      g_assert_true(gst_structure_get_double(st, "score", &v));
+      g_assert_true(gst_structure_get_boolean(st, "flag", &f));
+      g_ptr_array_add(r.keys, g_strdup(gst_structure_get_string(st, "key")));
+      g_array_append_val(r.scores, v);
+      g_array_append_val(r.flags, f);
+      g_free(r.kind);
+      r.kind = g_strdup(gst_structure_get_string(st, "score-kind"));
+    }
+    gst_message_unref(msg);
+  }
+  GstElement *e = gst_bin_get_by_name(GST_BIN(p), "e");
+  if (thr_out)
+    g_object_get(e, "session-threshold", thr_out, NULL);
+  if (key_out)
+    g_object_get(e, "session-key", key_out, NULL);
+  gst_object_unref(e);
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  g_autofree char *json = NULL;
+  g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
+  g_auto(GStrv) lines = g_strsplit(json, "\n", -1);
+  for (int i = 0; lines[i]; i++) {
+    if (!*lines[i] || g_str_has_prefix(lines[i], "{\"session\""))
+      continue;
+    JsonParser *jp = json_parser_new();
+    g_assert_true(json_parser_load_from_data(jp, lines[i], -1, NULL));
+    JsonObject *o = json_node_get_object(json_parser_get_root(jp));
+    JsonNode *a = json_object_get_member(o, "anomaly");
+    if (a && !json_node_is_null(a)) {
+      double b = json_object_get_double_member(o, "bpb");
+      double an = json_node_get_double(a);
+      g_array_append_val(r.bpb, b);
+      g_array_append_val(r.anomaly, an);
+    }
+    g_object_unref(jp);
+  }
+  g_unlink(out);
+  g_rmdir(dir);
+  return r;
+}
+
+/* every scored line's anomaly is its cost above this threshold */
+static void
+assert_line_threshold(const Run *r, double thr)
+{
+  g_assert_cmpuint(r->bpb->len, >, 100);
+  for (guint i = 0; i < r->bpb->len; i++)
+    g_assert_cmpfloat_with_epsilon(g_array_index(r->anomaly, double, i),
+                                   g_array_index(r->bpb, double, i) - thr,
+                                   2e-6);
+}
+
+static char *
+calibrated(const TxlCalibration *c)
+{
+  g_autoptr(GError) err = NULL;
+  char *path = g_strconcat(model, ".cal.gguf", NULL);
+  g_assert_true(txl_model_file_set_calibration(model, path, c, &err));
+  g_assert_no_error(err);
+  return path;
+}
+
+static void
+test_sessions_calibration(void)
+{
+  /* uncalibrated, everything set by hand: the reference */
+  Run ref = run("txlsessions", "session-key=\"req=([0-9]+)\" "
+                "session-key-group=1 session-score=max-token", "", NULL,
+                NULL);
+  g_assert_cmpuint(ref.scores->len, ==, 9); /* 8 keys and the lines without one */
+  double lo = INFINITY, hi = -INFINITY;
+  for (guint i = 0; i < ref.scores->len; i++) {
+    lo = MIN(lo, g_array_index(ref.scores, double, i));
+    hi = MAX(hi, g_array_index(ref.scores, double, i));
+  }
+  g_assert_cmpfloat(lo, <, hi);
+  assert_line_threshold(&ref, 4.0); /* txlsink's own default */
+  TxlCalibration c = { .sessions = TRUE, .session_key = "req=([0-9]+)",
+                       .session_key_group = 1, .session_score = 2,
+                       .session_threshold = 0.5 * (lo + hi),
+                       .line_threshold_bpb = 1.5, .rule = "test" };
+  g_autofree char *plain = model;
+  model = calibrated(&c);
+
+  /* nothing set: the calibration's key, kind, threshold and line threshold */
+  double thr = 0;
+  g_autofree char *key = NULL;
+  Run cal = run("txlsessions", "", "", &thr, &key);
+  g_assert_cmpfloat(thr, ==, c.session_threshold);
+  g_assert_cmpstr(key, ==, c.session_key);
+  g_assert_cmpstr(cal.kind, ==, "max-token");
+  g_assert_cmpuint(cal.scores->len, ==, ref.scores->len);
+  int n_flag = 0;
+  for (guint i = 0; i < cal.scores->len; i++) {
+    double v = g_array_index(cal.scores, double, i);
+    g_assert_cmpstr(cal.keys->pdata[i], ==, ref.keys->pdata[i]);
+    g_assert_true(v == g_array_index(ref.scores, double, i));
+    g_assert_true(g_array_index(cal.flags, gboolean, i) ==
+                  (v > c.session_threshold));
+    n_flag += v > c.session_threshold;
+  }
+  g_assert_cmpint(n_flag, >, 0);
+  g_assert_cmpint(n_flag, <, (int)cal.scores->len);
+  assert_line_threshold(&cal, 1.5);
+
+  /* what the application sets wins */
+  Run own = run("txlsessions", "session-threshold=0 session-score=mean",
+                "threshold=7", &thr, NULL);
+  g_assert_cmpfloat(thr, ==, 0);
+  g_assert_cmpstr(own.kind, ==, "mean");
+  for (guint i = 0; i < own.flags->len; i++)
+    g_assert_false(g_array_index(own.flags, gboolean, i));
+  assert_line_threshold(&own, 7.0);
+
+  /* one stream: a per-session calibration does not apply */
+  Run one = run("txlmodel", "", "", NULL, NULL);
+  assert_line_threshold(&one, 4.0);
+
+  run_free(&ref);
+  run_free(&cal);
+  run_free(&own);
+  run_free(&one);
+  tu_remove(model);
+  model = g_steal_pointer(&plain);
+}
+
+static void
+test_single_stream_calibration(void)
+{
+  TxlCalibration c = { .sessions = FALSE, .session_score = 3,
+                       .line_threshold_bpb = 2.25 };
+  g_autofree char *plain = model;
+  model = calibrated(&c);
+  Run one = run("txlmodel", "", "", NULL, NULL);
+  assert_line_threshold(&one, 2.25);
+  Run own = run("txlmodel", "", "threshold=3.5", NULL, NULL);
+  assert_line_threshold(&own, 3.5);
+  /* txlsessions: its own defaults (HDFS key, no threshold) */
+  double thr = -1;
+  g_autofree char *key = NULL;
+  Run s = run("txlsessions", "", "", &thr, &key);
+  g_assert_cmpfloat(thr, ==, 0);
+  g_assert_cmpstr(key, ==, "blk_-?[0-9]+");
+  assert_line_threshold(&s, 4.0);
+  run_free(&one);
+  run_free(&own);
+  run_free(&s);
+  tu_remove(model);
+  model = g_steal_pointer(&plain);
+}
+
+int
+main(int argc, char **argv)
+{
+  gst_init(&argc, &argv);
+  g_test_init(&argc, &argv, NULL);
+  model = el_write_byte_model(5);
+  log_path = make_log();
+  g_test_add_func("/calibration/sessions", test_sessions_calibration);
+  g_test_add_func("/calibration/single-stream",
+                  test_single_stream_calibration);
+  int rc = g_test_run();
+  tu_remove(model);
+  tu_remove(log_path);
+  g_free(model);
+  g_free(log_path);
+  return rc;
+}
