@@ -7,6 +7,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -177,6 +178,83 @@ def main():
                   abs(s10['session']['threshold'] - 1.5 * max(val)) < 1e-4 * max(1, s10['session']['threshold']) and
                   '(margin 0.5)' in so10, (s10['session']['threshold'], max(val)))
         check('default margin runs', ok10, se10)
+        # --margin dev: the factor chosen on a development split of the
+        # training part, checked against a re-implementation of the choice
+        outd = os.path.join(tmp, 'outd')
+        rc, sod, sed = run(['eval', log, '--labels', labels, '-o', outd, '--key', 'sid=(S[0-9]+)',
+                            '--key-group', '1', '--margin', 'dev'] + TINY)
+        check('--margin dev runs', rc == 0, sed)
+        if rc == 0:
+            with open(os.path.join(outd, 'summary.json')) as f:
+                sd = json.load(f)
+            with open(os.path.join(outd, 'dev', 'sessions.csv')) as f:
+                drows = list(csv.DictReader(f))
+            with open(os.path.join(outd, 'sessions.csv')) as f:
+                rrows = list(csv.DictReader(f))
+            with open(os.path.join(outd, 'dev', 'dev.log')) as f:
+                dev_lines = f.read().count('\n')
+            test_keys_d = {r['key'] for r in rrows if r['split'] == 'test'}
+            with open(log) as f:
+                first_test = min(i for i, l in enumerate(f) if re.search(r'sid=(S[0-9]+)', l) and
+                                 re.search(r'sid=(S[0-9]+)', l).group(1) in test_keys_d)
+            check('dev: the development log is the lines before the first test session',
+                  dev_lines == first_test, (dev_lines, first_test))
+            with open(os.path.join(outd, 'dev', 'labels.csv')) as f:
+                dkeys = {l.split(',')[0] for l in f.read().split()[1:]}
+            check('dev: only the training part\'s labels',
+                  dkeys == {r['key'] for r in rrows if r['split'] in ('train', 'calibration', 'dropped')})
+            vmax_d = max(float(r['score']) for r in drows if r['split'] == 'calibration')
+            pts = sorted((float(r['score']), int(r['label'])) for r in drows if r['split'] == 'test')
+            na = sum(l for _, l in pts)
+            u = sorted({v for v, _ in pts})
+            def f1_at(t):
+                tp = sum(1 for v, l in pts if v > t and l)
+                fp = sum(1 for v, l in pts if v > t and not l)
+                return 2 * tp / (2 * tp + fp + na - tp)
+            # gap k: thresholds in [u[k-1], u[k]); the best runs of gaps
+            f = [f1_at(u[k - 1] if k else u[0] - 1) for k in range(len(u))]
+            best = max(f)
+            runs, k = [], 0
+            while k < len(u):
+                if abs(f[k] - best) > 1e-12:
+                    k += 1
+                    continue
+                a = k
+                while k < len(u) and abs(f[k] - best) <= 1e-12:
+                    k += 1
+                lo = u[a - 1] if a else 0.0
+                runs.append((math.log(u[k - 1] / lo) if lo > 0 else float('inf'), lo, u[k - 1]))
+            _, lo, hi = max(runs, key=lambda r: r[0])
+            factor = math.sqrt(lo * hi) / vmax_d if lo > 0 else 0.5 * hi / vmax_d
+            d = sd['dev']
+            check('dev: the factor is the middle of the widest best-F1 plateau',
+                  abs(d['factor'] - factor) < 1e-5 * factor and abs(d['f1'] - best) < 1e-5 and
+                  d['anomalous'] == na and sd['margin'] == 'dev', (d, factor, best, lo, hi))
+            vmax_r = max(float(r['score']) for r in rrows if r['split'] == 'calibration')
+            check('dev: threshold = factor x the real validation maximum',
+                  abs(sd['session']['threshold'] - d['factor'] * vmax_r) < 1e-4 * sd['session']['threshold'],
+                  (sd['session']['threshold'], d['factor'], vmax_r))
+            cald = model_calibration(os.path.join(outd, 'model.gguf'))
+            check('dev: the calibration says how it was chosen',
+                  cald and 'development split' in cald['rule'] and
+                  abs(cald['session_threshold'] - sd['session']['threshold']) < 1e-5 * cald['session_threshold'],
+                  cald)
+            rc, _, sed2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outd2'),
+                               '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--margin', 'dev',
+                               '--model', os.path.join(outd, 'model.gguf'),
+                               '--dev-model', os.path.join(outd, 'dev', 'model.gguf')])
+            ok = rc == 0
+            if ok:
+                with open(os.path.join(tmp, 'outd2', 'summary.json')) as f:
+                    ok = json.load(f)['dev'] == d
+            check('--dev-model reproduces the choice', ok, sed2)
+        rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
+                           '--margin', 'dev', '--session-rule', 'live', '--model', os.path.join(out, 'model.gguf')])
+        check('error: --margin dev with the live rule', rc == 2 and 'margin dev' in se_b, se_b)
+        rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
+                           '--dev-model', 'x.gguf', '--model', os.path.join(out, 'model.gguf')])
+        check('error: --dev-model without --margin dev', rc == 2 and 'dev-model' in se_b, se_b)
+
         # single stream and a quantile rule run too
         rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),
                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--single-stream',

@@ -19,6 +19,7 @@
  * Writes DIR/summary.json, DIR/sessions.csv, DIR/scores.svg (and
  * DIR/model.gguf unless --model is given). */
 #include "cmd.h"
+#include "eval_dev.h"
 #include "jsonstr.h"
 #include "txl.h"
 
@@ -76,6 +77,8 @@ typedef struct {
   char *margin_s;      /* "auto" or a number */
   gboolean margin_auto; /* the log-normal tail of the validation scores */
   gboolean margin_tail; /* that tail alone, no floor at the rule's value */
+  gboolean margin_dev;  /* the factor from a development split */
+  char *dev_model;      /* its model, trained earlier */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *session_rule;   /* "whole" (default), "live" or "censored" */
@@ -930,6 +933,101 @@ opts_free(Opts *o)
   g_free(o->lines_out);
   g_free(o->session_rule);
   g_free(o->time_format);
+  g_free(o->dev_model);
+}
+
+/* --margin dev: the same evaluation, nested, on what was known when the
+ * test part began (the lines before its first line, the training part's
+ * labels), in DIR/dev; its test sessions choose the factor. */
+static gboolean
+run_dev(const Eval *ev, const char *text, const Opts *o, EvalDevChoice *ch,
+        GError **error)
+{
+  g_autofree char *dir = g_build_filename(o->out_dir, "dev", NULL);
+  g_autofree char *log = g_build_filename(dir, "dev.log", NULL);
+  g_autofree char *lab = g_build_filename(dir, "labels.csv", NULL);
+  if (g_mkdir_with_parents(dir, 0755) != 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "cannot create %s: %s", dir,
+                g_strerror(errno));
+    return FALSE;
+  }
+  gsize cut_at = (gsize)(ev->line_ptr[ev->cut] - text);
+  if (!g_file_set_contents(log, text, (gssize)cut_at, error))
+    return FALSE;
+  GString *l = g_string_new("key,label\n");
+  for (guint k = 0; k < ev->sess->len; k++) {
+    const Sess *s = ev->sess->pdata[k];
+    if (s->split == SPLIT_TRAIN || s->split == SPLIT_CALIB ||
+        s->split == SPLIT_DROPPED)
+      g_string_append_printf(l, "%s,%d\n", s->key, s->label);
+  }
+  gboolean ok = g_file_set_contents(lab, l->str, (gssize)l->len, error);
+  g_string_free(l, TRUE);
+  if (!ok)
+    return FALSE;
+  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
+#define ARG(...) g_ptr_array_add(a, g_strdup_printf(__VA_ARGS__))
+  ARG("eval"); ARG("%s", log);
+  ARG("--labels"); ARG("%s", lab);
+  ARG("-o"); ARG("%s", dir);
+  ARG("--margin"); ARG("0");
+  ARG("--threshold-rule"); ARG("max");
+  ARG("--key"); ARG("%s", o->key_re);
+  ARG("--key-group"); ARG("%d", o->key_group);
+  ARG("--score"); ARG("%s", o->score);
+  ARG("--train-fraction"); ARG("%.17g", o->train_fraction);
+  ARG("--calib-fraction"); ARG("%.17g", o->calib_fraction);
+  ARG("--max-session-mib"); ARG("%" G_GINT64_FORMAT, o->max_bytes_mib);
+  ARG("--vocab"); ARG("%d", o->vocab);
+  ARG("--layers"); ARG("%d", o->layers);
+  ARG("--d-model"); ARG("%d", o->d_model);
+  ARG("--heads"); ARG("%d", o->heads);
+  ARG("--d-head"); ARG("%d", o->d_head);
+  ARG("--d-inner"); ARG("%d", o->d_inner);
+  ARG("--mem-len"); ARG("%d", o->mem_len);
+  ARG("--segment"); ARG("%d", o->segment);
+  ARG("--batch"); ARG("%d", o->batch);
+  ARG("--steps"); ARG("%" G_GINT64_FORMAT, o->steps);
+  ARG("--lr"); ARG("%.17g", o->lr);
+  ARG("--dropout"); ARG("%.17g", o->dropout);
+  ARG("--seed"); ARG("%" G_GINT64_FORMAT, o->seed);
+  if (o->time_limit > 0) {
+    ARG("--time-limit"); ARG("%.17g", o->time_limit);
+  }
+  if (o->end)
+    ARG("--end");
+  if (o->single_stream)
+    ARG("--single-stream");
+  if (o->censor)
+    ARG("--censor");
+  if (o->dev_model) {
+    ARG("--model"); ARG("%s", o->dev_model);
+  }
+#undef ARG
+  int argc = (int)a->len;
+  char **argv = g_new0(char *, argc + 1);
+  memcpy(argv, a->pdata, sizeof(char *) * argc); /* parsing may reorder */
+  fprintf(stderr, "txl eval: --margin dev: the development split, %"
+          G_GINT64_FORMAT " lines before the first test session, in %s\n",
+          ev->cut, dir);
+  int rc = txl_cmd_eval(argc, argv);
+  g_free(argv);
+  g_ptr_array_free(a, TRUE);
+  if (rc != 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the development run failed (see above)");
+    return FALSE;
+  }
+  g_autofree char *csv = g_build_filename(dir, "sessions.csv", NULL);
+  GArray *sc = g_array_new(FALSE, FALSE, sizeof(double));
+  GArray *lb = g_array_new(FALSE, FALSE, sizeof(int));
+  double vmax = 0;
+  ok = eval_dev_read(csv, sc, lb, &vmax, error) &&
+       eval_dev_choose((const double *)sc->data, (const int *)lb->data,
+                       sc->len, vmax, ch, error);
+  g_array_unref(sc);
+  g_array_unref(lb);
+  return ok;
 }
 
 int
@@ -953,7 +1051,8 @@ txl_cmd_eval(int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &o.score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
-    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail" },
+    { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); dev: the factor chosen anew on a development split of this log's training part (the lines before the first test session, the same protocol, every threshold tried; DIR/dev); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail|dev" },
+    { "dev-model", 0, 0, G_OPTION_ARG_FILENAME, &o.dev_model, "With --margin dev: score the development split with this model (trained earlier by --margin dev, DIR/dev/model.gguf) instead of training one", "MODEL" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's and tail's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
     { "session-rule", 0, 0, G_OPTION_ARG_STRING, &o.session_rule, "censored: the threshold from the normal validation sessions as seen at the split (scored on their lines before the first test session's first line, so those in progress are cut short, as test sessions are by the end of the log); live: sessions idle longer than any normal validation session paused at their length have ended and are scored with the end marker against complete sessions; those still open at the end of the log against normal sessions' first as many lines; whole (default): every session whole, one threshold (docs/anomaly.md)", "RULE" },
@@ -1028,14 +1127,28 @@ txl_cmd_eval(int argc, char **argv)
     o.margin_auto = TRUE;
   } else if (!strcmp(o.margin_s, "tail")) {
     o.margin_tail = TRUE;
+  } else if (!strcmp(o.margin_s, "dev")) {
+    o.margin_dev = TRUE;
   } else {
     char *endp = NULL;
     o.margin = g_ascii_strtod(o.margin_s, &endp);
     if (!endp || *endp || endp == o.margin_s) {
-      fprintf(stderr, "txl eval: --margin takes auto, tail or a number, not '%s'\n",
+      fprintf(stderr, "txl eval: --margin takes auto, tail, dev or a number, not '%s'\n",
               o.margin_s);
       return opts_free(&o), 2;
     }
+  }
+  if (o.margin_dev && (o.live || o.censored || o.threshold > 0 ||
+                       strcmp(o.rule, "max"))) {
+    fprintf(stderr, "txl eval: --margin dev is a factor of the highest "
+                    "validation score of whole sessions: not with "
+                    "--session-rule live or censored, --threshold or "
+                    "--threshold-rule quantile\n");
+    return opts_free(&o), 2;
+  }
+  if (o.dev_model && !o.margin_dev) {
+    fprintf(stderr, "txl eval: --dev-model goes with --margin dev\n");
+    return opts_free(&o), 2;
   }
   int agg = agg_index(o.score);
   if (agg < 0) {
@@ -1220,6 +1333,19 @@ txl_cmd_eval(int argc, char **argv)
           counts[SPLIT_TEST], counts[SPLIT_DROPPED]);
 
   ev.cut = ((Sess *)ev.sess->pdata[n_train_part])->first_line;
+
+  EvalDevChoice dev = { 0 };
+  if (o.margin_dev) {
+    if (!run_dev(&ev, text, &o, &dev, &err))
+      goto out;
+    o.margin = dev.factor - 1.0;
+    fprintf(stderr, "txl eval: --margin dev: on %" G_GINT64_FORMAT
+            " development test sessions (%" G_GINT64_FORMAT " anomalous) "
+            "the best F1 %.4f holds for thresholds in [%.6g, %.6g); their "
+            "middle %.6g is %.6g x the development validation maximum "
+            "%.6g\n", dev.n, dev.n_anom, dev.f1, dev.lo, dev.hi,
+            dev.threshold, dev.factor, dev.vmax);
+  }
 
   /* the live rule: the clock and the idle timeouts, from the validation
    * sessions' timestamps alone */
@@ -1431,7 +1557,10 @@ txl_cmd_eval(int argc, char **argv)
   }
 
   char margin_txt[64] = "";
-  if (o.margin > 0)
+  if (o.margin_dev)
+    g_snprintf(margin_txt, sizeof margin_txt, " (margin dev: x %.4g)",
+               dev.factor);
+  else if (o.margin > 0)
     g_snprintf(margin_txt, sizeof margin_txt, " (margin %g)", o.margin);
   printf("txl eval: %s, %" G_GINT64_FORMAT " test sessions (%" G_GINT64_FORMAT
          " anomalous), score %s%s, threshold %s%s%s\n", o.log_path,
@@ -1472,6 +1601,12 @@ txl_cmd_eval(int argc, char **argv)
            "the first test session); %" G_GSIZE_FORMAT " validation sessions "
            "scored on their lines before it, %" G_GSIZE_FORMAT " of them cut "
            "short\n", ev.cut + 1, n_cal_used, n_cal_cut);
+  if (o.margin_dev)
+    printf("  development: %" G_GINT64_FORMAT " test sessions (%"
+           G_GINT64_FORMAT " anomalous), best F1 %.4f for thresholds in "
+           "[%.4f, %.4f); middle %.4f = %.4f x its validation maximum %.4f\n",
+           dev.n, dev.n_anom, dev.f1, dev.lo, dev.hi, dev.threshold,
+           dev.factor, dev.vmax);
   printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
          n_scored, score_s, lps);
 
@@ -1522,7 +1657,8 @@ txl_cmd_eval(int argc, char **argv)
       sess_m.f1, sess_m.auroc);
     if (!write_svg(svg, sc, lab, sess_m.n, thr, title, &err))
       goto out;
-    g_autofree char *margin_json = o.margin_auto ? g_strdup("\"auto\"")
+    g_autofree char *margin_json = o.margin_dev ? g_strdup("\"dev\"")
+        : o.margin_auto ? g_strdup("\"auto\"")
         : o.margin_tail ? g_strdup("\"tail\"") : g_strdup_printf("%g", o.margin);
     GString *j = g_string_new("{");
     g_string_append(j, "\"log\": ");
@@ -1548,6 +1684,15 @@ txl_cmd_eval(int argc, char **argv)
       o.threshold > 0 ? "fixed" : o.rule, o.quantile, margin_json, o.fpr);
     g_string_append_printf(j, "\"session_rule\": \"%s\", ",
                            o.live ? "live" : o.censored ? "censored" : "whole");
+    if (o.margin_dev)
+      g_string_append_printf(j, "\"dev\": {\"sessions\": %" G_GINT64_FORMAT
+                             ", \"anomalous\": %" G_GINT64_FORMAT ", \"f1\": "
+                             "%.6g, \"tp\": %" G_GINT64_FORMAT ", \"fp\": %"
+                             G_GINT64_FORMAT ", \"plateau\": [%.9g, %.9g], "
+                             "\"threshold\": %.9g, \"validation_max\": %.9g"
+                             ", \"factor\": %.9g}, ", dev.n, dev.n_anom,
+                             dev.f1, dev.tp, dev.fp, dev.lo, dev.hi,
+                             dev.threshold, dev.vmax, dev.factor);
     if (o.censored)
       g_string_append_printf(j, "\"censored\": {\"cut_line\": %"
                              G_GINT64_FORMAT ", \"validation_sessions\": %"
@@ -1641,6 +1786,8 @@ txl_cmd_eval(int argc, char **argv)
                                                   NULL);
       g_autofree char *factor = o.margin_auto ? g_strdup("margin auto")
         : o.margin_tail ? g_strdup("log-normal tail")
+        : o.margin_dev ? g_strdup_printf("times %.4g (chosen on a development "
+                                         "split)", 1.0 + o.margin)
         : g_strdup_printf("times %g", 1.0 + o.margin);
       g_autofree char *rule = o.threshold > 0
         ? g_strdup_printf("fixed threshold %g (txl eval --threshold)",
