@@ -1429,6 +1429,15 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
     self->model = gst_txl_element_load_model(element, FALSE);
     if (!self->model)
       return GST_STATE_CHANGE_FAILURE;
+    const TxlCalibration *cal = txl_model_calibration(self->model);
+    if (cal && cal->sessions)
+      /* scored as one stream, its lines cost more than the per-session
+       * calibration assumes: say where the evaluated setting is */
+      GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+          ("This model was evaluated one session per memory (key \"%s\"): "
+           "txlsessions scores it that way and flags with its calibration; "
+           "txlmodel scores one stream and uses none of it.",
+           cal->session_key), (NULL));
     break;
   }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {

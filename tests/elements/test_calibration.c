@@ -40,6 +40,7 @@ typedef struct {
   GArray *flags;      /* gboolean */
   gchar *kind;
   GArray *bpb, *anomaly; /* per line, from the JSON */
+  int warnings;
 } Run;
 
 static void
@@ -64,7 +65,7 @@ run(const char *element, const char *props, const char *sink_props,
             g_array_new(FALSE, FALSE, sizeof(double)),
             g_array_new(FALSE, FALSE, sizeof(gboolean)), NULL,
             g_array_new(FALSE, FALSE, sizeof(double)),
-            g_array_new(FALSE, FALSE, sizeof(double)) };
+            g_array_new(FALSE, FALSE, sizeof(double)), 0 };
   g_autofree char *dir = g_dir_make_tmp("txl-cal-XXXXXX", NULL);
   g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
   g_autofree char *desc = g_strdup_printf(
@@ -79,8 +80,14 @@ run(const char *element, const char *props, const char *sink_props,
                   GST_STATE_CHANGE_FAILURE);
   for (;;) {
     GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
+        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT |
+        GST_MESSAGE_WARNING);
     g_assert_nonnull(msg);
+    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+      r.warnings++;
+      gst_message_unref(msg);
+      continue;
+    }
     if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
       GError *e = NULL;
       gst_message_parse_error(msg, &e, NULL);
@@ -212,6 +219,8 @@ test_sessions_calibration(void)
   /* one stream: a per-session calibration does not apply */
   Run one = run("txlmodel", "", "", NULL, NULL);
   assert_line_threshold(&one, 4.0);
+  g_assert_cmpint(one.warnings, ==, 1); /* pointing at txlsessions */
+  g_assert_cmpint(cal.warnings + own.warnings + ref.warnings, ==, 0);
 
   run_free(&ref);
   run_free(&cal);
@@ -230,6 +239,7 @@ test_single_stream_calibration(void)
   model = calibrated(&c);
   Run one = run("txlmodel", "", "", NULL, NULL);
   assert_line_threshold(&one, 2.25);
+  g_assert_cmpint(one.warnings, ==, 0);
   Run own = run("txlmodel", "", "threshold=3.5", NULL, NULL);
   assert_line_threshold(&own, 3.5);
   /* txlsessions: its own defaults (HDFS key, no threshold) */
