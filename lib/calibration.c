@@ -129,11 +129,10 @@ gboolean
 txl_model_file_set_calibration(const char *in, const char *out,
                                const TxlCalibration *c, GError **error)
 {
-  g_return_val_if_fail(c != NULL, FALSE);
-  if (c->session_score < 0 || c->session_score >= (int)G_N_ELEMENTS(score_names) ||
+  if (c && (c->session_score < 0 || c->session_score >= (int)G_N_ELEMENTS(score_names) ||
       !isfinite(c->session_threshold) || c->session_threshold < 0 ||
       !isfinite(c->line_threshold_bpb) || c->line_threshold_bpb < 0 ||
-      (c->sessions && !c->session_key))
+      (c->sessions && !c->session_key)))
     return bad(error, "invalid values to write");
   GgufFile *f = gguf_open(in, error);
   if (!f)
@@ -147,6 +146,8 @@ txl_model_file_set_calibration(const char *in, const char *out,
     if (!g_str_has_prefix(key, PREFIX))
       gguf_writer_add_raw(w, key, type, raw, len);
   }
+  if (!c)
+    goto tensors;
   gguf_writer_add_string(w, PREFIX "mode",
                          c->sessions ? "sessions" : "single-stream");
   if (c->sessions) {
@@ -161,6 +162,7 @@ txl_model_file_set_calibration(const char *in, const char *out,
   gguf_writer_add_f64(w, PREFIX "line_threshold_bpb", c->line_threshold_bpb);
   if (c->rule)
     gguf_writer_add_string(w, PREFIX "rule", c->rule);
+tensors:
   for (gsize i = 0; i < gguf_n_tensors(f); i++) {
     const GgufTensor *t = gguf_tensor_at(f, i);
     gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,

@@ -98,7 +98,7 @@ typedef struct {
 /* NULL when the model file carries none (owned by the model). */
 const TxlCalibration *txl_model_calibration(const TxlModel *model);
 /* Copies the model file in to out (may be the same path; written
- * atomically) with its calibration replaced by c. */
+ * atomically) with its calibration replaced by c (NULL: removed). */
 gboolean txl_model_file_set_calibration(const char *in, const char *out,
                                         const TxlCalibration *c,
                                         GError **error);

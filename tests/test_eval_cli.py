@@ -151,6 +151,30 @@ def main():
               cal is not None and abs(cal['line_threshold_bpb'] - max(vbpb)) < 1e-4 * max(vbpb),
               (cal and cal['line_threshold_bpb'], max(vbpb)))
 
+        # txl calibrate: changed by hand, kept, cleared
+        mc = os.path.join(tmp, 'hand.gguf')
+        rc, _, sec = run(['calibrate', os.path.join(out, 'model.gguf'), '-o', mc,
+                          '--session-threshold', '9', '--rule', 'by hand'])
+        calh = model_calibration(mc) if rc == 0 else None
+        check('txl calibrate sets a threshold and keeps the rest',
+              calh and calh['session_threshold'] == 9 and calh['rule'] == 'by hand' and
+              calh['session_key'] == cal['session_key'] and
+              calh['line_threshold_bpb'] == cal['line_threshold_bpb'], (sec, calh))
+        rc, _, sec = run(['calibrate', mc, '-o', mc, '--single-stream', '--line-threshold', '2.5'])
+        calh = model_calibration(mc) if rc == 0 else None
+        check('txl calibrate in place: one stream',
+              calh and calh['mode'] == 'single-stream' and calh['line_threshold_bpb'] == 2.5 and
+              'session_key' not in calh, (sec, calh))
+        rc, _, sec = run(['calibrate', mc, '-o', mc, '--clear'])
+        check('txl calibrate --clear', rc == 0 and model_calibration(mc) is None, sec)
+        for bad, code in ((['--session-key', 'blk_(['], 2), (['--clear', '--session-threshold', '1'], 2),
+                          (['--session-threshold', '-1'], 2), (['--score', 'median'], 2),
+                          (['--session-key', 'a', '--key-group', '2'], 2)):
+            rc, _, sec = run(['calibrate', mc, '-o', mc + '.x'] + bad)
+            check('txl calibrate refuses %s' % ' '.join(bad), rc == code and not os.path.exists(mc + '.x'), sec)
+        rc, _, sec = run(['calibrate', os.path.join(tmp, 'nope.gguf'), '-o', mc])
+        check('txl calibrate: a missing model', rc == 1 and 'nope.gguf' in sec, sec)
+
         # a second run on the saved model scores the same
         rc, so2, se2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out2'),
                             '--key', 'sid=(S[0-9]+)', '--key-group', '1',

@@ -9,5 +9,6 @@ int txl_cmd_train(int argc, char **argv);
 int txl_cmd_generate(int argc, char **argv);
 int txl_cmd_snapshot(int argc, char **argv);
 int txl_cmd_eval(int argc, char **argv);
+int txl_cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct {
   { "info", txl_cmd_info, "print a model file's configuration" },
   { "snapshot", txl_cmd_snapshot, "inspect and verify a stream snapshot" },
   { "eval", txl_cmd_eval, "measure log anomaly detection against session labels" },
+  { "calibrate", txl_cmd_calibrate, "set or remove a model file's anomaly thresholds" },
 };
 
 static void
