@@ -161,6 +161,14 @@ def main():
         with open(os.path.join(dirs['model'], 'bpe_normalize.gguf'),
                   'wb') as f:
             f.write(bpe_model(txl, work))
+        # the same with an anomaly calibration (txl.anomaly.*, txl calibrate)
+        subprocess.run([txl, 'calibrate',
+                        os.path.join(dirs['model'], 'bpe_normalize.gguf'),
+                        '-o', os.path.join(dirs['model'], 'calibrated.gguf'),
+                        '--session-key', 'blk_(-?[0-9]+)', '--key-group', '1',
+                        '--score', 'max-token', '--end-marker',
+                        '--session-threshold', '0.29', '--line-threshold', '1.5',
+                        '--rule', 'seed'], check=True)
         for name, blob in safetensors_seeds(work).items():
             with open(os.path.join(dirs['safetensors'], name), 'wb') as f:
                 f.write(blob)
