@@ -227,7 +227,7 @@ def main():
                 dkeys = {l.split(',')[0] for l in f.read().split()[1:]}
             check('dev: only the training part\'s labels',
                   dkeys == {r['key'] for r in rrows if r['split'] in ('train', 'calibration', 'dropped')})
-            vmax_d = max(float(r['score']) for r in drows if r['split'] == 'calibration')
+            vmed_d = statistics.median(float(r['score']) for r in drows if r['split'] == 'calibration')
             pts = sorted((float(r['score']), int(r['label'])) for r in drows if r['split'] == 'test')
             na = sum(l for _, l in pts)
             u = sorted({v for v, _ in pts})
@@ -249,15 +249,32 @@ def main():
                 lo = u[a - 1] if a else 0.0
                 runs.append((math.log(u[k - 1] / lo) if lo > 0 else float('inf'), lo, u[k - 1]))
             _, lo, hi = max(runs, key=lambda r: r[0])
-            factor = math.sqrt(lo * hi) / vmax_d if lo > 0 else 0.5 * hi / vmax_d
+            t_dev = math.sqrt(lo * hi) if lo > 0 else 0.5 * hi
+            factor = t_dev / vmed_d
             d = sd['dev']
             check('dev: the factor is the middle of the widest best-F1 plateau',
                   abs(d['factor'] - factor) < 1e-5 * factor and abs(d['f1'] - best) < 1e-5 and
-                  d['anomalous'] == na and sd['margin'] == 'dev', (d, factor, best, lo, hi))
-            vmax_r = max(float(r['score']) for r in rrows if r['split'] == 'calibration')
-            check('dev: threshold = factor x the real validation maximum',
-                  abs(sd['session']['threshold'] - d['factor'] * vmax_r) < 1e-4 * sd['session']['threshold'],
-                  (sd['session']['threshold'], d['factor'], vmax_r))
+                  d['anomalous'] == na and sd['margin'] == 'dev' and d['anchor'] == 'median',
+                  (d, factor, best, lo, hi))
+            vmed_r = statistics.median(float(r['score']) for r in rrows if r['split'] == 'calibration')
+            check('dev: threshold = factor x the real validation median',
+                  abs(sd['session']['threshold'] - d['factor'] * vmed_r) < 1e-4 * sd['session']['threshold'],
+                  (sd['session']['threshold'], d['factor'], vmed_r))
+            # the maximum as the anchor: the same development threshold
+            rc, _, sedm = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outdm'),
+                               '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--margin', 'dev',
+                               '--dev-anchor', 'max', '--model', os.path.join(outd, 'model.gguf'),
+                               '--dev-model', os.path.join(outd, 'dev', 'model.gguf')])
+            ok = rc == 0
+            if ok:
+                with open(os.path.join(tmp, 'outdm', 'summary.json')) as f:
+                    sdm = json.load(f)
+                vmax_d = max(float(r['score']) for r in drows if r['split'] == 'calibration')
+                vmax_r = max(float(r['score']) for r in rrows if r['split'] == 'calibration')
+                ok = (sdm['dev']['anchor'] == 'max' and
+                      abs(sdm['dev']['factor'] - t_dev / vmax_d) < 1e-5 * sdm['dev']['factor'] and
+                      abs(sdm['session']['threshold'] - sdm['dev']['factor'] * vmax_r) < 1e-4 * vmax_r)
+            check('--dev-anchor max: factor and threshold from the maxima', ok, sedm)
             cald = model_calibration(os.path.join(outd, 'model.gguf'))
             check('dev: the calibration says how it was chosen',
                   cald and 'development split' in cald['rule'] and
@@ -278,6 +295,9 @@ def main():
         rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
                            '--dev-model', 'x.gguf', '--model', os.path.join(out, 'model.gguf')])
         check('error: --dev-model without --margin dev', rc == 2 and 'dev-model' in se_b, se_b)
+        rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
+                           '--margin', 'dev', '--dev-anchor', 'mode', '--model', os.path.join(out, 'model.gguf')])
+        check('error: a bad --dev-anchor', rc == 2 and 'dev-anchor' in se_b, se_b)
 
         # single stream and a quantile rule run too
         rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),

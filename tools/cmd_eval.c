@@ -79,6 +79,8 @@ typedef struct {
   gboolean margin_tail; /* that tail alone, no floor at the rule's value */
   gboolean margin_dev;  /* the factor from a development split */
   char *dev_model;      /* its model, trained earlier */
+  char *dev_anchor;     /* "median" (default) or "max" */
+  gboolean anchor_median; /* the factor multiplies the validation median */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *session_rule;   /* "whole" (default), "live" or "censored" */
@@ -309,7 +311,9 @@ calibrate(const Opts *o, double *v, gsize n)
     return INFINITY;
   qsort(v, n, sizeof(double), cmp_double);
   double base;
-  if (!strcmp(o->rule, "max")) {
+  if (o->anchor_median) {
+    base = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  } else if (!strcmp(o->rule, "max")) {
     base = v[n - 1];
   } else { /* quantile, interpolated */
     double pos = o->quantile * (n - 1);
@@ -934,6 +938,7 @@ opts_free(Opts *o)
   g_free(o->session_rule);
   g_free(o->time_format);
   g_free(o->dev_model);
+  g_free(o->dev_anchor);
 }
 
 /* --margin dev: the same evaluation, nested, on what was known when the
@@ -1021,10 +1026,12 @@ run_dev(const Eval *ev, const char *text, const Opts *o, EvalDevChoice *ch,
   g_autofree char *csv = g_build_filename(dir, "sessions.csv", NULL);
   GArray *sc = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *lb = g_array_new(FALSE, FALSE, sizeof(int));
-  double vmax = 0;
-  ok = eval_dev_read(csv, sc, lb, &vmax, error) &&
+  double vmax = 0, vmed = 0;
+  ok = eval_dev_read(csv, sc, lb, &vmax, &vmed, error) &&
        eval_dev_choose((const double *)sc->data, (const int *)lb->data,
-                       sc->len, vmax, ch, error);
+                       sc->len, o->anchor_median ? vmed : vmax, ch, error);
+  ch->vmax = vmax;
+  ch->vmedian = vmed;
   g_array_unref(sc);
   g_array_unref(lb);
   return ok;
@@ -1052,6 +1059,7 @@ txl_cmd_eval(int argc, char **argv)
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); dev: the factor chosen anew on a development split of this log's training part (the lines before the first test session, the same protocol, every threshold tried; DIR/dev); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail|dev" },
+    { "dev-anchor", 0, 0, G_OPTION_ARG_STRING, &o.dev_anchor, "With --margin dev: the validation statistic the factor multiplies, median (default: robust to one odd validation session) or max", "median|max" },
     { "dev-model", 0, 0, G_OPTION_ARG_FILENAME, &o.dev_model, "With --margin dev: score the development split with this model (trained earlier by --margin dev, DIR/dev/model.gguf) instead of training one", "MODEL" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's and tail's log-normal tail (default 0.001)", "P" },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o.threshold, "A fixed threshold instead of calibration", "X" },
@@ -1146,10 +1154,19 @@ txl_cmd_eval(int argc, char **argv)
                     "--threshold-rule quantile\n");
     return opts_free(&o), 2;
   }
-  if (o.dev_model && !o.margin_dev) {
-    fprintf(stderr, "txl eval: --dev-model goes with --margin dev\n");
+  if ((o.dev_model || o.dev_anchor) && !o.margin_dev) {
+    fprintf(stderr, "txl eval: --dev-model and --dev-anchor go with --margin "
+                    "dev\n");
     return opts_free(&o), 2;
   }
+  if (o.dev_anchor && strcmp(o.dev_anchor, "median") &&
+      strcmp(o.dev_anchor, "max")) {
+    fprintf(stderr, "txl eval: --dev-anchor takes median or max, not '%s'\n",
+            o.dev_anchor);
+    return opts_free(&o), 2;
+  }
+  o.anchor_median = o.margin_dev && (!o.dev_anchor ||
+                                     !strcmp(o.dev_anchor, "median"));
   int agg = agg_index(o.score);
   if (agg < 0) {
     fprintf(stderr, "txl eval: --score takes max-line, max-line-sum, "
@@ -1342,9 +1359,10 @@ txl_cmd_eval(int argc, char **argv)
     fprintf(stderr, "txl eval: --margin dev: on %" G_GINT64_FORMAT
             " development test sessions (%" G_GINT64_FORMAT " anomalous) "
             "the best F1 %.4f holds for thresholds in [%.6g, %.6g); their "
-            "middle %.6g is %.6g x the development validation maximum "
+            "middle %.6g is %.6g x the development validation %s "
             "%.6g\n", dev.n, dev.n_anom, dev.f1, dev.lo, dev.hi,
-            dev.threshold, dev.factor, dev.vmax);
+            dev.threshold, dev.factor, o.anchor_median ? "median" : "maximum",
+            dev.anchor);
   }
 
   /* the live rule: the clock and the idle timeouts, from the validation
@@ -1568,7 +1586,7 @@ txl_cmd_eval(int argc, char **argv)
          o.live ? ", live rule (session threshold: score / its threshold)"
          : o.censored ? ", validation sessions censored at the split"
          : (!o.end || o.single_stream) ? "" : " with the end marker",
-         o.threshold > 0 ? "fixed" : o.rule,
+         o.threshold > 0 ? "fixed" : o.anchor_median ? "median" : o.rule,
          o.threshold > 0 ? "" : o.margin_auto ? " (margin auto)"
          : o.margin_tail ? " (margin tail)" : margin_txt,
          o.single_stream ? ", single stream" : "");
@@ -1604,9 +1622,9 @@ txl_cmd_eval(int argc, char **argv)
   if (o.margin_dev)
     printf("  development: %" G_GINT64_FORMAT " test sessions (%"
            G_GINT64_FORMAT " anomalous), best F1 %.4f for thresholds in "
-           "[%.4f, %.4f); middle %.4f = %.4f x its validation maximum %.4f\n",
+           "[%.4f, %.4f); middle %.4f = %.4f x its validation %s %.4f\n",
            dev.n, dev.n_anom, dev.f1, dev.lo, dev.hi, dev.threshold,
-           dev.factor, dev.vmax);
+           dev.factor, o.anchor_median ? "median" : "maximum", dev.anchor);
   printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
          n_scored, score_s, lps);
 
@@ -1681,7 +1699,8 @@ txl_cmd_eval(int argc, char **argv)
       counts[SPLIT_UNLABELLED], o.train_fraction, o.calib_fraction, o.score,
       (!o.end || o.single_stream) ? "false" : "true",
       o.single_stream ? "true" : "false",
-      o.threshold > 0 ? "fixed" : o.rule, o.quantile, margin_json, o.fpr);
+      o.threshold > 0 ? "fixed" : o.anchor_median ? "median" : o.rule,
+      o.quantile, margin_json, o.fpr);
     g_string_append_printf(j, "\"session_rule\": \"%s\", ",
                            o.live ? "live" : o.censored ? "censored" : "whole");
     if (o.margin_dev)
@@ -1690,9 +1709,11 @@ txl_cmd_eval(int argc, char **argv)
                              "%.6g, \"tp\": %" G_GINT64_FORMAT ", \"fp\": %"
                              G_GINT64_FORMAT ", \"plateau\": [%.9g, %.9g], "
                              "\"threshold\": %.9g, \"validation_max\": %.9g"
-                             ", \"factor\": %.9g}, ", dev.n, dev.n_anom,
+                             ", \"validation_median\": %.9g, \"anchor\": "
+                             "\"%s\", \"factor\": %.9g}, ", dev.n, dev.n_anom,
                              dev.f1, dev.tp, dev.fp, dev.lo, dev.hi,
-                             dev.threshold, dev.vmax, dev.factor);
+                             dev.threshold, dev.vmax, dev.vmedian,
+                             o.anchor_median ? "median" : "max", dev.factor);
     if (o.censored)
       g_string_append_printf(j, "\"censored\": {\"cut_line\": %"
                              G_GINT64_FORMAT ", \"validation_sessions\": %"
@@ -1794,9 +1815,9 @@ txl_cmd_eval(int argc, char **argv)
                           o.threshold)
         : g_strdup_printf("txl eval: %s of the %s scores of %" G_GSIZE_FORMAT
                           " normal validation sessions%s of %s, %s",
-                          o.rule, o.score, n_cal_used,
-                          o.censored ? " cut at the split" : "", log_base2,
-                          factor);
+                          o.anchor_median ? "median" : o.rule, o.score,
+                          n_cal_used, o.censored ? " cut at the split" : "",
+                          log_base2, factor);
       TxlCalibration cb = {
         .sessions = !o.single_stream, .session_key = o.key_re,
         .session_key_group = o.key_group, .session_score = agg,

@@ -25,14 +25,31 @@ cmp_pair(const void *a, const void *b)
   return x->v < y->v ? -1 : x->v > y->v;
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double
+eval_median(double *v, gsize n)
+{
+  if (n == 0)
+    return NAN;
+  qsort(v, n, sizeof(double), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 gboolean
 eval_dev_read(const char *path, GArray *scores, GArray *labels, double *vmax,
-              GError **error)
+              double *vmedian, GError **error)
 {
   g_autofree char *text = NULL;
   if (!g_file_get_contents(path, &text, NULL, error))
     return FALSE;
   g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  g_autoptr(GArray) val = g_array_new(FALSE, FALSE, sizeof(double));
   *vmax = -INFINITY;
   for (int i = 1; lines[0] && lines[i]; i++) {
     if (!*lines[i])
@@ -52,13 +69,15 @@ eval_dev_read(const char *path, GArray *scores, GArray *labels, double *vmax,
     double v = g_ascii_strtod(score, NULL);
     if (!strcmp(split, "calibration")) {
       *vmax = MAX(*vmax, v);
+      g_array_append_val(val, v);
     } else if (!strcmp(split, "test")) {
       int l = atoi(label);
       g_array_append_val(scores, v);
       g_array_append_val(labels, l);
     }
   }
-  if (!isfinite(*vmax) || *vmax <= 0 || scores->len == 0) {
+  *vmedian = eval_median((double *)val->data, val->len);
+  if (!isfinite(*vmax) || *vmax <= 0 || !(*vmedian > 0) || scores->len == 0) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                 "%s: the development split has no scored validation or test "
                 "sessions", path);
@@ -69,10 +88,10 @@ eval_dev_read(const char *path, GArray *scores, GArray *labels, double *vmax,
 
 gboolean
 eval_dev_choose(const double *scores, const int *labels, gsize n,
-                double vmax, EvalDevChoice *out, GError **error)
+                double anchor, EvalDevChoice *out, GError **error)
 {
   memset(out, 0, sizeof *out);
-  out->vmax = vmax;
+  out->anchor = anchor;
   Pair *p = g_new(Pair, n);
   gint64 anom = 0;
   for (gsize i = 0; i < n; i++) {
@@ -82,7 +101,7 @@ eval_dev_choose(const double *scores, const int *labels, gsize n,
   }
   out->n = (gint64)n;
   out->n_anom = anom;
-  if (anom == 0 || !(vmax > 0)) {
+  if (anom == 0 || !(anchor > 0)) {
     g_free(p);
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                 "the development split has %s: no threshold can be chosen "
@@ -134,7 +153,7 @@ eval_dev_choose(const double *scores, const int *labels, gsize n,
   }
   out->f1 = best;
   out->threshold = out->lo > 0 ? sqrt(out->lo * out->hi) : 0.5 * out->hi;
-  out->factor = out->threshold / vmax;
+  out->factor = out->threshold / anchor;
   for (gsize i = 0; i < n; i++)
     if (p[i].v > out->threshold) {
       out->tp += p[i].label;

@@ -7,21 +7,27 @@
 
 typedef struct {
   double vmax;       /* highest development validation score */
+  double vmedian;    /* their median */
+  double anchor;     /* the one the factor divides by (max or median) */
   double lo, hi;     /* the chosen plateau: flagged = score > t, t in [lo, hi) */
   double threshold;  /* its geometric middle */
-  double factor;     /* threshold / vmax */
+  double factor;     /* threshold / anchor */
   double f1;         /* the development F1 there */
   gint64 n, n_anom, tp, fp;
 } EvalDevChoice;
 
 /* From a development run's sessions.csv: its test sessions' scores and
- * labels, and the highest validation score. */
+ * labels, and the highest and the median validation score. */
 gboolean eval_dev_read(const char *sessions_csv, GArray *scores,
-                       GArray *labels, double *vmax, GError **error);
+                       GArray *labels, double *vmax, double *vmedian,
+                       GError **error);
+/* The median of v (sorted in place); NAN when n is 0. */
+double eval_median(double *v, gsize n);
 /* The threshold with the highest F1 on the development test sessions,
  * taken in the middle (geometric) of the widest run of such thresholds,
- * as a factor of the development validation maximum. */
+ * as a factor of anchor (a statistic of the development validation
+ * scores). */
 gboolean eval_dev_choose(const double *scores, const int *labels, gsize n,
-                         double vmax, EvalDevChoice *out, GError **error);
+                         double anchor, EvalDevChoice *out, GError **error);
 
 #endif
