@@ -151,6 +151,28 @@ def main():
               cal is not None and abs(cal['line_threshold_bpb'] - max(vbpb)) < 1e-4 * max(vbpb),
               (cal and cal['line_threshold_bpb'], max(vbpb)))
 
+        # the validation scores' max and median; a warning when one odd
+        # validation session sits far above the rest
+        vs = s.get('validation_scores', {})
+        check('summary: validation max and median',
+              abs(vs.get('max', 0) - max(val)) < 1e-5 * max(val) and
+              abs(vs.get('median', 0) - statistics.median(val)) < 1e-5 * max(val) and
+              'warning' not in se, (vs, se[-300:]))
+        odd = max((r for r in rows if r['split'] == 'calibration'), key=lambda r: int(r['lines']))['key']
+        with open(log) as f:
+            raw = f.read().split('\n')
+        at = max(i for i, l in enumerate(raw) if re.search(r'sid=%s\b' % odd, l))
+        junk = ['%s zq#%d \x7f~~ sid=%s ~~%x' % ('@' * 9, i * 7919, odd, i * 104729) for i in range(40)]
+        olog = os.path.join(tmp, 'odd.log')
+        with open(olog, 'w') as f:
+            f.write('\n'.join(raw[:at + 1] + junk + raw[at + 1:]))
+        rc, _, seo = run(['eval', olog, '--labels', labels, '-o', os.path.join(tmp, 'outo'),
+                          '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
+                          '--model', os.path.join(out, 'model.gguf')])
+        check('warning: one odd validation session far above the rest',
+              rc == 0 and 'warning: the highest normal validation score' in seo and
+              'session %s' % odd in seo, seo[-600:])
+
         # txl calibrate: changed by hand, kept, cleared
         mc = os.path.join(tmp, 'hand.gguf')
         rc, _, sec = run(['calibrate', os.path.join(out, 'model.gguf'), '-o', mc,

@@ -1574,6 +1574,35 @@ txl_cmd_eval(int argc, char **argv)
     g_array_free(lb, TRUE);
   }
 
+  /* One odd normal validation session can carry a maximum-based threshold
+   * far from the rest (docs/anomaly.md: HDFS at other split points); it
+   * shows without test labels, so say so. */
+  double val_max = NAN, val_med = NAN;
+  const char *val_max_key = NULL;
+  if (!o.live) {
+    GArray *vv = g_array_new(FALSE, FALSE, sizeof(double));
+    gboolean we = !(!o.end || o.single_stream);
+    for (guint k = 0; k < ev.sess->len; k++) {
+      Sess *s = ev.sess->pdata[k];
+      if (s->split != SPLIT_CALIB)
+        continue;
+      double v = sess_score(s, agg, we);
+      g_array_append_val(vv, v);
+      if (!(v <= val_max)) {
+        val_max = v;
+        val_max_key = s->key;
+      }
+    }
+    val_med = eval_median((double *)vv->data, vv->len);
+    g_array_free(vv, TRUE);
+    if (val_med > 0 && val_max > 3.0 * val_med)
+      fprintf(stderr, "txl eval: warning: the highest normal validation "
+              "score (%.4g, session %s) is %.1f x their median (%.4g): one "
+              "odd session decides a threshold based on the maximum; look "
+              "at it (sessions.csv, split calibration) before trusting the "
+              "threshold\n", val_max, val_max_key, val_max / val_med,
+              val_med);
+  }
   char margin_txt[64] = "";
   if (o.margin_dev)
     g_snprintf(margin_txt, sizeof margin_txt, " (margin dev: x %.4g)",
@@ -1703,6 +1732,13 @@ txl_cmd_eval(int argc, char **argv)
       o.quantile, margin_json, o.fpr);
     g_string_append_printf(j, "\"session_rule\": \"%s\", ",
                            o.live ? "live" : o.censored ? "censored" : "whole");
+    if (isfinite(val_max) && isfinite(val_med)) {
+      g_string_append_printf(j, "\"validation_scores\": {\"max\": %.9g, "
+                             "\"median\": %.9g, \"max_session\": ", val_max,
+                             val_med);
+      txl_json_append_string(j, val_max_key, strlen(val_max_key));
+      g_string_append(j, "}, ");
+    }
     if (o.margin_dev)
       g_string_append_printf(j, "\"dev\": {\"sessions\": %" G_GINT64_FORMAT
                              ", \"anomalous\": %" G_GINT64_FORMAT ", \"f1\": "
