@@ -191,8 +191,9 @@ test_resume(void)
     /* the run must have exercised what it is named after */
     if (vi == 2 || vi == 4 || vi == 5)
       g_assert_nonnull(strstr(want->str, " 2 ")); /* an eviction */
-    /* cut everywhere in the first 25 lines, then every 6th */
-    for (guint cut = 0; cut <= lines->len; cut += cut < 25 ? 1 : 6) {
+    /* cut everywhere in the first 15 lines, then every 8th (the run saved
+     * after every line below covers the rest) */
+    for (guint cut = 0; cut <= lines->len; cut += cut < 15 ? 1 : 8) {
       GString *got = g_string_new(NULL);
       s = txl_sessions_new(m, &o, on_line, on_end, got, &err);
       feed(s, &v[vi], lines, 0, cut, got);
