@@ -1,7 +1,9 @@
-/* libFuzzer target: txl_scorer_load and txl_snapshot_describe on arbitrary
- * bytes.  The model is a small fixed one (fuzz/corpus-snapshot/model.gguf is
+/* libFuzzer target: txl_scorer_load, txl_sessions_load and
+ * txl_snapshot_describe on arbitrary bytes.  The model is a small fixed one (fuzz/corpus-snapshot/model.gguf is
  * written by fuzz/make_snapshot_seeds.sh); the input is written to a file
- * because the loader reads files.  A loaded scorer must go on scoring. */
+ * because the loader reads files.  A loaded scorer or set of sessions must
+ * go on scoring (sessions seeds: fuzz/make_snapshot_seeds.sh, with the
+ * options below). */
 #include "txl.h"
 
 #include <glib/gstdio.h>
@@ -73,6 +75,27 @@ one(const uint8_t *data, size_t size)
     txl_scorer_free(s);
   } else if (!err) {
     abort(); /* refused without saying why */
+  }
+  g_clear_error(&err);
+  /* the same bytes as a sessions snapshot (most are refused as the other
+   * kind; the seeds of that kind reach the sessions section) */
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "k[0-9]";
+  o.segment = 4;
+  o.score_end = TRUE;
+  o.max_sessions = 3;
+  TxlSessions *ss = txl_sessions_load(model, path, &o, NULL, NULL, NULL, NULL,
+                                      &err);
+  if (ss) {
+    if (!described)
+      abort();
+    const char *lines[] = { "a k1", "b k2 x", "k1 again", "k4", "k5 end" };
+    for (unsigned i = 0; i < G_N_ELEMENTS(lines); i++)
+      txl_sessions_push_line(ss, lines[i], -1, NULL);
+    txl_sessions_finish(ss, NULL);
+    txl_sessions_free(ss);
+  } else if (!err) {
+    abort();
   }
   g_clear_error(&err);
   g_unlink(path);

@@ -15,3 +15,10 @@ seq 1 60 | "$TXL" score -m "$D/model.gguf" --ids --segment 4 --snapshot-precisio
 seq 1 60 | "$TXL" score -m "$D/model.gguf" --ids --segment 4 --snapshot-precision bf16 --save-snapshot "$D/bf16.snap" >/dev/null 2>&1
 printf 'some text\nand a line in progr\303' | "$TXL" score -m "$D/model.gguf" --segment 4 --save-snapshot "$D/text.snap" - >/dev/null 2>&1
 ls -la "$D"
+
+# sessions snapshots (txl_sessions_save), with fuzz_snapshot's options
+BUILD=${BUILD:-build}
+cc -o "$BUILD/make_sessions_seed" fuzz/make_sessions_seed.c -Ilib \
+  $(pkg-config --cflags --libs glib-2.0) -L"$BUILD/lib" -ltxl -Wl,-rpath,"$PWD/$BUILD/lib"
+"$BUILD/make_sessions_seed" "$D/model.gguf" "$D/sessions"
+ls -la "$D"/sessions*

@@ -14,69 +14,14 @@
  * predict t1..tN); with flush_lines the pending partial segment is also run
  * at each line end, as txl_scorer_finish() would, so a line's score is
  * known when the line is pushed. */
-#include "model_internal.h"
+#include "sessions_internal.h"
 #include "state.h"
 
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-  gint64 seq;     /* push number; 0 for the end-of-session marker */
-  int ntok;       /* tokens of the line that will be scored */
-  int done;
-  gsize bytes;
-  double nll, max_tok;
-} Line;
-
-typedef struct _Session Session;
-struct _Session {
-  char *key;
-  GList lru;        /* node in TxlSessions.lru (data = this) */
-  int32_t *pend;    /* seg + 1 */
-  int npend;
-  gint64 seen;      /* tokens pushed */
-  float *state;     /* exported memory, valid while not resident */
-  gsize state_floats;
-  int mlen;
-  gboolean has_last;
-  gboolean started; /* has run at least one segment */
-  GQueue lines;     /* Line*: pushed, not all scored */
-  gint64 last_seq;
-  gint64 n_lines;   /* lines pushed (not the end marker) */
-  double deadline;  /* idle_after: ends when the clock passes this */
-  gboolean timed;   /* in TxlSessions.deadlines */
-  guint64 bytes;    /* as accounted in TxlSessions.bytes */
-  TxlSessionResult r;
-};
-
-struct _TxlSessions {
-  TxlModel *m;
-  TxlSessionOptions o;
-  GRegex *re;
-  TxlStream *worker;
-  Session *resident;  /* whose memory the worker holds now */
-  int seg;
-  float *lp;
-  GHashTable *by_key; /* key -> Session* */
-  GQueue lru;         /* head: most recently used */
-  guint64 bytes;
-  gint64 seq;
-  TxlEncoder *enc;
-  GArray *ids;        /* tokens of the line being encoded */
-  int32_t nl[4];      /* tokens of a line end (primer and end marker) */
-  int n_nl;
-  TxlSessionLineFunc line_func;
-  TxlSessionEndFunc end_func;
-  gpointer data;
-  guint64 ended[4];
-  double *idle_after; /* copied from the options */
-  GTree *deadlines;   /* Session* ordered by (deadline, first line) */
-  double now;         /* the clock of idle_after */
-  gboolean time_set;  /* txl_sessions_set_time() was called */
-};
-
-static gint
-cmp_deadline(gconstpointer a, gconstpointer b)
+gint
+txl_sessions_cmp_deadline(gconstpointer a, gconstpointer b)
 {
   const Session *x = a, *y = b;
   if (x->deadline != y->deadline)
@@ -103,8 +48,8 @@ session_bytes(const TxlSessions *s, const Session *x)
          x->lines.length * (sizeof(Line) + 3 * sizeof(gpointer)) + state;
 }
 
-static void
-account(TxlSessions *s, Session *x)
+void
+txl_sessions_account(TxlSessions *s, Session *x)
 {
   guint64 b = session_bytes(s, x);
   s->bytes = s->bytes - x->bytes + b;
@@ -172,7 +117,7 @@ txl_sessions_new(TxlModel *m, const TxlSessionOptions *opts,
   s->o.key_regex = NULL; /* the caller's string is not kept */
   if (o.idle_after && o.n_idle_after > 0) {
     s->idle_after = g_memdup2(o.idle_after, sizeof(double) * o.n_idle_after);
-    s->deadlines = g_tree_new(cmp_deadline);
+    s->deadlines = g_tree_new(txl_sessions_cmp_deadline);
   } else {
     s->o.n_idle_after = 0;
   }
@@ -210,8 +155,8 @@ txl_sessions_new(TxlModel *m, const TxlSessionOptions *opts,
   return s;
 }
 
-static void
-session_free(Session *x)
+void
+txl_sessions_session_free(Session *x)
 {
   g_free(x->key);
   g_free(x->pend);
@@ -227,7 +172,7 @@ txl_sessions_free(TxlSessions *s)
     return;
   for (GList *it = s->lru.head; it;) {
     GList *next = it->next;
-    session_free(it->data);
+    txl_sessions_session_free(it->data);
     it = next;
   }
   g_hash_table_destroy(s->by_key);
@@ -384,7 +329,7 @@ session_new(TxlSessions *s, const char *key)
   x->r.end_nll = NAN;
   g_hash_table_insert(s->by_key, x->key, x);
   g_queue_push_head_link(&s->lru, &x->lru);
-  account(s, x);
+  txl_sessions_account(s, x);
   /* the primer: a line end before the first line, as in training text
    * where a session follows a line end */
   if (s->o.prime && s->n_nl > 0) {
@@ -442,7 +387,7 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
     if (s->end_func)
       s->end_func(r, s->data);
   }
-  session_free(x);
+  txl_sessions_session_free(x);
   return ok;
 }
 
@@ -548,7 +493,7 @@ txl_sessions_push_tokens(TxlSessions *s, const char *key,
     g_tree_insert(s->deadlines, x, x);
     x->timed = TRUE;
   }
-  account(s, x);
+  txl_sessions_account(s, x);
   if (!enforce_bounds(s, x, error))
     return -1;
   return seq;

@@ -178,6 +178,22 @@ txl_scorer_save_full(TxlScorer *sc, const char *path,
                      const TxlSnapshotOptions *opts, GHashTable *sections,
                      gsize *file_bytes, GError **error)
 {
+  /* the section that makes a file a sessions snapshot is only written by
+   * txl_sessions_save(): a scorer's file must never pass for one */
+  if (sections && g_hash_table_contains(sections, TXL_SESSIONS_SECTION)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the snapshot section name \"%s\" is reserved for "
+                "txlsessions snapshots", TXL_SESSIONS_SECTION);
+    return FALSE;
+  }
+  return txl_snapshot_save_stream(sc, path, opts, sections, file_bytes, error);
+}
+
+gboolean
+txl_snapshot_save_stream(TxlScorer *sc, const char *path,
+                         const TxlSnapshotOptions *opts, GHashTable *sections,
+                         gsize *file_bytes, GError **error)
+{
   TxlSnapshotOptions so = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   if (opts)
     so = *opts;
@@ -398,9 +414,9 @@ fail:
   return NULL;
 }
 
-TxlScorer *
-txl_scorer_load_full(TxlModel *m, const char *path, TxlScoreFunc func,
-                     gpointer data, GHashTable **sections, GError **error)
+static TxlScorer *
+load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
+          GHashTable **sections, gboolean want_sessions, GError **error)
 {
   Parsed ps;
   TxlScorer *sc = NULL;
@@ -433,6 +449,15 @@ txl_scorer_load_full(TxlModel *m, const char *path, TxlScoreFunc func,
   if (!(sect = read_sections(path, payload + nf * w + f[F_NPEND] * 4,
                              ps.sbytes, f[F_NSECT], error)))
     goto out;
+  /* one stream or many sessions: each loader takes only its own kind */
+  if (g_hash_table_contains(sect, TXL_SESSIONS_SECTION) != want_sessions) {
+    bad(error, path, want_sessions
+        ? "not a txlsessions snapshot: it holds one stream (continue it with "
+          "txlmodel or `txl score`)"
+        : "a txlsessions snapshot (the memories of many sessions): continue "
+          "it with txlsessions or txl_sessions_load(), not as one stream");
+    goto out;
+  }
   TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
                          (TxlMemoryKind)f[F_KIND] };
   sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
@@ -468,6 +493,20 @@ out:
   g_clear_pointer(&sect, g_hash_table_unref);
   g_free(ps.file);
   return sc;
+}
+
+TxlScorer *
+txl_scorer_load_full(TxlModel *m, const char *path, TxlScoreFunc func,
+                     gpointer data, GHashTable **sections, GError **error)
+{
+  return load_impl(m, path, func, data, sections, FALSE, error);
+}
+
+TxlScorer *
+txl_snapshot_load_sessions(TxlModel *m, const char *path,
+                           GHashTable **sections, GError **error)
+{
+  return load_impl(m, path, NULL, NULL, sections, TRUE, error);
 }
 
 TxlScorer *

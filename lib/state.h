@@ -27,4 +27,20 @@ TxlScorer *txl_scorer_wrap(TxlStream *st, gint64 seen);
 void txl_scorer_unwrap(TxlScorer *s);
 TxlStream *txl_scorer_steal_stream(TxlScorer *s);
 
+/* Sessions snapshots (lib/sessions_snapshot.c) are scorer snapshots of the
+ * worker stream with this section holding every session: the same
+ * container (model identity, checksum, atomic write, sections), while
+ * txl_scorer_load_full() refuses them and the sessions loader refuses
+ * files without it. */
+#define TXL_SESSIONS_SECTION "txl.sessions"
+/* txl_scorer_save_full() without the reserved-name check. */
+gboolean txl_snapshot_save_stream(TxlScorer *sc, const char *path,
+                                  const TxlSnapshotOptions *opts,
+                                  GHashTable *sections, gsize *file_bytes,
+                                  GError **error);
+/* Loads a sessions snapshot's worker stream (as a scorer with nothing
+ * pending) and its sections; refuses a single-stream snapshot. */
+TxlScorer *txl_snapshot_load_sessions(TxlModel *m, const char *path,
+                                      GHashTable **sections, GError **error);
+
 #endif

@@ -411,6 +411,31 @@ guint64 txl_sessions_session_max_bytes(const TxlSessions *s);
 /* Sessions ended so far for a reason. */
 guint64 txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason);
 
+/* Snapshots of every open session (docs/snapshots.md): each session's
+ * memory, pending tokens and unfinished lines, its counters, key, idle
+ * clock and place in the LRU order, the line numbering, the clock and the
+ * worker stream, in the container of txl_scorer_save_full() (model id,
+ * checksum, atomic write, named sections beside it: char * -> GBytes *,
+ * may be NULL).  Saving changes nothing.  opts: NULL for the defaults;
+ * with F16/BF16 the memories are rounded.  *file_bytes may be NULL. */
+gboolean txl_sessions_save(TxlSessions *s, const char *path,
+                           const TxlSnapshotOptions *opts,
+                           GHashTable *sections, gsize *file_bytes,
+                           GError **error);
+/* A TxlSessions continuing a saved one: fed the same lines after it, it
+ * reports every line and session the saved one would have, bit for bit.
+ * opts as for txl_sessions_new() (the regex, bounds and callbacks are the
+ * caller's); its segment and stream options must be those of the file.
+ * A corrupt, truncated, other-model or single-stream (txlmodel, `txl
+ * score`) snapshot is refused with an error.  *sections (may be NULL)
+ * receives the file's other sections. */
+TxlSessions *txl_sessions_load(TxlModel *model, const char *path,
+                               const TxlSessionOptions *opts,
+                               TxlSessionLineFunc line_func,
+                               TxlSessionEndFunc end_func,
+                               gpointer user_data, GHashTable **sections,
+                               GError **error);
+
 G_END_DECLS
 
 #endif

@@ -77,6 +77,9 @@ GType gst_txl_model_get_type(void);
 GType gst_txl_sink_get_type(void);
 GType gst_txl_sampler_get_type(void);
 GType gst_txl_sessions_get_type(void);
+/* GstTxlSnapshotPrecision (f32, f16, bf16), shared by the elements that
+ * write snapshots */
+GType gst_txl_snapshot_precision_get_type(void);
 
 G_END_DECLS
 

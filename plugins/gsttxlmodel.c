@@ -132,7 +132,7 @@ enum {
 enum { SIGNAL_SNAPSHOT, SIGNAL_RESTORE, LAST_SIGNAL };
 static guint signals[LAST_SIGNAL];
 
-static GType
+GType
 gst_txl_snapshot_precision_get_type(void)
 {
   static GType type = 0;

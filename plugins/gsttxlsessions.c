@@ -22,95 +22,23 @@
  *
  * Why an element of its own rather than a mode of txlmodel: its output is
  * per line, not per token (TxlSessions reports line and session totals),
- * in an order it must restore, and none of txlmodel's snapshot and
- * latency machinery applies to many streams swapped through one worker
- * (see docs/gstreamer.md). */
-#include "gsttxlcommon.h"
+ * in an order it must restore, and txlmodel's latency machinery does not
+ * apply to many streams swapped through one worker (see
+ * docs/gstreamer.md).  Snapshots behave as txlmodel's
+ * (gsttxlsessions_snap.c, docs/snapshots.md). */
+#include "gsttxlsessions.h"
+#include "txlstate.h"
 
 #include <math.h>
 #include <string.h>
 #include <time.h>
 
-GST_DEBUG_CATEGORY_STATIC(gst_txl_sessions_debug);
+GST_DEBUG_CATEGORY(gst_txl_sessions_debug);
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
-
-#define GST_TYPE_TXL_SESSIONS (gst_txl_sessions_get_type())
-G_DECLARE_FINAL_TYPE(GstTxlSessions, gst_txl_sessions, GST, TXL_SESSIONS,
-                     GstElement)
 
 #define DEFAULT_KEY "blk_-?[0-9]+"
 #define DEFAULT_MEMORY (G_GUINT64_CONSTANT(1) << 30)
 #define MAX_LEN (1 << 20)
-
-/* a pushed line, waiting to go out in line order */
-typedef struct {
-  gint64 line;      /* the tokenizer's line number */
-  guint64 text_end; /* stream offset just past its text */
-  gboolean done;    /* scored */
-  guint32 tokens;
-  guint64 bytes;
-  gdouble nll;
-} SLine;
-
-/* first and last line of an open session */
-typedef struct {
-  gint64 first, last;
-} Span;
-
-/* an ended session, sent downstream once its last line has gone out */
-typedef struct {
-  gint64 last_seq;
-  GstStructure *s;
-} Ended;
-
-struct _GstTxlSessions {
-  GstElement parent;
-  GstPad *sinkpad, *srcpad;
-
-  /* properties, object lock */
-  gchar *model_path;
-  gchar *key;
-  gint key_group;
-  gint segment, mem_len, same_length, clamp_len;
-  gboolean flush_on_newline;
-  guint max_sessions;
-  guint64 max_memory, idle_lines;
-  TxlSessionScore score;
-  gdouble threshold;
-  gboolean end_marker;
-  guint user_set; /* SET_* bits: what the application chose itself; the rest
-                   * follows the model file's calibration when it has one */
-  gchar *time_format, *idle_after_s, *open_thr_s;
-
-  /* from READY */
-  TxlModel *model;
-  GstCaps *refused;
-  /* streaming state, under the sink pad's stream lock */
-  gdouble thr; /* threshold and score kind, read at start */
-  TxlSessionScore kind;
-  GArray *idle_after; /* doubles, parsed from session-idle-after */
-  GArray *open_thr;   /* doubles, parsed from session-open-thresholds */
-  gchar *tfmt;        /* session-time-format, NULL: the line clock */
-  gdouble now;        /* the last timestamp read */
-  TxlSessions *sessions;
-  GArray *sl;         /* SLine, in push order */
-  guint sl_head;      /* first not yet sent */
-  gint64 sl_seq0;     /* push number of sl[0] */
-  gint64 pushed;      /* lines pushed in this stream */
-  GArray *ids;        /* tokens of the line being assembled */
-  gint64 cur_line;    /* its line number, 0: none */
-  guint64 cur_tok_bytes;
-  guint64 line_start; /* stream offset of its first byte */
-  GHashTable *spans;  /* key -> Span of the open sessions */
-  GQueue ended;       /* Ended*, in the order the sessions ended */
-  GArray *done_lines; /* GstTxlLineMeta values to push */
-  GByteArray *text;   /* input bytes not yet forwarded */
-  guint64 text_offset;
-  gboolean text_started;
-  guint64 frontier;   /* stream offset up to which lines went out */
-  GstClockTime last_pts, last_dts;
-  gboolean failed;    /* a callback could not go on */
-};
 
 enum {
   PROP_0,
@@ -131,6 +59,7 @@ enum {
   PROP_SESSION_TIME_FORMAT,
   PROP_SESSION_IDLE_AFTER,
   PROP_SESSION_OPEN_THRESHOLDS,
+  PROP_SNAPSHOT_FIRST, /* gsttxlsessions_snap.c's */
 };
 
 static GType
@@ -186,8 +115,8 @@ G_DEFINE_TYPE(GstTxlSessions, gst_txl_sessions, GST_TYPE_ELEMENT)
 
 /* ---- callbacks from TxlSessions ------------------------------------------ */
 
-static void
-on_line(const TxlSessionLine *l, gpointer data)
+void
+gst_txl_sessions_on_line(const TxlSessionLine *l, gpointer data)
 {
   GstTxlSessions *self = data;
   gint64 i = l->line - self->sl_seq0;
@@ -202,8 +131,8 @@ on_line(const TxlSessionLine *l, gpointer data)
   x->nll = l->nll;
 }
 
-static void
-on_session(const TxlSessionResult *r, gpointer data)
+void
+gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
 {
   GstTxlSessions *self = data;
   Span *sp = g_hash_table_lookup(self->spans, r->key);
@@ -289,6 +218,7 @@ free_stream(GstTxlSessions *self)
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
   g_clear_pointer(&self->tfmt, g_free);
+  g_clear_pointer(&self->opts_key, g_free);
   g_queue_clear_full(&self->ended, ended_free);
 }
 
@@ -354,9 +284,11 @@ new_stream(GstTxlSessions *self, GError **error)
     o.finish_open = TRUE;
   }
   o.key_regex = key;
-  self->sessions = txl_sessions_new(self->model, &o, on_line, on_session,
-                                    self, error);
-  g_free(key);
+  self->sessions = txl_sessions_new(self->model, &o, gst_txl_sessions_on_line,
+                                    gst_txl_sessions_on_session, self, error);
+  /* kept for a restore, which must build its sessions the same way */
+  self->opts = o;
+  self->opts_key = key;
   if (!self->sessions)
     return FALSE;
   self->sl = g_array_new(FALSE, FALSE, sizeof(SLine));
@@ -375,6 +307,9 @@ new_stream(GstTxlSessions *self, GError **error)
   self->text_started = FALSE;
   self->frontier = 0;
   self->failed = FALSE;
+  self->in_tokens = 0;
+  self->out_items = 0;
+  self->expect_offset = -1;
   return TRUE;
 }
 
@@ -484,8 +419,8 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
 
 /* Sends the lines scored so far in line order, with their text, then the
  * sessions whose last line has gone out. */
-static GstFlowReturn
-push_out(GstTxlSessions *self, gboolean all)
+GstFlowReturn
+gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
 {
   while (self->sl_head < self->sl->len) {
     SLine *x = &g_array_index(self->sl, SLine, self->sl_head);
@@ -529,6 +464,9 @@ push_out(GstTxlSessions *self, gboolean all)
     GST_BUFFER_PTS(buf) = self->last_pts;
     GST_BUFFER_DTS(buf) = self->last_dts;
     ret = gst_pad_push(self->srcpad, buf);
+    /* what txlsink's state accounts for, for a consistent snapshot */
+    if (ret == GST_FLOW_OK)
+      self->out_items++;
   }
   /* ended sessions whose lines have all gone out, in the order they ended */
   for (GList *it = self->ended.head; it;) {
@@ -539,7 +477,8 @@ push_out(GstTxlSessions *self, gboolean all)
       GstEvent *ev = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
                                           g_steal_pointer(&e->s));
       g_free(e);
-      gst_pad_push_event(self->srcpad, ev);
+      if (gst_pad_push_event(self->srcpad, ev))
+        self->out_items++;
     }
     it = next;
   }
@@ -566,7 +505,7 @@ finish_stream(GstTxlSessions *self)
   if (!push_line(self, TRUE, &err) ||
       !txl_sessions_finish(self->sessions, &err))
     return score_error(self, err);
-  return push_out(self, TRUE);
+  return gst_txl_sessions_push_out(self, TRUE);
 }
 
 static GstFlowReturn
@@ -584,6 +523,23 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     gst_buffer_unref(buf);
     return GST_FLOW_ERROR;
   }
+  if (self->expect_offset >= 0) {
+    /* after a live restore: a buffer txltokenizer was already pushing
+     * holds tokens of the stream that was replaced */
+    if (GST_BUFFER_OFFSET_IS_VALID(buf) &&
+        (gint64)GST_BUFFER_OFFSET(buf) != self->expect_offset) {
+      GST_DEBUG_OBJECT(self, "dropping a buffer of the replaced stream");
+      gst_buffer_unmap(buf, &map);
+      gst_buffer_unref(buf);
+      return GST_FLOW_OK;
+    }
+    self->expect_offset = -1;
+  }
+  if (!gst_txl_sessions_restore_sink_pending(self)) {
+    gst_buffer_unmap(buf, &map);
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
   if (GST_BUFFER_PTS_IS_VALID(buf))
     self->last_pts = GST_BUFFER_PTS(buf);
   if (GST_BUFFER_DTS_IS_VALID(buf))
@@ -592,25 +548,41 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   GError *err = NULL;
   gboolean ok = TRUE;
   gsize n = map.size / TXL_TOKEN_RECORD_SIZE;
-  for (gsize i = 0; i < n && ok; i++) {
+  self->in_tokens += n;
+  /* what is ready goes out after every line, not every buffer: the
+   * order of lines and session results downstream then depends on the
+   * lines only, not on how the input was cut into buffers (a stream
+   * resumed from a snapshot is cut elsewhere) */
+  GstFlowReturn ret = GST_FLOW_OK;
+  for (gsize i = 0; i < n && ok && ret == GST_FLOW_OK; i++) {
     TxlTokenRecord t;
     txl_token_record_read(map.data + i * TXL_TOKEN_RECORD_SIZE, &t);
     /* a token of a later line ends a line that had no line-end flag */
-    if (self->cur_line > 0 && t.line != self->cur_line)
+    if (self->cur_line > 0 && t.line != self->cur_line) {
       ok = push_line(self, FALSE, &err);
-    if (!ok)
+      if (ok)
+        ret = gst_txl_sessions_push_out(self, FALSE);
+    }
+    if (!ok || ret != GST_FLOW_OK)
       break;
     self->cur_line = t.line;
     self->cur_tok_bytes += t.byte_len;
     g_array_append_val(self->ids, t.id);
-    if (t.flags & TXL_RECORD_LINE_END)
+    if (t.flags & TXL_RECORD_LINE_END) {
       ok = push_line(self, FALSE, &err);
+      if (ok)
+        ret = gst_txl_sessions_push_out(self, FALSE);
+    }
   }
   gst_buffer_unmap(buf, &map);
   gst_buffer_unref(buf);
   if (!ok)
     return score_error(self, err);
-  return push_out(self, FALSE);
+  if (ret == GST_FLOW_OK)
+    ret = gst_txl_sessions_push_out(self, FALSE);
+  if (ret == GST_FLOW_OK)
+    gst_txl_sessions_snap_triggers(self);
+  return ret;
 }
 
 /* ---- events and queries ---------------------------------------------------- */
@@ -639,6 +611,11 @@ gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     return gst_pad_push_event(self->srcpad, ev);
   }
   case GST_EVENT_STREAM_START:
+    if (self->restored_fresh) {
+      /* the stream restored at start goes on: nothing to end */
+      self->restored_fresh = FALSE;
+      return gst_pad_event_default(pad, parent, event);
+    }
     /* the old stream's sessions end before the new stream starts */
     if (self->sessions && (self->pushed > 0 || self->cur_line > 0)) {
       GstFlowReturn ret = finish_stream(self);
@@ -654,9 +631,29 @@ gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     }
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
-    GstFlowReturn ret = finish_stream(self);
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
+    gchar *loc = gst_txl_sessions_snap_path(self, NULL);
+    if (loc && gst_txl_sessions_holds_at_eos(self) && self->sessions) {
+      /* the stream is only paused: the open sessions, the line being
+       * read, the tokenizer's held-back bytes and the sink's unfinished
+       * lines go into the snapshot, and the next run continues them */
+      gst_txl_sessions_restore_sink_pending(self);
+      gst_txl_sessions_push_out(self, FALSE);
+      if (gst_txl_sessions_snapshot(self, loc, "eos") == SESS_SNAP_DEFER)
+        GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                            ("No snapshot at end of stream: buffers were "
+                             "still queued between the txl elements"),
+                            (NULL));
+      gst_pad_push_event(self->srcpad, gst_event_new_custom(
+          GST_EVENT_CUSTOM_DOWNSTREAM,
+          gst_structure_new_empty(TXL_STATE_HOLD)));
+    } else {
+      GstFlowReturn ret = finish_stream(self);
+      if (ret != GST_FLOW_OK)
+        GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
+      if (loc && self->sessions)
+        gst_txl_sessions_snapshot(self, loc, "eos");
+    }
+    g_free(loc);
     return gst_pad_event_default(pad, parent, event);
   }
   case GST_EVENT_FLUSH_STOP:
@@ -679,6 +676,8 @@ static gboolean
 gst_txl_sessions_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(parent);
+  if (gst_txl_sessions_snap_query(self, query))
+    return TRUE;
   if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
     gst_txl_answer_caps_query(query, gst_txl_tokens_caps(self->model));
     return TRUE;
@@ -736,6 +735,28 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
       return GST_STATE_CHANGE_FAILURE;
     }
     self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+    self->restored_fresh = FALSE;
+    self->tokenizer_fetched = FALSE;
+    self->snap_time = g_get_monotonic_time();
+    self->snap_seen = 0;
+    gchar *loc = gst_txl_sessions_snap_path(self, NULL);
+    GST_OBJECT_LOCK(self);
+    gboolean restore = self->restore;
+    GST_OBJECT_UNLOCK(self);
+    if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
+        !gst_txl_sessions_restore(self, loc, TRUE, &err)) {
+      GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                        ("Could not restore the snapshot \"%s\": %s", loc,
+                         err->message),
+                        ("remove or replace the file, or set restore=false "
+                         "to start afresh"));
+      g_clear_error(&err);
+      g_free(loc);
+      free_stream(self);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    g_free(loc);
+    gst_txl_sessions_snap_start(self);
     break;
   }
   default:
@@ -749,6 +770,7 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY:
     GST_PAD_STREAM_LOCK(self->sinkpad);
+    gst_txl_sessions_snap_stop(self);
     free_stream(self);
     GST_PAD_STREAM_UNLOCK(self->sinkpad);
     break;
@@ -768,6 +790,10 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   GST_OBJECT_LOCK(self);
+  if (gst_txl_sessions_snap_set_property(self, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
   case PROP_MODEL:
     if (GST_STATE(self) != GST_STATE_NULL) {
@@ -849,6 +875,10 @@ gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   GST_OBJECT_LOCK(self);
+  if (gst_txl_sessions_snap_get_property(self, prop_id, value)) {
+    GST_OBJECT_UNLOCK(self);
+    return;
+  }
   switch (prop_id) {
   case PROP_MODEL:
     g_value_set_string(value, self->model_path);
@@ -918,6 +948,7 @@ gst_txl_sessions_finalize(GObject *object)
   g_free(self->time_format);
   g_free(self->idle_after_s);
   g_free(self->open_thr_s);
+  gst_txl_sessions_snap_finalize(self);
   G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
 }
 
@@ -1021,6 +1052,8 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "ones; session-threshold then applies to ended sessions only; "
           "empty: session-threshold for all", "", rw));
 
+  gst_txl_sessions_snap_install(gobject_class, PROP_SNAPSHOT_FIRST);
+
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sessions",
@@ -1057,6 +1090,9 @@ gst_txl_sessions_init(GstTxlSessions *self)
   self->time_format = g_strdup("%y%m%d %H%M%S");
   self->idle_after_s = g_strdup("");
   self->open_thr_s = g_strdup("");
+  self->restore = TRUE;
+  self->hold_at_eos = TRUE;
+  self->expect_offset = -1;
   g_queue_init(&self->ended);
   self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
 }

@@ -717,8 +717,12 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
     }
   }
   gst_buffer_unmap(buf, &map);
-  if (self->per_line)
+  if (self->per_line) {
     gst_buffer_foreach_meta(buf, take_line_meta, self);
+    /* txlsessions sends no records: its buffers and session events are
+     * what a snapshot's count of delivered items refers to */
+    self->records++;
+  }
 
   if (meta && meta->bytes) {
     gsize n;
@@ -771,8 +775,11 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
   case GST_EVENT_CUSTOM_DOWNSTREAM:
     if (gst_event_has_name(event, TXL_STATE_HOLD))
       self->held = TRUE;
-    else if (gst_event_has_name(event, "txl-session") && self->out)
-      write_session(self, gst_event_get_structure(event));
+    else if (gst_event_has_name(event, "txl-session")) {
+      self->records++; /* counted as txlsessions counts it */
+      if (self->out)
+        write_session(self, gst_event_get_structure(event));
+    }
     break;
   default:
     break;

@@ -1,0 +1,473 @@
+/* Snapshots of a TxlSessions.
+ *
+ * The file is a scorer snapshot (lib/snapshot.c) of the worker stream, so
+ * it shares the container's model identity check, checksum, atomic write,
+ * zstd payload and named sections; the sessions themselves are the
+ * section TXL_SESSIONS_SECTION, whose presence is what the two loaders
+ * tell the kinds apart by.  Its layout (little endian):
+ *
+ *   u32 version, u32 precision, u32 shuffle
+ *   i64 line count (seq), f64 clock, u32 clock set, u64 ended[4]
+ *   i64 resident session (index in LRU order, -1: none)
+ *   u64 length + bytes: the encoder's state
+ *   u32 sessions, then per session, most recently used first:
+ *     u64 length + key; u32 pending + i32 ids; i64 tokens seen; i32 mlen;
+ *     u32 has_last, started; u64 floats parked; i64 last line, lines;
+ *     f64 deadline; u32 timed; the TxlSessionResult (i64 first, last,
+ *     lines, tokens; u64 bytes; f64 nll, max line mean, max line sum,
+ *     max token, end nll, score; u32 reason); u32 lines waiting, each
+ *     i64 seq, i32 tokens, i32 done, u64 bytes, f64 nll, f64 max token
+ *   u64 floats, then every parked memory back to back, coded by
+ *     lib/snapcodec.c (one run, so that shuffling groups all of them)
+ *
+ * The resident session's memory is the worker's, in the stream part.
+ * Doubles are stored bit for bit.  Every count is checked against the
+ * bytes left before anything is allocated for it. */
+#include "sessions_internal.h"
+#include "snapcodec.h"
+#include "state.h"
+
+#include <string.h>
+
+#define SECTION_VERSION 1u
+#define LINE_BYTES (8 + 4 + 4 + 8 + 8 + 8)
+/* the fewest bytes a session takes: a bound on the count before reading */
+#define MIN_SESSION_BYTES (8 + 4 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + \
+                           4 * 8 + 8 + 6 * 8 + 4 + 4)
+#define MAX_KEY (1u << 20)
+
+/* ---- writing ---------------------------------------------------------- */
+
+static void
+put(GByteArray *b, guint64 v, int n)
+{
+  guint8 x[8];
+  for (int i = 0; i < n; i++)
+    x[i] = (guint8)(v >> (8 * i));
+  g_byte_array_append(b, x, (guint)n);
+}
+
+static void
+put_f64(GByteArray *b, double v)
+{
+  guint64 u;
+  memcpy(&u, &v, 8);
+  put(b, u, 8);
+}
+
+static void
+put_blob(GByteArray *b, const void *d, gsize n)
+{
+  put(b, n, 8);
+  if (n)
+    g_byte_array_append(b, d, (guint)n);
+}
+
+static void
+put_result(GByteArray *b, const TxlSessionResult *r)
+{
+  put(b, (guint64)r->first_line, 8);
+  put(b, (guint64)r->last_line, 8);
+  put(b, (guint64)r->lines, 8);
+  put(b, (guint64)r->tokens, 8);
+  put(b, r->bytes, 8);
+  put_f64(b, r->nll);
+  put_f64(b, r->max_line_mean);
+  put_f64(b, r->max_line_sum);
+  put_f64(b, r->max_token);
+  put_f64(b, r->end_nll);
+  put_f64(b, r->score);
+  put(b, (guint32)r->reason, 4);
+}
+
+static GBytes *
+save_section(TxlSessions *s, const TxlSnapshotOptions *so)
+{
+  GByteArray *b = g_byte_array_new();
+  put(b, SECTION_VERSION, 4);
+  put(b, (guint32)so->precision, 4);
+  put(b, so->shuffle ? 1 : 0, 4);
+  put(b, (guint64)s->seq, 8);
+  put_f64(b, s->now);
+  put(b, s->time_set ? 1 : 0, 4);
+  for (int i = 0; i < 4; i++)
+    put(b, s->ended[i], 8);
+  gint64 resident = -1, i = 0;
+  for (GList *it = s->lru.head; it; it = it->next, i++)
+    if (it->data == s->resident)
+      resident = i;
+  put(b, (guint64)resident, 8);
+  GBytes *enc = s->enc ? txl_encoder_save(s->enc) : NULL;
+  gsize en = 0;
+  const void *ed = enc ? g_bytes_get_data(enc, &en) : NULL;
+  put_blob(b, ed, en);
+  if (enc)
+    g_bytes_unref(enc);
+  put(b, s->lru.length, 4);
+  gsize total = 0;
+  for (GList *it = s->lru.head; it; it = it->next) {
+    Session *x = it->data;
+    put_blob(b, x->key, strlen(x->key));
+    put(b, (guint32)x->npend, 4);
+    for (int k = 0; k < x->npend; k++)
+      put(b, (guint32)x->pend[k], 4);
+    put(b, (guint64)x->seen, 8);
+    put(b, (guint32)x->mlen, 4);
+    put(b, x->has_last ? 1 : 0, 4);
+    put(b, x->started ? 1 : 0, 4);
+    gsize nf = x != s->resident && x->state ? x->state_floats : 0;
+    put(b, nf, 8);
+    total += nf;
+    put(b, (guint64)x->last_seq, 8);
+    put(b, (guint64)x->n_lines, 8);
+    put_f64(b, x->deadline);
+    put(b, x->timed ? 1 : 0, 4);
+    put_result(b, &x->r);
+    put(b, x->lines.length, 4);
+    for (GList *l = x->lines.head; l; l = l->next) {
+      const Line *ln = l->data;
+      put(b, (guint64)ln->seq, 8);
+      put(b, (guint32)ln->ntok, 4);
+      put(b, (guint32)ln->done, 4);
+      put(b, ln->bytes, 8);
+      put_f64(b, ln->nll);
+      put_f64(b, ln->max_tok);
+    }
+  }
+  put(b, total, 8);
+  gsize w = txl_snapcodec_width(so->precision), at = b->len;
+  g_byte_array_set_size(b, (guint)(at + total * w));
+  for (GList *it = s->lru.head; it; it = it->next) {
+    Session *x = it->data;
+    if (x == s->resident || !x->state)
+      continue;
+    /* coded session by session: the shuffle then works per session,
+     * which still groups each one's exponent bytes */
+    txl_snapcodec_encode(x->state, x->state_floats, so->precision,
+                         so->shuffle, b->data + at);
+    at += x->state_floats * w;
+  }
+  return g_byte_array_free_to_bytes(b);
+}
+
+gboolean
+txl_sessions_save(TxlSessions *s, const char *path,
+                  const TxlSnapshotOptions *opts, GHashTable *sections,
+                  gsize *file_bytes, GError **error)
+{
+  TxlSnapshotOptions so = TXL_SNAPSHOT_OPTIONS_DEFAULT;
+  if (opts)
+    so = *opts;
+  if (so.precision != TXL_SNAPSHOT_F32 && so.precision != TXL_SNAPSHOT_F16 &&
+      so.precision != TXL_SNAPSHOT_BF16) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "snapshot options: precision %d out of range",
+                (int)so.precision);
+    return FALSE;
+  }
+  if (sections && g_hash_table_contains(sections, TXL_SESSIONS_SECTION)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the snapshot section name \"%s\" is reserved",
+                TXL_SESSIONS_SECTION);
+    return FALSE;
+  }
+  GHashTable *all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_bytes_unref);
+  if (sections) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, sections);
+    while (g_hash_table_iter_next(&it, &k, &v))
+      g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
+  }
+  g_hash_table_insert(all, g_strdup(TXL_SESSIONS_SECTION),
+                      save_section(s, &so));
+  /* the worker as a bare stream: the resident session's memory */
+  TxlScorer *wrap = txl_scorer_wrap(s->worker, 0);
+  gboolean ok = txl_snapshot_save_stream(wrap, path, &so, all, file_bytes,
+                                         error);
+  txl_scorer_unwrap(wrap);
+  g_hash_table_unref(all);
+  return ok;
+}
+
+/* ---- reading ---------------------------------------------------------- */
+
+typedef struct {
+  const guint8 *p, *end;
+  gboolean ok;
+} Reader;
+
+static guint64
+get(Reader *r, int n)
+{
+  if (!r->ok || r->end - r->p < n) {
+    r->ok = FALSE;
+    return 0;
+  }
+  guint64 v = 0;
+  for (int i = 0; i < n; i++)
+    v |= (guint64)r->p[i] << (8 * i);
+  r->p += n;
+  return v;
+}
+
+static double
+get_f64(Reader *r)
+{
+  guint64 u = get(r, 8);
+  double v;
+  memcpy(&v, &u, 8);
+  return v;
+}
+
+static gsize
+left(const Reader *r)
+{
+  return r->ok ? (gsize)(r->end - r->p) : 0;
+}
+
+static const guint8 *
+get_blob(Reader *r, gsize *n, gsize max)
+{
+  guint64 len = get(r, 8);
+  if (!r->ok || len > max || len > left(r)) {
+    r->ok = FALSE;
+    *n = 0;
+    return NULL;
+  }
+  const guint8 *d = r->p;
+  r->p += len;
+  *n = (gsize)len;
+  return d;
+}
+
+static void
+get_result(Reader *r, TxlSessionResult *x)
+{
+  x->first_line = (gint64)get(r, 8);
+  x->last_line = (gint64)get(r, 8);
+  x->lines = (gint64)get(r, 8);
+  x->tokens = (gint64)get(r, 8);
+  x->bytes = (gsize)get(r, 8);
+  x->nll = get_f64(r);
+  x->max_line_mean = get_f64(r);
+  x->max_line_sum = get_f64(r);
+  x->max_token = get_f64(r);
+  x->end_nll = get_f64(r);
+  x->score = get_f64(r);
+  x->reason = (TxlSessionEnd)get(r, 4);
+}
+
+/* One session; NULL (r->ok FALSE) on anything out of range. */
+static Session *
+read_session(TxlSessions *s, Reader *r, gsize *floats)
+{
+  gsize kn;
+  const guint8 *kd = get_blob(r, &kn, MAX_KEY);
+  guint32 npend = (guint32)get(r, 4);
+  if (!r->ok || memchr(kd, '\0', kn) || npend > (guint32)s->seg ||
+      (gsize)npend * 4 > left(r)) {
+    r->ok = FALSE;
+    return NULL;
+  }
+  Session *x = g_new0(Session, 1);
+  x->key = g_strndup((const char *)kd, kn);
+  x->lru.data = x;
+  x->pend = g_new(int32_t, s->seg + 1);
+  g_queue_init(&x->lines);
+  x->npend = (int)npend;
+  const int n_token = s->m->cfg.n_token;
+  for (guint32 i = 0; i < npend; i++) {
+    x->pend[i] = (int32_t)get(r, 4);
+    if (x->pend[i] < 0 || x->pend[i] >= n_token)
+      r->ok = FALSE;
+  }
+  x->seen = (gint64)get(r, 8);
+  x->mlen = (int)(gint32)get(r, 4);
+  guint32 has_last = (guint32)get(r, 4), started = (guint32)get(r, 4);
+  guint64 nf = get(r, 8);
+  x->last_seq = (gint64)get(r, 8);
+  x->n_lines = (gint64)get(r, 8);
+  x->deadline = get_f64(r);
+  guint32 timed = (guint32)get(r, 4);
+  get_result(r, &x->r);
+  guint32 nlines = (guint32)get(r, 4);
+  x->has_last = has_last != 0;
+  x->started = started != 0;
+  x->timed = timed != 0;
+  x->r.key = x->key;
+  /* the memory a parked session must have, and no more */
+  gsize want = started ? txl_stream_state_floats(s->worker, MAX(x->mlen, 0))
+                       : 0;
+  if (!r->ok || has_last > 1 || started > 1 || timed > 1 ||
+      (timed && !s->deadlines) || x->seen < x->npend || x->mlen < 0 ||
+      x->mlen > txl_stream_mem_len(s->worker) || (!started && x->mlen) ||
+      (nf && nf != want) || x->r.reason > TXL_SESSION_END_OPEN ||
+      x->n_lines < 0 || x->last_seq > s->seq || x->r.first_line < 1 ||
+      x->r.first_line > x->last_seq || nlines > left(r) / LINE_BYTES)
+    goto bad;
+  *floats = nf;
+  for (guint32 i = 0; i < nlines; i++) {
+    Line *l = g_new0(Line, 1);
+    l->seq = (gint64)get(r, 8);
+    l->ntok = (int)(gint32)get(r, 4);
+    l->done = (int)(gint32)get(r, 4);
+    l->bytes = (gsize)get(r, 8);
+    l->nll = get_f64(r);
+    l->max_tok = get_f64(r);
+    g_queue_push_tail(&x->lines, l);
+    if (l->seq < 0 || l->seq > s->seq || l->ntok < 0 || l->done < 0 ||
+        l->done > l->ntok)
+      r->ok = FALSE;
+  }
+  if (r->ok)
+    return x;
+bad:
+  r->ok = FALSE;
+  txl_sessions_session_free(x);
+  return NULL;
+}
+
+/* Reads the section into s (a fresh TxlSessions whose worker is already
+ * the file's); FALSE, with s to be freed, on anything malformed. */
+static gboolean
+load_section(TxlSessions *s, GBytes *bytes, int worker_mlen)
+{
+  Reader r = { NULL, NULL, TRUE };
+  gsize n;
+  r.p = g_bytes_get_data(bytes, &n);
+  r.end = r.p + n;
+  if (!r.p)
+    return FALSE;
+  guint32 version = (guint32)get(&r, 4), prec = (guint32)get(&r, 4),
+          shuffle = (guint32)get(&r, 4);
+  s->seq = (gint64)get(&r, 8);
+  s->now = get_f64(&r);
+  guint32 time_set = (guint32)get(&r, 4);
+  for (int i = 0; i < 4; i++)
+    s->ended[i] = get(&r, 8);
+  gint64 resident = (gint64)get(&r, 8);
+  gsize en;
+  const guint8 *ed = get_blob(&r, &en, left(&r));
+  guint32 count = (guint32)get(&r, 4);
+  if (!r.ok || version != SECTION_VERSION || prec > TXL_SNAPSHOT_BF16 ||
+      shuffle > 1 || time_set > 1 || s->seq < 0 ||
+      count > left(&r) / MIN_SESSION_BYTES || resident < -1 ||
+      resident >= (gint64)count)
+    return FALSE;
+  s->time_set = time_set != 0;
+  if (s->enc) {
+    GBytes *eb = g_bytes_new_static(ed, en);
+    gboolean ok = txl_encoder_restore(s->enc, eb, NULL);
+    g_bytes_unref(eb);
+    if (!ok)
+      return FALSE;
+  } else if (en) {
+    return FALSE;
+  }
+  gsize total = 0;
+  GPtrArray *order = g_ptr_array_new();
+  for (guint32 i = 0; i < count; i++) {
+    gsize nf = 0;
+    Session *x = read_session(s, &r, &nf);
+    if (!x)
+      break;
+    if (g_hash_table_contains(s->by_key, x->key)) {
+      txl_sessions_session_free(x);
+      r.ok = FALSE;
+      break;
+    }
+    x->state_floats = nf; /* allocated below, once the sizes add up */
+    total += nf;
+    g_hash_table_insert(s->by_key, x->key, x);
+    g_queue_push_tail_link(&s->lru, &x->lru);
+    g_ptr_array_add(order, x);
+    if ((gint64)i == resident) {
+      /* its memory is the worker's, so nothing of it may be parked */
+      if (!x->started || nf || x->mlen != worker_mlen)
+        r.ok = FALSE;
+      s->resident = x;
+    } else if (x->started != (nf > 0)) {
+      r.ok = FALSE;
+    }
+  }
+  guint64 nfloats = get(&r, 8);
+  gsize w = txl_snapcodec_width(prec);
+  if (!r.ok || nfloats != total || total > left(&r) / w ||
+      left(&r) != total * w) {
+    g_ptr_array_free(order, TRUE);
+    return FALSE;
+  }
+  guint8 *scratch = shuffle ? g_malloc(MAX(total * w, 1)) : NULL;
+  for (guint i = 0; i < order->len; i++) {
+    Session *x = order->pdata[i];
+    if (!x->state_floats)
+      continue;
+    x->state = g_new(float, x->state_floats);
+    txl_snapcodec_decode(r.p, x->state_floats, prec, shuffle, scratch,
+                         x->state);
+    r.p += x->state_floats * w;
+  }
+  g_free(scratch);
+  /* the derived state: byte accounting and the idle deadlines */
+  for (guint i = 0; i < order->len; i++) {
+    Session *x = order->pdata[i];
+    txl_sessions_account(s, x);
+    if (x->timed)
+      g_tree_insert(s->deadlines, x, x);
+  }
+  g_ptr_array_free(order, TRUE);
+  return TRUE;
+}
+
+TxlSessions *
+txl_sessions_load(TxlModel *m, const char *path,
+                  const TxlSessionOptions *opts, TxlSessionLineFunc line_func,
+                  TxlSessionEndFunc end_func, gpointer user_data,
+                  GHashTable **sections, GError **error)
+{
+  GHashTable *sect = NULL;
+  TxlScorer *sc = txl_snapshot_load_sessions(m, path, &sect, error);
+  if (!sc)
+    return NULL;
+  TxlSessions *s = txl_sessions_new(m, opts, line_func, end_func, user_data,
+                                    error);
+  if (!s)
+    goto fail;
+  TxlStream *st = txl_scorer_stream(sc);
+  TxlStreamOptions a, b;
+  txl_stream_get_options(st, &a);
+  txl_stream_get_options(s->worker, &b);
+  if (memcmp(&a, &b, sizeof a) != 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s: made with other session settings (segment %d, mem_len "
+                "%d, clamp_len %d, same_length %d, %s memory; these are %d, "
+                "%d, %d, %d, %s)", path, a.max_segment, a.mem_len,
+                a.clamp_len, a.same_length,
+                a.memory == TXL_MEMORY_HIDDEN ? "hidden" : "kv",
+                b.max_segment, b.mem_len, b.clamp_len, b.same_length,
+                b.memory == TXL_MEMORY_HIDDEN ? "hidden" : "kv");
+    goto fail;
+  }
+  txl_stream_free(s->worker);
+  s->worker = txl_scorer_steal_stream(sc);
+  sc = NULL;
+  if (!load_section(s, g_hash_table_lookup(sect, TXL_SESSIONS_SECTION),
+                    txl_stream_mem_used(s->worker))) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: the sessions in the snapshot are malformed", path);
+    goto fail;
+  }
+  g_hash_table_remove(sect, TXL_SESSIONS_SECTION);
+  if (sections)
+    *sections = g_steal_pointer(&sect);
+  g_clear_pointer(&sect, g_hash_table_unref);
+  return s;
+fail:
+  if (sc)
+    txl_scorer_free(sc);
+  txl_sessions_free(s);
+  g_clear_pointer(&sect, g_hash_table_unref);
+  return NULL;
+}
