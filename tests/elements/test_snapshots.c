@@ -1,6 +1,7 @@
-/* txlmodel snapshots in a pipeline (filesrc ! txltokenizer ! txlmodel !
- * txlsink): the action signals and their bus messages, periodic snapshots,
- * restore at start, and refusals that leave the live stream alone. */
+/* txlmodel and txlsessions snapshots in a pipeline (filesrc ! txltokenizer
+ * ! txlmodel|txlsessions ! txlsink): the action signals and their bus
+ * messages, periodic snapshots, restore at start, and refusals that leave
+ * the live stream alone. */
 #include "elements.h"
 
 #include <glib/gstdio.h>
@@ -43,13 +44,18 @@ fixture_clear(Fixture *f)
   g_free(f->out);
 }
 
+/* the element under test: txlmodel, or txlsessions with a few sessions */
+static const char *element = "txlmodel";
+
 static GstElement *
 pipeline(Fixture *f, const char *model_props)
 {
   char *desc = g_strdup_printf(
       "filesrc blocksize=50 location=\"%s\" ! txltokenizer model=\"%s\" ! "
-      "txlmodel name=m model=\"%s\" segment=4 %s ! txlsink location=\"%s\"", f->text,
-      f->model, f->model, model_props, f->out);
+      "%s name=m model=\"%s\" segment=4 %s %s ! txlsink location=\"%s\"",
+      f->text, f->model, element, f->model,
+      strcmp(element, "txlsessions") ? "" : "session-key=\"(cat|sat|on)\"",
+      model_props, f->out);
   GError *err = NULL;
   GstElement *p = gst_parse_launch(desc, &err);
   g_assert_no_error(err);
@@ -116,8 +122,9 @@ slurp(const char *path)
 }
 
 static void
-test_signals(void)
+test_signals(gconstpointer el)
 {
+  element = el;
   Fixture f;
   fixture_init(&f);
   char *a = g_build_filename(f.dir, "a.snap", NULL);
@@ -209,8 +216,9 @@ test_signals(void)
 }
 
 static void
-test_periodic(void)
+test_periodic(gconstpointer el)
 {
+  element = el;
   Fixture f;
   fixture_init(&f);
   char *a = g_build_filename(f.dir, "a.snap", NULL);
@@ -253,8 +261,9 @@ test_periodic(void)
 }
 
 static void
-test_refused_at_start(void)
+test_refused_at_start(gconstpointer el)
 {
+  element = el;
   Fixture f;
   fixture_init(&f);
   char *a = g_build_filename(f.dir, "a.snap", NULL);
@@ -279,9 +288,9 @@ test_refused_at_start(void)
   /* a snapshot of another model */
   char *other = el_write_word_model(8);
   char *desc = g_strdup_printf(
-      "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! txlmodel "
-      "model=\"%s\" %s ! txlsink location=\"%s\"", f.text, other, other, props,
-      f.out);
+      "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s "
+      "model=\"%s\" %s ! txlsink location=\"%s\"", f.text, other, element,
+      other, props, f.out);
   p = gst_parse_launch(desc, NULL);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_nonnull(err);
@@ -303,8 +312,18 @@ main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
   gst_init(&argc, &argv);
-  g_test_add_func("/snapshots/signals", test_signals);
-  g_test_add_func("/snapshots/periodic", test_periodic);
-  g_test_add_func("/snapshots/refused-at-start", test_refused_at_start);
+  static const char *elements[] = { "txlmodel", "txlsessions" };
+  for (int i = 0; i < 2; i++) {
+    char *n;
+    n = g_strdup_printf("/snapshots/%s/signals", elements[i]);
+    g_test_add_data_func(n, elements[i], test_signals);
+    g_free(n);
+    n = g_strdup_printf("/snapshots/%s/periodic", elements[i]);
+    g_test_add_data_func(n, elements[i], test_periodic);
+    g_free(n);
+    n = g_strdup_printf("/snapshots/%s/refused-at-start", elements[i]);
+    g_test_add_data_func(n, elements[i], test_refused_at_start);
+    g_free(n);
+  }
   return g_test_run();
 }
