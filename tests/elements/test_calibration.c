@@ -227,6 +227,7 @@ test_sessions_calibration(void)
   run_free(&own);
   run_free(&one);
   tu_remove(model);
+  g_free(model);
   model = g_steal_pointer(&plain);
 }
 
@@ -253,6 +254,7 @@ test_single_stream_calibration(void)
   run_free(&own);
   run_free(&s);
   tu_remove(model);
+  g_free(model);
   model = g_steal_pointer(&plain);
 }
 
