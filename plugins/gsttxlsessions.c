@@ -59,6 +59,8 @@ enum {
   PROP_SESSION_TIME_FORMAT,
   PROP_SESSION_IDLE_AFTER,
   PROP_SESSION_OPEN_THRESHOLDS,
+  PROP_STATE_BYTES,
+  PROP_OPEN_SESSIONS,
   PROP_SNAPSHOT_FIRST, /* gsttxlsessions_snap.c's */
 };
 
@@ -224,6 +226,17 @@ free_stream(GstTxlSessions *self)
 
 enum { SET_KEY = 1, SET_SCORE = 2, SET_THRESHOLD = 4, SET_END_MARKER = 8 };
 
+void
+gst_txl_sessions_note_state(GstTxlSessions *self)
+{
+  guint64 b = self->sessions ? txl_sessions_bytes(self->sessions) : 0;
+  guint n = self->sessions ? txl_sessions_count(self->sessions) : 0;
+  GST_OBJECT_LOCK(self);
+  self->state_bytes = b;
+  self->open_sessions = n;
+  GST_OBJECT_UNLOCK(self);
+}
+
 static gboolean
 new_stream(GstTxlSessions *self, GError **error)
 {
@@ -291,6 +304,7 @@ new_stream(GstTxlSessions *self, GError **error)
   self->opts_key = key;
   if (!self->sessions)
     return FALSE;
+  gst_txl_sessions_note_state(self);
   self->sl = g_array_new(FALSE, FALSE, sizeof(SLine));
   self->sl_head = 0;
   self->sl_seq0 = 1;
@@ -402,6 +416,7 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
   gint64 seq = txl_sessions_push_tokens(self->sessions, k,
                                         (const int32_t *)self->ids->data,
                                         self->ids->len, bytes, error);
+  gst_txl_sessions_note_state(self);
   g_free(key);
   if (decoded)
     g_byte_array_unref(decoded);
@@ -505,6 +520,7 @@ finish_stream(GstTxlSessions *self)
   if (!push_line(self, TRUE, &err) ||
       !txl_sessions_finish(self->sessions, &err))
     return score_error(self, err);
+  gst_txl_sessions_note_state(self);
   return gst_txl_sessions_push_out(self, TRUE);
 }
 
@@ -880,6 +896,12 @@ gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
     return;
   }
   switch (prop_id) {
+  case PROP_STATE_BYTES:
+    g_value_set_uint64(value, self->state_bytes);
+    break;
+  case PROP_OPEN_SESSIONS:
+    g_value_set_uint(value, self->open_sessions);
+    break;
   case PROP_MODEL:
     g_value_set_string(value, self->model_path);
     break;
@@ -1051,6 +1073,16 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "stream or evicted with 1, 2, ... lines, the last for longer "
           "ones; session-threshold then applies to ended sessions only; "
           "empty: session-threshold for all", "", rw));
+
+  g_object_class_install_property(gobject_class, PROP_STATE_BYTES,
+      g_param_spec_uint64("state-bytes", "State bytes",
+          "What the open sessions hold now (memory rows in use, pending "
+          "tokens and lines, keys), bytes; read-only", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property(gobject_class, PROP_OPEN_SESSIONS,
+      g_param_spec_uint("open-sessions", "Open sessions",
+          "Sessions open now; read-only", 0, G_MAXUINT, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_txl_sessions_snap_install(gobject_class, PROP_SNAPSHOT_FIRST);
 

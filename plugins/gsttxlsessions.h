@@ -50,6 +50,8 @@ struct _GstTxlSessions {
   TxlSessionScore score;
   gdouble threshold;
   gboolean end_marker;
+  guint64 state_bytes; /* read-only properties, kept after every line */
+  guint open_sessions;
   guint user_set; /* SET_* bits: what the application chose itself; the rest
                    * follows the model file's calibration when it has one */
   gchar *time_format, *idle_after_s, *open_thr_s;
@@ -114,6 +116,9 @@ GstFlowReturn gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all);
 
 /* gsttxlsessions_snap.c: the same snapshots as txlmodel's (snapshot.md) */
 typedef enum { SESS_SNAP_OK, SESS_SNAP_DEFER, SESS_SNAP_FAIL } SessSnapResult;
+/* Copies what the open sessions hold into state-bytes / open-sessions
+ * (the streaming thread owns the TxlSessions; other threads read these). */
+void gst_txl_sessions_note_state(GstTxlSessions *self);
 void gst_txl_sessions_snap_install(GObjectClass *klass, guint first_prop);
 gboolean gst_txl_sessions_snap_set_property(GstTxlSessions *self, guint id,
                                             const GValue *value);

@@ -495,6 +495,7 @@ gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
   txl_sessions_free(self->sessions);
   self->sessions = s;
   apply_own(self, &o);
+  gst_txl_sessions_note_state(self);
   g_clear_pointer(&self->restored, g_hash_table_unref);
   if (at_start) {
     self->restored = g_hash_table_ref(sect);

@@ -63,14 +63,35 @@ CHAIN = ('txltokenizer model={m} ! txlmodel model={m} flush-on-newline=true ! '
          'txlsink location=/dev/null threshold-mode=quantile quantile=0.99 warmup=20')
 
 
+# per-session scoring (txlsessions): one memory per host name
+SESS_CHAIN = ('txltokenizer model={m} ! txlsessions model={m} '
+              'session-key="[a-z]+-[0-9][0-9]" flush-on-newline=true ! '
+              'txlsink location=/dev/null')
+
+
 def tcp_conf(port, extra='', chain=CHAIN):
     return ('[pipeline]\nlaunch = tcpserversrc host=127.0.0.1 port=%d ! %s\n%s'
             % (port, chain.format(m=MODEL), extra))
 
 
-def file_conf(path, output):
+def file_conf(path, output, chain=CHAIN):
     return ('[pipeline]\nlaunch = filesrc location=%s ! %s\nrestart = never\n'
-            'snapshot = none\noutput = %s\n' % (path, CHAIN.format(m=MODEL), output))
+            'snapshot = none\noutput = %s\n' % (path, chain.format(m=MODEL), output))
+
+
+def line_rows(path):
+    """The per-line rows, without txlsink's session rows."""
+    return [r for r in rows(path) if 'session' not in r]
+
+
+def wait_line_rows(path, n, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = line_rows(path)
+        if len(r) >= n:
+            return r
+        time.sleep(0.05)
+    return line_rows(path)
 
 
 DAEMONS = []
@@ -408,6 +429,13 @@ def run(tmp, conf, state):
         'restart-delay = 0.2\n' % SNAP_TOKENS))
     write(os.path.join(conf, 'ref.conf'),
           file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'ref.jsonl')))
+    sport = free_port()
+    sout = os.path.join(state, 'sess.jsonl')
+    write(os.path.join(conf, 'sess.conf'), tcp_conf(
+        sport, 'output = sess.jsonl\nsnapshot-interval = 0\n', SESS_CHAIN))
+    write(os.path.join(conf, 'sessref.conf'),
+          file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'sessref.jsonl'),
+                    SESS_CHAIN))
     write(os.path.join(conf, 'typo.conf'), '[pipeline]\nlaunch = fakesrc ! fakesink\n'
           'snapshot-intervall = 5\n')
     write(os.path.join(conf, 'broken.pipeline'), '[pipeline]\nlaunch = txlnosuch ! fakesink\n')
@@ -476,11 +504,27 @@ def run(tmp, conf, state):
               st == 409 and 'snapshot' in json.loads(body)['error'], (st, body))
     flagged = [r['text'] for r in got if r['flag']]
     check('tcp: the injected anomalies are flagged', {A[60], A[95]} <= set(flagged), flagged)
+
+    # txlsessions under txld: one memory per host, snapshotted like txlmodel
+    sref = wait_line_rows(os.path.join(state, 'sessref.jsonl'), len(A) + len(B))
+    ss = connect(sport)
+    send_lines(ss, A)
+    sgot = wait_line_rows(sout, len(A))
+    check('sessions: every line of A scored, in order, as offline',
+          [r['text'] for r in sgot] == A and
+          first_mismatch(scores(sgot), scores(sref[:len(A)])) is None,
+          (len(sgot), first_mismatch(scores(sgot), scores(sref[:len(A)]))))
+    time.sleep(1.1)
+    sp = d.pipeline('sess')
+    check('sessions: snapshots supported, state memory reported',
+          sp['snapshot']['supported'] and sp['state_memory_bytes'] > 0, sp)
     check_page(d, flagged[-3:])
 
     rc = d.stop()
     check('SIGTERM: exit status 0', rc == 0, rc)
     s.close()
+    ss.close()
+    check('sessions: SIGTERM writes its snapshot', os.path.exists(os.path.join(state, 'sess.snap')))
     if supported:
         check('SIGTERM: the snapshot is written', os.path.exists(os.path.join(state, 'tcp.snap')))
         # txlmodel skips the shutdown snapshot when nothing changed since
@@ -494,6 +538,7 @@ def run(tmp, conf, state):
 
     # ---- 2: restore, bit-exact resume, SIGHUP ------------------------------
     os.remove(os.path.join(conf, 'ref.conf'))
+    os.remove(os.path.join(conf, 'sessref.conf'))
     xport, yport, zport = free_port(), free_port(), free_port()
     write(os.path.join(conf, 'x.conf'), tcp_conf(xport, 'snapshot = none\n'))
     write(os.path.join(conf, 'y.conf'), tcp_conf(yport, 'snapshot = none\n'))
@@ -527,6 +572,17 @@ def run(tmp, conf, state):
               mm is None, mm)
         check('after SIGTERM and restart: line numbers continue (the sink\'s count is '
               'in the snapshot)', [r['line'] for r in got] == [r['line'] for r in ref])
+
+    check('sessions: the snapshot is restored at start',
+          d.pipeline('sess')['restored_tokens'], d.pipeline('sess'))
+    ss = connect(sport)
+    send_lines(ss, B)
+    sgot = wait_line_rows(sout, len(A) + len(B))
+    check('sessions: after SIGTERM and restart, A+B bit for bit the uninterrupted run '
+          '(every host\'s memory restored)',
+          [r['text'] for r in sgot] == A + B and first_mismatch(scores(sgot), scores(sref)) is None,
+          (len(sgot), first_mismatch(scores(sgot), scores(sref))))
+    ss.close()
 
     # SIGHUP: x unchanged, y changed, ref gone (already), z new
     sx, sy = connect(xport), connect(yport)

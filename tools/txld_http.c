@@ -206,7 +206,7 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_anomalies_total", "counter", "Lines flagged as anomalies." },
   { "txld_pipeline_perplexity", "gauge", "Perplexity of the last scored line." },
   { "txld_pipeline_tokens_per_second", "gauge", "Tokens scored per second over the last 5 s." },
-  { "txld_pipeline_state_memory_bytes", "gauge", "Bytes of recurrent state the pipeline's txlmodel elements hold now." },
+  { "txld_pipeline_state_memory_bytes", "gauge", "Bytes of recurrent state the pipeline's txlmodel and txlsessions elements hold now." },
   { "txld_pipeline_seconds_since_snapshot", "gauge", "Seconds since the last snapshot (or restore, or first start)." },
   { "txld_pipeline_snapshots_total", "counter", "Snapshots written." },
   { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again." },

@@ -1,7 +1,7 @@
 /* One supervised pipeline (txld_pipeline.h).
  *
- * Snapshots are the txlmodel element's business: txld only points each
- * txlmodel at its file (snapshot-location, -interval, -tokens, restore)
+ * Snapshots are the scoring elements' business (txlmodel, txlsessions):
+ * txld only points each at its file (snapshot-location, -interval, -tokens, restore)
  * and the element restores at start and writes at shutdown (PAUSED to
  * READY), at intervals and when its 'snapshot' signal is emitted.  txld
  * learns about them from the element's txl-snapshot / txl-restore bus
@@ -330,7 +330,8 @@ is_factory(GstElement *e, const char *name)
   return f && strcmp(GST_OBJECT_NAME(f), name) == 0;
 }
 
-/* Every txlmodel and the first txlsink, at any depth of bins. */
+/* Every scoring element (txlmodel, txlsessions: both snapshot their state
+ * and report state-bytes) and the first txlsink, at any depth of bins. */
 static void
 find_elements(TxldPipeline *p)
 {
@@ -341,7 +342,7 @@ find_elements(TxldPipeline *p)
     switch (gst_iterator_next(it, &v)) {
     case GST_ITERATOR_OK: {
       GstElement *e = g_value_get_object(&v);
-      if (is_factory(e, "txlmodel"))
+      if (is_factory(e, "txlmodel") || is_factory(e, "txlsessions"))
         g_ptr_array_add(p->models, gst_object_ref(e));
       else if (is_factory(e, "txlsink") && !p->sink)
         p->sink = gst_object_ref(e);
@@ -368,7 +369,7 @@ find_elements(TxldPipeline *p)
   }
 }
 
-/* snapshot-location etc. on every txlmodel, when the element has them. */
+/* snapshot-location etc. on every scoring element, when it has them. */
 static void
 configure_snapshots(TxldPipeline *p)
 {
@@ -379,7 +380,7 @@ configure_snapshots(TxldPipeline *p)
     if (!g_object_class_find_property(G_OBJECT_GET_CLASS(m),
                                       "snapshot-location")) {
       if (!p->warned_no_snapshots)
-        txld_log(G_LOG_LEVEL_WARNING, c->name, "txlmodel %s has no "
+        txld_log(G_LOG_LEVEL_WARNING, c->name, "%s has no "
                  "snapshot-location property (an older plugin): no snapshots, "
                  "a restart starts from empty memory", GST_OBJECT_NAME(m));
       p->warned_no_snapshots = TRUE;
@@ -449,8 +450,9 @@ txld_pipeline_start(TxldPipeline *p)
   p->runs++;
   p->state = TXLD_STARTING;
   p->started_us = g_get_monotonic_time();
-  txld_log(G_LOG_LEVEL_MESSAGE, c->name, "starting (%u txlmodel, snapshot %s)",
-           p->models->len, c->snapshot && p->snapshots_supported
+  txld_log(G_LOG_LEVEL_MESSAGE, c->name, "starting (%u scoring element%s, snapshot %s)",
+           p->models->len, p->models->len == 1 ? "" : "s",
+           c->snapshot && p->snapshots_supported
                                ? c->snapshot : "off");
   /* a failed state change posts an ERROR, which the watch handles; a
    * source that waits for a client (tcpserversrc) leaves the pipeline
@@ -477,14 +479,15 @@ txld_pipeline_snapshot(TxldPipeline *p, GError **error)
 {
   if (!p->pipeline || !p->models->len) {
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                "pipeline '%s' has no running txlmodel", p->conf->name);
+                "pipeline '%s' has no running txlmodel or txlsessions",
+                p->conf->name);
     return FALSE;
   }
   for (guint i = 0; i < p->models->len; i++) {
     GstElement *m = p->models->pdata[i];
     if (!g_signal_lookup("snapshot", G_OBJECT_TYPE(m))) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
-                  "txlmodel %s has no 'snapshot' action signal",
+                  "%s has no 'snapshot' action signal",
                   GST_OBJECT_NAME(m));
       return FALSE;
     }
@@ -492,7 +495,7 @@ txld_pipeline_snapshot(TxldPipeline *p, GError **error)
     g_signal_emit_by_name(m, "snapshot", NULL, &ok);
     if (!ok) {
       g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                  "txlmodel %s could not write its snapshot (see the log)",
+                  "%s could not write its snapshot (see the log)",
                   GST_OBJECT_NAME(m));
       return FALSE;
     }
@@ -538,7 +541,7 @@ txld_pipeline_tick(TxldPipeline *p)
                                 p->rate_tokens[0]) / dt : 0.0;
   }
 
-  /* the state grows until the memory is full: txlmodel says how much it
+  /* the state grows until the memory is full: the element says how much it
    * holds now; an older plugin only through each new snapshot's header */
   guint64 live = 0;
   gboolean have_live = FALSE;

@@ -42,7 +42,7 @@ typedef struct TxldPipeline TxldPipeline;
 struct TxldPipeline {
   TxldConf *conf;
   GstElement *pipeline;
-  GPtrArray *models;  /* txlmodel elements of the current run */
+  GPtrArray *models;  /* txlmodel and txlsessions elements of the run */
   GstElement *sink;   /* the first txlsink, or NULL */
   guint bus_watch;
   TxldState state;
