@@ -150,9 +150,37 @@ sections_size(GHashTable *sections, guint *count, GError **error)
   return total;
 }
 
+/* The payload goes through one streaming zstd context piece by piece, so
+ * that a large section (every open session's memory) is not copied into
+ * a contiguous payload first: the peak is the pieces plus the output. */
+typedef struct {
+  ZSTD_CCtx *cc;
+  ZSTD_outBuffer out;
+  const char *err; /* the first failure, NULL: none */
+} Zout;
+
+static void
+zout_feed(Zout *z, const void *data, gsize n, ZSTD_EndDirective end)
+{
+  ZSTD_inBuffer in = { data, n, 0 };
+  while (!z->err) {
+    size_t r = ZSTD_compressStream2(z->cc, &z->out, &in, end);
+    if (ZSTD_isError(r)) {
+      z->err = ZSTD_getErrorName(r);
+      return;
+    }
+    if (end == ZSTD_e_end ? r == 0 : in.pos == in.size)
+      return;
+    if (z->out.pos == z->out.size) { /* cannot happen within the bound */
+      z->err = "the output does not fit its bound";
+      return;
+    }
+  }
+}
+
 /* Sorted by name so that the same state always gives the same bytes. */
 static void
-put_sections(GHashTable *sections, guint8 *p)
+feed_sections(GHashTable *sections, Zout *z)
 {
   if (!sections)
     return;
@@ -162,13 +190,14 @@ put_sections(GHashTable *sections, guint8 *p)
     gsize nl = strlen(l->data), n;
     const guint8 *d = g_bytes_get_data(g_hash_table_lookup(sections, l->data),
                                        &n);
+    guint8 head[4 + MAX_NAME + 8], *p = head;
     put32(&p, (guint32)nl);
     memcpy(p, l->data, nl);
     p += nl;
     put64(&p, n);
+    zout_feed(z, head, (gsize)(p - head), ZSTD_e_continue);
     if (n)
-      memcpy(p, d, n);
-    p += n;
+      zout_feed(z, d, n, ZSTD_e_continue);
   }
   g_list_free(keys);
 }
@@ -217,26 +246,38 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
   int npend;
   const int32_t *pend = txl_scorer_pending(sc, &npend);
   gsize raw = nf * w + (gsize)npend * 4 + sbytes;
-  guint8 *payload = g_malloc(raw ? raw : 1);
+  guint8 *coded = g_malloc(nf * w + (gsize)npend * 4 + 1);
   float *state = g_new(float, nf ? nf : 1);
   int mlen;
   gboolean has_last;
   txl_stream_state_export(st, state, &mlen, &has_last);
-  txl_snapcodec_encode(state, nf, so.precision, so.shuffle, payload);
+  txl_snapcodec_encode(state, nf, so.precision, so.shuffle, coded);
   g_free(state);
-  guint8 *p = payload + nf * w;
+  guint8 *p = coded + nf * w;
   for (int i = 0; i < npend; i++)
     put32(&p, (guint32)pend[i]);
-  put_sections(sections, p);
+  /* the bound is reserved, not touched: only the compressed bytes become
+   * resident */
   gsize bound = ZSTD_compressBound(raw);
   gsize total = HEADER_SIZE + bound + DIGEST;
   guint8 *file = g_malloc(total);
-  gsize comp = ZSTD_compress(file + HEADER_SIZE, bound, payload, raw,
-                             so.level ? so.level : 3);
-  g_free(payload);
-  if (ZSTD_isError(comp)) {
+  Zout z = { ZSTD_createCCtx(), { file + HEADER_SIZE, bound, 0 }, NULL };
+  if (!z.cc)
+    z.err = "out of memory";
+  if (!z.err) {
+    ZSTD_CCtx_setParameter(z.cc, ZSTD_c_compressionLevel,
+                           so.level ? so.level : 3);
+    ZSTD_CCtx_setPledgedSrcSize(z.cc, raw); /* the loader checks it */
+    zout_feed(&z, coded, (gsize)(p - coded), ZSTD_e_continue);
+  }
+  g_free(coded);
+  feed_sections(sections, &z);
+  zout_feed(&z, NULL, 0, ZSTD_e_end);
+  gsize comp = z.out.pos;
+  ZSTD_freeCCtx(z.cc);
+  if (z.err) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: compression failed: %s",
-                path, ZSTD_getErrorName(comp));
+                path, z.err);
     g_free(file);
     return FALSE;
   }
