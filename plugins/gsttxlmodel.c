@@ -1253,6 +1253,12 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   if (ret == GST_FLOW_OK)
     snapshot_triggers(self);
   publish_counters(self);
+  /* downstream flushing (shutting down, a seek): the scores wait in
+   * `undelivered`, and the tokens are taken, as txltokenizer counts them
+   * delivered only on OK; refusing them would leave them counted twice
+   * and no snapshot could be consistent */
+  if (ret == GST_FLOW_FLUSHING)
+    ret = GST_FLOW_OK;
   return ret;
 }
 

@@ -437,28 +437,28 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
 GstFlowReturn
 gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
 {
-  while (self->sl_head < self->sl->len) {
-    SLine *x = &g_array_index(self->sl, SLine, self->sl_head);
+  /* Nothing counts as sent until the push succeeded: lines and text a
+   * failed push (flushing at shutdown) could not deliver stay here, so the
+   * shutdown snapshot keeps them and the next run sends them. */
+  guint head = self->sl_head;
+  guint64 frontier = self->frontier;
+  g_array_set_size(self->done_lines, 0);
+  while (head < self->sl->len) {
+    SLine *x = &g_array_index(self->sl, SLine, head);
     if (!x->done)
       break;
     GstTxlLineMeta m = { .line = x->line, .tokens = x->tokens,
                          .bytes = x->bytes, .nll = x->nll };
     g_array_append_val(self->done_lines, m);
-    self->frontier = MAX(self->frontier, x->text_end);
-    self->sl_head++;
-  }
-  gint64 sent_seq = self->sl_seq0 + self->sl_head; /* first not sent */
-  if (self->sl_head > 4096 && self->sl_head * 2 > self->sl->len) {
-    g_array_remove_range(self->sl, 0, self->sl_head);
-    self->sl_seq0 += self->sl_head;
-    self->sl_head = 0;
+    frontier = MAX(frontier, x->text_end);
+    head++;
   }
   gsize ntext = 0;
   if (self->text_started) {
     ntext = all ? self->text->len
                 : (gsize)MIN((guint64)self->text->len,
-                             self->frontier > self->text_offset
-                                 ? self->frontier - self->text_offset : 0);
+                             frontier > self->text_offset
+                                 ? frontier - self->text_offset : 0);
   }
   GstFlowReturn ret = GST_FLOW_OK;
   if (self->done_lines->len || ntext) {
@@ -473,27 +473,43 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
       GBytes *b = g_bytes_new(self->text->data, ntext);
       gst_buffer_add_txl_text_meta(buf, self->text_offset, b);
       g_bytes_unref(b);
-      g_byte_array_remove_range(self->text, 0, (guint)ntext);
-      self->text_offset += ntext;
     }
     GST_BUFFER_PTS(buf) = self->last_pts;
     GST_BUFFER_DTS(buf) = self->last_dts;
     ret = gst_pad_push(self->srcpad, buf);
+    if (ret != GST_FLOW_OK)
+      return ret;
     /* what txlsink's state accounts for, for a consistent snapshot */
-    if (ret == GST_FLOW_OK)
-      self->out_items++;
+    self->out_items++;
+    if (self->text_started) {
+      g_byte_array_remove_range(self->text, 0, (guint)ntext);
+      self->text_offset += ntext;
+    }
   }
-  /* ended sessions whose lines have all gone out, in the order they ended */
+  self->sl_head = head;
+  self->frontier = frontier;
+  gint64 sent_seq = self->sl_seq0 + self->sl_head; /* first not sent */
+  if (self->sl_head > 4096 && self->sl_head * 2 > self->sl->len) {
+    g_array_remove_range(self->sl, 0, self->sl_head);
+    self->sl_seq0 += self->sl_head;
+    self->sl_head = 0;
+  }
+  /* ended sessions whose lines have all gone out, in the order they ended;
+   * one that cannot be sent stays, with those after it */
   for (GList *it = self->ended.head; it;) {
     GList *next = it->next;
     Ended *e = it->data;
     if (all || e->last_seq < sent_seq) {
-      g_queue_delete_link(&self->ended, it);
       GstEvent *ev = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
-                                          g_steal_pointer(&e->s));
-      g_free(e);
+                                          gst_structure_copy(e->s));
       if (gst_pad_push_event(self->srcpad, ev))
         self->out_items++;
+      else if (GST_PAD_IS_FLUSHING(self->srcpad))
+        break; /* shutting down: kept for the snapshot */
+      /* else refused downstream, as any event may be: not kept */
+      g_queue_delete_link(&self->ended, it);
+      gst_structure_free(e->s);
+      g_free(e);
     }
     it = next;
   }
@@ -570,14 +586,22 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
    * lines only, not on how the input was cut into buffers (a stream
    * resumed from a snapshot is cut elsewhere) */
   GstFlowReturn ret = GST_FLOW_OK;
+  /* Downstream flushing (shutting down, a seek) refuses what is scored:
+   * it stays in the element's state (the next push or the snapshot takes
+   * it) and the rest of the buffer is still taken in, so that every token
+   * txltokenizer delivered is here, as its count of delivered tokens says
+   * and the snapshot's consistency check expects. */
+  gboolean held = FALSE;
   for (gsize i = 0; i < n && ok && ret == GST_FLOW_OK; i++) {
     TxlTokenRecord t;
     txl_token_record_read(map.data + i * TXL_TOKEN_RECORD_SIZE, &t);
     /* a token of a later line ends a line that had no line-end flag */
     if (self->cur_line > 0 && t.line != self->cur_line) {
       ok = push_line(self, FALSE, &err);
-      if (ok)
+      if (ok && !held)
         ret = gst_txl_sessions_push_out(self, FALSE);
+      if (ret == GST_FLOW_FLUSHING)
+        held = TRUE, ret = GST_FLOW_OK;
     }
     if (!ok || ret != GST_FLOW_OK)
       break;
@@ -586,17 +610,21 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     g_array_append_val(self->ids, t.id);
     if (t.flags & TXL_RECORD_LINE_END) {
       ok = push_line(self, FALSE, &err);
-      if (ok)
+      if (ok && !held)
         ret = gst_txl_sessions_push_out(self, FALSE);
+      if (ret == GST_FLOW_FLUSHING)
+        held = TRUE, ret = GST_FLOW_OK;
     }
   }
   gst_buffer_unmap(buf, &map);
   gst_buffer_unref(buf);
   if (!ok)
     return score_error(self, err);
-  if (ret == GST_FLOW_OK)
+  if (ret == GST_FLOW_OK && !held)
     ret = gst_txl_sessions_push_out(self, FALSE);
-  if (ret == GST_FLOW_OK)
+  if (ret == GST_FLOW_FLUSHING)
+    held = TRUE, ret = GST_FLOW_OK;
+  if (ret == GST_FLOW_OK && !held)
     gst_txl_sessions_snap_triggers(self);
   return ret;
 }

@@ -307,6 +307,74 @@ test_refused_at_start(gconstpointer el)
   fixture_clear(&f);
 }
 
+/* Line numbers of the GstTxlLineMetas of every buffer the harness has. */
+static void
+pull_lines(GstHarness *h, GArray *lines)
+{
+  GType api = g_type_from_name(GST_TXL_LINE_META_API_NAME);
+  GstBuffer *b;
+  while ((b = gst_harness_try_pull(h))) {
+    gpointer state = NULL;
+    GstMeta *m;
+    while ((m = gst_buffer_iterate_meta_filtered(b, &state, api)))
+      g_array_append_val(lines, ((GstTxlLineMeta *)m)->line);
+    gst_buffer_unref(b);
+  }
+}
+
+static void
+push_text(GstHarness *h, int from, int to, GstFlowReturn want)
+{
+  GString *t = g_string_new(NULL);
+  for (int i = from; i <= to; i++)
+    g_string_append_printf(t, "the cat k%d sat on w%d\n", i % 3, 6 + i);
+  GstBuffer *b = gst_buffer_new_memdup(t->str, t->len);
+  g_string_free(t, TRUE);
+  g_assert_cmpint(gst_harness_push(h, b), ==, want);
+}
+
+/* Lines the element could not push because downstream was shutting down
+ * stay in its state (the push is taken as received, so txltokenizer's
+ * count agrees): the shutdown snapshot keeps them and the next run sends
+ * them, so every line comes out exactly once over the two runs. */
+static void
+test_failed_push_kept(gconstpointer el)
+{
+  element = el;
+  Fixture f;
+  fixture_init(&f);
+  g_autofree char *snap = g_build_filename(f.dir, "s.snap", NULL);
+  g_autofree char *d1 = g_strdup_printf(
+      "txltokenizer model=\"%s\" ! %s model=\"%s\" flush-on-newline=true "
+      "%s snapshot-location=\"%s\"", f.model, element, f.model,
+      strcmp(element, "txlsessions") ? "" : "session-key=\"k[0-9]\"", snap);
+  GArray *lines = g_array_new(FALSE, FALSE, sizeof(gint64));
+  GstHarness *h = gst_harness_new_parse(d1);
+  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+  push_text(h, 1, 10, GST_FLOW_OK);
+  pull_lines(h, lines);
+  guint first = lines->len;
+  g_assert_cmpuint(first, >=, 9); /* the line being read may wait */
+  /* downstream goes away: the next lines cannot be delivered */
+  gst_pad_set_active(h->sinkpad, FALSE);
+  push_text(h, 11, 20, GST_FLOW_OK);
+  gst_harness_teardown(h); /* the shutdown snapshot */
+  g_assert_true(g_file_test(snap, G_FILE_TEST_EXISTS));
+
+  g_autofree char *d2 = g_strdup_printf("%s hold-at-eos=false", d1);
+  h = gst_harness_new_parse(d2);
+  gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+  push_text(h, 21, 22, GST_FLOW_OK);
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  pull_lines(h, lines);
+  gst_harness_teardown(h);
+  g_assert_cmpuint(lines->len, ==, 22);
+  for (guint i = 0; i < lines->len; i++)
+    g_assert_cmpint(g_array_index(lines, gint64, i), ==, (gint64)i + 1);
+  g_array_unref(lines);
+  fixture_clear(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -323,6 +391,9 @@ main(int argc, char **argv)
     g_free(n);
     n = g_strdup_printf("/snapshots/%s/refused-at-start", elements[i]);
     g_test_add_data_func(n, elements[i], test_refused_at_start);
+    g_free(n);
+    n = g_strdup_printf("/snapshots/%s/failed-push-kept", elements[i]);
+    g_test_add_data_func(n, elements[i], test_failed_push_kept);
     g_free(n);
   }
   return g_test_run();
