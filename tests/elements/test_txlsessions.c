@@ -530,7 +530,7 @@ test_gst_launch(void)
   g_autofree char *in = g_build_filename(dir, "in.log", NULL);
   g_assert_true(g_file_set_contents(in, log_bytes, -1, NULL));
   g_autofree char *script = g_strdup_printf(
-      "INPUT='%s' MODEL='%s' THRESHOLD=0.5 sh -c \"gst-launch-1.0 -q "
+      "INPUT='%s' MODEL='%s' sh -c \"gst-launch-1.0 -q "
       "$(grep -v '^#' '%s')\"", in, byte_model, file);
   char *argv[] = { "sh", "-c", script, NULL };
   g_autofree char *out = NULL, *errout = NULL;
