@@ -172,6 +172,21 @@ def main():
         check('warning: one odd validation session far above the rest',
               rc == 0 and 'warning: the highest normal validation score' in seo and
               'session %s' % odd in seo, seo[-600:])
+        outt = os.path.join(tmp, 'outt')
+        rc, _, set_ = run(['eval', olog, '--labels', labels, '-o', outt,
+                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
+                           '--trim-validation', '--model', os.path.join(out, 'model.gguf')])
+        ok = rc == 0
+        if ok:
+            with open(os.path.join(outt, 'summary.json')) as f:
+                st_ = json.load(f)
+            with open(os.path.join(outt, 'sessions.csv')) as f:
+                vt = [float(r['score']) for r in csv.DictReader(f) if r['split'] == 'calibration']
+            med = statistics.median(vt)
+            kept = [v for v in vt if v <= 3 * med]
+            ok = (st_['trim_validation'] and len(kept) < len(vt) and
+                  abs(st_['session']['threshold'] - 1.5 * max(kept)) < 1e-4 * max(kept))
+        check('--trim-validation: the odd session is left out of the threshold', ok, set_[-500:])
 
         # txl calibrate: changed by hand, kept, cleared
         mc = os.path.join(tmp, 'hand.gguf')

@@ -81,6 +81,7 @@ typedef struct {
   char *dev_model;      /* its model, trained earlier */
   char *dev_anchor;     /* "median" (default) or "max" */
   gboolean anchor_median; /* the factor multiplies the validation median */
+  gboolean trim_validation; /* leave out sessions above 3 x the median */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *session_rule;   /* "whole" (default), "live" or "censored" */
@@ -303,13 +304,20 @@ lognormal_tail(const double *v, gsize n, double fpr)
  * when that lies higher; --margin tail: that quantile alone, also where it
  * lies below the rule's value; a number M: the rule's value x (1 + M). */
 static double
-calibrate(const Opts *o, double *v, gsize n)
+calibrate(const Opts *o, double *v, gsize n, gboolean sessions)
 {
   if (o->threshold > 0)
     return o->threshold;
   if (n == 0)
     return INFINITY;
   qsort(v, n, sizeof(double), cmp_double);
+  if (sessions && o->trim_validation) {
+    /* the sessions far above the rest (the warning's criterion) do not
+     * take part: a few odd normal sessions would carry the maximum */
+    double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    while (n > 1 && v[n - 1] > 3.0 * med)
+      n--;
+  }
   double base;
   if (o->anchor_median) {
     base = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -641,7 +649,7 @@ live_calibrate(Eval *ev, GPtrArray *val, int agg, double *thr_end,
     if (s->split == SPLIT_CALIB)
       cal[nc++] = sess_score(s, agg, TRUE);
   }
-  *thr_end = calibrate(o, cal, nc);
+  *thr_end = calibrate(o, cal, nc, TRUE);
   for (guint j = 0; j < nv; j++) {
     GArray *a = val->pdata[j];
     double nll = 0, mlm = 0, mls = 0, mt = 0, x = 0;
@@ -665,7 +673,7 @@ live_calibrate(Eval *ev, GPtrArray *val, int agg, double *thr_end,
       v[(gsize)c * nv + j] = x;
   }
   for (guint k = 0; k < K; k++)
-    thr_open[k] = calibrate(o, v + (gsize)k * nv, nv);
+    thr_open[k] = calibrate(o, v + (gsize)k * nv, nv, TRUE);
   g_free(v);
   g_free(cal);
 }
@@ -1059,6 +1067,7 @@ txl_cmd_eval(int argc, char **argv)
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); dev: the factor chosen anew on a development split of this log's training part (the lines before the first test session, the same protocol, every threshold tried; DIR/dev); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail|dev" },
+    { "trim-validation", 0, 0, G_OPTION_ARG_NONE, &o.trim_validation, "Leave the normal validation sessions scoring above 3 x their median out of the session threshold (those txl eval warns about)", NULL },
     { "dev-anchor", 0, 0, G_OPTION_ARG_STRING, &o.dev_anchor, "With --margin dev: the validation statistic the factor multiplies, median (default: robust to one odd validation session) or max", "median|max" },
     { "dev-model", 0, 0, G_OPTION_ARG_FILENAME, &o.dev_model, "With --margin dev: score the development split with this model (trained earlier by --margin dev, DIR/dev/model.gguf) instead of training one", "MODEL" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's and tail's log-normal tail (default 0.001)", "P" },
@@ -1496,7 +1505,7 @@ txl_cmd_eval(int argc, char **argv)
           lab[nt++] = s->label;
         }
       }
-      double t = calibrate(&o, cal, nc);
+      double t = calibrate(&o, cal, nc, TRUE);
       Metrics m;
       metrics(sc, lab, nt, t, &m);
       gboolean chosen = !o.live && a == agg &&
@@ -1553,7 +1562,7 @@ txl_cmd_eval(int argc, char **argv)
         llab[nt++] = s->label;
       }
     }
-    double lt = calibrate(&o, (double *)lc->data, nc);
+    double lt = calibrate(&o, (double *)lc->data, nc, FALSE);
     metrics(lsc, llab, nt, lt, &line_m);
     g_array_free(lc, TRUE);
     /* the same rule in txlsink's unit, bits per byte with the line end,
@@ -1568,7 +1577,7 @@ txl_cmd_eval(int argc, char **argv)
       g_array_append_val(lb, v);
     }
     line_bpb_thr = o.threshold > 0 ? 0.0
-                   : calibrate(&o, (double *)lb->data, lb->len);
+                   : calibrate(&o, (double *)lb->data, lb->len, FALSE);
     if (!isfinite(line_bpb_thr))
       line_bpb_thr = 0.0;
     g_array_free(lb, TRUE);
@@ -1732,6 +1741,8 @@ txl_cmd_eval(int argc, char **argv)
       o.quantile, margin_json, o.fpr);
     g_string_append_printf(j, "\"session_rule\": \"%s\", ",
                            o.live ? "live" : o.censored ? "censored" : "whole");
+    g_string_append_printf(j, "\"trim_validation\": %s, ",
+                           o.trim_validation ? "true" : "false");
     if (isfinite(val_max) && isfinite(val_med)) {
       g_string_append_printf(j, "\"validation_scores\": {\"max\": %.9g, "
                              "\"median\": %.9g, \"max_session\": ", val_max,
@@ -1852,8 +1863,9 @@ txl_cmd_eval(int argc, char **argv)
         : g_strdup_printf("txl eval: %s of the %s scores of %" G_GSIZE_FORMAT
                           " normal validation sessions%s of %s, %s",
                           o.anchor_median ? "median" : o.rule, o.score,
-                          n_cal_used, o.censored ? " cut at the split" : "",
-                          log_base2, factor);
+                          n_cal_used, o.censored ? " cut at the split"
+                          : o.trim_validation ? " (those above 3 x the median "
+                          "left out)" : "", log_base2, factor);
       TxlCalibration cb = {
         .sessions = !o.single_stream, .session_key = o.key_re,
         .session_key_group = o.key_group, .session_score = agg,
