@@ -172,21 +172,25 @@ def main():
         check('warning: one odd validation session far above the rest',
               rc == 0 and 'warning: the highest normal validation score' in seo and
               'session %s' % odd in seo, seo[-600:])
-        outt = os.path.join(tmp, 'outt')
-        rc, _, set_ = run(['eval', olog, '--labels', labels, '-o', outt,
-                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
-                           '--trim-validation', '--model', os.path.join(out, 'model.gguf')])
-        ok = rc == 0
-        if ok:
-            with open(os.path.join(outt, 'summary.json')) as f:
-                st_ = json.load(f)
-            with open(os.path.join(outt, 'sessions.csv')) as f:
-                vt = [float(r['score']) for r in csv.DictReader(f) if r['split'] == 'calibration']
-            med = statistics.median(vt)
-            kept = [v for v in vt if v <= 3 * med]
-            ok = (st_['trim_validation'] and len(kept) < len(vt) and
-                  abs(st_['session']['threshold'] - 1.5 * max(kept)) < 1e-4 * max(kept))
-        check('--trim-validation: the odd session is left out of the threshold', ok, set_[-500:])
+        # by default such sessions are left out of the threshold; keep: not
+        for mode in ('drop', 'keep'):
+            outt = os.path.join(tmp, 'outt-' + mode)
+            args = [] if mode == 'drop' else ['--validation-outliers', 'keep']
+            rc, _, set_ = run(['eval', olog, '--labels', labels, '-o', outt,
+                               '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
+                               '--model', os.path.join(out, 'model.gguf')] + args)
+            ok = rc == 0
+            if ok:
+                with open(os.path.join(outt, 'summary.json')) as f:
+                    st_ = json.load(f)
+                with open(os.path.join(outt, 'sessions.csv')) as f:
+                    vt = [float(r['score']) for r in csv.DictReader(f) if r['split'] == 'calibration']
+                med = statistics.median(vt)
+                kept = [v for v in vt if v <= 3 * med] if mode == 'drop' else vt
+                ok = (st_['trim_validation'] == (mode == 'drop') and len(kept) < len(vt) + (mode == 'keep') and
+                      abs(st_['session']['threshold'] - 1.5 * max(kept)) < 1e-4 * max(kept))
+            check('--validation-outliers %s: the odd session %s the threshold' %
+                  (mode, 'is left out of' if mode == 'drop' else 'sets'), ok, set_[-500:])
 
         # txl calibrate: changed by hand, kept, cleared
         mc = os.path.join(tmp, 'hand.gguf')
@@ -335,6 +339,9 @@ def main():
         rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
                            '--margin', 'dev', '--dev-anchor', 'mode', '--model', os.path.join(out, 'model.gguf')])
         check('error: a bad --dev-anchor', rc == 2 and 'dev-anchor' in se_b, se_b)
+        rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
+                           '--validation-outliers', 'maybe', '--model', os.path.join(out, 'model.gguf')])
+        check('error: a bad --validation-outliers', rc == 2 and 'validation-outliers' in se_b, se_b)
 
         # single stream and a quantile rule run too
         rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),

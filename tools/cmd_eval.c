@@ -82,6 +82,7 @@ typedef struct {
   char *dev_anchor;     /* "median" (default) or "max" */
   gboolean anchor_median; /* the factor multiplies the validation median */
   gboolean trim_validation; /* leave out sessions above 3 x the median */
+  char *outliers;           /* "drop" (default) or "keep" */
   double fpr;           /* its false-alarm rate */
   gboolean end, single_stream, keep_text, censor;
   char *session_rule;   /* "whole" (default), "live" or "censored" */
@@ -947,6 +948,7 @@ opts_free(Opts *o)
   g_free(o->time_format);
   g_free(o->dev_model);
   g_free(o->dev_anchor);
+  g_free(o->outliers);
 }
 
 /* --margin dev: the same evaluation, nested, on what was known when the
@@ -985,6 +987,7 @@ run_dev(const Eval *ev, const char *text, const Opts *o, EvalDevChoice *ch,
   ARG("-o"); ARG("%s", dir);
   ARG("--margin"); ARG("0");
   ARG("--threshold-rule"); ARG("max");
+  ARG("--validation-outliers"); ARG(o->trim_validation ? "drop" : "keep");
   ARG("--key"); ARG("%s", o->key_re);
   ARG("--key-group"); ARG("%d", o->key_group);
   ARG("--score"); ARG("%s", o->score);
@@ -1035,7 +1038,7 @@ run_dev(const Eval *ev, const char *text, const Opts *o, EvalDevChoice *ch,
   GArray *sc = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *lb = g_array_new(FALSE, FALSE, sizeof(int));
   double vmax = 0, vmed = 0;
-  ok = eval_dev_read(csv, sc, lb, &vmax, &vmed, error) &&
+  ok = eval_dev_read(csv, sc, lb, &vmax, &vmed, o->trim_validation, error) &&
        eval_dev_choose((const double *)sc->data, (const int *)lb->data,
                        sc->len, o->anchor_median ? vmed : vmax, ch, error);
   ch->vmax = vmax;
@@ -1067,7 +1070,7 @@ txl_cmd_eval(int argc, char **argv)
     { "threshold-rule", 0, 0, G_OPTION_ARG_STRING, &o.rule, "max (default: the highest normal validation score) or quantile", "RULE" },
     { "quantile", 0, 0, G_OPTION_ARG_DOUBLE, &o.quantile, "Quantile for --threshold-rule quantile (default 0.995)", "Q" },
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o.margin_s, "A number M: the rule's value x (1 + M) (default 0.5, chosen on a development split of the training part); dev: the factor chosen anew on a development split of this log's training part (the lines before the first test session, the same protocol, every threshold tried; DIR/dev); auto: the rule's value, or the (1 - fpr) quantile of a log-normal fitted to the normal validation scores where higher; tail: that log-normal quantile alone, even below the rule's value", "M|auto|tail|dev" },
-    { "trim-validation", 0, 0, G_OPTION_ARG_NONE, &o.trim_validation, "Leave the normal validation sessions scoring above 3 x their median out of the session threshold (those txl eval warns about)", NULL },
+    { "validation-outliers", 0, 0, G_OPTION_ARG_STRING, &o.outliers, "drop (default): normal validation sessions scoring above 3 x their median do not take part in the session threshold (a few odd ones would carry the maximum; txl eval names them); keep: every one does", "drop|keep" },
     { "dev-anchor", 0, 0, G_OPTION_ARG_STRING, &o.dev_anchor, "With --margin dev: the validation statistic the factor multiplies, median (default: robust to one odd validation session) or max", "median|max" },
     { "dev-model", 0, 0, G_OPTION_ARG_FILENAME, &o.dev_model, "With --margin dev: score the development split with this model (trained earlier by --margin dev, DIR/dev/model.gguf) instead of training one", "MODEL" },
     { "fpr", 0, 0, G_OPTION_ARG_DOUBLE, &o.fpr, "False-alarm rate of --margin auto's and tail's log-normal tail (default 0.001)", "P" },
@@ -1174,6 +1177,12 @@ txl_cmd_eval(int argc, char **argv)
             o.dev_anchor);
     return opts_free(&o), 2;
   }
+  if (o.outliers && strcmp(o.outliers, "drop") && strcmp(o.outliers, "keep")) {
+    fprintf(stderr, "txl eval: --validation-outliers takes drop or keep, not "
+                    "'%s'\n", o.outliers);
+    return opts_free(&o), 2;
+  }
+  o.trim_validation = !o.outliers || !strcmp(o.outliers, "drop");
   o.anchor_median = o.margin_dev && (!o.dev_anchor ||
                                      !strcmp(o.dev_anchor, "median"));
   int agg = agg_index(o.score);
@@ -1606,11 +1615,12 @@ txl_cmd_eval(int argc, char **argv)
     g_array_free(vv, TRUE);
     if (val_med > 0 && val_max > 3.0 * val_med)
       fprintf(stderr, "txl eval: warning: the highest normal validation "
-              "score (%.4g, session %s) is %.1f x their median (%.4g): one "
-              "odd session decides a threshold based on the maximum; look "
-              "at it (sessions.csv, split calibration) before trusting the "
-              "threshold\n", val_max, val_max_key, val_max / val_med,
-              val_med);
+              "score (%.4g, session %s) is %.1f x their median (%.4g): "
+              "%s; look at such sessions (sessions.csv, split calibration)\n",
+              val_max, val_max_key, val_max / val_med, val_med,
+              o.trim_validation ? "the sessions above 3 x the median are "
+              "left out of the threshold (--validation-outliers keep: not)"
+              : "it decides a threshold based on the maximum");
   }
   char margin_txt[64] = "";
   if (o.margin_dev)

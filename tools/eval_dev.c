@@ -43,7 +43,7 @@ eval_median(double *v, gsize n)
 
 gboolean
 eval_dev_read(const char *path, GArray *scores, GArray *labels, double *vmax,
-              double *vmedian, GError **error)
+              double *vmedian, gboolean trim, GError **error)
 {
   g_autofree char *text = NULL;
   if (!g_file_get_contents(path, &text, NULL, error))
@@ -76,7 +76,17 @@ eval_dev_read(const char *path, GArray *scores, GArray *labels, double *vmax,
       g_array_append_val(labels, l);
     }
   }
-  *vmedian = eval_median((double *)val->data, val->len);
+  /* as txl eval's threshold sees them: without the sessions above 3 x the
+   * median when trim (eval_median sorts) */
+  gsize nv = val->len;
+  double *vv = (double *)val->data;
+  double med = eval_median(vv, nv);
+  if (trim)
+    while (nv > 1 && vv[nv - 1] > 3.0 * med)
+      nv--;
+  if (nv > 0)
+    *vmax = vv[nv - 1];
+  *vmedian = eval_median(vv, nv);
   if (!isfinite(*vmax) || *vmax <= 0 || !(*vmedian > 0) || scores->len == 0) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                 "%s: the development split has no scored validation or test "

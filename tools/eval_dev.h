@@ -17,10 +17,11 @@ typedef struct {
 } EvalDevChoice;
 
 /* From a development run's sessions.csv: its test sessions' scores and
- * labels, and the highest and the median validation score. */
+ * labels, and the highest and the median validation score (with trim,
+ * of those at most 3 x the median of all). */
 gboolean eval_dev_read(const char *sessions_csv, GArray *scores,
                        GArray *labels, double *vmax, double *vmedian,
-                       GError **error);
+                       gboolean trim, GError **error);
 /* The median of v (sorted in place); NAN when n is 0. */
 double eval_median(double *v, gsize n);
 /* The threshold with the highest F1 on the development test sessions,
