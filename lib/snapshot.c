@@ -424,11 +424,15 @@ decompress(const char *path, const Parsed *ps, GError **error)
 }
 
 static GHashTable *
-read_sections(const char *path, const guint8 *p, gsize n, int count,
-              GError **error)
+read_sections(const char *path, GBytes *payload, gsize off, gsize n,
+              int count, GError **error)
 {
+  /* the sessions section is a view of the payload, not a copy: it is
+   * nearly all of it, and txl_sessions_load() drops it once read */
   GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                         (GDestroyNotify)g_bytes_unref);
+  const guint8 *base = g_bytes_get_data(payload, NULL);
+  const guint8 *p = base + off;
   const guint8 *end = p + n;
   for (int i = 0; i < count; i++) {
     if ((gsize)(end - p) < 4)
@@ -444,7 +448,13 @@ read_sections(const char *path, const guint8 *p, gsize n, int count,
       g_free(name);
       goto fail;
     }
-    g_hash_table_insert(t, name, g_bytes_new(p, len));
+    /* the others are copied, so that a table kept for later (an
+     * element's neighbours fetch theirs at start) does not hold the
+     * whole payload */
+    g_hash_table_insert(t, name, strcmp(name, TXL_SESSIONS_SECTION) == 0
+                                     ? g_bytes_new_from_bytes(
+                                           payload, (gsize)(p - base), len)
+                                     : g_bytes_new(p, len));
     p += len;
   }
   if (p == end)
@@ -462,6 +472,7 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
   Parsed ps;
   TxlScorer *sc = NULL;
   guint8 *payload = NULL;
+  GBytes *pb = NULL;
   GHashTable *sect = NULL;
   float *state = NULL;
   guint8 *scratch = NULL;
@@ -484,11 +495,13 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
   }
   if (!(payload = decompress(path, &ps, error)))
     goto out;
+  pb = g_bytes_new_take(payload, ps.raw ? ps.raw : 1);
+  g_clear_pointer(&ps.file, g_free); /* the compressed bytes are done */
   gsize w = txl_snapcodec_width(f[F_PREC]);
   gsize tail = (gsize)f[F_NPEND] * 4 + ps.sbytes;
   gsize nf = (ps.raw - tail) / w;
-  if (!(sect = read_sections(path, payload + nf * w + f[F_NPEND] * 4,
-                             ps.sbytes, f[F_NSECT], error)))
+  if (!(sect = read_sections(path, pb, nf * w + f[F_NPEND] * 4, ps.sbytes,
+                             f[F_NSECT], error)))
     goto out;
   /* one stream or many sessions: each loader takes only its own kind */
   if (g_hash_table_contains(sect, TXL_SESSIONS_SECTION) != want_sessions) {
@@ -530,7 +543,10 @@ fail:
 out:
   g_free(state);
   g_free(scratch);
-  g_free(payload);
+  if (pb)
+    g_bytes_unref(pb); /* the sections handed out keep it alive */
+  else
+    g_free(payload);
   g_clear_pointer(&sect, g_hash_table_unref);
   g_free(ps.file);
   return sc;
@@ -565,13 +581,14 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
   Parsed ps;
   gboolean ok = FALSE;
   guint8 *payload = NULL;
+  GBytes *pb = NULL;
   GHashTable *sect = NULL;
   if (!parse(path, &ps, error) || !(payload = decompress(path, &ps, error)))
     goto out;
+  pb = g_bytes_new_take(payload, ps.raw ? ps.raw : 1);
   const gint32 *f = ps.f;
   gsize tail = (gsize)f[F_NPEND] * 4 + ps.sbytes;
-  if (!(sect = read_sections(path, payload + (ps.raw - tail) +
-                                       f[F_NPEND] * 4,
+  if (!(sect = read_sections(path, pb, (ps.raw - tail) + f[F_NPEND] * 4,
                              ps.sbytes, f[F_NSECT], error)))
     goto out;
   g_string_append_printf(out,
@@ -602,7 +619,10 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
   ok = TRUE;
 out:
   g_clear_pointer(&sect, g_hash_table_unref);
-  g_free(payload);
+  if (pb)
+    g_bytes_unref(pb);
+  else
+    g_free(payload);
   g_free(ps.file);
   return ok;
 }
