@@ -80,8 +80,10 @@ put_result(GByteArray *b, const TxlSessionResult *r)
   put(b, (guint32)r->reason, 4);
 }
 
-static GBytes *
-save_section(TxlSessions *s, const TxlSnapshotOptions *so)
+/* The section's bookkeeping, up to the memories' float count; the
+ * memories follow (section_feed), so that they never sit in one buffer. */
+static GByteArray *
+section_head(TxlSessions *s, const TxlSnapshotOptions *so, gsize *n_floats)
 {
   GByteArray *b = g_byte_array_new();
   put(b, SECTION_VERSION, 4);
@@ -135,19 +137,37 @@ save_section(TxlSessions *s, const TxlSnapshotOptions *so)
     }
   }
   put(b, total, 8);
-  gsize w = txl_snapcodec_width(so->precision), at = b->len;
-  g_byte_array_set_size(b, (guint)(at + total * w));
-  for (GList *it = s->lru.head; it; it = it->next) {
+  *n_floats = total;
+  return b;
+}
+
+typedef struct {
+  TxlSessions *s;
+  const TxlSnapshotOptions *so;
+  GByteArray *head;
+} SectionFeed;
+
+static void
+section_feed(gpointer data, TxlSectionEmit emit, gpointer ctx)
+{
+  SectionFeed *f = data;
+  emit(ctx, f->head->data, f->head->len);
+  gsize w = txl_snapcodec_width(f->so->precision), cap = 0;
+  guint8 *buf = NULL;
+  for (GList *it = f->s->lru.head; it; it = it->next) {
     Session *x = it->data;
-    if (x == s->resident || !x->state)
+    if (x == f->s->resident || !x->state)
       continue;
     /* coded session by session: the shuffle then works per session,
      * which still groups each one's exponent bytes */
-    txl_snapcodec_encode(x->state, x->state_floats, so->precision,
-                         so->shuffle, b->data + at);
-    at += x->state_floats * w;
+    gsize n = x->state_floats * w;
+    if (n > cap)
+      buf = g_realloc(buf, cap = n);
+    txl_snapcodec_encode(x->state, x->state_floats, f->so->precision,
+                         f->so->shuffle, buf);
+    emit(ctx, buf, n);
   }
-  return g_byte_array_free_to_bytes(b);
+  g_free(buf);
 }
 
 gboolean
@@ -180,13 +200,18 @@ txl_sessions_save(TxlSessions *s, const char *path,
     while (g_hash_table_iter_next(&it, &k, &v))
       g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
   }
-  g_hash_table_insert(all, g_strdup(TXL_SESSIONS_SECTION),
-                      save_section(s, &so));
+  gsize nf = 0;
+  SectionFeed feed = { s, &so, section_head(s, &so, &nf) };
+  TxlSectionProducer prod = {
+    TXL_SESSIONS_SECTION,
+    feed.head->len + nf * txl_snapcodec_width(so.precision), section_feed,
+    &feed };
   /* the worker as a bare stream: the resident session's memory */
   TxlScorer *wrap = txl_scorer_wrap(s->worker, 0);
-  gboolean ok = txl_snapshot_save_stream(wrap, path, &so, all, file_bytes,
-                                         error);
+  gboolean ok = txl_snapshot_save_stream_with(wrap, path, &so, all, &prod,
+                                              file_bytes, error);
   txl_scorer_unwrap(wrap);
+  g_byte_array_unref(feed.head);
   g_hash_table_unref(all);
   return ok;
 }

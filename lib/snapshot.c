@@ -157,12 +157,14 @@ typedef struct {
   ZSTD_CCtx *cc;
   ZSTD_outBuffer out;
   const char *err; /* the first failure, NULL: none */
+  guint64 fed;     /* input bytes so far */
 } Zout;
 
 static void
 zout_feed(Zout *z, const void *data, gsize n, ZSTD_EndDirective end)
 {
   ZSTD_inBuffer in = { data, n, 0 };
+  z->fed += n;
   while (!z->err) {
     size_t r = ZSTD_compressStream2(z->cc, &z->out, &in, end);
     if (ZSTD_isError(r)) {
@@ -178,24 +180,47 @@ zout_feed(Zout *z, const void *data, gsize n, ZSTD_EndDirective end)
   }
 }
 
-/* Sorted by name so that the same state always gives the same bytes. */
 static void
-feed_sections(GHashTable *sections, Zout *z)
+zout_emit(gpointer ctx, const void *data, gsize n)
 {
-  if (!sections)
-    return;
-  GList *keys = g_list_sort(g_hash_table_get_keys(sections),
-                            (GCompareFunc)strcmp);
+  if (n)
+    zout_feed(ctx, data, n, ZSTD_e_continue);
+}
+
+static void
+feed_section_head(Zout *z, const char *name, gsize n)
+{
+  gsize nl = strlen(name);
+  guint8 head[4 + MAX_NAME + 8], *p = head;
+  put32(&p, (guint32)nl);
+  memcpy(p, name, nl);
+  p += nl;
+  put64(&p, n);
+  zout_feed(z, head, (gsize)(p - head), ZSTD_e_continue);
+}
+
+/* Sorted by name so that the same state always gives the same bytes; the
+ * producer's section takes its place among them. */
+static void
+feed_sections(GHashTable *sections, const TxlSectionProducer *prod, Zout *z)
+{
+  GList *keys = sections ? g_hash_table_get_keys(sections) : NULL;
+  if (prod)
+    keys = g_list_prepend(keys, (gpointer)prod->name);
+  keys = g_list_sort(keys, (GCompareFunc)strcmp);
   for (GList *l = keys; l; l = l->next) {
-    gsize nl = strlen(l->data), n;
+    if (prod && l->data == (gpointer)prod->name) {
+      feed_section_head(z, prod->name, prod->size);
+      guint64 before = z->fed;
+      prod->feed(prod->data, zout_emit, z);
+      if (z->fed - before != prod->size && !z->err)
+        z->err = "a section's producer gave another size than announced";
+      continue;
+    }
+    gsize n;
     const guint8 *d = g_bytes_get_data(g_hash_table_lookup(sections, l->data),
                                        &n);
-    guint8 head[4 + MAX_NAME + 8], *p = head;
-    put32(&p, (guint32)nl);
-    memcpy(p, l->data, nl);
-    p += nl;
-    put64(&p, n);
-    zout_feed(z, head, (gsize)(p - head), ZSTD_e_continue);
+    feed_section_head(z, l->data, n);
     if (n)
       zout_feed(z, d, n, ZSTD_e_continue);
   }
@@ -223,6 +248,17 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
                          const TxlSnapshotOptions *opts, GHashTable *sections,
                          gsize *file_bytes, GError **error)
 {
+  return txl_snapshot_save_stream_with(sc, path, opts, sections, NULL,
+                                       file_bytes, error);
+}
+
+gboolean
+txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
+                              const TxlSnapshotOptions *opts,
+                              GHashTable *sections,
+                              const TxlSectionProducer *prod,
+                              gsize *file_bytes, GError **error)
+{
   TxlSnapshotOptions so = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   if (opts)
     so = *opts;
@@ -237,6 +273,18 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
   gsize sbytes = sections_size(sections, &nsect, error);
   if (sbytes == G_MAXSIZE)
     return FALSE;
+  if (prod) {
+    gsize nl = strlen(prod->name);
+    if (nl == 0 || nl > MAX_NAME || nsect + 1 > MAX_SECTIONS ||
+        (sections && g_hash_table_contains(sections, prod->name))) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "snapshot section \"%s\": bad name or given twice",
+                  prod->name);
+      return FALSE;
+    }
+    nsect++;
+    sbytes += 4 + nl + 8 + prod->size;
+  }
   TxlStream *st = txl_scorer_stream(sc);
   TxlStreamOptions o;
   txl_stream_get_options(st, &o);
@@ -261,7 +309,7 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
   gsize bound = ZSTD_compressBound(raw);
   gsize total = HEADER_SIZE + bound + DIGEST;
   guint8 *file = g_malloc(total);
-  Zout z = { ZSTD_createCCtx(), { file + HEADER_SIZE, bound, 0 }, NULL };
+  Zout z = { ZSTD_createCCtx(), { file + HEADER_SIZE, bound, 0 }, NULL, 0 };
   if (!z.cc)
     z.err = "out of memory";
   if (!z.err) {
@@ -271,7 +319,7 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
     zout_feed(&z, coded, (gsize)(p - coded), ZSTD_e_continue);
   }
   g_free(coded);
-  feed_sections(sections, &z);
+  feed_sections(sections, prod, &z);
   zout_feed(&z, NULL, 0, ZSTD_e_end);
   gsize comp = z.out.pos;
   ZSTD_freeCCtx(z.cc);

@@ -38,6 +38,23 @@ gboolean txl_snapshot_save_stream(TxlScorer *sc, const char *path,
                                   const TxlSnapshotOptions *opts,
                                   GHashTable *sections, gsize *file_bytes,
                                   GError **error);
+/* A section too large to assemble first (every session's memory): it
+ * hands its bytes, exactly `size` of them in all, to emit() piece by
+ * piece, and they go straight into the compressor. */
+typedef void (*TxlSectionEmit)(gpointer ctx, const void *data, gsize n);
+typedef struct {
+  const char *name;
+  gsize size;
+  void (*feed)(gpointer data, TxlSectionEmit emit, gpointer ctx);
+  gpointer data;
+} TxlSectionProducer;
+/* As txl_snapshot_save_stream, with one more section made by a producer
+ * (its name must not be in sections). */
+gboolean txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
+                                       const TxlSnapshotOptions *opts,
+                                       GHashTable *sections,
+                                       const TxlSectionProducer *prod,
+                                       gsize *file_bytes, GError **error);
 /* Loads a sessions snapshot's worker stream (as a scorer with nothing
  * pending) and its sections; refuses a single-stream snapshot. */
 TxlScorer *txl_snapshot_load_sessions(TxlModel *m, const char *path,
