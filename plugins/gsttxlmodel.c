@@ -25,6 +25,7 @@
  * or on request ("restore").  Each snapshot posts a "txl-snapshot"
  * element message. */
 #include "gsttxlcommon.h"
+#include "txlsnapsched.h"
 #include "txlstate.h"
 
 #include <glib/gstdio.h>
@@ -46,7 +47,6 @@ G_DECLARE_FINAL_TYPE(GstTxlModel, gst_txl_model, GST, TXL_MODEL, GstElement)
 #define DEFAULT_HOLD_AT_EOS TRUE
 #define MAX_LEN (1 << 20)
 
-typedef enum { SNAP_OK, SNAP_DEFER, SNAP_FAIL } SnapResult;
 
 struct _GstTxlModel {
   GstElement parent;
@@ -85,26 +85,16 @@ struct _GstTxlModel {
   GstBuffer *undelivered; /* scores a failed push could not deliver */
 
   /* snapshot settings, object lock */
-  gchar *snap_location;
-  guint snap_interval;  /* seconds, 0: off */
-  guint64 snap_tokens;  /* tokens, 0: off */
+  TxlSnapSched snap;    /* location, interval, tokens; requests, timers */
   gboolean restore;
   gboolean hold_at_eos;
   TxlSnapshotPrecision snap_precision;
   /* snapshot state, under the sink pad's stream lock */
-  gint64 snap_time;         /* monotonic time of the last one, us */
-  gint64 snap_seen;         /* tokens seen at the last one */
-  gchar *snap_request;      /* a requested snapshot waiting for its moment
-                             * (object lock) */
-  gchar *restore_request;   /* a requested restore, likewise */
   GHashTable *restored;     /* neighbours' sections of a restore at start */
   gboolean tokenizer_fetched; /* txltokenizer took its restored state */
   gboolean restored_fresh;  /* the next STREAM_START continues the stream */
   gint64 expect_offset;     /* after a restore: first token of the next
                              * input buffer (-1: any) */
-  GstClockID snap_timer;    /* object lock */
-  GstClockID req_timer;     /* retries a request while the stream is busy
-                             * (object lock) */
   guint64 state_bytes;      /* the stream's state now (object lock) */
   guint64 tokens_seen;      /* likewise */
 };
@@ -635,26 +625,13 @@ apply_own(GstTxlModel *self, OwnState *o)
   g_array_set_size(self->done_lines, 0);
 }
 
-static gchar *
-snapshot_path(GstTxlModel *self, const gchar *path)
-{
-  if (path && *path)
-    return g_strdup(path);
-  GST_OBJECT_LOCK(self);
-  gchar *p = g_strdup(self->snap_location);
-  GST_OBJECT_UNLOCK(self);
-  if (p && !*p)
-    g_clear_pointer(&p, g_free);
-  return p;
-}
-
 /* Writes a snapshot now, with the sink pad's stream lock held.  DEFER
  * when a neighbour's state does not fit ours yet (buffers between us). */
-static SnapResult
+static TxlSnapResult
 do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
 {
   if (!self->scorer)
-    return SNAP_FAIL;
+    return TXL_SNAP_FAIL;
   gint64 t0 = g_get_monotonic_time();
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
@@ -671,7 +648,7 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
     if (busy) {
       g_hash_table_unref(sect);
       GST_DEBUG_OBJECT(self, "snapshot deferred: tokens on their way");
-      return SNAP_DEFER;
+      return TXL_SNAP_DEFER;
     }
     if (tok)
       g_hash_table_insert(sect, g_strdup("txltokenizer"), tok);
@@ -687,7 +664,7 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
     if (busy) {
       g_hash_table_unref(sect);
       GST_DEBUG_OBJECT(self, "snapshot deferred: scores on their way");
-      return SNAP_DEFER;
+      return TXL_SNAP_DEFER;
     }
     if (sink)
       g_hash_table_insert(sect, g_strdup("txlsink"), sink);
@@ -707,16 +684,15 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
                         ("Could not write the snapshot: %s", err->message),
                         (NULL));
     g_error_free(err);
-    return SNAP_FAIL;
+    return TXL_SNAP_FAIL;
   }
   gint64 t1 = g_get_monotonic_time();
-  self->snap_time = t1;
-  self->snap_seen = txl_scorer_tokens_seen(self->scorer);
+  txl_snap_sched_mark(&self->snap);
   GST_INFO_OBJECT(self, "snapshot %s (%s): %" G_GSIZE_FORMAT " bytes in "
                   "%.1f ms", path, reason, bytes, (t1 - t0) / 1e3);
   txl_state_post(GST_ELEMENT(self), path, bytes, (t1 - t0) / 1e6,
-                 (guint64)self->snap_seen, reason);
-  return SNAP_OK;
+                 self->snap.seen, reason);
+  return TXL_SNAP_OK;
 }
 
 /* Hands a neighbour its part of a restored snapshot: first only to check
@@ -818,16 +794,15 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
     self->expect_offset = (gint64)self->in_tokens;
   }
   g_hash_table_unref(sect);
-  self->snap_time = g_get_monotonic_time();
-  self->snap_seen = txl_scorer_tokens_seen(self->scorer);
+  txl_snap_sched_mark(&self->snap);
   GStatBuf stb;
   guint64 size = g_stat(path, &stb) == 0 ? (guint64)stb.st_size : 0;
   gint64 t1 = g_get_monotonic_time();
-  GST_INFO_OBJECT(self, "restored %s: %" G_GINT64_FORMAT " tokens seen", path,
-                  self->snap_seen);
+  GST_INFO_OBJECT(self, "restored %s: %" G_GUINT64_FORMAT " tokens seen",
+                  path, self->snap.seen);
   publish_counters(self);
   txl_state_post(GST_ELEMENT(self), path, size, (t1 - t0) / 1e6,
-                 (guint64)self->snap_seen, NULL);
+                 self->snap.seen, NULL);
   return TRUE;
 fail:
   txl_scorer_free(sc);
@@ -835,239 +810,59 @@ fail:
   return FALSE;
 }
 
-/* After each input buffer (the one moment when the whole chain's state
- * fits together): requested, periodic and token-count snapshots. */
-static void arm_request_timer(GstTxlModel *self);
-
-static void
-snapshot_triggers(GstTxlModel *self)
+/* How txlmodel's state is written, restored and checked, for the
+ * snapshot scheduler (txlsnapsched.c), which decides when. */
+static TxlSnapResult
+op_write(GstElement *e, const gchar *path, const gchar *reason)
 {
-  GST_OBJECT_LOCK(self);
-  gchar *restore_path = g_steal_pointer(&self->restore_request);
-  gchar *snap_path = g_steal_pointer(&self->snap_request);
-  GST_OBJECT_UNLOCK(self);
-  if (restore_path) {
-    gchar *path = restore_path;
-    GError *err = NULL;
-    if (!do_restore(self, path, FALSE, &err)) {
-      GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                          ("Could not restore the snapshot: %s", err->message),
-                          (NULL));
-      g_error_free(err);
-    }
-    g_free(path);
-  }
-  if (snap_path) {
-    if (do_snapshot(self, snap_path, "signal") == SNAP_DEFER) {
-      GST_OBJECT_LOCK(self);
-      if (!self->snap_request)
-        self->snap_request = g_steal_pointer(&snap_path);
-      GST_OBJECT_UNLOCK(self);
-      arm_request_timer(self);
-    }
-    g_free(snap_path);
-  }
-  GST_OBJECT_LOCK(self);
-  gchar *loc = g_strdup(self->snap_location);
-  guint interval = self->snap_interval;
-  guint64 every = self->snap_tokens;
-  GST_OBJECT_UNLOCK(self);
-  if (loc && *loc && self->scorer) {
-    gint64 seen = txl_scorer_tokens_seen(self->scorer);
-    gboolean by_tokens = every && (guint64)(seen - self->snap_seen) >= every;
-    gboolean by_time = interval && seen != self->snap_seen &&
-                       g_get_monotonic_time() - self->snap_time >=
-                           (gint64)interval * G_USEC_PER_SEC;
-    if (by_tokens || by_time)
-      do_snapshot(self, loc, by_tokens ? "tokens" : "interval");
-  }
-  g_free(loc);
-}
-
-/* The periodic timer, for a stream that has gone quiet: like on_latency,
- * it only tries the stream lock. */
-static gboolean
-on_snap_timer(GstClock *clock, GstClockTime time, GstClockID id,
-              gpointer data)
-{
-  GstTxlModel *self = data;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
-    return TRUE; /* busy: the streaming thread checks after its buffer */
-  if (self->scorer)
-    snapshot_triggers(self);
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  return TRUE;
-}
-
-static void
-stop_snap_timer(GstTxlModel *self)
-{
-  GST_OBJECT_LOCK(self);
-  GstClockID id = g_steal_pointer(&self->snap_timer);
-  GST_OBJECT_UNLOCK(self);
-  if (id) {
-    gst_clock_id_unschedule(id);
-    gst_clock_id_unref(id);
-  }
-}
-
-static void
-start_snap_timer(GstTxlModel *self)
-{
-  stop_snap_timer(self);
-  GST_OBJECT_LOCK(self);
-  guint interval = self->snap_interval;
-  gboolean on = self->snap_location && *self->snap_location && interval;
-  GST_OBJECT_UNLOCK(self);
-  if (!on)
-    return;
-  GstClock *clock = gst_system_clock_obtain();
-  GstClockID id = gst_clock_new_periodic_id(
-      clock, gst_clock_get_time(clock) + interval * GST_SECOND,
-      interval * GST_SECOND);
-  gst_object_unref(clock);
-  GST_OBJECT_LOCK(self);
-  self->snap_timer = gst_clock_id_ref(id);
-  GST_OBJECT_UNLOCK(self);
-  gst_clock_id_wait_async(id, on_snap_timer, gst_object_ref(self),
-                          (GDestroyNotify)gst_object_unref);
-  gst_clock_id_unref(id);
-}
-
-/* The action signals never wait for the streaming thread: done at once
- * when the stream is idle, else right after the buffer being scored (the
- * bus message says when). */
-/* Serves requests left by the action signals once the stream lock is
- * free: right after the streaming thread's buffer or event (which may be
- * the last one for a long time). */
-static gboolean
-on_request_timer(GstClock *clock, GstClockTime time, GstClockID id,
-                 gpointer data)
-{
-  GstTxlModel *self = data;
-  GST_OBJECT_LOCK(self);
-  gboolean current = self->req_timer == id;
-  gboolean pending = self->snap_request || self->restore_request;
-  if (current) {
-    gst_clock_id_unref(self->req_timer);
-    self->req_timer = NULL;
-  }
-  GST_OBJECT_UNLOCK(self);
-  if (!current || !pending)
-    return TRUE;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
-    arm_request_timer(self);
-    return TRUE;
-  }
-  if (self->scorer)
-    snapshot_triggers(self);
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  return TRUE;
-}
-
-static void
-arm_request_timer(GstTxlModel *self)
-{
-  GstClock *clock = gst_system_clock_obtain();
-  GstClockID id = gst_clock_new_single_shot_id(
-      clock, gst_clock_get_time(clock) + 5 * GST_MSECOND);
-  gst_object_unref(clock);
-  GST_OBJECT_LOCK(self);
-  if (self->req_timer) { /* one is armed already */
-    GST_OBJECT_UNLOCK(self);
-    gst_clock_id_unref(id);
-    return;
-  }
-  self->req_timer = gst_clock_id_ref(id);
-  GST_OBJECT_UNLOCK(self);
-  gst_clock_id_wait_async(id, on_request_timer, gst_object_ref(self),
-                          (GDestroyNotify)gst_object_unref);
-  gst_clock_id_unref(id);
-}
-
-static void
-stop_request_timer(GstTxlModel *self)
-{
-  GST_OBJECT_LOCK(self);
-  GstClockID id = g_steal_pointer(&self->req_timer);
-  GST_OBJECT_UNLOCK(self);
-  if (id) {
-    gst_clock_id_unschedule(id);
-    gst_clock_id_unref(id);
-  }
+  return do_snapshot(GST_TXL_MODEL(e), path, reason);
 }
 
 static gboolean
-request(GstTxlModel *self, gchar **slot, gchar *path)
+op_restore(GstElement *e, const gchar *path, GError **error)
 {
-  GST_OBJECT_LOCK(self);
-  g_free(*slot);
-  *slot = path;
-  GST_OBJECT_UNLOCK(self);
-  arm_request_timer(self);
+  return do_restore(GST_TXL_MODEL(e), path, FALSE, error);
+}
+
+static gboolean
+op_check(GstElement *e, const gchar *path, GError **error)
+{
+  GstTxlModel *self = GST_TXL_MODEL(e);
+  TxlScorer *check = self->model
+      ? txl_scorer_load_full(self->model, path, on_score, self, NULL, error)
+      : NULL;
+  if (!check)
+    return FALSE;
+  txl_scorer_free(check);
   return TRUE;
 }
+
+static gboolean
+op_live(GstElement *e)
+{
+  return GST_TXL_MODEL(e)->scorer != NULL;
+}
+
+static guint64
+op_progress(GstElement *e)
+{
+  GstTxlModel *self = GST_TXL_MODEL(e);
+  return self->scorer ? (guint64)txl_scorer_tokens_seen(self->scorer) : 0;
+}
+
+static const TxlSnapOps snap_ops = { op_write, op_restore, op_check, op_live,
+                                     op_progress };
 
 static gboolean
 gst_txl_model_snapshot_action(GstTxlModel *self, const gchar *path)
 {
-  gchar *p = snapshot_path(self, path);
-  if (!p) {
-    GST_WARNING_OBJECT(self, "snapshot: no path and no snapshot-location");
-    return FALSE;
-  }
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
-    return request(self, &self->snap_request, p);
-  gboolean ok = self->scorer != NULL;
-  if (ok) {
-    SnapResult r = do_snapshot(self, p, "signal");
-    if (r == SNAP_DEFER)
-      request(self, &self->snap_request, g_steal_pointer(&p));
-    ok = r != SNAP_FAIL;
-  }
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  g_free(p);
-  return ok;
+  return txl_snap_sched_snapshot_action(&self->snap, path);
 }
 
 static gboolean
 gst_txl_model_restore_action(GstTxlModel *self, const gchar *path)
 {
-  gchar *p = snapshot_path(self, path);
-  if (!p)
-    return FALSE;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
-    /* busy: the restore happens after the current buffer; a file that
-     * cannot be loaded is refused now, while the caller can hear it */
-    GError *err = NULL;
-    TxlScorer *check = self->model
-        ? txl_scorer_load_full(self->model, p, on_score, self, NULL, &err)
-        : NULL;
-    if (!check) {
-      GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                          ("Could not restore the snapshot: %s",
-                           err ? err->message : "not started"), (NULL));
-      g_clear_error(&err);
-      g_free(p);
-      return FALSE;
-    }
-    txl_scorer_free(check);
-    return request(self, &self->restore_request, p);
-  }
-  gboolean ok = FALSE;
-  if (self->scorer) {
-    GError *err = NULL;
-    ok = do_restore(self, p, FALSE, &err);
-    if (!ok) {
-      GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                          ("Could not restore the snapshot: %s", err->message),
-                          (NULL));
-      g_error_free(err);
-    }
-  }
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  g_free(p);
-  return ok;
+  return txl_snap_sched_restore_action(&self->snap, path);
 }
 
 /* For the read-only properties: the application's thread must not look
@@ -1251,7 +1046,7 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     arm_timer(self, max_latency);
   GstFlowReturn ret = push_out(self, FALSE);
   if (ret == GST_FLOW_OK)
-    snapshot_triggers(self);
+    txl_snap_sched_triggers(&self->snap);
   publish_counters(self);
   /* downstream flushing (shutting down, a seek): the scores wait in
    * `undelivered`, and the tokens are taken, as txltokenizer counts them
@@ -1270,8 +1065,8 @@ static gboolean
 holds_at_eos(GstTxlModel *self)
 {
   GST_OBJECT_LOCK(self);
-  gboolean hold = self->hold_at_eos && self->snap_location &&
-                  *self->snap_location;
+  gboolean hold = self->hold_at_eos && self->snap.location &&
+                  *self->snap.location;
   GST_OBJECT_UNLOCK(self);
   return hold;
 }
@@ -1332,14 +1127,14 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
     cancel_timer(self);
-    gchar *loc = snapshot_path(self, NULL);
+    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
     if (loc && holds_at_eos(self) && self->scorer) {
       /* the stream is not over, only paused: its partial segment, the
        * tokenizer's held-back bytes and the sink's unfinished lines go
        * into the snapshot, and the next run continues them */
       restore_sink_pending(self);
       push_out(self, FALSE);
-      if (do_snapshot(self, loc, "eos") == SNAP_DEFER)
+      if (do_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
         GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
                             ("No snapshot at end of stream: buffers were "
                              "still queued between the txl elements"),
@@ -1458,9 +1253,8 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
     self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
     self->restored_fresh = FALSE;
     self->tokenizer_fetched = FALSE;
-    self->snap_time = g_get_monotonic_time();
-    self->snap_seen = 0;
-    gchar *loc = snapshot_path(self, NULL);
+    txl_snap_sched_mark(&self->snap);
+    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
     GST_OBJECT_LOCK(self);
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
@@ -1477,7 +1271,7 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
       return GST_STATE_CHANGE_FAILURE;
     }
     g_free(loc);
-    start_snap_timer(self);
+    txl_snap_sched_start(&self->snap);
     break;
   }
   default:
@@ -1493,23 +1287,13 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY: {
     cancel_timer(self);
-    stop_snap_timer(self);
-    stop_request_timer(self);
     /* shutdown without an end of stream: what changed since the last
      * snapshot is saved (the pads are inactive, nothing streams here) */
-    gchar *loc = snapshot_path(self, NULL);
     GST_PAD_STREAM_LOCK(self->sinkpad);
-    if (loc && self->scorer &&
-        txl_scorer_tokens_seen(self->scorer) != self->snap_seen)
-      do_snapshot(self, loc, "shutdown");
+    txl_snap_sched_stop(&self->snap);
     free_stream(self);
     g_clear_pointer(&self->restored, g_hash_table_unref);
     GST_PAD_STREAM_UNLOCK(self->sinkpad);
-    g_free(loc);
-    GST_OBJECT_LOCK(self);
-    g_clear_pointer(&self->snap_request, g_free);
-    g_clear_pointer(&self->restore_request, g_free);
-    GST_OBJECT_UNLOCK(self);
     break;
   }
   case GST_STATE_CHANGE_READY_TO_NULL:
@@ -1560,14 +1344,14 @@ gst_txl_model_set_property(GObject *object, guint prop_id, const GValue *value,
     self->reset_on_stream_start = g_value_get_boolean(value);
     break;
   case PROP_SNAPSHOT_LOCATION:
-    g_free(self->snap_location);
-    self->snap_location = g_value_dup_string(value);
+    g_free(self->snap.location);
+    self->snap.location = g_value_dup_string(value);
     break;
   case PROP_SNAPSHOT_INTERVAL:
-    self->snap_interval = g_value_get_uint(value);
+    self->snap.interval = g_value_get_uint(value);
     break;
   case PROP_SNAPSHOT_TOKENS:
-    self->snap_tokens = g_value_get_uint64(value);
+    self->snap.every = g_value_get_uint64(value);
     break;
   case PROP_SNAPSHOT_PRECISION:
     self->snap_precision = g_value_get_enum(value);
@@ -1617,13 +1401,13 @@ gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
     g_value_set_boolean(value, self->reset_on_stream_start);
     break;
   case PROP_SNAPSHOT_LOCATION:
-    g_value_set_string(value, self->snap_location);
+    g_value_set_string(value, self->snap.location);
     break;
   case PROP_SNAPSHOT_INTERVAL:
-    g_value_set_uint(value, self->snap_interval);
+    g_value_set_uint(value, self->snap.interval);
     break;
   case PROP_SNAPSHOT_TOKENS:
-    g_value_set_uint64(value, self->snap_tokens);
+    g_value_set_uint64(value, self->snap.every);
     break;
   case PROP_SNAPSHOT_PRECISION:
     g_value_set_enum(value, self->snap_precision);
@@ -1652,9 +1436,7 @@ gst_txl_model_finalize(GObject *object)
 {
   GstTxlModel *self = GST_TXL_MODEL(object);
   g_free(self->model_path);
-  g_free(self->snap_location);
-  g_free(self->snap_request);
-  g_free(self->restore_request);
+  txl_snap_sched_clear(&self->snap);
   G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
 }
 
@@ -1805,6 +1587,8 @@ static void
 gst_txl_model_init(GstTxlModel *self)
 {
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
+                      &snap_ops);
   gst_pad_set_chain_function(self->sinkpad, gst_txl_model_chain);
   gst_pad_set_event_function(self->sinkpad, gst_txl_model_sink_event);
   gst_pad_set_query_function(self->sinkpad, gst_txl_model_sink_query);

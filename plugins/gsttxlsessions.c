@@ -625,7 +625,7 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   if (ret == GST_FLOW_FLUSHING)
     held = TRUE, ret = GST_FLOW_OK;
   if (ret == GST_FLOW_OK && !held)
-    gst_txl_sessions_snap_triggers(self);
+    txl_snap_sched_triggers(&self->snap);
   return ret;
 }
 
@@ -675,14 +675,14 @@ gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     }
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
-    gchar *loc = gst_txl_sessions_snap_path(self, NULL);
+    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
     if (loc && gst_txl_sessions_holds_at_eos(self) && self->sessions) {
       /* the stream is only paused: the open sessions, the line being
        * read, the tokenizer's held-back bytes and the sink's unfinished
        * lines go into the snapshot, and the next run continues them */
       gst_txl_sessions_restore_sink_pending(self);
       gst_txl_sessions_push_out(self, FALSE);
-      if (gst_txl_sessions_snapshot(self, loc, "eos") == SESS_SNAP_DEFER)
+      if (gst_txl_sessions_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
         GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
                             ("No snapshot at end of stream: buffers were "
                              "still queued between the txl elements"),
@@ -781,9 +781,8 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
     self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
     self->restored_fresh = FALSE;
     self->tokenizer_fetched = FALSE;
-    self->snap_time = g_get_monotonic_time();
-    self->snap_seen = 0;
-    gchar *loc = gst_txl_sessions_snap_path(self, NULL);
+    txl_snap_sched_mark(&self->snap);
+    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
     GST_OBJECT_LOCK(self);
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
@@ -800,7 +799,7 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
       return GST_STATE_CHANGE_FAILURE;
     }
     g_free(loc);
-    gst_txl_sessions_snap_start(self);
+    txl_snap_sched_start(&self->snap);
     break;
   }
   default:
@@ -1132,6 +1131,8 @@ static void
 gst_txl_sessions_init(GstTxlSessions *self)
 {
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
+                      &gst_txl_sessions_snap_ops);
   gst_pad_set_chain_function(self->sinkpad, gst_txl_sessions_chain);
   gst_pad_set_event_function(self->sinkpad, gst_txl_sessions_sink_event);
   gst_pad_set_query_function(self->sinkpad, gst_txl_sessions_sink_query);

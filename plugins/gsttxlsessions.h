@@ -5,6 +5,7 @@
 #define GST_TXL_SESSIONS_H
 
 #include "gsttxlcommon.h"
+#include "txlsnapsched.h"
 
 G_BEGIN_DECLS
 
@@ -90,23 +91,16 @@ struct _GstTxlSessions {
   guint64 out_items;  /* buffers and session events delivered */
 
   /* snapshot settings, object lock */
-  gchar *snap_location;
-  guint snap_interval;  /* seconds, 0: off */
-  guint64 snap_tokens;  /* tokens, 0: off */
+  TxlSnapSched snap;    /* location, interval, tokens; requests, timers */
   gboolean restore;
   gboolean hold_at_eos;
   TxlSnapshotPrecision snap_precision;
   /* snapshot state, under the sink pad's stream lock */
-  gint64 snap_time;         /* monotonic time of the last one, us */
-  guint64 snap_seen;        /* in_tokens at the last one */
-  gchar *snap_request;      /* requested by the signals (object lock) */
-  gchar *restore_request;
   GHashTable *restored;     /* neighbours' sections of a restore at start */
   gboolean tokenizer_fetched;
   gboolean restored_fresh;  /* the next STREAM_START continues the stream */
   gint64 expect_offset;     /* after a live restore: first token of the
                              * next input buffer (-1: any) */
-  GstClockID snap_timer, req_timer; /* object lock */
 };
 
 /* gsttxlsessions.c */
@@ -115,7 +109,9 @@ void gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data);
 GstFlowReturn gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all);
 
 /* gsttxlsessions_snap.c: the same snapshots as txlmodel's (snapshot.md) */
-typedef enum { SESS_SNAP_OK, SESS_SNAP_DEFER, SESS_SNAP_FAIL } SessSnapResult;
+/* how this element's state is written, restored and checked, for the
+ * snapshot scheduler (txlsnapsched.c), which decides when */
+extern const TxlSnapOps gst_txl_sessions_snap_ops;
 /* Copies what the open sessions hold into state-bytes / open-sessions
  * (the streaming thread owns the TxlSessions; other threads read these). */
 void gst_txl_sessions_note_state(GstTxlSessions *self);
@@ -124,18 +120,14 @@ gboolean gst_txl_sessions_snap_set_property(GstTxlSessions *self, guint id,
                                             const GValue *value);
 gboolean gst_txl_sessions_snap_get_property(GstTxlSessions *self, guint id,
                                             GValue *value);
-gchar *gst_txl_sessions_snap_path(GstTxlSessions *self, const gchar *path);
 gboolean gst_txl_sessions_holds_at_eos(GstTxlSessions *self);
-SessSnapResult gst_txl_sessions_snapshot(GstTxlSessions *self,
-                                         const gchar *path,
-                                         const gchar *reason);
+TxlSnapResult gst_txl_sessions_snapshot(GstTxlSessions *self,
+                                        const gchar *path,
+                                        const gchar *reason);
 gboolean gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
                                   gboolean at_start, GError **error);
 /* before the first buffer reaches txlsink after a restore at start */
 gboolean gst_txl_sessions_restore_sink_pending(GstTxlSessions *self);
-/* after each input buffer: requests, interval, token count */
-void gst_txl_sessions_snap_triggers(GstTxlSessions *self);
-void gst_txl_sessions_snap_start(GstTxlSessions *self);
 /* PAUSED_TO_READY, with the stream lock: timers off, shutdown snapshot */
 void gst_txl_sessions_snap_stop(GstTxlSessions *self);
 /* txl-state-fetch and txl-state-hold on the sink pad */

@@ -318,25 +318,12 @@ apply_own(GstTxlSessions *self, OwnState *o)
 
 /* ---- snapshot and restore -------------------------------------------------- */
 
-gchar *
-gst_txl_sessions_snap_path(GstTxlSessions *self, const gchar *path)
-{
-  if (path && *path)
-    return g_strdup(path);
-  GST_OBJECT_LOCK(self);
-  gchar *p = g_strdup(self->snap_location);
-  GST_OBJECT_UNLOCK(self);
-  if (p && !*p)
-    g_clear_pointer(&p, g_free);
-  return p;
-}
-
 gboolean
 gst_txl_sessions_holds_at_eos(GstTxlSessions *self)
 {
   GST_OBJECT_LOCK(self);
-  gboolean hold = self->hold_at_eos && self->snap_location &&
-                  *self->snap_location;
+  gboolean hold = self->hold_at_eos && self->snap.location &&
+                  *self->snap.location;
   GST_OBJECT_UNLOCK(self);
   return hold;
 }
@@ -364,12 +351,12 @@ gather(GstTxlSessions *self, GHashTable *sect, GstPad *pad, const gchar *name,
   return TRUE;
 }
 
-SessSnapResult
+TxlSnapResult
 gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
                           const gchar *reason)
 {
   if (!self->sessions)
-    return SESS_SNAP_FAIL;
+    return TXL_SNAP_FAIL;
   gint64 t0 = g_get_monotonic_time();
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
@@ -378,7 +365,7 @@ gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
       !gather(self, sect, self->srcpad, "txlsink", "records-delivered",
               self->out_items, TRUE)) {
     g_hash_table_unref(sect);
-    return SESS_SNAP_DEFER;
+    return TXL_SNAP_DEFER;
   }
   g_hash_table_insert(sect, g_strdup(SECTION), save_own(self));
   TxlSnapshotOptions o = TXL_SNAPSHOT_OPTIONS_DEFAULT;
@@ -395,17 +382,16 @@ gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
                         ("Could not write the snapshot: %s", err->message),
                         (NULL));
     g_error_free(err);
-    return SESS_SNAP_FAIL;
+    return TXL_SNAP_FAIL;
   }
   gint64 t1 = g_get_monotonic_time();
-  self->snap_time = t1;
-  self->snap_seen = self->in_tokens;
+  txl_snap_sched_mark(&self->snap);
   GST_INFO_OBJECT(self, "snapshot %s (%s): %u sessions, %" G_GSIZE_FORMAT
                   " bytes in %.1f ms", path, reason,
                   txl_sessions_count(self->sessions), bytes, (t1 - t0) / 1e3);
   txl_state_post(GST_ELEMENT(self), path, bytes, (t1 - t0) / 1e6,
                  self->in_tokens, reason);
-  return SESS_SNAP_OK;
+  return TXL_SNAP_OK;
 }
 
 /* Hands a neighbour its part: first only to check it, then to apply it. */
@@ -512,8 +498,7 @@ gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
     self->expect_offset = (gint64)self->in_tokens;
   }
   g_hash_table_unref(sect);
-  self->snap_time = g_get_monotonic_time();
-  self->snap_seen = self->in_tokens;
+  txl_snap_sched_mark(&self->snap);
   GStatBuf stb;
   guint64 size = g_stat(path, &stb) == 0 ? (guint64)stb.st_size : 0;
   gint64 t1 = g_get_monotonic_time();
@@ -528,233 +513,67 @@ fail:
   return FALSE;
 }
 
-/* ---- triggers, timers, signals ------------------------------------------- */
+/* ---- for the snapshot scheduler ------------------------------------------ */
 
-static void arm_request_timer(GstTxlSessions *self);
-
-void
-gst_txl_sessions_snap_triggers(GstTxlSessions *self)
+static TxlSnapResult
+op_write(GstElement *e, const gchar *path, const gchar *reason)
 {
-  GST_OBJECT_LOCK(self);
-  gchar *restore_path = g_steal_pointer(&self->restore_request);
-  gchar *snap_path = g_steal_pointer(&self->snap_request);
-  gchar *loc = g_strdup(self->snap_location);
-  guint interval = self->snap_interval;
-  guint64 every = self->snap_tokens;
-  GST_OBJECT_UNLOCK(self);
-  if (restore_path) {
-    GError *err = NULL;
-    if (!gst_txl_sessions_restore(self, restore_path, FALSE, &err)) {
-      GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                          ("Could not restore the snapshot: %s", err->message),
-                          (NULL));
-      g_error_free(err);
-    }
-    g_free(restore_path);
-  }
-  if (snap_path) {
-    if (gst_txl_sessions_snapshot(self, snap_path, "signal") ==
-        SESS_SNAP_DEFER) {
-      GST_OBJECT_LOCK(self);
-      if (!self->snap_request)
-        self->snap_request = g_steal_pointer(&snap_path);
-      GST_OBJECT_UNLOCK(self);
-      arm_request_timer(self);
-    }
-    g_free(snap_path);
-  }
-  if (loc && *loc && self->sessions) {
-    gboolean by_tokens = every && self->in_tokens - self->snap_seen >= every;
-    gboolean by_time = interval && self->in_tokens != self->snap_seen &&
-                       g_get_monotonic_time() - self->snap_time >=
-                           (gint64)interval * G_USEC_PER_SEC;
-    if (by_tokens || by_time)
-      gst_txl_sessions_snapshot(self, loc, by_tokens ? "tokens" : "interval");
-  }
-  g_free(loc);
+  return gst_txl_sessions_snapshot(GST_TXL_SESSIONS(e), path, reason);
 }
 
-/* Both timers run on the system clock's thread: they only try the stream
- * lock (a busy streaming thread checks the triggers after its buffer). */
 static gboolean
-on_snap_timer(GstClock *clock, GstClockTime time, GstClockID id,
-              gpointer data)
+op_restore(GstElement *e, const gchar *path, GError **error)
 {
-  GstTxlSessions *self = data;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
-    return TRUE;
-  if (self->sessions)
-    gst_txl_sessions_snap_triggers(self);
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
+  return gst_txl_sessions_restore(GST_TXL_SESSIONS(e), path, FALSE, error);
+}
+
+static gboolean
+op_check(GstElement *e, const gchar *path, GError **error)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(e);
+  TxlSessions *check = self->model
+      ? txl_sessions_load(self->model, path, &self->opts, NULL, NULL, NULL,
+                          NULL, error)
+      : NULL;
+  if (!check)
+    return FALSE;
+  txl_sessions_free(check);
   return TRUE;
 }
 
 static gboolean
-on_request_timer(GstClock *clock, GstClockTime time, GstClockID id,
-                 gpointer data)
+op_live(GstElement *e)
 {
-  GstTxlSessions *self = data;
-  GST_OBJECT_LOCK(self);
-  gboolean current = self->req_timer == id;
-  gboolean pending = self->snap_request || self->restore_request;
-  if (current)
-    g_clear_pointer(&self->req_timer, gst_clock_id_unref);
-  GST_OBJECT_UNLOCK(self);
-  if (!current || !pending)
-    return TRUE;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
-    arm_request_timer(self);
-    return TRUE;
-  }
-  if (self->sessions)
-    gst_txl_sessions_snap_triggers(self);
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  return TRUE;
+  return GST_TXL_SESSIONS(e)->sessions != NULL;
 }
 
-static void
-arm_request_timer(GstTxlSessions *self)
+static guint64
+op_progress(GstElement *e)
 {
-  GstClock *clock = gst_system_clock_obtain();
-  GstClockID id = gst_clock_new_single_shot_id(
-      clock, gst_clock_get_time(clock) + 5 * GST_MSECOND);
-  gst_object_unref(clock);
-  GST_OBJECT_LOCK(self);
-  if (self->req_timer) {
-    GST_OBJECT_UNLOCK(self);
-    gst_clock_id_unref(id);
-    return;
-  }
-  self->req_timer = gst_clock_id_ref(id);
-  GST_OBJECT_UNLOCK(self);
-  gst_clock_id_wait_async(id, on_request_timer, gst_object_ref(self),
-                          (GDestroyNotify)gst_object_unref);
-  gst_clock_id_unref(id);
+  return GST_TXL_SESSIONS(e)->in_tokens;
 }
 
-static void
-stop_timer(GstTxlSessions *self, GstClockID *slot)
-{
-  GST_OBJECT_LOCK(self);
-  GstClockID id = g_steal_pointer(slot);
-  GST_OBJECT_UNLOCK(self);
-  if (id) {
-    gst_clock_id_unschedule(id);
-    gst_clock_id_unref(id);
-  }
-}
-
-void
-gst_txl_sessions_snap_start(GstTxlSessions *self)
-{
-  stop_timer(self, &self->snap_timer);
-  GST_OBJECT_LOCK(self);
-  guint interval = self->snap_interval;
-  gboolean on = self->snap_location && *self->snap_location && interval;
-  GST_OBJECT_UNLOCK(self);
-  if (!on)
-    return;
-  GstClock *clock = gst_system_clock_obtain();
-  GstClockID id = gst_clock_new_periodic_id(
-      clock, gst_clock_get_time(clock) + interval * GST_SECOND,
-      interval * GST_SECOND);
-  gst_object_unref(clock);
-  GST_OBJECT_LOCK(self);
-  self->snap_timer = gst_clock_id_ref(id);
-  GST_OBJECT_UNLOCK(self);
-  gst_clock_id_wait_async(id, on_snap_timer, gst_object_ref(self),
-                          (GDestroyNotify)gst_object_unref);
-  gst_clock_id_unref(id);
-}
+const TxlSnapOps gst_txl_sessions_snap_ops = { op_write, op_restore,
+                                               op_check, op_live,
+                                               op_progress };
 
 void
 gst_txl_sessions_snap_stop(GstTxlSessions *self)
 {
-  stop_timer(self, &self->snap_timer);
-  stop_timer(self, &self->req_timer);
-  /* shutdown without an end of stream: what changed since the last
-   * snapshot is saved (the pads are inactive, nothing streams here) */
-  gchar *loc = gst_txl_sessions_snap_path(self, NULL);
-  if (loc && self->sessions && self->in_tokens != self->snap_seen)
-    gst_txl_sessions_snapshot(self, loc, "shutdown");
-  g_free(loc);
+  txl_snap_sched_stop(&self->snap);
   g_clear_pointer(&self->restored, g_hash_table_unref);
-  GST_OBJECT_LOCK(self);
-  g_clear_pointer(&self->snap_request, g_free);
-  g_clear_pointer(&self->restore_request, g_free);
-  GST_OBJECT_UNLOCK(self);
 }
 
-static gboolean
-request(GstTxlSessions *self, gchar **slot, gchar *path)
-{
-  GST_OBJECT_LOCK(self);
-  g_free(*slot);
-  *slot = path;
-  GST_OBJECT_UNLOCK(self);
-  arm_request_timer(self);
-  return TRUE;
-}
-
-/* The action signals never wait for the streaming thread: done at once
- * when the stream is idle, else right after the buffer being scored. */
 static gboolean
 snapshot_action(GstTxlSessions *self, const gchar *path)
 {
-  gchar *p = gst_txl_sessions_snap_path(self, path);
-  if (!p) {
-    GST_WARNING_OBJECT(self, "snapshot: no path and no snapshot-location");
-    return FALSE;
-  }
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad))
-    return request(self, &self->snap_request, p);
-  gboolean ok = self->sessions != NULL;
-  if (ok) {
-    SessSnapResult r = gst_txl_sessions_snapshot(self, p, "signal");
-    if (r == SESS_SNAP_DEFER)
-      request(self, &self->snap_request, g_steal_pointer(&p));
-    ok = r != SESS_SNAP_FAIL;
-  }
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  g_free(p);
-  return ok;
+  return txl_snap_sched_snapshot_action(&self->snap, path);
 }
 
 static gboolean
 restore_action(GstTxlSessions *self, const gchar *path)
 {
-  gchar *p = gst_txl_sessions_snap_path(self, path);
-  if (!p)
-    return FALSE;
-  GError *err = NULL;
-  if (!GST_PAD_STREAM_TRYLOCK(self->sinkpad)) {
-    /* busy: the restore happens after the current buffer; a file that
-     * cannot be loaded is refused now, while the caller can hear it */
-    TxlSessions *check = self->model
-        ? txl_sessions_load(self->model, p, &self->opts, NULL, NULL, NULL,
-                            NULL, &err)
-        : NULL;
-    if (!check) {
-      GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                          ("Could not restore the snapshot: %s",
-                           err ? err->message : "not started"), (NULL));
-      g_clear_error(&err);
-      g_free(p);
-      return FALSE;
-    }
-    txl_sessions_free(check);
-    return request(self, &self->restore_request, p);
-  }
-  gboolean ok = gst_txl_sessions_restore(self, p, FALSE, &err);
-  if (!ok) {
-    GST_ELEMENT_WARNING(self, RESOURCE, READ,
-                        ("Could not restore the snapshot: %s", err->message),
-                        (NULL));
-    g_error_free(err);
-  }
-  GST_PAD_STREAM_UNLOCK(self->sinkpad);
-  g_free(p);
-  return ok;
+  return txl_snap_sched_restore_action(&self->snap, path);
 }
 
 gboolean
@@ -785,9 +604,7 @@ gst_txl_sessions_snap_query(GstTxlSessions *self, GstQuery *query)
 void
 gst_txl_sessions_snap_finalize(GstTxlSessions *self)
 {
-  g_free(self->snap_location);
-  g_free(self->snap_request);
-  g_free(self->restore_request);
+  txl_snap_sched_clear(&self->snap);
   g_clear_pointer(&self->restored, g_hash_table_unref);
 }
 
@@ -799,14 +616,14 @@ gst_txl_sessions_snap_set_property(GstTxlSessions *self, guint id,
 {
   switch ((int)id - (int)prop_base) {
   case P_LOCATION:
-    g_free(self->snap_location);
-    self->snap_location = g_value_dup_string(value);
+    g_free(self->snap.location);
+    self->snap.location = g_value_dup_string(value);
     return TRUE;
   case P_INTERVAL:
-    self->snap_interval = g_value_get_uint(value);
+    self->snap.interval = g_value_get_uint(value);
     return TRUE;
   case P_TOKENS:
-    self->snap_tokens = g_value_get_uint64(value);
+    self->snap.every = g_value_get_uint64(value);
     return TRUE;
   case P_PRECISION:
     self->snap_precision = g_value_get_enum(value);
@@ -828,13 +645,13 @@ gst_txl_sessions_snap_get_property(GstTxlSessions *self, guint id,
 {
   switch ((int)id - (int)prop_base) {
   case P_LOCATION:
-    g_value_set_string(value, self->snap_location);
+    g_value_set_string(value, self->snap.location);
     return TRUE;
   case P_INTERVAL:
-    g_value_set_uint(value, self->snap_interval);
+    g_value_set_uint(value, self->snap.interval);
     return TRUE;
   case P_TOKENS:
-    g_value_set_uint64(value, self->snap_tokens);
+    g_value_set_uint64(value, self->snap.every);
     return TRUE;
   case P_PRECISION:
     g_value_set_enum(value, self->snap_precision);
