@@ -27,6 +27,8 @@
 #include "snapcodec.h"
 #include "state.h"
 
+#include "bytes.h"
+
 #include <string.h>
 
 #define SECTION_VERSION 1u
@@ -39,45 +41,20 @@
 /* ---- writing ---------------------------------------------------------- */
 
 static void
-put(GByteArray *b, guint64 v, int n)
-{
-  guint8 x[8];
-  for (int i = 0; i < n; i++)
-    x[i] = (guint8)(v >> (8 * i));
-  g_byte_array_append(b, x, (guint)n);
-}
-
-static void
-put_f64(GByteArray *b, double v)
-{
-  guint64 u;
-  memcpy(&u, &v, 8);
-  put(b, u, 8);
-}
-
-static void
-put_blob(GByteArray *b, const void *d, gsize n)
-{
-  put(b, n, 8);
-  if (n)
-    g_byte_array_append(b, d, (guint)n);
-}
-
-static void
 put_result(GByteArray *b, const TxlSessionResult *r)
 {
-  put(b, (guint64)r->first_line, 8);
-  put(b, (guint64)r->last_line, 8);
-  put(b, (guint64)r->lines, 8);
-  put(b, (guint64)r->tokens, 8);
-  put(b, r->bytes, 8);
-  put_f64(b, r->nll);
-  put_f64(b, r->max_line_mean);
-  put_f64(b, r->max_line_sum);
-  put_f64(b, r->max_token);
-  put_f64(b, r->end_nll);
-  put_f64(b, r->score);
-  put(b, (guint32)r->reason, 4);
+  txl_put_u64(b, (guint64)((guint64)r->first_line));
+  txl_put_u64(b, (guint64)((guint64)r->last_line));
+  txl_put_u64(b, (guint64)((guint64)r->lines));
+  txl_put_u64(b, (guint64)((guint64)r->tokens));
+  txl_put_u64(b, (guint64)(r->bytes));
+  txl_put_f64(b, r->nll);
+  txl_put_f64(b, r->max_line_mean);
+  txl_put_f64(b, r->max_line_sum);
+  txl_put_f64(b, r->max_token);
+  txl_put_f64(b, r->end_nll);
+  txl_put_f64(b, r->score);
+  txl_put_u32(b, (guint32)((guint32)r->reason));
 }
 
 /* The section's bookkeeping, up to the memories' float count; the
@@ -86,57 +63,57 @@ static GByteArray *
 section_head(TxlSessions *s, const TxlSnapshotOptions *so, gsize *n_floats)
 {
   GByteArray *b = g_byte_array_new();
-  put(b, SECTION_VERSION, 4);
-  put(b, (guint32)so->precision, 4);
-  put(b, so->shuffle ? 1 : 0, 4);
-  put(b, (guint64)s->seq, 8);
-  put_f64(b, s->now);
-  put(b, s->time_set ? 1 : 0, 4);
+  txl_put_u32(b, (guint32)(SECTION_VERSION));
+  txl_put_u32(b, (guint32)((guint32)so->precision));
+  txl_put_u32(b, (guint32)(so->shuffle ? 1 : 0));
+  txl_put_u64(b, (guint64)((guint64)s->seq));
+  txl_put_f64(b, s->now);
+  txl_put_u32(b, (guint32)(s->time_set ? 1 : 0));
   for (int i = 0; i < 4; i++)
-    put(b, s->ended[i], 8);
+    txl_put_u64(b, (guint64)(s->ended[i]));
   gint64 resident = -1, i = 0;
   for (GList *it = s->lru.head; it; it = it->next, i++)
     if (it->data == s->resident)
       resident = i;
-  put(b, (guint64)resident, 8);
+  txl_put_u64(b, (guint64)((guint64)resident));
   GBytes *enc = s->enc ? txl_encoder_save(s->enc) : NULL;
   gsize en = 0;
   const void *ed = enc ? g_bytes_get_data(enc, &en) : NULL;
-  put_blob(b, ed, en);
+  txl_put_blob(b, ed, en);
   if (enc)
     g_bytes_unref(enc);
-  put(b, s->lru.length, 4);
+  txl_put_u32(b, (guint32)(s->lru.length));
   gsize total = 0;
   for (GList *it = s->lru.head; it; it = it->next) {
     Session *x = it->data;
-    put_blob(b, x->key, strlen(x->key));
-    put(b, (guint32)x->npend, 4);
+    txl_put_blob(b, x->key, strlen(x->key));
+    txl_put_u32(b, (guint32)((guint32)x->npend));
     for (int k = 0; k < x->npend; k++)
-      put(b, (guint32)x->pend[k], 4);
-    put(b, (guint64)x->seen, 8);
-    put(b, (guint32)x->mlen, 4);
-    put(b, x->has_last ? 1 : 0, 4);
-    put(b, x->started ? 1 : 0, 4);
+      txl_put_u32(b, (guint32)((guint32)x->pend[k]));
+    txl_put_u64(b, (guint64)((guint64)x->seen));
+    txl_put_u32(b, (guint32)((guint32)x->mlen));
+    txl_put_u32(b, (guint32)(x->has_last ? 1 : 0));
+    txl_put_u32(b, (guint32)(x->started ? 1 : 0));
     gsize nf = x != s->resident && x->state ? x->state_floats : 0;
-    put(b, nf, 8);
+    txl_put_u64(b, (guint64)(nf));
     total += nf;
-    put(b, (guint64)x->last_seq, 8);
-    put(b, (guint64)x->n_lines, 8);
-    put_f64(b, x->deadline);
-    put(b, x->timed ? 1 : 0, 4);
+    txl_put_u64(b, (guint64)((guint64)x->last_seq));
+    txl_put_u64(b, (guint64)((guint64)x->n_lines));
+    txl_put_f64(b, x->deadline);
+    txl_put_u32(b, (guint32)(x->timed ? 1 : 0));
     put_result(b, &x->r);
-    put(b, x->lines.length, 4);
+    txl_put_u32(b, (guint32)(x->lines.length));
     for (GList *l = x->lines.head; l; l = l->next) {
       const Line *ln = l->data;
-      put(b, (guint64)ln->seq, 8);
-      put(b, (guint32)ln->ntok, 4);
-      put(b, (guint32)ln->done, 4);
-      put(b, ln->bytes, 8);
-      put_f64(b, ln->nll);
-      put_f64(b, ln->max_tok);
+      txl_put_u64(b, (guint64)((guint64)ln->seq));
+      txl_put_u32(b, (guint32)((guint32)ln->ntok));
+      txl_put_u32(b, (guint32)((guint32)ln->done));
+      txl_put_u64(b, (guint64)(ln->bytes));
+      txl_put_f64(b, ln->nll);
+      txl_put_f64(b, ln->max_tok);
     }
   }
-  put(b, total, 8);
+  txl_put_u64(b, (guint64)(total));
   *n_floats = total;
   return b;
 }
@@ -218,81 +195,32 @@ txl_sessions_save(TxlSessions *s, const char *path,
 
 /* ---- reading ---------------------------------------------------------- */
 
-typedef struct {
-  const guint8 *p, *end;
-  gboolean ok;
-} Reader;
-
-static guint64
-get(Reader *r, int n)
-{
-  if (!r->ok || r->end - r->p < n) {
-    r->ok = FALSE;
-    return 0;
-  }
-  guint64 v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (guint64)r->p[i] << (8 * i);
-  r->p += n;
-  return v;
-}
-
-static double
-get_f64(Reader *r)
-{
-  guint64 u = get(r, 8);
-  double v;
-  memcpy(&v, &u, 8);
-  return v;
-}
-
-static gsize
-left(const Reader *r)
-{
-  return r->ok ? (gsize)(r->end - r->p) : 0;
-}
-
-static const guint8 *
-get_blob(Reader *r, gsize *n, gsize max)
-{
-  guint64 len = get(r, 8);
-  if (!r->ok || len > max || len > left(r)) {
-    r->ok = FALSE;
-    *n = 0;
-    return NULL;
-  }
-  const guint8 *d = r->p;
-  r->p += len;
-  *n = (gsize)len;
-  return d;
-}
-
 static void
-get_result(Reader *r, TxlSessionResult *x)
+get_result(TxlReader *r, TxlSessionResult *x)
 {
-  x->first_line = (gint64)get(r, 8);
-  x->last_line = (gint64)get(r, 8);
-  x->lines = (gint64)get(r, 8);
-  x->tokens = (gint64)get(r, 8);
-  x->bytes = (gsize)get(r, 8);
-  x->nll = get_f64(r);
-  x->max_line_mean = get_f64(r);
-  x->max_line_sum = get_f64(r);
-  x->max_token = get_f64(r);
-  x->end_nll = get_f64(r);
-  x->score = get_f64(r);
-  x->reason = (TxlSessionEnd)get(r, 4);
+  x->first_line = (gint64)txl_get_u64(r);
+  x->last_line = (gint64)txl_get_u64(r);
+  x->lines = (gint64)txl_get_u64(r);
+  x->tokens = (gint64)txl_get_u64(r);
+  x->bytes = (gsize)txl_get_u64(r);
+  x->nll = txl_get_f64(r);
+  x->max_line_mean = txl_get_f64(r);
+  x->max_line_sum = txl_get_f64(r);
+  x->max_token = txl_get_f64(r);
+  x->end_nll = txl_get_f64(r);
+  x->score = txl_get_f64(r);
+  x->reason = (TxlSessionEnd)txl_get_u32(r);
 }
 
 /* One session; NULL (r->ok FALSE) on anything out of range. */
 static Session *
-read_session(TxlSessions *s, Reader *r, gsize *floats)
+read_session(TxlSessions *s, TxlReader *r, gsize *floats)
 {
   gsize kn;
-  const guint8 *kd = get_blob(r, &kn, MAX_KEY);
-  guint32 npend = (guint32)get(r, 4);
+  const guint8 *kd = txl_get_blob(r, &kn, MAX_KEY);
+  guint32 npend = (guint32)txl_get_u32(r);
   if (!r->ok || memchr(kd, '\0', kn) || npend > (guint32)s->seg ||
-      (gsize)npend * 4 > left(r)) {
+      (gsize)npend * 4 > txl_reader_left(r)) {
     r->ok = FALSE;
     return NULL;
   }
@@ -304,20 +232,20 @@ read_session(TxlSessions *s, Reader *r, gsize *floats)
   x->npend = (int)npend;
   const int n_token = s->m->cfg.n_token;
   for (guint32 i = 0; i < npend; i++) {
-    x->pend[i] = (int32_t)get(r, 4);
+    x->pend[i] = (int32_t)txl_get_u32(r);
     if (x->pend[i] < 0 || x->pend[i] >= n_token)
       r->ok = FALSE;
   }
-  x->seen = (gint64)get(r, 8);
-  x->mlen = (int)(gint32)get(r, 4);
-  guint32 has_last = (guint32)get(r, 4), started = (guint32)get(r, 4);
-  guint64 nf = get(r, 8);
-  x->last_seq = (gint64)get(r, 8);
-  x->n_lines = (gint64)get(r, 8);
-  x->deadline = get_f64(r);
-  guint32 timed = (guint32)get(r, 4);
+  x->seen = (gint64)txl_get_u64(r);
+  x->mlen = (int)(gint32)txl_get_u32(r);
+  guint32 has_last = (guint32)txl_get_u32(r), started = (guint32)txl_get_u32(r);
+  guint64 nf = txl_get_u64(r);
+  x->last_seq = (gint64)txl_get_u64(r);
+  x->n_lines = (gint64)txl_get_u64(r);
+  x->deadline = txl_get_f64(r);
+  guint32 timed = (guint32)txl_get_u32(r);
   get_result(r, &x->r);
-  guint32 nlines = (guint32)get(r, 4);
+  guint32 nlines = (guint32)txl_get_u32(r);
   x->has_last = has_last != 0;
   x->started = started != 0;
   x->timed = timed != 0;
@@ -330,17 +258,17 @@ read_session(TxlSessions *s, Reader *r, gsize *floats)
       x->mlen > txl_stream_mem_len(s->worker) || (!started && x->mlen) ||
       (nf && nf != want) || x->r.reason > TXL_SESSION_END_OPEN ||
       x->n_lines < 0 || x->last_seq > s->seq || x->r.first_line < 1 ||
-      x->r.first_line > x->last_seq || nlines > left(r) / LINE_BYTES)
+      x->r.first_line > x->last_seq || nlines > txl_reader_left(r) / LINE_BYTES)
     goto bad;
   *floats = nf;
   for (guint32 i = 0; i < nlines; i++) {
     Line *l = g_new0(Line, 1);
-    l->seq = (gint64)get(r, 8);
-    l->ntok = (int)(gint32)get(r, 4);
-    l->done = (int)(gint32)get(r, 4);
-    l->bytes = (gsize)get(r, 8);
-    l->nll = get_f64(r);
-    l->max_tok = get_f64(r);
+    l->seq = (gint64)txl_get_u64(r);
+    l->ntok = (int)(gint32)txl_get_u32(r);
+    l->done = (int)(gint32)txl_get_u32(r);
+    l->bytes = (gsize)txl_get_u64(r);
+    l->nll = txl_get_f64(r);
+    l->max_tok = txl_get_f64(r);
     g_queue_push_tail(&x->lines, l);
     if (l->seq < 0 || l->seq > s->seq || l->ntok < 0 || l->done < 0 ||
         l->done > l->ntok)
@@ -359,26 +287,24 @@ bad:
 static gboolean
 load_section(TxlSessions *s, GBytes *bytes, int worker_mlen)
 {
-  Reader r = { NULL, NULL, TRUE };
-  gsize n;
-  r.p = g_bytes_get_data(bytes, &n);
-  r.end = r.p + n;
-  if (!r.p)
+  if (!bytes || !g_bytes_get_size(bytes))
     return FALSE;
-  guint32 version = (guint32)get(&r, 4), prec = (guint32)get(&r, 4),
-          shuffle = (guint32)get(&r, 4);
-  s->seq = (gint64)get(&r, 8);
-  s->now = get_f64(&r);
-  guint32 time_set = (guint32)get(&r, 4);
+  TxlReader r;
+  txl_reader_init(&r, bytes);
+  guint32 version = (guint32)txl_get_u32(&r), prec = (guint32)txl_get_u32(&r),
+          shuffle = (guint32)txl_get_u32(&r);
+  s->seq = (gint64)txl_get_u64(&r);
+  s->now = txl_get_f64(&r);
+  guint32 time_set = (guint32)txl_get_u32(&r);
   for (int i = 0; i < 4; i++)
-    s->ended[i] = get(&r, 8);
-  gint64 resident = (gint64)get(&r, 8);
+    s->ended[i] = txl_get_u64(&r);
+  gint64 resident = (gint64)txl_get_u64(&r);
   gsize en;
-  const guint8 *ed = get_blob(&r, &en, left(&r));
-  guint32 count = (guint32)get(&r, 4);
+  const guint8 *ed = txl_get_blob(&r, &en, txl_reader_left(&r));
+  guint32 count = (guint32)txl_get_u32(&r);
   if (!r.ok || version != SECTION_VERSION || prec > TXL_SNAPSHOT_BF16 ||
       shuffle > 1 || time_set > 1 || s->seq < 0 ||
-      count > left(&r) / MIN_SESSION_BYTES || resident < -1 ||
+      count > txl_reader_left(&r) / MIN_SESSION_BYTES || resident < -1 ||
       resident >= (gint64)count)
     return FALSE;
   s->time_set = time_set != 0;
@@ -417,10 +343,10 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen)
       r.ok = FALSE;
     }
   }
-  guint64 nfloats = get(&r, 8);
+  guint64 nfloats = txl_get_u64(&r);
   gsize w = txl_snapcodec_width(prec);
-  if (!r.ok || nfloats != total || total > left(&r) / w ||
-      left(&r) != total * w) {
+  if (!r.ok || nfloats != total || total > txl_reader_left(&r) / w ||
+      txl_reader_left(&r) != total * w) {
     g_ptr_array_free(order, TRUE);
     return FALSE;
   }

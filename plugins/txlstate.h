@@ -25,6 +25,8 @@
 
 #include <gst/gst.h>
 
+#include "bytes.h" /* the records' fields */
+
 G_BEGIN_DECLS
 
 #define TXL_STATE_SAVE "txl-state-save"
@@ -33,25 +35,6 @@ G_BEGIN_DECLS
 /* downstream custom event before EOS: the stream goes on in a snapshot, so
  * the sink keeps its unfinished lines rather than writing them */
 #define TXL_STATE_HOLD "txl-state-hold"
-
-void txl_put_u32(GByteArray *b, guint32 v);
-void txl_put_u64(GByteArray *b, guint64 v);
-void txl_put_f64(GByteArray *b, gdouble v);
-void txl_put_blob(GByteArray *b, const void *data, gsize len); /* u64 len */
-
-typedef struct {
-  const guint8 *p, *end;
-  gboolean ok; /* FALSE once anything was missing */
-} TxlReader;
-
-void txl_reader_init(TxlReader *r, GBytes *bytes);
-guint32 txl_get_u32(TxlReader *r);
-guint64 txl_get_u64(TxlReader *r);
-gdouble txl_get_f64(TxlReader *r);
-/* a pointer into the bytes, or NULL (and ok FALSE) past the end */
-const guint8 *txl_get_blob(TxlReader *r, gsize *len, gsize max);
-/* all read, nothing left over */
-gboolean txl_reader_done(const TxlReader *r);
 
 GstQuery *txl_state_query_new(const gchar *name);
 
