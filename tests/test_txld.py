@@ -514,7 +514,8 @@ def run(tmp, conf, state):
           [r['text'] for r in sgot] == A and
           first_mismatch(scores(sgot), scores(sref[:len(A)])) is None,
           (len(sgot), first_mismatch(scores(sgot), scores(sref[:len(A)]))))
-    time.sleep(1.1)
+    # txld reads the state memory on its once-a-second tick
+    wait_for(lambda: d.pipeline('sess')['state_memory_bytes'] > 0)
     sp = d.pipeline('sess')
     check('sessions: snapshots supported, state memory reported',
           sp['snapshot']['supported'] and sp['state_memory_bytes'] > 0, sp)
