@@ -635,39 +635,16 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
   gint64 t0 = g_get_monotonic_time();
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
-  /* txltokenizer: its own state, or the one restored at start that it has
-   * not taken yet */
-  GBytes *tok = NULL;
-  if (self->restored && !self->tokenizer_fetched &&
-      (tok = g_hash_table_lookup(self->restored, "txltokenizer"))) {
-    g_hash_table_insert(sect, g_strdup("txltokenizer"), g_bytes_ref(tok));
-  } else {
-    gboolean busy;
-    tok = txl_state_ask(self->sinkpad, "txltokenizer", "tokens-received",
-                        self->in_tokens, &busy);
-    if (busy) {
-      g_hash_table_unref(sect);
-      GST_DEBUG_OBJECT(self, "snapshot deferred: tokens on their way");
-      return TXL_SNAP_DEFER;
-    }
-    if (tok)
-      g_hash_table_insert(sect, g_strdup("txltokenizer"), tok);
-  }
-  GBytes *sink = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
-                                : NULL;
-  if (sink) {
-    g_hash_table_insert(sect, g_strdup("txlsink"), g_bytes_ref(sink));
-  } else {
-    gboolean busy;
-    sink = txl_state_ask(self->srcpad, "txlsink", "records-delivered",
-                         self->out_records, &busy);
-    if (busy) {
-      g_hash_table_unref(sect);
-      GST_DEBUG_OBJECT(self, "snapshot deferred: scores on their way");
-      return TXL_SNAP_DEFER;
-    }
-    if (sink)
-      g_hash_table_insert(sect, g_strdup("txlsink"), sink);
+  /* txltokenizer and txlsink: their own state, or their part of the one
+   * restored at start that they have not taken yet */
+  GstElement *e = GST_ELEMENT(self);
+  if (!txl_state_gather(e, sect, self->sinkpad, "txltokenizer",
+                        "tokens-received", self->in_tokens,
+                        self->tokenizer_fetched ? NULL : self->restored) ||
+      !txl_state_gather(e, sect, self->srcpad, "txlsink", "records-delivered",
+                        self->out_records, self->restored)) {
+    g_hash_table_unref(sect);
+    return TXL_SNAP_DEFER;
   }
   g_hash_table_insert(sect, g_strdup("txlmodel"), save_own(self));
   GST_OBJECT_LOCK(self);
@@ -693,52 +670,6 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
   txl_state_post(GST_ELEMENT(self), path, bytes, (t1 - t0) / 1e6,
                  self->snap.seen, reason);
   return TXL_SNAP_OK;
-}
-
-/* Hands a neighbour its part of a restored snapshot: first only to check
- * it, then to apply it.  FALSE (error set) when it refuses. */
-static gboolean
-restore_neighbour(GstTxlModel *self, GstPad *pad, const gchar *name,
-                  GBytes *bytes, gboolean apply, GError **error)
-{
-  GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
-  gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
-                    bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
-  gboolean answered = gst_pad_peer_query(pad, q);
-  const GstStructure *st = gst_query_get_structure(q);
-  const gchar *msg = gst_structure_get_string(st, "error");
-  gchar *done = g_strconcat(name, "-done", NULL);
-  gboolean ok = answered && !msg && gst_structure_has_field(st, done);
-  if (!ok && msg)
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s", msg);
-  else if (!ok) /* the snapshot's state would be lost: say so, go on */
-    GST_ELEMENT_WARNING(self, STREAM, FAILED,
-                        ("The snapshot holds the state of a %s, but none is "
-                         "linked here to take it", name), (NULL));
-  g_free(done);
-  gst_query_unref(q);
-  return ok || !msg;
-}
-
-/* Gives txlsink its restored state, before the first scores reach it. */
-static gboolean
-restore_sink_pending(GstTxlModel *self)
-{
-  GBytes *b = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
-                             : NULL;
-  if (!b)
-    return TRUE;
-  GError *err = NULL;
-  gboolean ok = restore_neighbour(self, self->srcpad, "txlsink", b, TRUE,
-                                  &err);
-  g_hash_table_remove(self->restored, "txlsink");
-  if (!ok) {
-    GST_ELEMENT_ERROR(self, STREAM, DECODE,
-                      ("Could not restore the snapshot: %s", err->message),
-                      (NULL));
-    g_error_free(err);
-  }
-  return ok;
 }
 
 /* Loads a snapshot: the scorer and this element's state now, the
@@ -767,10 +698,8 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
   if (!parse_own(self, own, sc, &o, error))
     goto fail;
   if (!at_start &&
-      ((tok && !restore_neighbour(self, self->sinkpad, "txltokenizer", tok,
-                                  FALSE, error)) ||
-       (sink && !restore_neighbour(self, self->srcpad, "txlsink", sink, FALSE,
-                                   error)))) {
+      !txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok,
+                           self->srcpad, sink, FALSE, error)) {
     own_state_clear(&o);
     goto fail;
   }
@@ -784,12 +713,9 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
     self->tokenizer_fetched = FALSE;
     self->restored_fresh = TRUE;
   } else {
-    GError *e = NULL;
-    if (tok)
-      restore_neighbour(self, self->sinkpad, "txltokenizer", tok, TRUE, &e);
-    if (sink)
-      restore_neighbour(self, self->srcpad, "txlsink", sink, TRUE, &e);
-    g_clear_error(&e);
+    /* checked above: applying cannot be refused */
+    txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok, self->srcpad,
+                        sink, TRUE, NULL);
     /* a buffer txltokenizer was pushing belongs to the old stream */
     self->expect_offset = (gint64)self->in_tokens;
   }
@@ -986,7 +912,8 @@ gst_txl_model_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     }
     self->expect_offset = -1;
   }
-  if (!restore_sink_pending(self)) {
+  if (!txl_state_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                   self->restored)) {
     gst_buffer_unmap(buf, &map);
     gst_buffer_unref(buf);
     return GST_FLOW_ERROR;
@@ -1132,7 +1059,8 @@ gst_txl_model_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
       /* the stream is not over, only paused: its partial segment, the
        * tokenizer's held-back bytes and the sink's unfinished lines go
        * into the snapshot, and the next run continues them */
-      restore_sink_pending(self);
+      txl_state_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                  self->restored);
       push_out(self, FALSE);
       if (do_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
         GST_ELEMENT_WARNING(self, RESOURCE, WRITE,

@@ -328,29 +328,6 @@ gst_txl_sessions_holds_at_eos(GstTxlSessions *self)
   return hold;
 }
 
-/* A neighbour's part: the one restored at start that it has not taken
- * yet, else asked now; DEFER when buffers are still between us. */
-static gboolean
-gather(GstTxlSessions *self, GHashTable *sect, GstPad *pad, const gchar *name,
-       const gchar *count_field, guint64 count, gboolean use_restored)
-{
-  GBytes *b = use_restored && self->restored
-                  ? g_hash_table_lookup(self->restored, name) : NULL;
-  if (b) {
-    g_hash_table_insert(sect, g_strdup(name), g_bytes_ref(b));
-    return TRUE;
-  }
-  gboolean busy;
-  b = txl_state_ask(pad, name, count_field, count, &busy);
-  if (busy) {
-    GST_DEBUG_OBJECT(self, "snapshot deferred: %s state in flight", name);
-    return FALSE;
-  }
-  if (b)
-    g_hash_table_insert(sect, g_strdup(name), b);
-  return TRUE;
-}
-
 TxlSnapResult
 gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
                           const gchar *reason)
@@ -360,10 +337,12 @@ gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
   gint64 t0 = g_get_monotonic_time();
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
-  if (!gather(self, sect, self->sinkpad, "txltokenizer", "tokens-received",
-              self->in_tokens, !self->tokenizer_fetched) ||
-      !gather(self, sect, self->srcpad, "txlsink", "records-delivered",
-              self->out_items, TRUE)) {
+  GstElement *e = GST_ELEMENT(self);
+  if (!txl_state_gather(e, sect, self->sinkpad, "txltokenizer",
+                        "tokens-received", self->in_tokens,
+                        self->tokenizer_fetched ? NULL : self->restored) ||
+      !txl_state_gather(e, sect, self->srcpad, "txlsink", "records-delivered",
+                        self->out_items, self->restored)) {
     g_hash_table_unref(sect);
     return TXL_SNAP_DEFER;
   }
@@ -394,48 +373,11 @@ gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
   return TXL_SNAP_OK;
 }
 
-/* Hands a neighbour its part: first only to check it, then to apply it. */
-static gboolean
-restore_neighbour(GstTxlSessions *self, GstPad *pad, const gchar *name,
-                  GBytes *bytes, gboolean apply, GError **error)
-{
-  GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
-  gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
-                    bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
-  gboolean answered = gst_pad_peer_query(pad, q);
-  const GstStructure *st = gst_query_get_structure(q);
-  const gchar *msg = gst_structure_get_string(st, "error");
-  gchar *done = g_strconcat(name, "-done", NULL);
-  gboolean ok = answered && !msg && gst_structure_has_field(st, done);
-  if (!ok && msg)
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s", msg);
-  else if (!ok)
-    GST_ELEMENT_WARNING(self, STREAM, FAILED,
-                        ("The snapshot holds the state of a %s, but none is "
-                         "linked here to take it", name), (NULL));
-  g_free(done);
-  gst_query_unref(q);
-  return ok || !msg;
-}
-
 gboolean
 gst_txl_sessions_restore_sink_pending(GstTxlSessions *self)
 {
-  GBytes *b = self->restored ? g_hash_table_lookup(self->restored, "txlsink")
-                             : NULL;
-  if (!b)
-    return TRUE;
-  GError *err = NULL;
-  gboolean ok = restore_neighbour(self, self->srcpad, "txlsink", b, TRUE,
-                                  &err);
-  g_hash_table_remove(self->restored, "txlsink");
-  if (!ok) {
-    GST_ELEMENT_ERROR(self, STREAM, DECODE,
-                      ("Could not restore the snapshot: %s", err->message),
-                      (NULL));
-    g_error_free(err);
-  }
-  return ok;
+  return txl_state_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                     self->restored);
 }
 
 /* Loads a snapshot: the sessions and this element's state now, the
@@ -470,10 +412,8 @@ gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
   if (!parse_own(self, own, &o, error))
     goto fail;
   if (!at_start &&
-      ((tok && !restore_neighbour(self, self->sinkpad, "txltokenizer", tok,
-                                  FALSE, error)) ||
-       (sink && !restore_neighbour(self, self->srcpad, "txlsink", sink, FALSE,
-                                   error)))) {
+      !txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok,
+                           self->srcpad, sink, FALSE, error)) {
     own_clear(&o);
     goto fail;
   }
@@ -488,12 +428,9 @@ gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
     self->tokenizer_fetched = FALSE;
     self->restored_fresh = TRUE;
   } else {
-    GError *e = NULL;
-    if (tok)
-      restore_neighbour(self, self->sinkpad, "txltokenizer", tok, TRUE, &e);
-    if (sink)
-      restore_neighbour(self, self->srcpad, "txlsink", sink, TRUE, &e);
-    g_clear_error(&e);
+    /* checked above: applying cannot be refused */
+    txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok, self->srcpad,
+                        sink, TRUE, NULL);
     /* a buffer txltokenizer was pushing belongs to the old stream */
     self->expect_offset = (gint64)self->in_tokens;
   }

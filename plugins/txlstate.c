@@ -1,5 +1,6 @@
 /* The state queries (txlstate.h). */
 #include "txlstate.h"
+#include "txl.h"
 
 #include <string.h>
 
@@ -56,4 +57,81 @@ txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
     gst_structure_set(s, "reason", G_TYPE_STRING, reason, NULL);
   gst_element_post_message(element,
                            gst_message_new_element(GST_OBJECT(element), s));
+}
+
+gboolean
+txl_state_gather(GstElement *element, GHashTable *sect, GstPad *pad,
+                 const gchar *name, const gchar *count_field, guint64 count,
+                 GHashTable *restored)
+{
+  GBytes *b = restored ? g_hash_table_lookup(restored, name) : NULL;
+  if (b) {
+    g_hash_table_insert(sect, g_strdup(name), g_bytes_ref(b));
+    return TRUE;
+  }
+  gboolean busy;
+  b = txl_state_ask(pad, name, count_field, count, &busy);
+  if (busy) {
+    GST_DEBUG_OBJECT(element, "snapshot deferred: %s state in flight", name);
+    return FALSE;
+  }
+  if (b)
+    g_hash_table_insert(sect, g_strdup(name), b);
+  return TRUE;
+}
+
+gboolean
+txl_state_give(GstElement *element, GstPad *pad, const gchar *name,
+               GBytes *bytes, gboolean apply, GError **error)
+{
+  GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
+  gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
+                    bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
+  gboolean answered = gst_pad_peer_query(pad, q);
+  const GstStructure *st = gst_query_get_structure(q);
+  const gchar *msg = gst_structure_get_string(st, "error");
+  gchar *done = g_strconcat(name, "-done", NULL);
+  gboolean ok = answered && !msg && gst_structure_has_field(st, done);
+  if (!ok && msg)
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s", msg);
+  else if (!ok) /* the snapshot's state would be lost: say so, go on */
+    GST_ELEMENT_WARNING(element, STREAM, FAILED,
+                        ("The snapshot holds the state of a %s, but none is "
+                         "linked here to take it", name), (NULL));
+  g_free(done);
+  gst_query_unref(q);
+  return ok || !msg;
+}
+
+gboolean
+txl_state_give_pair(GstElement *element, GstPad *sinkpad, GBytes *tok,
+                    GstPad *srcpad, GBytes *sink, gboolean apply,
+                    GError **error)
+{
+  /* checking stops at the first refusal; applying gives both */
+  gboolean ok = !tok || txl_state_give(element, sinkpad, "txltokenizer", tok,
+                                       apply, error);
+  if (!ok && !apply)
+    return FALSE;
+  return (!sink || txl_state_give(element, srcpad, "txlsink", sink, apply,
+                                  ok ? error : NULL)) && ok;
+}
+
+gboolean
+txl_state_give_sink_pending(GstElement *element, GstPad *srcpad,
+                            GHashTable *restored)
+{
+  GBytes *b = restored ? g_hash_table_lookup(restored, "txlsink") : NULL;
+  if (!b)
+    return TRUE;
+  GError *err = NULL;
+  gboolean ok = txl_state_give(element, srcpad, "txlsink", b, TRUE, &err);
+  g_hash_table_remove(restored, "txlsink");
+  if (!ok) {
+    GST_ELEMENT_ERROR(element, STREAM, DECODE,
+                      ("Could not restore the snapshot: %s", err->message),
+                      (NULL));
+    g_error_free(err);
+  }
+  return ok;
 }

@@ -46,6 +46,29 @@ GstQuery *txl_state_query_new(const gchar *name);
 GBytes *txl_state_ask(GstPad *pad, const gchar *name,
                       const gchar *count_field, guint64 count,
                       gboolean *busy);
+/* A neighbour's part of a snapshot into sect under `name`: its part of
+ * the snapshot restored at start when `restored` (may be NULL) still has
+ * one, else asked now (txl_state_ask).  FALSE when its state is in flight
+ * (the snapshot must wait). */
+gboolean txl_state_gather(GstElement *element, GHashTable *sect, GstPad *pad,
+                          const gchar *name, const gchar *count_field,
+                          guint64 count, GHashTable *restored);
+/* Hands the neighbour linked to pad its part of a restored snapshot
+ * (a "txl-state-restore" query): only to check it, or to apply it.  FALSE
+ * with error set when it refuses; a part nobody linked takes is lost with
+ * an element warning, and counts as taken. */
+gboolean txl_state_give(GstElement *element, GstPad *pad, const gchar *name,
+                        GBytes *bytes, gboolean apply, GError **error);
+/* txltokenizer's part (tok, upstream of sinkpad) then txlsink's (sink,
+ * downstream of srcpad), either may be NULL: FALSE when one refuses
+ * (checking stops there; applying still gives the other). */
+gboolean txl_state_give_pair(GstElement *element, GstPad *sinkpad,
+                             GBytes *tok, GstPad *srcpad, GBytes *sink,
+                             gboolean apply, GError **error);
+/* Before the first buffer reaches txlsink after a restore at start: its
+ * part from `restored` (then removed); an element error when refused. */
+gboolean txl_state_give_sink_pending(GstElement *element, GstPad *srcpad,
+                                     GHashTable *restored);
 /* The element messages "txl-snapshot" (reason set) and "txl-restore"
  * (reason NULL): path, bytes, duration (seconds), tokens. */
 void txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
