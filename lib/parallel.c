@@ -7,6 +7,8 @@
 /* Below this many multiply-adds a product runs on the calling thread: the
  * hand-off would cost more than it saves. */
 #define PAR_MIN_MACS (1 << 18)
+/* columns of one slice of a large product (whole 16-column panels) */
+#define SGEMM_SLICE 256
 #define SPIN_ROUNDS 2000
 
 typedef struct Job {
@@ -153,10 +155,11 @@ txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx)
 }
 
 typedef struct {
-  gboolean trans_b;
+  gboolean trans_a, trans_b;
   int M, N, K, lda, ldb, ldc, step;
+  float alpha, beta;
   const float *A, *B;
-  float beta, *C;
+  float *C;
 } Gemm;
 
 static void
@@ -167,25 +170,38 @@ gemm_task(int t, int n, gpointer p)
   if (a >= b)
     return;
   const float *B = g->trans_b ? g->B + (gsize)a * g->ldb : g->B + a;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans,
-              g->trans_b ? CblasTrans : CblasNoTrans, g->M, b - a, g->K, 1.0f,
-              g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
+  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+              g->trans_b ? CblasTrans : CblasNoTrans, g->M, b - a, g->K,
+              g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
+}
+
+void
+txl_blas_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
+              float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C, int ldc)
+{
+  if (M <= 0 || N <= 0)
+    return;
+  double macs = (double)M * N * K;
+  /* The column slices depend on the shape only, never on the thread count:
+   * OpenBLAS may sum a product of another width in another order (its
+   * kernels for narrow products differ), so slices cut by thread count made
+   * scores and training depend on TXL_NUM_THREADS in the last digits. */
+  int step = macs < PAR_MIN_MACS ? N : SGEMM_SLICE;
+  int tasks = (N + step - 1) / step;
+  Gemm g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
+             A, B, C };
+  if (tasks <= 1 || txl_parallel_threads() <= 1) {
+    for (int t = 0; t < tasks; t++)
+      gemm_task(t, tasks, &g);
+    return;
+  }
+  txl_parallel_run(tasks, gemm_task, &g);
 }
 
 void
 txl_sgemm(gboolean trans_b, int M, int N, int K, const float *A, int lda,
           const float *B, int ldb, float beta, float *C, int ldc)
 {
-  int T = txl_parallel_threads();
-  double macs = (double)M * N * K;
-  int tasks = macs < PAR_MIN_MACS ? 1 : MIN(T, (N + 15) / 16);
-  /* slices of whole 16-column panels keep the sgemm kernels on their fast
-   * path */
-  int step = tasks > 1 ? (((N + tasks - 1) / tasks + 15) / 16) * 16 : N;
-  Gemm g = { trans_b, M, N, K, lda, ldb, ldc, step, A, B, beta, C };
-  if (tasks <= 1) {
-    gemm_task(0, 1, &g);
-    return;
-  }
-  txl_parallel_run((N + step - 1) / step, gemm_task, &g);
+  txl_blas_gemm(FALSE, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }

@@ -17,9 +17,14 @@ int txl_parallel_threads(void);
  * when all have finished. */
 void txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx);
 
-/* C (M x N, ldc) = alpha A B' + beta C with B' = B or B^T, as cblas_sgemm in
- * row-major order, with the columns of C split over the pool when the
- * product is large enough to gain from it. */
+/* C (M x N, ldc) = alpha A' B' + beta C with A' = A or A^T and B' = B or
+ * B^T, as cblas_sgemm in row-major order.  A large product is cut into
+ * column slices of a fixed width, spread over the pool: the result depends on
+ * the shape only, never on the thread count. */
+void txl_blas_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
+                   float alpha, const float *A, int lda, const float *B,
+                   int ldb, float beta, float *C, int ldc);
+/* txl_blas_gemm with A untransposed and alpha 1 */
 void txl_sgemm(gboolean trans_b, int M, int N, int K, const float *A, int lda,
                const float *B, int ldb, float beta, float *C, int ldc);
 

@@ -3,53 +3,16 @@
 #include "train.h"
 #include "parallel.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
-
-/* below this many multiply-adds one thread is faster than the pool */
-#define GEMM_PAR_MIN_MACS (1 << 18)
-
-typedef struct {
-  gboolean ta, tb;
-  int M, N, K, lda, ldb, ldc, step;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-} Gemm;
-
-static void
-gemm_task(int t, int n_tasks, gpointer p)
-{
-  const Gemm *g = p;
-  int a = t * g->step, b = MIN(g->N, a + g->step);
-  if (a >= b)
-    return;
-  const float *B = g->tb ? g->B + (gsize)a * g->ldb : g->B + a;
-  cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-              g->tb ? CblasTrans : CblasNoTrans, g->M, b - a, g->K, g->alpha,
-              g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
-}
 
 void
 txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
          const float *A, int lda, const float *B, int ldb, float beta,
          float *C, int ldc)
 {
-  if (M <= 0 || N <= 0)
-    return;
-  int T = txl_parallel_threads();
-  double macs = (double)M * N * K;
-  int tasks = macs < GEMM_PAR_MIN_MACS ? 1 : MIN(T, (N + 15) / 16);
-  /* whole 16-column panels keep the kernels on their fast path, and each
-   * column is computed by one call whatever the thread count */
-  int step = tasks > 1 ? (((N + tasks - 1) / tasks + 15) / 16) * 16 : N;
-  Gemm g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
-             A, B, C };
-  if (tasks <= 1)
-    gemm_task(0, 1, &g);
-  else
-    txl_parallel_run((N + step - 1) / step, gemm_task, &g);
+  txl_blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                ldc);
 }
 
 /* ---- linear ---------------------------------------------------------- */

@@ -381,11 +381,11 @@ txl_cmd_train(int argc, char **argv)
       "n_token=%d d_model=%d n_head=%d d_head=%d d_inner=%d n_layer=%d "
       "mem_len=%d tgt_len=%d pre_lnorm=%d batch=%d steps=%" G_GINT64_FORMAT
       " warmup=%d lr=%.9g min_lr=%.9g wd=%.9g clip=%.9g dropout=%.9g "
-      "dropatt=%.9g seed=%" G_GINT64_FORMAT " init=%s threads=%d",
+      "dropatt=%.9g seed=%" G_GINT64_FORMAT " init=%s",
       c->n_token, c->d_model, c->n_head, c->d_head, c->d_inner, c->n_layer,
       c->mem_len, c->tgt_len, c->pre_lnorm, o.batch, o.steps, o.warmup, o.lr,
       o.min_lr, o.weight_decay, o.clip, o.dropout, o.dropatt, o.seed,
-      o.init ? o.init : "", txl_num_threads());
+      o.init ? o.init : "");
     train_data_set_options_id(d, desc);
   }
   core = train_core_new(&setup, o.resume ? o.output : o.init, &err);
