@@ -77,10 +77,13 @@ class Daemon:
 
     def request(self, raw, timeout=3.0):
         """Sends raw bytes, returns (status or None, whole answer)."""
-        s = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
+        try:
+            s = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
+        except OSError as e:
+            return None, repr(e).encode()
+        data = b''
         try:
             s.sendall(raw)
-            data = b''
             while True:
                 b = s.recv(65536)
                 if not b:
@@ -261,7 +264,10 @@ def post_huge(port, path, declared, send_mb, chunked=False):
     """Sends a POST declaring `declared` bytes and then up to send_mb MB of
     body; returns (status or None, MB sent before the server stopped it,
     seconds)."""
-    s = socket.create_connection(('127.0.0.1', port), timeout=3)
+    try:
+        s = socket.create_connection(('127.0.0.1', port), timeout=3)
+    except OSError:
+        return None, 0, 0.0
     head = 'POST %s HTTP/1.1\r\nHost: x\r\n' % path
     head += ('Transfer-Encoding: chunked\r\n' if chunked
              else 'Content-Length: %d\r\n' % declared)
