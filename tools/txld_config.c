@@ -381,12 +381,21 @@ compare_names(gconstpointer a, gconstpointer b)
 static char *
 canonical_path(const char *path)
 {
-  char *p = g_canonicalize_filename(path, NULL);
+  /* absolute, but not yet normalised: "link/.." is the link target's
+   * parent for the kernel, which realpath gives and a lexical pass not */
+  char *p;
+  if (g_path_is_absolute(path))
+    p = g_strdup(path);
+  else {
+    g_autofree char *cwd = g_get_current_dir();
+    p = g_build_filename(cwd, path, NULL);
+  }
   for (int hop = 0; hop < LINK_HOPS; hop++) {
     g_autofree char *dir = g_path_get_dirname(p);
     g_autofree char *base = g_path_get_basename(p);
     char *real = realpath(dir, NULL);
-    char *here = g_build_filename(real ? real : dir, base, NULL);
+    g_autofree char *lexical = real ? NULL : g_canonicalize_filename(dir, NULL);
+    char *here = g_build_filename(real ? real : lexical, base, NULL);
     free(real);
     char target[PATH_MAX];
     ssize_t n = readlink(here, target, sizeof target - 1);
