@@ -339,7 +339,10 @@ def snap_conf(snapshot):
 
 def test_config(tmp):
     state = os.path.join(tmp, 'state')
-    files = [('good.conf', LIGHT)]
+    files = [('good.conf', LIGHT),
+             # a long launch within the 64 KiB limit: runs, echoed bounded
+             ('wide.conf', '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink '
+              'name=w%s\nrestart = never\n' % ('w' * (60 << 10)))]
     # break 2: one snapshot file under two names (the later file is refused)
     files += [('a1.conf', LIGHT),                           # STATE/a1.snap
               ('a2.conf', snap_conf('./a1.snap')),          # another spelling
@@ -410,7 +413,13 @@ def test_config(tmp):
                   "key 'snapshot'" in e and "'%s'" % late in e and "'%s'" % early in e
                   and late not in names and early in names, e or errs)
         check('different files: g1, g2, g3 all run',
-              {'g1', 'g2', 'g3', 'good'} <= set(names), names)
+              {'g1', 'g2', 'g3', 'good', 'wide'} <= set(names), names)
+        wide = [x for x in p['pipelines'] if x['name'] == 'wide']
+        check('a 60 KiB launch runs, and /pipelines carries 4 KiB of it with a marker',
+              wide and len(wide[0]['launch']) < 4200 and
+              wide[0]['launch'].endswith('[truncated, %d bytes]' % (len('fakesrc '
+                                         'num-buffers=1 ! fakesink name=w') + (60 << 10))),
+              wide and wide[0]['launch'][-80:])
         text = d.get('/pipelines')[1]
         check('/pipelines stays small (%d bytes)' % len(text), len(text) < 64 << 10)
         check('the log stays small (%d bytes)' % len(d.logtext()),
