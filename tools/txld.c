@@ -241,8 +241,8 @@ main(int argc, char **argv)
       "Seconds a connection may take to send a whole request (default 10)",
       "S" },
     { "http-max-connections", 0, 0, G_OPTION_ARG_INT, &http_max_conn,
-      "HTTP connections open at once (default 256, at most half the "
-      "descriptor limit)", "N" },
+      "HTTP connections open at once (default 256, or half the "
+      "descriptor limit if lower)", "N" },
     { "http-max-body", 0, 0, G_OPTION_ARG_INT64, &http_max_body,
       "Largest request body in bytes (default 65536)", "BYTES" },
     { NULL },
