@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define DEFAULT_PORT 9377
 
@@ -175,6 +176,44 @@ on_tick(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* The HTTP limits from the options (docs/txld.md, "HTTP limits").  The
+ * default connection cap leaves half the descriptors to the pipelines,
+ * their snapshots and their TCP clients. */
+static gboolean
+http_limits(double timeout, int max_conn, gint64 max_body, TxldHttpLimits *l)
+{
+  if (!(timeout >= 0.05 && timeout <= 86400.0)) {
+    g_printerr("txld: --http-timeout %g is not 0.05..86400 seconds\n", timeout);
+    return FALSE;
+  }
+  if (max_conn < 0 || max_conn > 1000000) {
+    g_printerr("txld: --http-max-connections %d is not 1..1000000\n", max_conn);
+    return FALSE;
+  }
+  if (max_body < 0) {
+    g_printerr("txld: --http-max-body %" G_GINT64_FORMAT " is negative\n",
+               max_body);
+    return FALSE;
+  }
+  struct rlimit rl = { 0 };
+  guint64 nofile = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    nofile = rl.rlim_cur;
+  l->timeout_s = timeout;
+  l->max_body = (guint64)max_body;
+  if (max_conn)
+    l->max_connections = (guint)max_conn;
+  else
+    l->max_connections = (guint)MAX(4, MIN(TXLD_HTTP_DEFAULT_MAX_CONNECTIONS,
+                                           nofile / 2));
+  if (l->max_connections >= nofile)
+    txld_log(G_LOG_LEVEL_WARNING, NULL, "--http-max-connections %u is not "
+             "below the descriptor limit %" G_GUINT64_FORMAT ": a burst of "
+             "connections can exhaust it (txld recovers once they close); "
+             "raise LimitNOFILE= (ulimit -n)", l->max_connections, nofile);
+  return TRUE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -183,6 +222,9 @@ main(int argc, char **argv)
                   *port_file = NULL;
   int port = DEFAULT_PORT;
   gboolean no_http = FALSE;
+  double http_timeout = TXLD_HTTP_DEFAULT_TIMEOUT;
+  int http_max_conn = 0; /* 0: the default, bounded by the descriptors */
+  gint64 http_max_body = TXLD_HTTP_DEFAULT_MAX_BODY;
   GOptionEntry entries[] = {
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
       "Directory of pipeline files (*.conf, *.pipeline)", "DIR" },
@@ -195,6 +237,14 @@ main(int argc, char **argv)
     { "port-file", 0, 0, G_OPTION_ARG_FILENAME, &port_file,
       "Write the bound HTTP port to FILE", "FILE" },
     { "no-http", 0, 0, G_OPTION_ARG_NONE, &no_http, "No HTTP server", NULL },
+    { "http-timeout", 0, 0, G_OPTION_ARG_DOUBLE, &http_timeout,
+      "Seconds a connection may take to send a whole request (default 10)",
+      "S" },
+    { "http-max-connections", 0, 0, G_OPTION_ARG_INT, &http_max_conn,
+      "HTTP connections open at once (default 256, or half the "
+      "descriptor limit if lower)", "N" },
+    { "http-max-body", 0, 0, G_OPTION_ARG_INT64, &http_max_body,
+      "Largest request body in bytes (default 65536)", "BYTES" },
     { NULL },
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- run txl scoring "
@@ -214,6 +264,9 @@ main(int argc, char **argv)
     g_printerr("txld: --port %d is out of range\n", port);
     return 2;
   }
+  TxldHttpLimits limits;
+  if (!http_limits(http_timeout, http_max_conn, http_max_body, &limits))
+    return 2;
   gst_init(NULL, NULL);
 
   TxldDaemon d = { 0 };
@@ -244,13 +297,15 @@ main(int argc, char **argv)
   if (!no_http) {
     guint bound = 0;
     if (!txld_http_start(&d, listen ? listen : "127.0.0.1", (guint)port,
-                         &bound, &e)) {
+                         &limits, &bound, &e)) {
       g_printerr("txld: HTTP on %s:%d: %s\n", listen ? listen : "127.0.0.1",
                  port, e->message);
       return 1;
     }
-    txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP on http://%s:%u/",
-             listen ? listen : "127.0.0.1", bound);
+    txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP on http://%s:%u/ (at most %u "
+             "connections, %.3g s per request, bodies up to %" G_GUINT64_FORMAT
+             " bytes)", listen ? listen : "127.0.0.1", bound,
+             limits.max_connections, limits.timeout_s, limits.max_body);
     if (port_file) {
       g_autofree char *s = g_strdup_printf("%u\n", bound);
       if (!g_file_set_contents(port_file, s, -1, &e)) {

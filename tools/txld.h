@@ -4,6 +4,7 @@
 #define TXLD_H
 
 #include "txld_pipeline.h"
+#include "txld_httpconn.h"
 
 typedef struct {
   char *config_dir;
@@ -24,7 +25,8 @@ void txld_daemon_reload(TxldDaemon *d);
 /* The HTTP server: GET /, /metrics, /pipelines, /pipelines/NAME,
  * /api/recent; POST /pipelines/NAME/snapshot, /reload. */
 gboolean txld_http_start(TxldDaemon *d, const char *address, guint port,
-                         guint *bound_port, GError **error);
+                         const TxldHttpLimits *limits, guint *bound_port,
+                         GError **error);
 void txld_http_stop(void);
 
 #endif

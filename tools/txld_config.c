@@ -13,7 +13,12 @@
 #include "txld_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define DEFAULT_SNAPSHOT_INTERVAL 60
 #define DEFAULT_RESTART_DELAY 1.0
@@ -67,6 +72,115 @@ fail(GError **error, const char *file, const char *key, const char *fmt, ...)
     g_set_error(error, G_KEY_FILE_ERROR, G_KEY_FILE_ERROR_PARSE, "%s: %s",
                 file, msg);
   return FALSE;
+}
+
+char *
+txld_bounded(const char *s, gsize max)
+{
+  if (!s)
+    return NULL;
+  gsize n = strlen(s);
+  if (n <= max)
+    return g_strdup(s);
+  gsize cut = max;
+  /* back over UTF-8 continuation bytes: no character cut in two */
+  while (cut > 0 && ((guchar)s[cut] & 0xC0) == 0x80)
+    cut--;
+  return g_strdup_printf("%.*s ... [truncated, %" G_GSIZE_FORMAT " bytes]",
+                         (int)cut, s, n);
+}
+
+static const char *
+file_kind(mode_t m)
+{
+  if (S_ISDIR(m))
+    return "a directory";
+  if (S_ISFIFO(m))
+    return "a FIFO";
+  if (S_ISSOCK(m))
+    return "a socket";
+  if (S_ISCHR(m))
+    return "a character device";
+  if (S_ISBLK(m))
+    return "a block device";
+  return "not a regular file";
+}
+
+/* The whole file, read on the main loop, so it must never block: a FIFO
+ * or a device is refused from stat(2) without being opened (opening a
+ * device can have effects); what is then opened, with O_NONBLOCK in case
+ * the name was swapped meanwhile, is checked again with fstat(2).  A
+ * symbolic link to a regular file is read like the file. */
+static char *
+read_conf_file(const char *path, gsize *len, GError **error)
+{
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fail(error, path, NULL, "%s", g_strerror(errno));
+    return NULL;
+  }
+  int fd = -1;
+  if (S_ISREG(st.st_mode))
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (S_ISREG(st.st_mode) && fd < 0) {
+    fail(error, path, NULL, "%s", g_strerror(errno));
+    return NULL;
+  }
+  if (fd >= 0 && fstat(fd, &st) != 0)
+    st.st_mode = 0;
+  if (!S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    fail(error, path, NULL, "%s, not a regular file: refused (a pipeline "
+         "file must be a regular file or a symbolic link to one)",
+         file_kind(st.st_mode));
+    return NULL;
+  }
+  GByteArray *buf = g_byte_array_new();
+  guint8 chunk[16384];
+  for (;;) {
+    ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      g_byte_array_unref(buf);
+      fail(error, path, NULL, "%s", g_strerror(err));
+      return NULL;
+    }
+    if (n == 0)
+      break;
+    if (buf->len + (gsize)n > TXLD_CONF_MAX_BYTES) {
+      close(fd);
+      g_byte_array_unref(buf);
+      fail(error, path, NULL, "over %d bytes, the limit for a pipeline "
+           "file (1 MiB): refused", TXLD_CONF_MAX_BYTES);
+      return NULL;
+    }
+    g_byte_array_append(buf, chunk, (guint)n);
+  }
+  close(fd);
+  *len = buf->len;
+  g_byte_array_append(buf, (const guint8 *)"", 1);
+  return (char *)g_byte_array_free(buf, FALSE);
+}
+
+/* Every value within its key's limit, before any is used or quoted. */
+static gboolean
+check_value_sizes(GKeyFile *kf, const char *path, char **keys, GError **error)
+{
+  for (char **k = keys; k && *k; k++) {
+    g_autofree char *raw = g_key_file_get_value(kf, TXLD_GROUP, *k, NULL);
+    gsize max = strcmp(*k, "launch") == 0 ? TXLD_LAUNCH_MAX
+                : strcmp(*k, "snapshot") == 0 || strcmp(*k, "output") == 0
+                    ? TXLD_PATH_VALUE_MAX
+                    : TXLD_VALUE_MAX;
+    if (raw && strlen(raw) > max)
+      return fail(error, path, *k, "the value is %" G_GSIZE_FORMAT " bytes, "
+                  "over the limit of %" G_GSIZE_FORMAT, strlen(raw), max);
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -132,16 +246,23 @@ txld_conf_load(const char *path, const char *state_dir, GError **error)
 {
   g_autoptr(GKeyFile) kf = g_key_file_new();
   g_autoptr(GError) e = NULL;
-  if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &e)) {
-    fail(error, path, NULL, "%s", e->message);
+  gsize len = 0;
+  g_autofree char *text = read_conf_file(path, &len, error);
+  if (!text)
+    return NULL;
+  if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
+    /* GKeyFile quotes the bad line, which may be long */
+    g_autofree char *why = txld_bounded(e->message, 256);
+    fail(error, path, NULL, "%s", why);
     return NULL;
   }
   gsize n_groups;
   g_auto(GStrv) groups = g_key_file_get_groups(kf, &n_groups);
   for (gsize i = 0; i < n_groups; i++)
     if (strcmp(groups[i], TXLD_GROUP) != 0) {
+      g_autofree char *group = txld_bounded(groups[i], 64);
       fail(error, path, NULL, "unknown group [%s] (only [" TXLD_GROUP "])",
-           groups[i]);
+           group);
       return NULL;
     }
   if (!g_key_file_has_group(kf, TXLD_GROUP)) {
@@ -151,9 +272,12 @@ txld_conf_load(const char *path, const char *state_dir, GError **error)
   g_auto(GStrv) keys = g_key_file_get_keys(kf, TXLD_GROUP, NULL, NULL);
   for (char **k = keys; k && *k; k++)
     if (!g_strv_contains(known_keys, *k)) {
-      fail(error, path, *k, "unknown key");
+      g_autofree char *key = txld_bounded(*k, 64);
+      fail(error, path, key, "unknown key");
       return NULL;
     }
+  if (!check_value_sizes(kf, path, keys, error))
+    return NULL;
 
   g_autoptr(TxldConf) c = g_new0(TxldConf, 1);
   c->file = g_strdup(path);
@@ -245,6 +369,163 @@ compare_names(gconstpointer a, gconstpointer b)
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* ---- which file a snapshot really is ------------------------------------------ */
+
+#define LINK_HOPS 40      /* as the kernel's ELOOP limit */
+#define DERIVED_MAX 64    /* NAME.1 ... looked at for existing files */
+
+/* The absolute name a path ends up at: the directory through realpath(3)
+ * (lexically, when it does not exist yet), then the last component
+ * followed while it is a symbolic link, dangling ones too: a link to a
+ * snapshot that is not written yet must still count as that snapshot. */
+static char *
+canonical_path(const char *path)
+{
+  /* absolute, but not yet normalised: "link/.." is the link target's
+   * parent for the kernel, which realpath gives and a lexical pass not */
+  char *p;
+  if (g_path_is_absolute(path))
+    p = g_strdup(path);
+  else {
+    g_autofree char *cwd = g_get_current_dir();
+    p = g_build_filename(cwd, path, NULL);
+  }
+  for (int hop = 0; hop < LINK_HOPS; hop++) {
+    g_autofree char *dir = g_path_get_dirname(p);
+    g_autofree char *base = g_path_get_basename(p);
+    char *real = realpath(dir, NULL);
+    g_autofree char *lexical = real ? NULL : g_canonicalize_filename(dir, NULL);
+    char *here = g_build_filename(real ? real : lexical, base, NULL);
+    free(real);
+    char target[PATH_MAX];
+    ssize_t n = readlink(here, target, sizeof target - 1);
+    if (n < 0) {
+      g_free(p);
+      return here;
+    }
+    target[n] = '\0';
+    g_autofree char *parent = g_path_get_dirname(here);
+    g_free(here);
+    g_free(p);
+    p = g_canonicalize_filename(target, parent);
+  }
+  return p;
+}
+
+/* The file the scoring element k writes (txld_pipeline.c names them) */
+static char *
+element_file(const char *snapshot, guint k)
+{
+  return k ? g_strdup_printf("%s.%u", snapshot, k) : g_strdup(snapshot);
+}
+
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+  guint element; /* 0: the snapshot itself, N: NAME.N */
+} FileId;
+
+typedef struct {
+  char *canon;   /* NULL: no snapshot */
+  GArray *ids;   /* FileId of the files that exist now */
+} SnapId;
+
+static void
+snap_id_free(gpointer data)
+{
+  SnapId *s = data;
+  g_free(s->canon);
+  if (s->ids)
+    g_array_unref(s->ids);
+  g_free(s);
+}
+
+static SnapId *
+snap_id_new(const TxldConf *c)
+{
+  SnapId *s = g_new0(SnapId, 1);
+  if (!c->snapshot)
+    return s;
+  s->canon = canonical_path(c->snapshot);
+  s->ids = g_array_new(FALSE, FALSE, sizeof(FileId));
+  /* the snapshot and its further elements' NAME.1, NAME.2 ...: a hard
+   * link is only found by what it is */
+  for (guint i = 0; i < DERIVED_MAX; i++) {
+    g_autofree char *f = element_file(c->snapshot, i);
+    struct stat st;
+    if (stat(f, &st) != 0) {
+      if (i)
+        break;
+      continue;
+    }
+    FileId id = { st.st_dev, st.st_ino, i };
+    g_array_append_val(s->ids, id);
+  }
+  return s;
+}
+
+/* Whether name is base.N for a whole number N > 0 (N returned). */
+static guint
+derived_from(const char *name, const char *base)
+{
+  gsize n = strlen(base);
+  if (strncmp(name, base, n) != 0 || name[n] != '.' || !name[n + 1])
+    return 0;
+  guint64 k;
+  if (!g_ascii_string_to_unsigned(name + n + 1, 10, 1, G_MAXUINT, &k, NULL))
+    return 0;
+  return (guint)k;
+}
+
+/* Why c's snapshot is o's (a description of how), or NULL. */
+static char *
+snapshot_clash(const TxldConf *c, const SnapId *a, const TxldConf *o,
+               const SnapId *b)
+{
+  if (!a->canon || !b->canon)
+    return NULL;
+  if (strcmp(a->canon, b->canon) == 0)
+    return g_strdup_printf("both name %s", a->canon);
+  guint k;
+  if ((k = derived_from(a->canon, b->canon)))
+    return g_strdup_printf("%s is what the scoring element %u of '%s' "
+                           "writes", a->canon, k, o->name);
+  if ((k = derived_from(b->canon, a->canon)))
+    return g_strdup_printf("the scoring element %u of '%s' writes %s", k,
+                           c->name, b->canon);
+  for (guint i = 0; i < a->ids->len; i++)
+    for (guint j = 0; j < b->ids->len; j++) {
+      FileId *x = &g_array_index(a->ids, FileId, i);
+      FileId *y = &g_array_index(b->ids, FileId, j);
+      if (x->dev == y->dev && x->ino == y->ino) {
+        g_autofree char *fx = element_file(c->snapshot, x->element);
+        g_autofree char *fy = element_file(o->snapshot, y->element);
+        return g_strdup_printf("%s and %s are one file (a hard link)", fx, fy);
+      }
+    }
+  return NULL;
+}
+
+/* The reason c cannot join the pipelines already in out, or NULL. */
+static char *
+conflict(const TxldConf *c, const SnapId *id, GPtrArray *out, GPtrArray *ids)
+{
+  for (guint j = 0; j < out->len; j++) {
+    TxldConf *o = out->pdata[j];
+    if (strcmp(o->name, c->name) == 0)
+      return g_strdup_printf("%s: key 'name' in [" TXLD_GROUP "]: '%s' is "
+                             "already used by %s", c->file, c->name, o->file);
+    g_autofree char *how = snapshot_clash(c, id, o, ids->pdata[j]);
+    if (how)
+      return g_strdup_printf(
+          "%s: key 'snapshot' in [" TXLD_GROUP "]: pipelines '%s' and '%s' "
+          "(%s) would share a snapshot file (%s): refused, each would "
+          "restore the other's stream", c->file, c->name, o->name, o->file,
+          how);
+  }
+  return NULL;
+}
+
 GPtrArray *
 txld_conf_load_dir(const char *dir, const char *state_dir, GPtrArray *errors,
                    GError **error)
@@ -261,34 +542,25 @@ txld_conf_load_dir(const char *dir, const char *state_dir, GPtrArray *errors,
   g_ptr_array_sort(files, compare_names);
 
   GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)txld_conf_free);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(snap_id_free);
   for (guint i = 0; i < files->len; i++) {
     g_autofree char *path = g_build_filename(dir, files->pdata[i], NULL);
     g_autoptr(GError) e = NULL;
     TxldConf *c = txld_conf_load(path, state_dir, &e);
     if (!c) {
-      g_ptr_array_add(errors, g_strdup(e->message));
+      g_ptr_array_add(errors, txld_bounded(e->message, TXLD_ECHO_MAX));
       continue;
     }
-    gboolean dup = FALSE;
-    for (guint j = 0; j < out->len && !dup; j++) {
-      TxldConf *o = out->pdata[j];
-      if (strcmp(o->name, c->name) == 0) {
-        g_ptr_array_add(errors, g_strdup_printf(
-            "%s: key 'name' in [" TXLD_GROUP "]: '%s' is already used by %s",
-            path, c->name, o->file));
-        dup = TRUE;
-      } else if (c->snapshot && o->snapshot &&
-                 strcmp(c->snapshot, o->snapshot) == 0) {
-        g_ptr_array_add(errors, g_strdup_printf(
-            "%s: key 'snapshot' in [" TXLD_GROUP "]: '%s' is already used by %s",
-            path, c->snapshot, o->file));
-        dup = TRUE;
-      }
-    }
-    if (dup)
+    SnapId *id = snap_id_new(c);
+    char *why = conflict(c, id, out, ids);
+    if (why) {
+      g_ptr_array_add(errors, why);
+      snap_id_free(id);
       txld_conf_free(c);
-    else
+    } else {
       g_ptr_array_add(out, c);
+      g_ptr_array_add(ids, id);
+    }
   }
   return out;
 }

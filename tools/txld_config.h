@@ -8,6 +8,16 @@
 
 #define TXLD_GROUP "pipeline"
 
+/* Limits on what a configuration file may hold (docs/txld.md).  A file
+ * is read whole into memory, on the main loop, so both are bounded. */
+#define TXLD_CONF_MAX_BYTES (1024 * 1024)  /* one pipeline file */
+#define TXLD_LAUNCH_MAX (64 * 1024)        /* the launch value */
+#define TXLD_PATH_VALUE_MAX 4096           /* snapshot, output */
+#define TXLD_VALUE_MAX 256                 /* every other value */
+/* the most of a configured value (or of a message quoting one) that an
+ * answer or a log record carries */
+#define TXLD_ECHO_MAX 4096
+
 typedef enum {
   TXLD_RESTART_ALWAYS,     /* after an error and after end of stream */
   TXLD_RESTART_ON_FAILURE, /* after an error only */
@@ -34,17 +44,26 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(TxldConf, txld_conf_free)
 
 /* Reads one file.  Relative snapshot/output paths and the default snapshot
  * (NAME.snap) are resolved against state_dir.  The error names the file
- * and the key. */
+ * and the key.  Only a regular file (or a symbolic link to one) of at most
+ * TXLD_CONF_MAX_BYTES is read: a FIFO, a device or a directory is refused
+ * without blocking. */
 TxldConf *txld_conf_load(const char *path, const char *state_dir,
                          GError **error);
 
 /* Reads every *.conf and *.pipeline file of dir, sorted by name.  Good
  * ones go to the returned array (TxldConf*); each bad file adds one
- * message to errors (char*) and is skipped.  A name used twice: the
- * later file is an error.  NULL only when dir itself cannot be read. */
+ * message to errors (char*) and is skipped.  A name used twice, or a
+ * snapshot file that is another pipeline's (the same file through another
+ * spelling, a symbolic or hard link, or one of its NAME.N files for a
+ * further scoring element): the later file is an error that names both
+ * pipelines.  NULL only when dir itself cannot be read. */
 GPtrArray *txld_conf_load_dir(const char *dir, const char *state_dir,
                               GPtrArray *errors, GError **error);
 
 const char *txld_restart_name(TxldRestart r);
+
+/* A copy of s cut to at most max bytes (at a UTF-8 boundary) followed by
+ * " ... [truncated, N bytes]" when it is longer; NULL for NULL. */
+char *txld_bounded(const char *s, gsize max);
 
 #endif

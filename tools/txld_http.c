@@ -14,6 +14,7 @@
  * pipeline list needs no lock; the per-pipeline numbers that streaming
  * threads write are read under each pipeline's mutex. */
 #include "txld.h"
+#include "txld_httpconn.h"
 #include "txld_log.h"
 #include "txld_page.h"
 
@@ -66,12 +67,15 @@ pipeline_json(GString *o, TxldPipeline *p)
   json_str(o, c->file);
   g_string_append_printf(o, ", \"state\": \"%s\", \"launch\": ",
                          txld_state_name(p->state));
-  json_str(o, c->launch);
+  /* a long description is in the file; the answer carries its start */
+  g_autofree char *launch = txld_bounded(c->launch, TXLD_ECHO_MAX);
+  json_str(o, launch);
   g_string_append_printf(o, ", \"restart\": \"%s\", \"runs\": %u, \"restarts\": %u, "
                          "\"errors\": %u, \"last_error\": ",
                          txld_restart_name(c->restart), p->runs, p->restarts,
                          p->errors);
-  json_str(o, p->last_error);
+  g_autofree char *last_error = txld_bounded(p->last_error, TXLD_ECHO_MAX);
+  json_str(o, last_error);
   if (p->state == TXLD_BACKOFF)
     g_string_append_printf(o, ", \"restart_in_s\": %.3g", p->next_delay);
   g_mutex_lock(&p->lock);
@@ -274,6 +278,28 @@ metrics_text(TxldDaemon *d)
       "# TYPE txld_resident_memory_bytes gauge\ntxld_resident_memory_bytes %ld\n",
       d->pipelines->len, d->config_errors->len, d->reloads,
       rss_pages * sysconf(_SC_PAGESIZE));
+  TxldHttpStats hs;
+  txld_httpconn_stats(&hs);
+  g_string_append_printf(o,
+      "# HELP txld_http_connections HTTP connections open now.\n"
+      "# TYPE txld_http_connections gauge\ntxld_http_connections %u\n"
+      "# HELP txld_http_connections_total HTTP connections accepted.\n"
+      "# TYPE txld_http_connections_total counter\n"
+      "txld_http_connections_total %" G_GUINT64_FORMAT "\n"
+      "# HELP txld_http_refused_total HTTP connections refused at the "
+      "connection limit.\n# TYPE txld_http_refused_total counter\n"
+      "txld_http_refused_total %" G_GUINT64_FORMAT "\n"
+      "# HELP txld_http_timeouts_total HTTP connections closed at the "
+      "timeout.\n# TYPE txld_http_timeouts_total counter\n"
+      "txld_http_timeouts_total %" G_GUINT64_FORMAT "\n"
+      "# HELP txld_http_body_refused_total Requests refused for their body "
+      "size.\n# TYPE txld_http_body_refused_total counter\n"
+      "txld_http_body_refused_total %" G_GUINT64_FORMAT "\n"
+      "# HELP txld_http_accept_errors_total Failed accepts (EMFILE...).\n"
+      "# TYPE txld_http_accept_errors_total counter\n"
+      "txld_http_accept_errors_total %" G_GUINT64_FORMAT "\n",
+      hs.open, hs.accepted, hs.refused, hs.timed_out, hs.too_large,
+      hs.accept_errors);
   return o;
 }
 
@@ -285,6 +311,8 @@ reply(SoupServerMessage *msg, guint status, const char *type, GString *body)
   soup_server_message_set_status(msg, status, NULL);
   SoupMessageHeaders *h = soup_server_message_get_response_headers(msg);
   soup_message_headers_replace(h, "Cache-Control", "no-store");
+  /* one request per connection (txld_httpconn.c): say so */
+  soup_message_headers_replace(h, "Connection", "close");
   gsize len = body->len;
   soup_server_message_set_response(msg, type, SOUP_MEMORY_TAKE,
                                    g_string_free(body, FALSE), len);
@@ -451,33 +479,29 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
 
 gboolean
 txld_http_start(TxldDaemon *d, const char *address, guint port,
-                guint *bound_port, GError **error)
+                const TxldHttpLimits *limits, guint *bound_port,
+                GError **error)
 {
-  server = soup_server_new("server-header", "txld", NULL);
-  soup_server_add_handler(server, NULL, handler, d, NULL);
   g_autoptr(GSocketAddress) addr = g_inet_socket_address_new_from_string(
       address, port);
   if (!addr) {
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
                 "'%s' is not an IP address", address);
+    return FALSE;
+  }
+  server = soup_server_new("server-header", "txld", NULL);
+  soup_server_add_handler(server, NULL, handler, d, NULL);
+  if (!txld_httpconn_listen(server, addr, limits, bound_port, error)) {
     g_clear_object(&server);
     return FALSE;
   }
-  if (!soup_server_listen(server, addr, 0, error)) {
-    g_clear_object(&server);
-    return FALSE;
-  }
-  *bound_port = port;
-  GSList *uris = soup_server_get_uris(server);
-  if (uris)
-    *bound_port = (guint)g_uri_get_port(uris->data);
-  g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
   return TRUE;
 }
 
 void
 txld_http_stop(void)
 {
+  txld_httpconn_stop();
   if (server)
     soup_server_disconnect(server);
   g_clear_object(&server);

@@ -228,7 +228,8 @@ static void
 set_error(TxldPipeline *p, const char *msg)
 {
   g_free(p->last_error);
-  p->last_error = g_strdup(msg);
+  /* it may quote the configuration (a launch token): kept bounded */
+  p->last_error = txld_bounded(msg, TXLD_ECHO_MAX);
 }
 
 static gboolean
@@ -244,8 +245,9 @@ bus_cb(GstBus *bus, GstMessage *m, gpointer data)
     g_autofree char *msg = g_strdup_printf("%s: %s", src, e->message);
     set_error(p, msg);
     p->errors++;
-    txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "error: %s (%s)", msg,
-             dbg ? dbg : "");
+    g_autofree char *dbg_short = txld_bounded(dbg, TXLD_ECHO_MAX);
+    txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "error: %s (%s)",
+             p->last_error, dbg_short ? dbg_short : "");
     teardown(p, TRUE);
     schedule_restart(p, TRUE);
     return G_SOURCE_REMOVE;
@@ -424,7 +426,7 @@ txld_pipeline_start(TxldPipeline *p)
                                            "]: %s", c->file, e->message);
     set_error(p, msg);
     p->state = TXLD_FAILED;
-    txld_log(G_LOG_LEVEL_WARNING, c->name, "%s", msg);
+    txld_log(G_LOG_LEVEL_WARNING, c->name, "%s", p->last_error);
     return FALSE;
   }
   if (!GST_IS_PIPELINE(pipe)) {
