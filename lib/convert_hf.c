@@ -15,6 +15,8 @@
 
 #include "config.h"
 #include "gguf.h"
+#include "jsondepth.h"
+#include "model_check.h"
 #include "safetensors.h"
 
 #include <json-glib/json-glib.h>
@@ -334,6 +336,8 @@ load_json(const char *path, GError **error)
                 "%s: %zu bytes is too large for a JSON config", path, len);
     return NULL;
   }
+  if (!txl_json_check_depth(text, len, TXL_JSON_MAX_DEPTH, path, error))
+    return NULL;
   JsonParser *p = json_parser_new();
   if (!json_parser_load_from_data(p, text, (gssize)len, &e)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s: not valid JSON: %s",
@@ -675,6 +679,17 @@ write_tensors(GPtrArray *plan, const StFile *st, GgufWriter *w,
       gsize m;
       float *v = st_to_f32(t, &m, error);
       if (!v) {
+        g_free(data);
+        return FALSE;
+      }
+      /* the loader refuses such a model: say so here, naming the source */
+      gint64 bad = txl_first_nonfinite(v, m);
+      if (bad >= 0) {
+        g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                    "tensor '%s' holds %s at index %" G_GINT64_FORMAT
+                    "; weights must be finite", t->name,
+                    isnan(v[bad]) ? "NaN" : v[bad] > 0 ? "inf" : "-inf", bad);
+        g_free(v);
         g_free(data);
         return FALSE;
       }
