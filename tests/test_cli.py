@@ -184,7 +184,12 @@ def hostile_models(tmp):
         d = os.path.join(tmp, name)
         hf_checkpoint.make_checkpoint(d, cfg, seed=3)
         m = d + '.gguf'
-        rc, _, err = run(['convert', '--hf', d, '-o', m])
+        rc, err, _ = run_measured(['convert', '--hf', d, '-o', m], b'', env)
+        check('convert %s: refused, no file written' % name,
+              rc == 1 and 'would be refused' in err and 'TXL_MEMORY_LIMIT' in err
+              and not os.path.exists(m), err[-300:])
+        # written with the limit raised, as a hostile file could be by anyone
+        rc, err, _ = run_measured(['convert', '--hf', d, '-o', m], b'', {'TXL_MEMORY_LIMIT': '64G'})
         check('convert %s' % name, rc == 0 and os.path.getsize(m) < (1 << 20), err)
         for cmd in (['score', '-m', m, '--ids'], ['info', m]):
             rc, err, rss = run_measured(cmd, b'1 2 3 4 5 6 7 8\n', env)
