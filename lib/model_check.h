@@ -10,6 +10,7 @@
 #ifndef TXL_MODEL_CHECK_H
 #define TXL_MODEL_CHECK_H
 
+#include "finite.h"
 #include "model_internal.h"
 
 #define TXL_MEMORY_LIMIT_ENV "TXL_MEMORY_LIMIT"
@@ -39,7 +40,5 @@ gboolean txl_model_check_budget(const TxlModel *m, GError **error);
 /* Refuses the first inf or NaN among the file's F32 tensors, naming the
  * tensor and the index. */
 gboolean txl_model_check_finite(const GgufFile *f, GError **error);
-/* Index of the first non-finite value of v[0..n), or -1. */
-gint64 txl_first_nonfinite(const float *v, gsize n);
 
 #endif
