@@ -15,7 +15,7 @@
  * mem_len 0..7, same_length override), so the fuzzer can vary them without
  * a separate input format.  The thread pool is pinned to one thread.
  *
- * The memory budget (TXL_MEMORY_LIMIT) is set to 32 MiB, so that inputs
+ * The memory budget (TXL_MEMORY_LIMIT) is set to 8 MiB, so that inputs
  * whose lengths ask for more are refused at load (the seeds include one
  * far over it and one just under it), and a stream with the model's own
  * defaults, which a model that loads must be able to open, stays small.
@@ -188,7 +188,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   (void)argv;
   /* one thread: reproducible runs, and no worker threads for ASan to chase */
   setenv("TXL_NUM_THREADS", "1", 1);
-  setenv("TXL_MEMORY_LIMIT", "32M", 1);
+  setenv("TXL_MEMORY_LIMIT", "8M", 1);
   CHECK(txl_num_threads() == 1);
   return 0;
 }

@@ -93,7 +93,7 @@ def hostile_model_seeds(txl, workdir):
     seeds = {}
     env = dict(os.environ, TXL_MEMORY_LIMIT='64G')
     for name, cfg in (('huge_mem', dict(TINY, mem_len=1 << 20)),
-                      ('mem_edge', dict(TINY, mem_len=100000)),
+                      ('mem_edge', dict(TINY, mem_len=30000)),
                       ('plain_again', dict(TINY))):
         d = os.path.join(workdir, name)
         make_checkpoint(d, make_config(**cfg), seed=len(name))

@@ -2,11 +2,12 @@
  * weight is finite, and that the memory its declared lengths imply stays
  * within a budget before anything of that size is allocated.
  *
- * The budget (docs/limits.md): the memory one stream may need, counting
- * its recurrent memory, its scratch, the position tables and the packed
- * layer weights.  TXL_MEMORY_LIMIT sets it (bytes, or with a K, M, G or T
- * suffix); by default it is 256 MiB plus twice the bytes of the model's
- * weights, so that what a file may ask for grows with what it carries. */
+ * The budget (docs/model-format.md, "Memory budget") is the memory one
+ * stream may need, counting its recurrent memory, its scratch, the
+ * position tables and the packed layer weights.  TXL_MEMORY_LIMIT sets it
+ * (bytes, or with a K, M, G or T suffix); by default it is 256 MiB plus
+ * twice the bytes of the model's weights, so that what a file may ask for
+ * grows with what it carries. */
 #ifndef TXL_MODEL_CHECK_H
 #define TXL_MODEL_CHECK_H
 
