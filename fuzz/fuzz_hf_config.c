@@ -113,5 +113,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     g_error_free(err);
     CHECK(!g_file_test(out_path, G_FILE_TEST_EXISTS));
   }
+  /* nothing left behind: the converter checks its output under a
+   * temporary name before putting it in place */
+  GDir *dir = g_dir_open(root, 0, NULL);
+  CHECK(dir);
+  const char *name;
+  while ((name = g_dir_read_name(dir)))
+    CHECK(strcmp(name, "ckpt") == 0);
+  g_dir_close(dir);
   return 0;
 }

@@ -7,14 +7,23 @@
  * into gigabytes or minutes: two segments of up to 4 tokens with targets,
  * the full next-token distribution, the scorer, the model and vocabulary
  * ids, every symbol, and the streaming encoder over a few bytes.  The
- * weights are the fuzzer's too, so NaN and infinity flow through every
- * kernel; UBSan reports any float-to-int conversion they reach.
+ * weights are the fuzzer's too, within what the loader accepts (finite
+ * floats, however large, which can still overflow to infinity in the
+ * kernels); UBSan reports any float-to-int conversion that reaches.
  *
  * The last byte of the input picks the stream options (memory kind,
  * mem_len 0..7, same_length override), so the fuzzer can vary them without
- * a separate input format.  The thread pool is pinned to one thread. */
+ * a separate input format.  The thread pool is pinned to one thread.
+ *
+ * The memory budget (TXL_MEMORY_LIMIT) is set to 8 MiB, so that inputs
+ * whose lengths ask for more are refused at load (the seeds include one
+ * far over it and one just under it), and a stream with the model's own
+ * defaults, which a model that loads must be able to open, stays small.
+ * A model that loads must have only finite weights (seeds with an inf and
+ * a NaN weight check the refusal). */
 #include "model_internal.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -57,6 +66,21 @@ on_score(gint64 pos, int32_t token, float logprob, gpointer data)
   (void)token;
   (void)logprob;
   (*count)++;
+}
+
+/* An independent look at what the loader promises about the weights. */
+static void
+check_finite(const TxlModel *m)
+{
+  for (gsize i = 0; i < gguf_n_tensors(m->file); i++) {
+    const GgufTensor *t = gguf_tensor_at(m->file, i);
+    CHECK(t->type == GGUF_TENSOR_F32);
+    for (gsize j = 0; j < t->nbytes / sizeof(float); j++) {
+      float v;
+      memcpy(&v, (const char *)t->data + j * sizeof v, sizeof v);
+      CHECK(isfinite(v));
+    }
+  }
 }
 
 static void
@@ -164,6 +188,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   (void)argv;
   /* one thread: reproducible runs, and no worker threads for ASan to chase */
   setenv("TXL_NUM_THREADS", "1", 1);
+  setenv("TXL_MEMORY_LIMIT", "8M", 1);
   CHECK(txl_num_threads() == 1);
   return 0;
 }
@@ -180,6 +205,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   CHECK(err == NULL);
   const TxlConfig *c = txl_model_config(m);
   CHECK(txl_config_validate(c, NULL));
+  check_finite(m);
+  /* the defaults passed the budget at load: a stream with them opens
+   * (unless same_length without memory, which no budget can fix) */
+  TxlStream *def = txl_stream_new(m, NULL, &err);
+  CHECK(def || (c->same_length && c->mem_len == 0));
+  if (!def) {
+    check_refusal(err);
+    err = NULL;
+  }
+  txl_stream_free(def);
   const TxlTokenizer *tok = txl_model_tokenizer(m);
   CHECK(txl_tokenizer_n_tokens(tok) == c->n_token);
   CHECK(strlen(txl_model_id(m)) == 64 && strlen(txl_model_vocab_id(m)) == 64);

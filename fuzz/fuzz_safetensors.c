@@ -6,8 +6,10 @@
  * the buffer, lookup by name finds it) and widens every tensor with
  * st_to_f32(), touching every float it returns so ASan sees the whole
  * allocation.  Refusals must carry a TXL_ERROR with a message. */
+#include "finite.h"
 #include "safetensors.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -65,11 +67,16 @@ check_tensor(const StFile *f, const StTensor *t, const uint8_t *data,
   }
   CHECK(v && !err && n == (gsize)numel);
   volatile uint32_t sink = 0;
+  gint64 first_bad = -1;
   for (gsize i = 0; i < n; i++) {
     uint32_t u;
     memcpy(&u, &v[i], sizeof u);
     sink += u;
+    if (first_bad < 0 && !isfinite(v[i]))
+      first_bad = (gint64)i;
   }
+  /* what txl convert relies on to refuse non-finite weights */
+  CHECK(txl_first_nonfinite(v, n) == first_bad);
   (void)sink;
   g_free(v);
 }

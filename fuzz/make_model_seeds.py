@@ -5,7 +5,9 @@ Usage: /usr/bin/python3 fuzz/make_model_seeds.py [TXL] (TXL: the txl tool,
 default build/tools/txl).  Needs numpy.  Each model seed is a tiny random
 Hugging Face checkpoint (tests/ref/hf_checkpoint.py) that the C converter
 turns into a model file, so the seeds are exactly what `txl convert --hf`
-writes; the BPE seed comes from a 2-step `txl train`.  Rewrites fuzz/corpus-model/, fuzz/corpus-safetensors/ and
+writes; the BPE seed comes from a 2-step `txl train`; hostile seeds (issue
+12: huge lengths, inf and NaN weights, deep JSON) are patched or written
+by hand.  Rewrites fuzz/corpus-model/, fuzz/corpus-safetensors/ and
 fuzz/corpus-hfconfig/.
 """
 import json
@@ -76,6 +78,36 @@ def convert(txl, name, cfg, opts, workdir):
     return d, blob
 
 
+def poison(blob, value):
+    """The blob with its last float (the end of the last tensor) set to value: a
+    flipped exponent (inf) or NaN, which the converter no longer writes."""
+    # tensors are written in order and the last one ends the file
+    # (F32, so its last float's 4 bytes are the file's last 4)
+    return blob[:-4] + struct.pack('<f', value)
+
+
+def hostile_model_seeds(txl, workdir):
+    """Issue 12: lengths that ask for more than the fuzzer's 32 MiB budget
+    (TXL_MEMORY_LIMIT, set by fuzz_model.c) and just under it, and one
+    inf and one NaN weight."""
+    seeds = {}
+    env = dict(os.environ, TXL_MEMORY_LIMIT='64G')
+    for name, cfg in (('huge_mem', dict(TINY, mem_len=1 << 20)),
+                      ('mem_edge', dict(TINY, mem_len=30000)),
+                      ('plain_again', dict(TINY))):
+        d = os.path.join(workdir, name)
+        make_checkpoint(d, make_config(**cfg), seed=len(name))
+        out = d + '.gguf'
+        subprocess.run([txl, 'convert', '--hf', d, '-o', out], check=True,
+                       stdout=subprocess.DEVNULL, env=env)
+        with open(out, 'rb') as f:
+            seeds[name] = f.read()
+    plain = seeds.pop('plain_again')
+    seeds['inf_weight'] = poison(plain, float('inf'))
+    seeds['nan_weight'] = poison(plain, float('nan'))
+    return seeds
+
+
 def bpe_model(txl, workdir):
     """A byte-level BPE model with log normalisation, from `txl train` (the
     converter only writes word or no vocabularies): 20 merges, 2 steps."""
@@ -126,6 +158,15 @@ def safetensors_seeds(workdir):
     }, bf16 + i32 + b'\x05')
     seeds['no_tensors.safetensors'] = raw_safetensors(
         {'__metadata__': {}}, b'')
+    # issue 12: nesting past the limit of 64 (refused before json-glib
+    # parses it), and non-finite F32 and F16 values among finite ones
+    h = b'{"__metadata__":{"k":"[[{"},"t":' + b'[' * 80 + b']' * 80 + b'}'
+    seeds['deep_header.safetensors'] = struct.pack('<Q', len(h)) + h
+    seeds['nonfinite.safetensors'] = raw_safetensors({
+        'f': {'dtype': 'F32', 'shape': [4], 'data_offsets': [0, 16]},
+        'h': {'dtype': 'F16', 'shape': [3], 'data_offsets': [16, 22]},
+    }, struct.pack('<4f', 1.0, float('inf'), float('nan'), -2.0) +
+        struct.pack('<3H', 0x3c00, 0xfc00, 0x7e00))
     return seeds
 
 
@@ -158,6 +199,9 @@ def main():
                     with open(os.path.join(dirs['hfconfig'], cname + '.json'),
                               'wb') as f:
                         f.write(ctext)
+        for name, blob in hostile_model_seeds(txl, work).items():
+            with open(os.path.join(dirs['model'], name + '.gguf'), 'wb') as f:
+                f.write(blob)
         with open(os.path.join(dirs['model'], 'bpe_normalize.gguf'),
                   'wb') as f:
             f.write(bpe_model(txl, work))
@@ -180,6 +224,16 @@ def main():
     del old['tie_projs']
     with open(os.path.join(dirs['hfconfig'], 'old_keys.json'), 'w') as f:
         json.dump(old, f)
+    # issue 12: nesting 80 deep (refused) and 64 deep with the root (the
+    # most accepted), and lengths over the memory budget (refused once the
+    # converter loads what it wrote)
+    plain = make_config(**TINY)
+    with open(os.path.join(dirs['hfconfig'], 'deep.json'), 'w') as f:
+        f.write(json.dumps(plain)[:-1] + ', "x": ' + '[' * 80 + ']' * 80 + '}')
+    with open(os.path.join(dirs['hfconfig'], 'deep_edge.json'), 'w') as f:
+        f.write(json.dumps(plain)[:-1] + ', "x": ' + '[' * 63 + ']' * 63 + '}')
+    with open(os.path.join(dirs['hfconfig'], 'huge_mem.json'), 'w') as f:
+        json.dump(make_config(**dict(TINY, mem_len=1 << 20, tgt_len=200)), f)
 
 
 if __name__ == '__main__':

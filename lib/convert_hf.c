@@ -12,345 +12,21 @@
  * Hugging Face; one that does not is refused with the reason, because a
  * silently half-right model is worse than none.  See docs/import-hf.md. */
 #include "convert_hf.h"
+#include "convert_hf_internal.h"
 
 #include "config.h"
 #include "gguf.h"
+#include "model_check.h"
 #include "safetensors.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
-#define CONFIG_MAX_BYTES (16u << 20)
 #define VOCAB_MAX_BYTES (1u << 30)
-
-/* ---- config.json ----------------------------------------------------- */
-
-static void G_GNUC_PRINTF(3, 4)
-cfg_error(GError **error, int code, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, TXL_ERROR, code, msg);
-}
-
-/* Integer key.  Python writes integers without a fraction, so 2.0 or
- * "2" means the file was not written by transformers and is refused. */
-static gboolean
-cfg_int(JsonObject *o, const char *key, gboolean required, int def, int *out,
-        gboolean *present, GError **error)
-{
-  JsonNode *n = json_object_get_member(o, key);
-  if (present)
-    *present = n != NULL;
-  if (!n) {
-    if (required) {
-      cfg_error(error, TXL_ERROR_FORMAT, "required key \"%s\" is missing",
-                key);
-      return FALSE;
-    }
-    *out = def;
-    return TRUE;
-  }
-  if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be an integer", key);
-    return FALSE;
-  }
-  gint64 v = json_node_get_int(n);
-  if (v < G_MININT || v > G_MAXINT) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"%s\" = %" G_GINT64_FORMAT " is out of range", key, v);
-    return FALSE;
-  }
-  *out = (int)v;
-  return TRUE;
-}
-
-static gboolean
-cfg_bool(JsonObject *o, const char *key, gboolean def, gboolean *out,
-         gboolean *present, GError **error)
-{
-  JsonNode *n = json_object_get_member(o, key);
-  if (present)
-    *present = n != NULL;
-  if (!n) {
-    *out = def;
-    return TRUE;
-  }
-  if (!JSON_NODE_HOLDS_VALUE(n) ||
-      json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be true or false", key);
-    return FALSE;
-  }
-  *out = json_node_get_boolean(n);
-  return TRUE;
-}
-
-static gboolean
-cfg_number(JsonObject *o, const char *key, double def, double *out,
-           GError **error)
-{
-  JsonNode *n = json_object_get_member(o, key);
-  if (!n) {
-    *out = def;
-    return TRUE;
-  }
-  GType t = JSON_NODE_HOLDS_VALUE(n) ? json_node_get_value_type(n) : 0;
-  if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be a number", key);
-    return FALSE;
-  }
-  *out = json_node_get_double(n);
-  return TRUE;
-}
-
-static gboolean
-parse_config(JsonObject *o, TxlConfig *c, GError **error)
-{
-  txl_config_init_default(c);
-
-  JsonNode *mt = json_object_get_member(o, "model_type");
-  if (mt) {
-    const char *s = JSON_NODE_HOLDS_VALUE(mt) &&
-                            json_node_get_value_type(mt) == G_TYPE_STRING
-                        ? json_node_get_string(mt)
-                        : NULL;
-    if (!s || strcmp(s, "transfo-xl") != 0) {
-      cfg_error(error, TXL_ERROR_UNSUPPORTED,
-                "\"model_type\" is %s%s%s, expected \"transfo-xl\"",
-                s ? "\"" : "", s ? s : "not a string", s ? "\"" : "");
-      return FALSE;
-    }
-  }
-
-  /* Features of the original code base that Hugging Face never
-   * implemented, and that we therefore cannot have weights for. */
-  int attn_type, sample_softmax, ext_len;
-  if (!cfg_int(o, "attn_type", FALSE, 0, &attn_type, NULL, error) ||
-      !cfg_int(o, "sample_softmax", FALSE, -1, &sample_softmax, NULL, error) ||
-      !cfg_int(o, "ext_len", FALSE, 0, &ext_len, NULL, error))
-    return FALSE;
-  if (attn_type != 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "attn_type = %d is not supported; only 0 (Transformer-XL "
-              "relative attention) is", attn_type);
-    return FALSE;
-  }
-  if (sample_softmax > 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "sample_softmax = %d is not supported; only the full adaptive "
-              "softmax (sample_softmax <= 0) is", sample_softmax);
-    return FALSE;
-  }
-  if (ext_len > 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "ext_len = %d is not supported; only 0 is", ext_len);
-    return FALSE;
-  }
-
-  /* Older files call the vocabulary size n_token. */
-  gboolean has_vs, has_nt;
-  int vs = 0, nt = 0;
-  if (!cfg_int(o, "vocab_size", FALSE, 0, &vs, &has_vs, error) ||
-      !cfg_int(o, "n_token", FALSE, 0, &nt, &has_nt, error))
-    return FALSE;
-  if (!has_vs && !has_nt) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "required key \"vocab_size\" (or \"n_token\") is missing");
-    return FALSE;
-  }
-  if (has_vs && has_nt && vs != nt) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"vocab_size\" = %d and \"n_token\" = %d disagree", vs, nt);
-    return FALSE;
-  }
-  c->n_token = has_vs ? vs : nt;
-
-  /* The shape-defining keys have defaults in Hugging Face (those of the
-   * WikiText-103 model), but a checkpoint without them was not written by
-   * save_pretrained, and guessing would only turn a clear message into a
-   * pile of shape mismatches. */
-  struct { const char *key; int *dst; } req[] = {
-    { "d_model", &c->d_model }, { "d_embed", &c->d_embed },
-    { "n_head", &c->n_head },   { "d_head", &c->d_head },
-    { "d_inner", &c->d_inner }, { "n_layer", &c->n_layer },
-    { "div_val", &c->div_val },
-  };
-  for (gsize i = 0; i < G_N_ELEMENTS(req); i++)
-    if (!cfg_int(o, req[i].key, TRUE, 0, req[i].dst, NULL, error))
-      return FALSE;
-
-  /* Run-time defaults are Hugging Face's, so a file that leaves them out
-   * behaves as it did there. */
-  if (!cfg_int(o, "mem_len", FALSE, 1600, &c->mem_len, NULL, error) ||
-      !cfg_int(o, "tgt_len", FALSE, 128, &c->tgt_len, NULL, error) ||
-      !cfg_int(o, "clamp_len", FALSE, 1000, &c->clamp_len, NULL, error) ||
-      !cfg_bool(o, "same_length", TRUE, &c->same_length, NULL, error) ||
-      !cfg_bool(o, "pre_lnorm", FALSE, &c->pre_lnorm, NULL, error) ||
-      !cfg_bool(o, "untie_r", TRUE, &c->untie_r, NULL, error))
-    return FALSE;
-  /* Hugging Face keeps no memory when mem_len <= 0 and clamps only when
-   * clamp_len > 0 (its files use -1 for "never"); our 0 means both. */
-  if (c->mem_len < 0)
-    c->mem_len = 0;
-  if (c->clamp_len < 0)
-    c->clamp_len = 0;
-
-  double eps;
-  if (!cfg_number(o, "layer_norm_epsilon", 1e-5, &eps, error))
-    return FALSE;
-  if (!(eps > 0.0 && eps < 1.0)) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"layer_norm_epsilon\" = %g must be in (0, 1)", eps);
-    return FALSE;
-  }
-  c->layer_norm_eps = (float)eps;
-
-  /* "adaptive" is ignored by Hugging Face (the adaptive softmax is built
-   * from cutoffs regardless); only its type is checked. */
-  gboolean adaptive;
-  if (!cfg_bool(o, "adaptive", TRUE, &adaptive, NULL, error))
-    return FALSE;
-
-  JsonNode *cn = json_object_get_member(o, "cutoffs");
-  if (!cn) {
-    cfg_error(error, TXL_ERROR_FORMAT, "required key \"cutoffs\" is missing");
-    return FALSE;
-  }
-  if (!JSON_NODE_HOLDS_ARRAY(cn)) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"cutoffs\" must be an array of integers");
-    return FALSE;
-  }
-  JsonArray *ca = json_node_get_array(cn);
-  guint nc = json_array_get_length(ca);
-  if (nc > TXL_MAX_CUTOFFS) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "\"cutoffs\" has %u entries; at most %d are supported", nc,
-              TXL_MAX_CUTOFFS);
-    return FALSE;
-  }
-  c->n_cutoffs = (int)nc;
-  for (guint i = 0; i < nc; i++) {
-    JsonNode *e = json_array_get_element(ca, i);
-    if (!JSON_NODE_HOLDS_VALUE(e) ||
-        json_node_get_value_type(e) != G_TYPE_INT64 ||
-        json_node_get_int(e) < G_MININT || json_node_get_int(e) > G_MAXINT) {
-      cfg_error(error, TXL_ERROR_FORMAT, "\"cutoffs\"[%u] must be an integer",
-                i);
-      return FALSE;
-    }
-    c->cutoffs[i] = (int)json_node_get_int(e);
-  }
-
-  /* Which output projections reuse the embedding's.  Files written by
-   * save_pretrained carry the list itself; the constructor argument
-   * proj_share_all_but_first (default true) means [false, true, ...].
-   * Versions of transformers disagree on which wins when both are
-   * present, so a contradiction is refused rather than guessed. */
-  gboolean share_but_first, has_share;
-  if (!cfg_bool(o, "proj_share_all_but_first", TRUE, &share_but_first,
-                &has_share, error))
-    return FALSE;
-  gboolean implied[TXL_MAX_CUTOFFS + 1];
-  for (int k = 0; k <= c->n_cutoffs; k++)
-    implied[k] = k > 0 && share_but_first;
-  JsonNode *tn = json_object_get_member(o, "tie_projs");
-  if (tn) {
-    if (!JSON_NODE_HOLDS_ARRAY(tn)) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" must be an array of booleans");
-      return FALSE;
-    }
-    JsonArray *ta = json_node_get_array(tn);
-    if (json_array_get_length(ta) != nc + 1) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" has %u entries, expected len(cutoffs) + 1 = %u",
-                json_array_get_length(ta), nc + 1);
-      return FALSE;
-    }
-    for (guint i = 0; i <= nc; i++) {
-      JsonNode *e = json_array_get_element(ta, i);
-      if (!JSON_NODE_HOLDS_VALUE(e) ||
-          json_node_get_value_type(e) != G_TYPE_BOOLEAN) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\"[%u] must be true or false", i);
-        return FALSE;
-      }
-      c->tie_projs[i] = json_node_get_boolean(e);
-      if (has_share && c->tie_projs[i] != implied[i]) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\" and \"proj_share_all_but_first\" disagree "
-                  "(entry %u)", i);
-        return FALSE;
-      }
-    }
-  } else {
-    for (int k = 0; k <= c->n_cutoffs; k++)
-      c->tie_projs[k] = implied[k];
-  }
-
-  /* tie_weight is the name used before transformers 3. */
-  gboolean twe, tw, has_twe, has_tw;
-  if (!cfg_bool(o, "tie_word_embeddings", TRUE, &twe, &has_twe, error) ||
-      !cfg_bool(o, "tie_weight", TRUE, &tw, &has_tw, error))
-    return FALSE;
-  if (has_twe && has_tw && twe != tw) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"tie_word_embeddings\" and \"tie_weight\" disagree");
-    return FALSE;
-  }
-  c->tie_weight = has_twe ? twe : tw;
-
-  c->cluster_order = TXL_CLUSTER_HF;
-  GError *e = NULL;
-  if (!txl_config_validate(c, &e)) {
-    /* its messages start "config: "; the caller names the file instead */
-    const char *m = e->message;
-    if (g_str_has_prefix(m, "config: "))
-      m += strlen("config: ");
-    g_set_error_literal(error, e->domain, e->code, m);
-    g_error_free(e);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static JsonParser *
-load_json(const char *path, GError **error)
-{
-  g_autofree char *text = NULL;
-  gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
-    g_error_free(e);
-    return NULL;
-  }
-  if (len > CONFIG_MAX_BYTES) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: %zu bytes is too large for a JSON config", path, len);
-    return NULL;
-  }
-  JsonParser *p = json_parser_new();
-  if (!json_parser_load_from_data(p, text, (gssize)len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s: not valid JSON: %s",
-                path, e->message);
-    g_error_free(e);
-    g_object_unref(p);
-    return NULL;
-  }
-  JsonNode *root = json_parser_get_root(p);
-  if (!root || !JSON_NODE_HOLDS_OBJECT(root)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: not a JSON object", path);
-    g_object_unref(p);
-    return NULL;
-  }
-  return p;
-}
 
 /* ---- tensor plan ---------------------------------------------------- */
 
@@ -678,6 +354,17 @@ write_tensors(GPtrArray *plan, const StFile *st, GgufWriter *w,
         g_free(data);
         return FALSE;
       }
+      /* the loader refuses such a model: say so here, naming the source */
+      gint64 bad = txl_first_nonfinite(v, m);
+      if (bad >= 0) {
+        g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                    "tensor '%s' holds %s at index %" G_GINT64_FORMAT
+                    "; weights must be finite", t->name,
+                    isnan(v[bad]) ? "NaN" : v[bad] > 0 ? "inf" : "-inf", bad);
+        g_free(v);
+        g_free(data);
+        return FALSE;
+      }
       if (!data) {
         data = v;
         n = m;
@@ -807,7 +494,7 @@ read_lower_case(const char *dir, gboolean *lower, GError **error)
   g_autofree char *path = g_build_filename(dir, "tokenizer_config.json", NULL);
   if (!g_file_test(path, G_FILE_TEST_EXISTS))
     return TRUE;
-  g_autoptr(JsonParser) p = load_json(path, error);
+  g_autoptr(JsonParser) p = txl_hf_load_json(path, error);
   if (!p)
     return FALSE;
   JsonObject *o = json_node_get_object(json_parser_get_root(p));
@@ -871,6 +558,48 @@ find_weights(const char *dir, char **st_path, GError **error)
   return FALSE;
 }
 
+/* Writes the model next to out_path, loads it as any reader would, and
+ * only then puts it in place: a converted file is never one that txl
+ * refuses (the loader's memory budget, say, which depends on the weights
+ * and the lengths together). */
+static gboolean
+write_checked(GgufWriter *w, const char *out_path, GError **error)
+{
+  g_autofree char *tmp = g_strconcat(out_path, ".check-XXXXXX", NULL);
+  int fd = g_mkstemp(tmp);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", tmp, g_strerror(e));
+    return FALSE;
+  }
+  close(fd);
+  gboolean ok = gguf_writer_write(w, tmp, error);
+  if (ok) {
+    TxlModel *m = txl_model_load(tmp, error);
+    if (!m) {
+      /* the message names the file the user asked for, not the temporary */
+      if (error && *error) {
+        GString *msg = g_string_new((*error)->message);
+        g_string_replace(msg, tmp, out_path, 0);
+        g_free((*error)->message);
+        (*error)->message = g_string_free(msg, FALSE);
+      }
+      g_prefix_error(error, "the converted model would be refused: ");
+      ok = FALSE;
+    }
+    txl_model_unref(m);
+  }
+  if (ok && rename(tmp, out_path) != 0) {
+    int e = errno;
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", out_path,
+                g_strerror(e));
+    ok = FALSE;
+  }
+  if (!ok)
+    g_unlink(tmp);
+  return ok;
+}
+
 gboolean
 txl_convert_hf(const char *dir, const char *out_path, GError **error)
 {
@@ -891,11 +620,11 @@ txl_convert_hf(const char *dir, const char *out_path, GError **error)
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: no config.json", dir);
     return FALSE;
   }
-  g_autoptr(JsonParser) cp = load_json(cfg_path, error);
+  g_autoptr(JsonParser) cp = txl_hf_load_json(cfg_path, error);
   if (!cp)
     return FALSE;
   TxlConfig cfg;
-  if (!parse_config(json_node_get_object(json_parser_get_root(cp)), &cfg,
+  if (!txl_hf_parse_config(json_node_get_object(json_parser_get_root(cp)), &cfg,
                     error)) {
     g_prefix_error(error, "%s: ", cfg_path);
     return FALSE;
@@ -936,7 +665,7 @@ txl_convert_hf(const char *dir, const char *out_path, GError **error)
   }
   st_close(st);
   if (ok)
-    ok = gguf_writer_write(w, out_path, error);
+    ok = write_checked(w, out_path, error);
   gguf_writer_free(w);
   return ok;
 }

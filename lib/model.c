@@ -2,6 +2,7 @@
  * against the config, then used in place from the read-only mapping. */
 #include "model_internal.h"
 #include "gemm.h"
+#include "model_check.h"
 #include "ops.h"
 
 #include <string.h>
@@ -223,8 +224,11 @@ model_load(const char *path, const void *buf, gsize size, GError **error)
   if (!txl_calibration_read(m->file, &m->calibration, &err))
     goto fail;
   Loader ld = { m->file, g_hash_table_new(g_str_hash, g_str_equal), &err };
+  /* the budget before the one pass over every weight: a file that asks for
+   * too much is refused without reading its weights */
   gboolean ok = load_clusters(m, &ld) && load_layers(m, &ld) &&
-                no_extra_tensors(&ld);
+                no_extra_tensors(&ld) && txl_model_check_budget(m, &err) &&
+                txl_model_check_finite(m->file, &err);
   g_hash_table_unref(ld.used);
   if (!ok)
     goto fail;

@@ -8,6 +8,7 @@
  * computation or allocate absurd amounts of memory. */
 #include "safetensors.h"
 #include "filemap.h"
+#include "jsondepth.h"
 
 #include <errno.h>
 #include <float.h>
@@ -341,6 +342,9 @@ parse_buffer(const guint8 *data, size_t size, const char *label,
     set_format_error(error, label, "header contains a NUL byte");
     return NULL;
   }
+  /* json-glib recurses per level: a deep header would overflow the stack */
+  if (!txl_json_check_depth(hdr, hlen, TXL_JSON_MAX_DEPTH, label, error))
+    return NULL;
   const guint8 *area = data + 8 + hlen;
   uint64_t area_size = size - 8 - hlen;
 

@@ -12,6 +12,7 @@
  * c of every position): that is the layout the content-score product reads
  * its right operand in (lib/gemm.h), so the memory is never repacked. */
 #include "gemm.h"
+#include "model_check.h"
 #include "model_internal.h"
 #include "ops.h"
 #include "parallel.h"
@@ -40,8 +41,6 @@ struct _TxlStream {
   int slots; /* attention scratch slots: heads computed at once */
   gboolean has_last;
 };
-
-#define MAX_STATE_BYTES ((gsize)64 << 30)
 
 TxlStream *
 txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
@@ -76,18 +75,18 @@ txl_stream_new(TxlModel *m, const TxlStreamOptions *o, GError **error)
   const gsize S = seg, K = (gsize)mem_len + seg;
   /* hidden memory projects all klen rows each segment: wider scratch */
   const gsize QR = hidden ? K : S;
-  gsize state = (gsize)c->n_layer * K * (hidden ? d : 2 * HD);
   const int slots = MIN(txl_parallel_threads(), c->n_head);
   const gsize attn_fl = slots * txl_attn_scratch_floats(seg, (int)K, c->d_head);
-  gsize fl = 2 * S * d + QR * d + QR * 3 * HD + attn_fl +
-             S * HD + S * c->d_inner + S * (c->d_embed + d) +
-             txl_out_scratch_floats(m, seg) + d + (hidden ? K * HD : 0);
-  if ((state + fl) * sizeof(float) > MAX_STATE_BYTES) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "a stream with mem_len %d and segment %d would need %.1f GiB",
-                mem_len, seg, (state + fl) * 4.0 / (1 << 30));
+  /* everything this stream needs, position tables and packed weights
+   * included, against the budget before any of it is allocated */
+  TxlStreamCost cost;
+  txl_stream_cost(m, mem_len, seg, hidden, &cost);
+  g_autofree char *what = g_strdup_printf(
+      "mem_len %d and segment %d", mem_len, seg);
+  if (!txl_stream_cost_check(m, &cost, what, error))
     return NULL;
-  }
+  const gsize fl = txl_stream_scratch_floats(m, seg, K, hidden, slots);
+  const gsize state = cost.memory / sizeof(float);
 
   TxlStream *s = g_new0(TxlStream, 1);
   s->m = txl_model_ref(m);

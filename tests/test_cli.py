@@ -4,6 +4,7 @@ import json
 import math
 import os
 import random
+import struct
 import subprocess
 import sys
 import tempfile
@@ -147,9 +148,88 @@ def main():
     expect_fail('generate: id-only model', ['generate', '-m', nm], b'', 1, 'no tokenizer')
     expect_fail('generate: bad top-p', ['generate', '-m', wm, '--top-p', '0'], b'', 1, 'top-p')
 
+    hostile_models(tmp)
+
     failed = results.count(False)
     print('%d passed, %d failed' % (len(results) - failed, failed))
     sys.exit(1 if failed else 0)
+
+
+def run_measured(args, stdin=b'', env=None):
+    """Runs txl; returns (rc, stderr, peak RSS of that process in MB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([TXL] + args, stdin=subprocess.PIPE, stdout=out, stderr=err,
+                             env=dict(os.environ, **(env or {})))
+        try:
+            p.stdin.write(stdin)
+        except BrokenPipeError:
+            pass
+        p.stdin.close()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return p.returncode, err.read().decode('utf-8', 'replace'), usage.ru_maxrss / 1024.0
+
+
+def hostile_models(tmp):
+    """Issue 12: a model file under 1 MB whose declared lengths are "in
+    range" but imply gigabytes, and weights that are not finite.  On main
+    the 470 KB model below took `txl score` to 1.5 GB resident in 11 s."""
+    env = {'TXL_MEMORY_LIMIT': ''}
+    for name, mem_len, tgt_len, clamp in (('huge-mem', 1 << 20, 4, 0), ('huge-clamp', 1 << 20, 4, 1 << 20),
+                                          ('long-seg', 200, 16000, 0), ('both', 600000, 400, 1000)):
+        cfg = hf_checkpoint.make_config(vocab_size=10, d_model=64, d_embed=64, n_head=4, d_head=16,
+                                        d_inner=64, n_layer=4, mem_len=mem_len, tgt_len=tgt_len,
+                                        clamp_len=clamp, same_length=False, cutoffs=[])
+        d = os.path.join(tmp, name)
+        hf_checkpoint.make_checkpoint(d, cfg, seed=3)
+        m = d + '.gguf'
+        rc, err, _ = run_measured(['convert', '--hf', d, '-o', m], b'', env)
+        check('convert %s: refused, no file written' % name,
+              rc == 1 and 'would be refused' in err and 'TXL_MEMORY_LIMIT' in err
+              and not os.path.exists(m), err[-300:])
+        # written with the limit raised, as a hostile file could be by anyone
+        rc, err, _ = run_measured(['convert', '--hf', d, '-o', m], b'', {'TXL_MEMORY_LIMIT': '64G'})
+        check('convert %s' % name, rc == 0 and os.path.getsize(m) < (1 << 20), err)
+        for cmd in (['score', '-m', m, '--ids'], ['info', m]):
+            rc, err, rss = run_measured(cmd, b'1 2 3 4 5 6 7 8\n', env)
+            check('%s %s: refused, naming txl.mem_len and TXL_MEMORY_LIMIT' % (cmd[0], name),
+                  rc == 1 and 'txl.mem_len = %d' % mem_len in err and 'TXL_MEMORY_LIMIT' in err
+                  and os.path.basename(m) in err, err[-400:])
+            check('%s %s: peak RSS %.0f MB < 300 MB' % (cmd[0], name, rss), rss < 300)
+        if name == 'huge-mem':
+            rc, err, _ = run_measured(['info', m], b'', {'TXL_MEMORY_LIMIT': '8G'})
+            check('TXL_MEMORY_LIMIT=8G lets the model load', rc == 0, err[-300:])
+            rc, err, _ = run_measured(['info', m], b'', {'TXL_MEMORY_LIMIT': 'lots'})
+            check('a malformed TXL_MEMORY_LIMIT is an error', rc == 1 and "TXL_MEMORY_LIMIT='lots'" in err,
+                  err[-300:])
+
+    # a sane model, and lengths asked for on the command line
+    cfg = hf_checkpoint.make_config(vocab_size=10, d_model=32, d_embed=32, n_head=4, d_head=8, d_inner=64,
+                                    n_layer=2, mem_len=8, tgt_len=4, same_length=False, cutoffs=[])
+    d = os.path.join(tmp, 'finite')
+    W = hf_checkpoint.make_checkpoint(d, cfg, seed=4)
+    m = d + '.gguf'
+    rc, _, err = run(['convert', '--hf', d, '-o', m])
+    check('convert a small model', rc == 0, err)
+    rc, err, rss = run_measured(['score', '-m', m, '--ids', '--mem-len', '1000000'], b'1 2 3 4\n', env)
+    check('--mem-len 1000000: refused with the limit (%.0f MB)' % rss,
+          rc == 1 and 'mem_len 1000000' in err and 'TXL_MEMORY_LIMIT' in err and rss < 300, err[-300:])
+
+    # one flipped exponent bit (inf), or a NaN, in one weight
+    blob = open(m, 'rb').read()
+    hf_name = 'transformer.layers.1.pos_ff.CoreNet.0.weight'
+    for bad, word in ((float('inf'), 'inf'), (float('nan'), 'NaN')):
+        want = W[hf_name].astype('float32').reshape(-1)
+        old = want[7].tobytes()
+        check('weight bytes found once', blob.count(old) == 1)
+        bm = os.path.join(tmp, 'bad-%s.gguf' % word)
+        with open(bm, 'wb') as f:
+            f.write(blob.replace(old, struct.pack('<f', bad)))
+        for cmd in (['score', '-m', bm, '--ids'], ['info', bm]):
+            rc, _, err = run(cmd, b'1 2 3 4 5\n')
+            check('%s: %s weight refused' % (cmd[0], word),
+                  rc == 1 and "tensor 'blk.1.ffn_up.weight' holds %s at index 7" % word in err, err[-300:])
 
 
 if __name__ == '__main__':

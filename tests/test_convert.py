@@ -484,6 +484,61 @@ def usage_errors():
     assert p.returncode == 1 and 'nowhere' in p.stderr, p.stderr
 
 
+# ---- issue 12: nesting and non-finite weights ---------------------------------
+
+def deep(n):
+    return '[' * n + ']' * n
+
+
+@case
+def deep_config_json_refused():
+    # json-glib recursed once per level: 100,000 levels crashed the converter
+    d, _ = ckpt('deepcfg', config())
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        f.write('{"note": %s}' % deep(100000))
+    refused(d, 'config.json', 'nested more than 64 levels')
+    # the limit counts what nests, not brackets inside strings
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        c = config(note='[{' * 5000)
+        c['nested'] = json.loads(deep(63))
+        json.dump(c, f)
+    os.remove(accepted(d))  # 64 levels, the object itself included
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        c['nested'] = json.loads(deep(64))
+        json.dump(c, f)
+    refused(d, 'config.json', 'nested more than 64 levels')
+
+
+@case
+def deep_tokenizer_config_refused():
+    vocab = ['<eos>', '<unk>'] + ['w%d' % i for i in range(2, 40)]
+    d, _ = ckpt('deeptok', config(), vocab=vocab, tok_cfg={'lower_case': False})
+    with open(os.path.join(d, 'tokenizer_config.json'), 'w') as f:
+        f.write('{"x": %s}' % deep(200000))
+    refused(d, 'tokenizer_config.json', 'nested')
+
+
+@case
+def deep_safetensors_header_refused():
+    d, _ = ckpt('deepst', config())
+    hdr = ('{"__metadata__": {"x": "y"}, "t": %s}' % deep(100000)).encode()
+    with open(os.path.join(d, 'model.safetensors'), 'wb') as f:
+        f.write(struct.pack('<Q', len(hdr)) + hdr)
+    refused(d, 'model.safetensors', 'nested more than 64 levels')
+
+
+@case
+def non_finite_weights_refused():
+    name = 'transformer.layers.1.pos_ff.CoreNet.0.weight'
+    for bad, word, dtype in ((np.inf, 'inf', np.float32), (np.nan, 'NaN', np.float32),
+                             (-np.inf, '-inf', np.float16), (np.nan, 'NaN', np.float16)):
+        def edit(S):
+            S[name] = S[name].copy()
+            S[name].reshape(-1)[9] = bad
+        d, _ = ckpt('nonfinite-%s-%s' % (word, np.dtype(dtype).name), config(), edit=edit, dtype=dtype)
+        refused(d, "tensor '%s' holds %s at index 9" % (name, word))
+
+
 def main():
     passed = failed = 0
     try:

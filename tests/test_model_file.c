@@ -2,6 +2,9 @@
  * refused with a message naming what is wrong, and never crashes.  (The
  * container parser itself is covered by test_gguf and the fuzzer.) */
 #include "testutil.h"
+#include "model_check.h"
+
+#include <float.h>
 
 static char *
 write_cfg(const TxlConfig *c, const char *skip)
@@ -363,6 +366,106 @@ test_calibration(void)
   tu_remove(p);
 }
 
+/* Lengths a file may declare "in range" that would make a stream need
+ * gigabytes: refused at load, before anything of that size is allocated,
+ * with a message naming the keys and the knob; the knob lets them in, and
+ * a stream asking for more than it allows is refused the same way. */
+static void
+test_memory_budget(void)
+{
+  g_unsetenv("TXL_MEMORY_LIMIT");
+  TxlConfig c;
+  tu_small_config(&c);
+  struct { int mem_len, tgt_len; } big[] = {
+    { 1 << 20, 1 },   /* the memory itself */
+    { 1 << 20, 200 }, /* attention scratch */
+    { 200, 16000 },   /* long segments: scores grow with their square */
+    { 600000, 400 },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(big); i++) {
+    c.mem_len = big[i].mem_len;
+    c.tgt_len = big[i].tgt_len;
+    g_autofree char *p = write_cfg(&c, NULL);
+    expect_refused(p, "TXL_MEMORY_LIMIT");
+    expect_refused(p, "txl.mem_len");
+    tu_remove(p);
+  }
+  /* the limit is settable: 8G admits mem_len 2^20 with a short segment
+   * (loading allocates nothing of it), and a stream within it works */
+  c.mem_len = 1 << 20;
+  c.tgt_len = 1;
+  g_autofree char *p = write_cfg(&c, NULL);
+  g_setenv("TXL_MEMORY_LIMIT", "8G", TRUE);
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(p, &err);
+  g_assert_no_error(err);
+  g_setenv("TXL_MEMORY_LIMIT", "64M", TRUE);
+  TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
+  o.mem_len = 16;
+  o.max_segment = 4;
+  TxlStream *s = txl_stream_new(m, &o, &err);
+  g_assert_no_error(err);
+  txl_stream_free(s);
+  o.mem_len = 1 << 20; /* what a snapshot or an option could ask for */
+  g_assert_null(txl_stream_new(m, &o, &err));
+  g_assert_nonnull(strstr(err->message, "over the limit of 64.0 MiB"));
+  g_clear_error(&err);
+  /* a malformed limit is an error, not a default */
+  const char *bad[] = { "abc", "0", "12X", "-5", "99999999999T" };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_setenv("TXL_MEMORY_LIMIT", bad[i], TRUE);
+    g_assert_null(txl_stream_new(m, &o, &err));
+    g_assert_nonnull(strstr(err->message, "is not a size"));
+    g_clear_error(&err);
+    expect_refused(p, bad[i]);
+  }
+  g_unsetenv("TXL_MEMORY_LIMIT");
+  txl_model_unref(m);
+  tu_remove(p);
+}
+
+/* One flipped exponent bit (inf) or a NaN anywhere in the weights: the
+ * model is refused, naming the tensor and the index. */
+static void
+test_non_finite_weights(void)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  struct { const char *tensor; gsize index; float v; const char *what; } t[] = {
+    { "blk.1.ffn_up.weight", 77, INFINITY, "holds inf at index 77" },
+    { "emb.2.weight", 3, -INFINITY, "holds -inf at index 3" },
+    { "blk.0.attn_norm.bias", 31, NAN, "holds NaN at index 31" },
+    { "cluster.bias", 0, NAN, "'cluster.bias' holds NaN" },
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(t); i++) {
+    g_autofree char *p = write_cfg(&c, NULL);
+    tu_poison_weight(p, t[i].tensor, t[i].index, t[i].v);
+    expect_refused(p, t[i].what);
+    expect_refused(p, t[i].tensor);
+    tu_remove(p);
+  }
+  /* the largest finite floats are weights like any other */
+  g_autofree char *p = write_cfg(&c, NULL);
+  tu_poison_weight(p, "blk.0.ffn_down.weight", 5, FLT_MAX);
+  tu_poison_weight(p, "blk.0.ffn_down.weight", 6, -FLT_MAX);
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(p, &err);
+  g_assert_no_error(err);
+  txl_model_unref(m);
+  tu_remove(p);
+  /* the scan itself, at every position of a block and across blocks */
+  float v[9000];
+  for (gsize i = 0; i < G_N_ELEMENTS(v); i++)
+    v[i] = (float)i - 4500.0f;
+  g_assert_cmpint(txl_first_nonfinite(v, G_N_ELEMENTS(v)), ==, -1);
+  for (gsize at = 0; at < G_N_ELEMENTS(v); at += 997) {
+    float keep = v[at];
+    v[at] = NAN;
+    g_assert_cmpint(txl_first_nonfinite(v, G_N_ELEMENTS(v)), ==, (gint64)at);
+    v[at] = keep;
+  }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -376,5 +479,7 @@ main(int argc, char **argv)
   g_test_add_func("/model-file/truncated-flipped", test_truncated_and_flipped);
   g_test_add_func("/model-file/missing-empty", test_missing_and_empty_file);
   g_test_add_func("/model-file/calibration", test_calibration);
+  g_test_add_func("/model-file/memory-budget", test_memory_budget);
+  g_test_add_func("/model-file/non-finite", test_non_finite_weights);
   return g_test_run();
 }

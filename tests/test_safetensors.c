@@ -230,6 +230,32 @@ test_bad_json(void)
   expect_fail("{\"\xff\xfe\":{}}", 0, NULL);
 }
 
+/* json-glib recurses once per level: a header nested 100,000 deep (200 KB)
+ * overflowed the stack before the depth was bounded.  Brackets inside
+ * strings and escapes do not count. */
+static void
+test_deep_nesting(void)
+{
+  const int n = 100000;
+  GString *j = g_string_new("{\"a\":");
+  for (int i = 0; i < n; i++)
+    g_string_append_c(j, i % 2 ? '{' : '[');
+  expect_fail(j->str, 0, "nested more than 64 levels");
+  g_string_free(j, TRUE);
+  j = g_string_new("{\"__metadata__\":{\"k\":\"");
+  for (int i = 0; i < n; i++)
+    g_string_append(j, i % 2 ? "[\\\"{" : "[");
+  g_string_append(j, "\"}}");
+  gsize size;
+  guint8 *b = build(j->str, NULL, 0, &size);
+  GError *error = NULL;
+  StFile *f = st_parse(b, size, &error);
+  g_assert_no_error(error);
+  st_close(f);
+  g_free(b);
+  g_string_free(j, TRUE);
+}
+
 static void
 test_bad_entries(void)
 {
@@ -537,6 +563,7 @@ main(int argc, char **argv)
   g_test_add_func("/safetensors/truncation", test_truncation);
   g_test_add_func("/safetensors/header-length", test_header_length);
   g_test_add_func("/safetensors/bad-json", test_bad_json);
+  g_test_add_func("/safetensors/deep-nesting", test_deep_nesting);
   g_test_add_func("/safetensors/bad-entries", test_bad_entries);
   g_test_add_func("/safetensors/lenient", test_lenient);
   g_test_add_func("/safetensors/mutations", test_mutations);

@@ -195,4 +195,24 @@ tu_remove(const char *path)
   g_rmdir(dir);
 }
 
+/* Overwrites element `index` of an F32 tensor in a model file with v (a
+ * flipped exponent bit, say), in place. */
+G_GNUC_UNUSED static void
+tu_poison_weight(const char *path, const char *tensor, gsize index, float v)
+{
+  g_autoptr(GError) err = NULL;
+  g_autofree char *buf = NULL;
+  gsize len = 0;
+  g_assert_true(g_file_get_contents(path, &buf, &len, &err));
+  GgufFile *f = gguf_parse(buf, len, &err);
+  g_assert_no_error(err);
+  const GgufTensor *t = gguf_find_tensor(f, tensor);
+  g_assert_nonnull(t);
+  g_assert_cmpuint(index, <, t->nbytes / sizeof(float));
+  gsize at = (gsize)((const char *)t->data - buf) + index * sizeof(float);
+  gguf_close(f);
+  memcpy(buf + at, &v, sizeof v);
+  g_assert_true(g_file_set_contents(path, buf, len, &err));
+}
+
 #endif

@@ -312,6 +312,34 @@ test_bad_model(void)
   g_free(m);
 }
 
+/* A model with an inf or NaN weight does not start: an element error that
+ * names the tensor, not a stream of inf and null scores. */
+static void
+test_non_finite_model(void)
+{
+  const float bad[] = { INFINITY, NAN };
+  for (int k = 0; k < 2; k++) {
+    char *m = el_write_byte_model(16);
+    tu_poison_weight(m, "blk.0.ffn_up.weight", 9, bad[k]);
+    GstElement *e = gst_element_factory_make("txlmodel", NULL);
+    g_object_set(e, "model", m, NULL);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(e, bus);
+    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PLAYING), ==,
+                    GST_STATE_CHANGE_FAILURE);
+    g_autofree char *msg = el_bus_error(bus);
+    g_assert_nonnull(msg);
+    g_assert_nonnull(strstr(msg, "'blk.0.ffn_up.weight' holds"));
+    g_assert_nonnull(strstr(msg, k == 0 ? "inf at index 9" : "NaN at index 9"));
+    gst_element_set_state(e, GST_STATE_NULL);
+    gst_element_set_bus(e, NULL);
+    gst_object_unref(bus);
+    gst_object_unref(e);
+    tu_remove(m);
+    g_free(m);
+  }
+}
+
 /* A buffer that is not whole records, and an id outside the vocabulary:
  * element errors. */
 static void
@@ -584,6 +612,7 @@ main(int argc, char **argv)
   g_test_add_func("/txlmodel/flush-on-newline", test_flush_on_newline);
   g_test_add_func("/txlmodel/caps-mismatch", test_caps_mismatch);
   g_test_add_func("/txlmodel/bad-model", test_bad_model);
+  g_test_add_func("/txlmodel/non-finite-model", test_non_finite_model);
   g_test_add_func("/txlmodel/bad-input", test_bad_input);
   g_test_add_func("/txlmodel/resets", test_resets);
   g_test_add_func("/txlmodel/latency", test_latency);

@@ -1,0 +1,19 @@
+/* A bound on JSON nesting, checked before a document reaches json-glib:
+ * its parser recurses once per level, so a small file of brackets
+ * (100,000 '[' take 100 KB) overflows the stack. */
+#ifndef TXL_JSONDEPTH_H
+#define TXL_JSONDEPTH_H
+
+#include <glib.h>
+
+/* Deepest nesting of objects and arrays that a JSON input read by libtxl
+ * may have (config.json, tokenizer_config.json, safetensors headers). */
+#define TXL_JSON_MAX_DEPTH 64
+
+/* Scans text (len bytes) for '[' and '{' outside string literals and
+ * refuses it when they nest deeper than max_depth; label names the input
+ * in the message.  Does not validate the JSON otherwise (the parser does). */
+gboolean txl_json_check_depth(const char *text, gsize len, int max_depth,
+                              const char *label, GError **error);
+
+#endif
