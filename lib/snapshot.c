@@ -743,7 +743,17 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
         g_bytes_get_size(g_hash_table_lookup(sect, l->data)));
   }
   g_list_free(keys);
-  g_string_append_printf(out, "}, \"state_bytes\": %" G_GUINT64_FORMAT
+  /* who wrote it (null: a file from before writers were recorded) */
+  GBytes *wb = g_hash_table_lookup(sect, TXL_SNAPSHOT_WRITER_SECTION);
+  g_string_append(out, "}, \"writer\": ");
+  if (wb) {
+    gsize wn;
+    const char *wd = g_bytes_get_data(wb, &wn);
+    txl_json_append_string(out, wd ? wd : "", wn);
+  } else {
+    g_string_append(out, "null");
+  }
+  g_string_append_printf(out, ", \"state_bytes\": %" G_GUINT64_FORMAT
       ", \"file_bytes\": %zu, \"compression_ratio\": %.3f, "
       "\"checksum\": \"ok\"}\n", ps.raw, ps.len,
       ps.len ? (double)ps.raw / ps.len : 0.0);
