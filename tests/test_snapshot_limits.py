@@ -208,7 +208,7 @@ def main():
 
     # 5. the writer: txl score's own, another's, none (older files)
     rc, out, _, _ = run(['snapshot', 'info', good])
-    check('snapshot info names the writer', rc == 0 and json.loads(out).get('writer') == 'txl score', out[-300:])
+    check('snapshot info names the writer', rc == 0 and json.loads(out).get('writer') == 'txl score', out[-300:].decode())
     s = Snap(good)
     other = b'pipeline "other", element "txlmodel0"'
     raw = bytes(s.raw)
