@@ -218,7 +218,7 @@ TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
 gboolean txl_snapshot_describe(const char *path, GString *out,
                                GError **error);
 TxlStream *txl_scorer_stream(TxlScorer *scorer);
-/* What a snapshot may ask for (docs/limits.md): every size in the file
+/* What a snapshot may ask for (docs/snapshots.md): every size in the file
  * is checked before anything is allocated.  Restoring may take what the
  * loading model's own settings imply (a full memory, its segment) plus
  * this budget, in megabytes (default 256), or 16 times the compressed
