@@ -3,7 +3,8 @@
  * written by fuzz/make_snapshot_seeds.sh); the input is written to a file
  * because the loader reads files.  A loaded scorer or set of sessions must
  * go on scoring (sessions seeds: fuzz/make_snapshot_seeds.sh, with the
- * options below). */
+ * options below).  Seeds forged by fuzz/make_budget_seeds.py reach the
+ * resource budget and the refusal of non-finite memory. */
 #include "txl.h"
 
 #include <glib/gstdio.h>
@@ -23,6 +24,9 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   g_setenv("TXL_NUM_THREADS", "1", TRUE);
+  /* a small budget: inputs that fit it still stay far below -rss_limit_mb,
+   * and the budget checks (corpus-snapshot/budget-*.snap) are reached */
+  g_setenv("TXL_SNAPSHOT_MAX_MB", "64", TRUE);
   GError *err = NULL;
   model = txl_model_load(FUZZ_SNAPSHOT_MODEL, &err);
   if (!model) {

@@ -22,3 +22,7 @@ cc -o "$BUILD/make_sessions_seed" fuzz/make_sessions_seed.c -Ilib \
   $(pkg-config --cflags --libs glib-2.0) -L"$BUILD/lib" -ltxl -Wl,-rpath,"$PWD/$BUILD/lib"
 "$BUILD/make_sessions_seed" "$D/model.gguf" "$D/sessions"
 ls -la "$D"/sessions*
+
+# forged: sizes beyond the budget, non-finite memory (and fuzz_state's
+# baseline seeds in fuzz/corpus-state/)
+/usr/bin/python3 fuzz/make_budget_seeds.py

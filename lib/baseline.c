@@ -196,8 +196,12 @@ txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
     v = GUINT64_FROM_LE(v);
     double d;
     memcpy(&d, &v, 8);
-    if (!isfinite(d))
-      goto bad; /* add() never keeps one; selection needs an order */
+    if (!isfinite(d)) { /* add() never keeps one; selection needs an order */
+      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                  "baseline state: value %d of %d is not a finite number "
+                  "(%g): refused", i + 1, h[3], d);
+      return FALSE;
+    }
   }
   for (int i = 0; i < h[3]; i++) {
     guint64 v;

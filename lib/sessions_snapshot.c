@@ -285,7 +285,8 @@ bad:
 /* Reads the section into s (a fresh TxlSessions whose worker is already
  * the file's); FALSE, with s to be freed, on anything malformed. */
 static gboolean
-load_section(TxlSessions *s, GBytes *bytes, int worker_mlen)
+load_section(TxlSessions *s, GBytes *bytes, int worker_mlen,
+             gboolean *nonfinite)
 {
   if (!bytes || !g_bytes_get_size(bytes))
     return FALSE;
@@ -350,17 +351,21 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen)
     g_ptr_array_free(order, TRUE);
     return FALSE;
   }
-  guint8 *scratch = shuffle ? g_malloc(MAX(total * w, 1)) : NULL;
+  /* shuffled memories are gathered in place (no scratch copy of them all);
+   * a memory holding NaN or infinity is refused, as a stream's is */
   for (guint i = 0; i < order->len; i++) {
     Session *x = order->pdata[i];
     if (!x->state_floats)
       continue;
     x->state = g_new(float, x->state_floats);
-    txl_snapcodec_decode(r.p, x->state_floats, prec, shuffle, scratch,
-                         x->state);
+    if (txl_snapcodec_decode(r.p, x->state_floats, prec, shuffle, NULL,
+                             x->state) < x->state_floats) {
+      *nonfinite = TRUE;
+      g_ptr_array_free(order, TRUE);
+      return FALSE;
+    }
     r.p += x->state_floats * w;
   }
-  g_free(scratch);
   /* the derived state: byte accounting and the idle deadlines */
   for (guint i = 0; i < order->len; i++) {
     Session *x = order->pdata[i];
@@ -404,10 +409,14 @@ txl_sessions_load(TxlModel *m, const char *path,
   txl_stream_free(s->worker);
   s->worker = txl_scorer_steal_stream(sc);
   sc = NULL;
+  gboolean nonfinite = FALSE;
   if (!load_section(s, g_hash_table_lookup(sect, TXL_SESSIONS_SECTION),
-                    txl_stream_mem_used(s->worker))) {
+                    txl_stream_mem_used(s->worker), &nonfinite)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: the sessions in the snapshot are malformed", path);
+                nonfinite ? "%s: a session's memory holds a value that is not "
+                            "a finite number (NaN or infinity): refused"
+                          : "%s: the sessions in the snapshot are malformed",
+                path);
     goto fail;
   }
   g_hash_table_remove(sect, TXL_SESSIONS_SECTION);

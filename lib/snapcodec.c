@@ -4,6 +4,7 @@
  * any other. */
 #include "snapcodec.h"
 
+#include <math.h>
 #include <string.h>
 
 gsize
@@ -130,27 +131,36 @@ txl_snapcodec_encode(const float *in, gsize n, TxlSnapshotPrecision p,
   }
 }
 
-void
+gsize
 txl_snapcodec_decode(const guint8 *in, gsize n, TxlSnapshotPrecision p,
                      gboolean shuffle, guint8 *scratch, float *out)
 {
   const gsize w = txl_snapcodec_width(p);
   const guint8 *plain = in;
-  if (shuffle) {
+  if (shuffle && scratch) {
     unshuffle_bytes(in, n, w, scratch);
     plain = scratch;
+    shuffle = FALSE;
   }
+  gsize bad = n;
   for (gsize i = 0; i < n; i++) {
+    /* without scratch, byte b of value i is gathered from its plane */
+    guint8 b[4];
+    for (gsize k = 0; k < w; k++)
+      b[k] = shuffle ? in[k * n + i] : plain[i * w + k];
     if (p == TXL_SNAPSHOT_F32) {
       guint32 v;
-      memcpy(&v, plain + 4 * i, 4);
+      memcpy(&v, b, 4);
       v = GUINT32_FROM_LE(v);
       memcpy(&out[i], &v, 4);
     } else {
       guint16 v;
-      memcpy(&v, plain + 2 * i, 2);
+      memcpy(&v, b, 2);
       v = GUINT16_FROM_LE(v);
       out[i] = p == TXL_SNAPSHOT_F16 ? txl_f16_to_f32(v) : txl_bf16_to_f32(v);
     }
+    if (bad == n && !isfinite(out[i]))
+      bad = i;
   }
+  return bad;
 }

@@ -13,8 +13,11 @@ gsize txl_snapcodec_width(TxlSnapshotPrecision p);
 /* n floats -> n * width bytes in out. */
 void txl_snapcodec_encode(const float *in, gsize n, TxlSnapshotPrecision p,
                           gboolean shuffle, guint8 *out);
-/* The inverse; scratch must hold n * width bytes when shuffle is set. */
-void txl_snapcodec_decode(const guint8 *in, gsize n, TxlSnapshotPrecision p,
+/* The inverse.  With shuffle, scratch (n * width bytes) speeds it up;
+ * NULL gathers the bytes in place.  Returns the index of the first value
+ * that is not finite (NaN or infinity), n when all are: a loader refuses
+ * such a memory. */
+gsize txl_snapcodec_decode(const guint8 *in, gsize n, TxlSnapshotPrecision p,
                           gboolean shuffle, guint8 *scratch, float *out);
 
 guint16 txl_f32_to_f16(float f);

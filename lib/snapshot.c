@@ -17,11 +17,10 @@
 #include "model_internal.h"
 #include "jsonstr.h"
 #include "snapcodec.h"
+#include "snapfile.h"
 #include "state.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <glib/gstdio.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -81,50 +80,10 @@ sha256(const guint8 *data, gsize len, guint8 *out)
   g_checksum_free(cs);
 }
 
-/* temporary file beside the target, fsync, rename: a crash at any point
- * leaves the previous snapshot whole */
-static gboolean
-write_atomic(const char *path, const guint8 *data, gsize len, GError **error)
+static gsize
+c_dmodel(TxlStream *st)
 {
-  g_autofree char *tmp = g_strconcat(path, ".XXXXXX", NULL);
-  int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot create: %s", tmp,
-                g_strerror(errno));
-    return FALSE;
-  }
-  gsize done = 0;
-  while (done < len) {
-    ssize_t w = write(fd, data + done, len - done);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      break;
-    done += (gsize)w;
-  }
-  int e = errno;
-  gboolean ok = done == len && fsync(fd) == 0;
-  if (!ok && done == len)
-    e = errno;
-  close(fd);
-  if (ok && g_rename(tmp, path) != 0) {
-    e = errno;
-    ok = FALSE;
-  }
-  if (!ok) {
-    g_unlink(tmp);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot write: %s", path,
-                g_strerror(e));
-    return FALSE;
-  }
-  /* the rename itself must reach the disk */
-  g_autofree char *dir = g_path_get_dirname(path);
-  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return TRUE;
+  return (gsize)txl_model_config(txl_stream_model(st))->d_model;
 }
 
 static gsize
@@ -299,6 +258,8 @@ txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
   int mlen;
   gboolean has_last;
   txl_stream_state_export(st, state, &mlen, &has_last);
+  if (!has_last) /* not a state, only scratch: stored as zeros */
+    memset(state + nf - c_dmodel(st), 0, sizeof(float) * c_dmodel(st));
   txl_snapcodec_encode(state, nf, so.precision, so.shuffle, coded);
   g_free(state);
   guint8 *p = coded + nf * w;
@@ -352,7 +313,8 @@ txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
   put64(&p, raw);
   put64(&p, comp);
   sha256(file, HEADER_SIZE + comp, file + HEADER_SIZE + comp);
-  gboolean ok = write_atomic(path, file, HEADER_SIZE + comp + DIGEST, error);
+  gboolean ok = txl_snapfile_write_atomic(path, file,
+                                          HEADER_SIZE + comp + DIGEST, error);
   g_free(file);
   if (ok && file_bytes)
     *file_bytes = HEADER_SIZE + comp + DIGEST;
@@ -383,37 +345,75 @@ typedef struct {
   guint64 sbytes, raw, comp;
 } Parsed;
 
-static gboolean
-parse(const char *path, Parsed *ps, GError **error)
+/* Bytes a stream with these settings takes: memory rows, position table,
+ * attention scores, per-segment scratch and the output layer's scratch;
+ * an estimate of what txl_stream_new() allocates, in doubles so that no
+ * header value can overflow it. */
+static double
+stream_cost(const TxlConfig *c, double mem_len, double seg, gboolean hidden)
 {
-  memset(ps, 0, sizeof *ps);
-  GError *e = NULL;
-  if (!g_file_get_contents(path, (char **)&ps->file, &ps->len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
-    g_error_free(e);
+  double d = c->d_model, HD = (double)c->n_head * c->d_head, K = mem_len + seg;
+  double rows = (double)c->n_layer * K * (hidden ? d : 2 * HD);
+  double qr = hidden ? K : seg;
+  double scratch = (double)c->n_head * seg * K + qr * (d + 3 * HD) +
+                   seg * (3 * d + HD + c->d_inner + c->d_embed + c->n_token) +
+                   K * d + (hidden ? K * HD : 0);
+  return 4 * (rows + scratch);
+}
+
+/* What restoring with model m may take at most: a stream at the model's
+ * own settings (either memory kind) with a full memory, three times over
+ * for the payload, its decoded copy and what is built from it, plus the
+ * budget (or 16 times the compressed payload when that is larger: what
+ * the file itself can justify). */
+static double
+allowed_bytes(const TxlModel *m, guint64 comp, guint64 budget)
+{
+  double extra = MAX((double)budget, 16.0 * (double)comp);
+  if (!m)
+    return extra;
+  const TxlConfig *c = txl_model_config(m);
+  double d = c->d_model, HD = (double)c->n_head * c->d_head;
+  double state = 4 * ((double)c->n_layer * c->mem_len * MAX(d, 2 * HD) + d) +
+                 4.0 * c->tgt_len;
+  return MAX(stream_cost(c, c->mem_len, c->tgt_len, FALSE),
+             stream_cost(c, c->mem_len, c->tgt_len, TRUE)) +
+         3 * state + extra;
+}
+
+/* Refuses a header asking for more than allowed_bytes(), before anything
+ * of its size is allocated (a checksum only proves that the file is what
+ * someone wrote). */
+static gboolean
+check_budget(const char *path, const TxlModel *m, const Parsed *ps,
+             GError **error)
+{
+  guint64 budget;
+  if (!txl_snapshot_budget(&budget, error))
     return FALSE;
-  }
-  const guint8 *file = ps->file;
-  gsize len = ps->len;
-  if (len < 16 || memcmp(file, MAGIC, 8) != 0)
-    return bad(error, path, len >= 8 && memcmp(file, MAGIC, 8) == 0
-                              ? "truncated snapshot"
-                              : "not a txl snapshot (bad magic)");
-  const guint8 *p = file + 8;
-  guint32 version = get32(&p), hsize = get32(&p);
-  if (version != VERSION || hsize != HEADER_SIZE) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
-                "%s: snapshot format version %u (header %u bytes); this "
-                "reader knows version %u", path, version, hsize, VERSION);
-    return FALSE;
-  }
-  if (len < HEADER_SIZE + DIGEST)
-    return bad(error, path, "truncated snapshot");
-  guint8 digest[DIGEST];
-  sha256(file, len - DIGEST, digest);
-  if (memcmp(digest, file + len - DIGEST, DIGEST) != 0)
-    return bad(error, path,
-               "checksum mismatch: the snapshot is corrupt or truncated");
+  const gint32 *f = ps->f;
+  double need = 3.0 * (double)ps->raw;
+  if (m)
+    need += stream_cost(txl_model_config(m), MAX(f[F_MEMLEN], 0),
+                        MAX(f[F_MAXSEG], 0), f[F_KIND] == TXL_MEMORY_HIDDEN);
+  double allowed = allowed_bytes(m, ps->comp, budget);
+  if (need <= allowed)
+    return TRUE;
+  g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+              "%s: restoring this snapshot would take about %.0f MB (its "
+              "header declares mem_len %d, segment %d and %" G_GUINT64_FORMAT
+              " bytes of state), more than the %.0f MB allowed: %s the "
+              "budget %s=%" G_GUINT64_FORMAT ". Raise %s if the file is "
+              "trusted", path, need / 1e6, f[F_MEMLEN], f[F_MAXSEG], ps->raw,
+              allowed / 1e6, m ? "what the model implies plus" : "",
+              TXL_SNAPSHOT_BUDGET_ENV, budget >> 20, TXL_SNAPSHOT_BUDGET_ENV);
+  return FALSE;
+}
+
+static void
+read_header(Parsed *ps, const guint8 *head)
+{
+  const guint8 *p = head + 16;
   memcpy(ps->model, p, 64);
   memcpy(ps->vocab, p + 64, 64);
   p += 128;
@@ -423,8 +423,79 @@ parse(const char *path, Parsed *ps, GError **error)
   ps->sbytes = get64(&p);
   ps->raw = get64(&p);
   ps->comp = get64(&p);
+}
+
+/* Reads a snapshot: only a regular file; the header first, and the rest
+ * only once its sizes agree with the file's and fit the budget (m: the
+ * model it is loaded with, NULL when there is none). */
+static gboolean
+read_file(const char *path, const TxlModel *m, Parsed *ps, GError **error)
+{
+  guint64 size;
+  int fd = txl_snapfile_open(path, &size, error);
+  if (fd < 0)
+    return FALSE;
+  guint8 head[HEADER_SIZE];
+  gboolean ok = FALSE;
+  gsize hn = (gsize)MIN(size, (guint64)HEADER_SIZE);
+  if (!txl_snapfile_read(fd, 0, head, hn, path, error))
+    goto out;
+  if (hn < 16 || memcmp(head, MAGIC, 8) != 0) {
+    bad(error, path, hn >= 8 && memcmp(head, MAGIC, 8) == 0
+                         ? "truncated snapshot"
+                         : "not a txl snapshot (bad magic)");
+    goto out;
+  }
+  const guint8 *p = head + 8;
+  guint32 version = get32(&p), hsize = get32(&p);
+  if (version != VERSION || hsize != HEADER_SIZE) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
+                "%s: snapshot format version %u (header %u bytes); this "
+                "reader knows version %u", path, version, hsize, VERSION);
+    goto out;
+  }
+  if (size < HEADER_SIZE + DIGEST) {
+    bad(error, path, "truncated snapshot");
+    goto out;
+  }
+  read_header(ps, head);
+  if (ps->comp != size - HEADER_SIZE - DIGEST) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: checksum mismatch: the snapshot is corrupt or truncated "
+                "(%" G_GUINT64_FORMAT " bytes of payload, its header "
+                "declares %" G_GUINT64_FORMAT ")", path,
+                size - HEADER_SIZE - DIGEST, ps->comp);
+    goto out;
+  }
+  if (!check_budget(path, m, ps, error))
+    goto out;
+  ps->len = (gsize)size;
+  if (!(ps->file = g_try_malloc(ps->len))) {
+    bad(error, path, "not enough memory to read the snapshot");
+    goto out;
+  }
+  ok = txl_snapfile_read(fd, 0, ps->file, ps->len, path, error);
+out:
+  close(fd);
+  return ok;
+}
+
+static gboolean
+parse(const char *path, const TxlModel *m, Parsed *ps, GError **error)
+{
+  memset(ps, 0, sizeof *ps);
+  if (!read_file(path, m, ps, error))
+    return FALSE;
+  const guint8 *file = ps->file;
+  gsize len = ps->len;
+  guint8 digest[DIGEST];
+  sha256(file, len - DIGEST, digest);
+  if (memcmp(digest, file + len - DIGEST, DIGEST) != 0)
+    return bad(error, path,
+               "checksum mismatch: the snapshot is corrupt or truncated");
   const gint32 *f = ps->f;
-  if (ps->comp != len - HEADER_SIZE - DIGEST ||
+  /* one zstd frame, declaring exactly the size the header does */
+  if (ZSTD_findFrameCompressedSize(file + HEADER_SIZE, ps->comp) != ps->comp ||
       ZSTD_getFrameContentSize(file + HEADER_SIZE, ps->comp) != ps->raw)
     return bad(error, path, "payload size does not match the header");
   if ((f[F_KIND] != TXL_MEMORY_KV && f[F_KIND] != TXL_MEMORY_HIDDEN) ||
@@ -523,8 +594,7 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
   GBytes *pb = NULL;
   GHashTable *sect = NULL;
   float *state = NULL;
-  guint8 *scratch = NULL;
-  if (!parse(path, &ps, error))
+  if (!parse(path, m, &ps, error))
     goto out;
   const gint32 *f = ps.f;
   const TxlConfig *c = txl_model_config(m);
@@ -560,6 +630,23 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
           "it with txlsessions or txl_sessions_load(), not as one stream");
     goto out;
   }
+  /* decoded and checked before a stream is built: a memory holding NaN
+   * or infinity would make every later score NaN (the last hidden row
+   * counts only when the file says there is one) */
+  if (!(state = g_try_new(float, MAX(nf, 1)))) {
+    bad(error, path, "not enough memory for the state");
+    goto out;
+  }
+  gsize first_bad = txl_snapcodec_decode(payload, nf, f[F_PREC], f[F_SHUF],
+                                         NULL, state);
+  if (first_bad < nf - (f[F_HASLAST] ? 0 : MIN(nf, (gsize)c->d_model))) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: the memory holds a value that is not a finite number "
+                "(%g at float %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT "): "
+                "refused, a stream continued from it would score NaN",
+                path, (double)state[first_bad], first_bad, nf);
+    goto out;
+  }
   TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
                          (TxlMemoryKind)f[F_KIND] };
   sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
@@ -570,9 +657,6 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
     bad(error, path, "payload size does not match the header");
     goto fail;
   }
-  state = g_new(float, nf);
-  scratch = f[F_SHUF] ? g_malloc(nf * w) : NULL;
-  txl_snapcodec_decode(payload, nf, f[F_PREC], f[F_SHUF], scratch, state);
   int32_t *pend = g_new(int32_t, f[F_NPEND] + 1);
   const guint8 *pp = payload + nf * w;
   for (int i = 0; i < f[F_NPEND]; i++)
@@ -590,7 +674,6 @@ fail:
   g_clear_pointer(&sc, txl_scorer_free);
 out:
   g_free(state);
-  g_free(scratch);
   if (pb)
     g_bytes_unref(pb); /* the sections handed out keep it alive */
   else
@@ -631,7 +714,7 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
   guint8 *payload = NULL;
   GBytes *pb = NULL;
   GHashTable *sect = NULL;
-  if (!parse(path, &ps, error) || !(payload = decompress(path, &ps, error)))
+  if (!parse(path, NULL, &ps, error) || !(payload = decompress(path, &ps, error)))
     goto out;
   pb = g_bytes_new_take(payload, ps.raw ? ps.raw : 1);
   const gint32 *f = ps.f;
@@ -660,7 +743,17 @@ txl_snapshot_describe(const char *path, GString *out, GError **error)
         g_bytes_get_size(g_hash_table_lookup(sect, l->data)));
   }
   g_list_free(keys);
-  g_string_append_printf(out, "}, \"state_bytes\": %" G_GUINT64_FORMAT
+  /* who wrote it (null: a file from before writers were recorded) */
+  GBytes *wb = g_hash_table_lookup(sect, TXL_SNAPSHOT_WRITER_SECTION);
+  g_string_append(out, "}, \"writer\": ");
+  if (wb) {
+    gsize wn;
+    const char *wd = g_bytes_get_data(wb, &wn);
+    txl_json_append_string(out, wd ? wd : "", wn);
+  } else {
+    g_string_append(out, "null");
+  }
+  g_string_append_printf(out, ", \"state_bytes\": %" G_GUINT64_FORMAT
       ", \"file_bytes\": %zu, \"compression_ratio\": %.3f, "
       "\"checksum\": \"ok\"}\n", ps.raw, ps.len,
       ps.len ? (double)ps.raw / ps.len : 0.0);

@@ -218,6 +218,27 @@ TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
 gboolean txl_snapshot_describe(const char *path, GString *out,
                                GError **error);
 TxlStream *txl_scorer_stream(TxlScorer *scorer);
+/* What a snapshot may ask for (docs/snapshots.md): every size in the file
+ * is checked before anything is allocated.  Restoring may take what the
+ * loading model's own settings imply (a full memory, its segment) plus
+ * this budget, in megabytes (default 256), or 16 times the compressed
+ * payload when that is more; a file asking for more is refused with an
+ * error naming this variable. */
+#define TXL_SNAPSHOT_BUDGET_ENV "TXL_SNAPSHOT_MAX_MB"
+/* The section naming who wrote a snapshot (free text, e.g. pipeline
+ * "app", element "txlmodel0"): writers put it among their sections, and
+ * a restore checks it with txl_snapshot_check_writer(). */
+#define TXL_SNAPSHOT_WRITER_SECTION "txl.writer"
+/* FALSE with an error naming both when sections (as loaded) record
+ * another writer than writer; TRUE when they record none (older files). */
+gboolean txl_snapshot_check_writer(const char *path, GHashTable *sections,
+                                   const char *writer, GError **error);
+/* Removes what a writer killed while writing path left behind: regular
+ * files of this user named path + '.' + six letters or digits (the
+ * atomic write's temporaries) that no live writer holds locked.
+ * *removed (may be NULL) receives the count. */
+gboolean txl_snapshot_remove_stale(const char *path, guint *removed,
+                                   GError **error);
 
 /* ---- tokenizer ------------------------------------------------------ */
 

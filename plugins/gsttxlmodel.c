@@ -647,6 +647,7 @@ do_snapshot(GstTxlModel *self, const gchar *path, const gchar *reason)
     return TXL_SNAP_DEFER;
   }
   g_hash_table_insert(sect, g_strdup("txlmodel"), save_own(self));
+  txl_state_add_writer(e, sect);
   GST_OBJECT_LOCK(self);
   TxlSnapshotOptions o = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   o.precision = self->snap_precision;
@@ -695,7 +696,8 @@ do_restore(GstTxlModel *self, const gchar *path, gboolean at_start,
                 "snapshots continue with `txl score`)", path);
     goto fail;
   }
-  if (!parse_own(self, own, sc, &o, error))
+  if (!txl_state_check_writer(GST_ELEMENT(self), path, sect, error) ||
+      !parse_own(self, own, sc, &o, error))
     goto fail;
   if (!at_start &&
       !txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok,
@@ -754,13 +756,16 @@ static gboolean
 op_check(GstElement *e, const gchar *path, GError **error)
 {
   GstTxlModel *self = GST_TXL_MODEL(e);
+  GHashTable *sect = NULL;
   TxlScorer *check = self->model
-      ? txl_scorer_load_full(self->model, path, on_score, self, NULL, error)
+      ? txl_scorer_load_full(self->model, path, on_score, self, &sect, error)
       : NULL;
   if (!check)
     return FALSE;
+  gboolean ok = txl_state_check_writer(e, path, sect, error);
   txl_scorer_free(check);
-  return TRUE;
+  g_hash_table_unref(sect);
+  return ok;
 }
 
 static gboolean
@@ -1186,6 +1191,8 @@ gst_txl_model_change_state(GstElement *element, GstStateChange transition)
     GST_OBJECT_LOCK(self);
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
+    if (loc) /* what a writer killed mid-write left beside the file */
+      txl_state_remove_stale(element, loc);
     if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
         !do_restore(self, loc, TRUE, &err)) {
       GST_ELEMENT_ERROR(self, RESOURCE, READ,

@@ -111,6 +111,7 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
   txl_put_blob(b, self->pending->data, self->pending->len * sizeof(int32_t));
   g_hash_table_insert(sect, g_strdup("txlsampler"),
                       g_byte_array_free_to_bytes(b));
+  txl_state_add_writer(GST_ELEMENT(self), sect);
   gsize bytes = 0;
   GError *err = NULL;
   gboolean ok = txl_generator_save(self->gen, path, NULL, sect, &bytes, &err);
@@ -158,6 +159,11 @@ load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
   if (!ok) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "%s: the txlsampler state is missing or malformed", path);
+    txl_generator_free(g);
+    g_hash_table_unref(sect);
+    return FALSE;
+  }
+  if (!txl_state_check_writer(GST_ELEMENT(self), path, sect, error)) {
     txl_generator_free(g);
     g_hash_table_unref(sect);
     return FALSE;
@@ -366,6 +372,8 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
     GST_OBJECT_LOCK(self);
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
+    if (loc) /* what a writer killed mid-write left beside the file */
+      txl_state_remove_stale(element, loc);
     if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
         !load_snapshot(self, loc, &err)) {
       GST_ELEMENT_ERROR(self, RESOURCE, READ,

@@ -786,6 +786,8 @@ gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
     GST_OBJECT_LOCK(self);
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
+    if (loc) /* what a writer killed mid-write left beside the file */
+      txl_state_remove_stale(element, loc);
     if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
         !gst_txl_sessions_restore(self, loc, TRUE, &err)) {
       GST_ELEMENT_ERROR(self, RESOURCE, READ,

@@ -347,6 +347,7 @@ gst_txl_sessions_snapshot(GstTxlSessions *self, const gchar *path,
     return TXL_SNAP_DEFER;
   }
   g_hash_table_insert(sect, g_strdup(SECTION), save_own(self));
+  txl_state_add_writer(e, sect);
   TxlSnapshotOptions o = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   GST_OBJECT_LOCK(self);
   o.precision = self->snap_precision;
@@ -409,7 +410,8 @@ gst_txl_sessions_restore(GstTxlSessions *self, const gchar *path,
                 "state)", path);
     goto fail;
   }
-  if (!parse_own(self, own, &o, error))
+  if (!txl_state_check_writer(GST_ELEMENT(self), path, sect, error) ||
+      !parse_own(self, own, &o, error))
     goto fail;
   if (!at_start &&
       !txl_state_give_pair(GST_ELEMENT(self), self->sinkpad, tok,
@@ -468,14 +470,17 @@ static gboolean
 op_check(GstElement *e, const gchar *path, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(e);
+  GHashTable *sect = NULL;
   TxlSessions *check = self->model
       ? txl_sessions_load(self->model, path, &self->opts, NULL, NULL, NULL,
-                          NULL, error)
+                          &sect, error)
       : NULL;
   if (!check)
     return FALSE;
+  gboolean ok = txl_state_check_writer(e, path, sect, error);
   txl_sessions_free(check);
-  return TRUE;
+  g_hash_table_unref(sect);
+  return ok;
 }
 
 static gboolean

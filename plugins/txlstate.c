@@ -135,3 +135,110 @@ txl_state_give_sink_pending(GstElement *element, GstPad *srcpad,
   }
   return ok;
 }
+
+/* ---- who writes a snapshot ----------------------------------------------- */
+
+/* The prefix of the name GStreamer gives an unnamed object: its factory's
+ * name, or its type's without "Gst", lower-cased. */
+static gchar *
+auto_prefix(GstObject *o)
+{
+  GstElementFactory *f = GST_IS_ELEMENT(o)
+      ? gst_element_get_factory(GST_ELEMENT(o)) : NULL;
+  if (f)
+    return g_strdup(GST_OBJECT_NAME(f));
+  const gchar *t = G_OBJECT_TYPE_NAME(o);
+  if (g_str_has_prefix(t, "Gst"))
+    t += 3;
+  return g_ascii_strdown(t, -1);
+}
+
+/* Whether o's name is an automatic one: the prefix and a counter. */
+static gboolean
+auto_named(GstObject *o)
+{
+  g_autofree gchar *prefix = auto_prefix(o);
+  const gchar *n = GST_OBJECT_NAME(o);
+  gsize pl = strlen(prefix);
+  if (!n || strncmp(n, prefix, pl) != 0 || !n[pl])
+    return FALSE;
+  for (const gchar *p = n + pl; *p; p++)
+    if (!g_ascii_isdigit(*p))
+      return FALSE;
+  return TRUE;
+}
+
+/* An automatically named element: its factory's name and its rank among
+ * the elements of that factory in its bin, in the order they were added
+ * (a bin keeps its newest child first). */
+static gchar *
+stable_element_name(GstElement *e)
+{
+  if (!auto_named(GST_OBJECT(e)))
+    return g_strdup(GST_OBJECT_NAME(e));
+  g_autofree gchar *prefix = auto_prefix(GST_OBJECT(e));
+  GstObject *parent = gst_object_get_parent(GST_OBJECT(e));
+  guint rank = 0;
+  if (parent && GST_IS_BIN(parent)) {
+    GstElementFactory *f = gst_element_get_factory(e);
+    GST_OBJECT_LOCK(parent);
+    GList *l = g_list_find(GST_BIN_CHILDREN(parent), e);
+    for (l = l ? l->next : NULL; l; l = l->next)
+      if (gst_element_get_factory(l->data) == f)
+        rank++;
+    GST_OBJECT_UNLOCK(parent);
+  }
+  g_clear_object(&parent);
+  return g_strdup_printf("%s%u", prefix, rank);
+}
+
+gchar *
+txl_state_writer(GstElement *e)
+{
+  GstObject *top = gst_object_ref(GST_OBJECT(e)), *up;
+  while ((up = gst_object_get_parent(top))) {
+    gst_object_unref(top);
+    top = up;
+  }
+  g_autofree gchar *elem = stable_element_name(e);
+  gchar *w;
+  if (top == GST_OBJECT(e))
+    w = g_strdup_printf("element \"%s\" (in no pipeline)", elem);
+  else if (auto_named(top))
+    w = g_strdup_printf("an unnamed pipeline, element \"%s\"", elem);
+  else
+    w = g_strdup_printf("pipeline \"%s\", element \"%s\"",
+                        GST_OBJECT_NAME(top), elem);
+  gst_object_unref(top);
+  return w;
+}
+
+void
+txl_state_add_writer(GstElement *e, GHashTable *sect)
+{
+  gchar *w = txl_state_writer(e);
+  g_hash_table_insert(sect, g_strdup(TXL_SNAPSHOT_WRITER_SECTION),
+                      g_bytes_new_take(w, strlen(w)));
+}
+
+gboolean
+txl_state_check_writer(GstElement *e, const gchar *path, GHashTable *sect,
+                       GError **error)
+{
+  g_autofree gchar *w = txl_state_writer(e);
+  return txl_snapshot_check_writer(path, sect, w, error);
+}
+
+void
+txl_state_remove_stale(GstElement *e, const gchar *location)
+{
+  guint n = 0;
+  GError *err = NULL;
+  if (!txl_snapshot_remove_stale(location, &n, &err)) {
+    GST_WARNING_OBJECT(e, "stale snapshot temporaries: %s", err->message);
+    g_error_free(err);
+  } else if (n) {
+    GST_INFO_OBJECT(e, "removed %u stale temporar%s of %s (a writer killed "
+                    "while writing)", n, n == 1 ? "y" : "ies", location);
+  }
+}

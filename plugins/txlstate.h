@@ -77,6 +77,25 @@ void txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
  * writable), or NULL when it is not ours. */
 GstStructure *txl_state_query_structure(GstQuery *q, const gchar *name);
 
+/* Who writes this element's snapshots, as stored in the file's
+ * TXL_SNAPSHOT_WRITER_SECTION: the top-level pipeline's name and the
+ * element's.  GStreamer's automatic names count up for the life of a
+ * process, so an automatic element name is replaced by its factory's and
+ * its rank among that factory's elements in its bin, and an automatically
+ * named pipeline (gst-launch-1.0's) is "an unnamed pipeline": a pipeline
+ * rebuilt from the same description, in this process or another, keeps
+ * its identity.  txld names each pipeline after its configuration. */
+gchar *txl_state_writer(GstElement *e);
+/* Adds the writer section to sections about to be saved. */
+void txl_state_add_writer(GstElement *e, GHashTable *sect);
+/* Refuses a file another pipeline or element wrote (older files, which
+ * name no writer, are accepted). */
+gboolean txl_state_check_writer(GstElement *e, const gchar *path,
+                                GHashTable *sect, GError **error);
+/* Removes the temporaries a writer of location killed mid-write left
+ * (txl_snapshot_remove_stale), logging what it did; at start. */
+void txl_state_remove_stale(GstElement *e, const gchar *location);
+
 G_END_DECLS
 
 #endif

@@ -84,7 +84,11 @@ def main():
               rc1 == 0 and rc2 == 0 and got == ref, (e1 + e2)[-300:] + ' %d vs %d bytes' % (len(got), len(ref)))
     info = json.loads(subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True).stdout or b'{}')
     check('the file holds the tokenizer, model and sink state',
-          set(info.get('sections', {})) == {'txltokenizer', 'txlmodel', 'txlsink'}, str(info))
+          set(info.get('sections', {})) == {'txltokenizer', 'txlmodel', 'txlsink', 'txl.writer'}, str(info))
+    # gst-launch-1.0's pipeline is named automatically: the identity must not
+    # depend on the counter, so that every run of this line is the same writer
+    check('the file names its writer: gst-launch pipeline, element txlmodel0',
+          info.get('writer') == 'an unnamed pipeline, element "txlmodel0"', str(info.get('writer')))
     q = subprocess.run([TXL, 'score', '-m', MODEL, '--load-snapshot', snap, '-'], input=b'more\n',
                        capture_output=True)
     check('txl score refuses a pipeline snapshot, saying why',

@@ -21,6 +21,20 @@ typedef struct {
   gsize bytes;
 } Common;
 
+/* txl score's snapshots name their writer, so that a pipeline's file is
+ * not continued here nor ours in a pipeline (docs/snapshots.md) */
+#define SCORE_WRITER "txl score"
+
+static GHashTable *
+writer_sections(void)
+{
+  GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                        (GDestroyNotify)g_bytes_unref);
+  g_hash_table_insert(t, TXL_SNAPSHOT_WRITER_SECTION,
+                      g_bytes_new_static(SCORE_WRITER, strlen(SCORE_WRITER)));
+  return t;
+}
+
 /* ---- --ids --------------------------------------------------------- */
 
 static void
@@ -98,9 +112,13 @@ score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
   }
   if (!flush_id(c, &p))
     return FALSE;
-  if (save) /* the partial segment stays pending in the snapshot */
-    return txl_scorer_save_full(c->scorer, save, c->snap_opts, NULL, NULL,
-                                &c->error);
+  if (save) { /* the partial segment stays pending in the snapshot */
+    GHashTable *sect = writer_sections();
+    gboolean ok = txl_scorer_save_full(c->scorer, save, c->snap_opts, sect,
+                                       NULL, &c->error);
+    g_hash_table_unref(sect);
+    return ok;
+  }
   if (resumed)
     return txl_scorer_finish(c->scorer, &c->error);
   if (p.index == 0) {
@@ -424,8 +442,7 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
   if (!t->c.error && save) {
     /* the stream stays open: pending bytes, tokens and lines are saved,
      * the lines already complete are printed */
-    GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
-                                             (GDestroyNotify)g_bytes_unref);
+    GHashTable *sect = writer_sections();
     g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
     g_hash_table_insert(sect, "score-text", text_state_save(t));
     txl_scorer_save_full(t->c.scorer, save, t->c.snap_opts, sect, NULL,
@@ -577,6 +594,13 @@ txl_cmd_score(int argc, char **argv)
     return 1;
   }
   TxlStreamOptions o = { mem_len, clamp_len, same_length, 0, kind };
+  if (save_snap) { /* what a run killed while saving left beside the file */
+    GError *serr = NULL;
+    if (!txl_snapshot_remove_stale(save_snap, NULL, &serr)) {
+      fprintf(stderr, "txl score: warning: %s\n", serr->message);
+      g_error_free(serr);
+    }
+  }
   TextScore t = { 0 };
   t.flag_bpb = flag_bpb;
   t.c.snap_opts = &snap_opts;
@@ -595,7 +619,11 @@ txl_cmd_score(int argc, char **argv)
     gboolean element = t.c.scorer &&
         (g_hash_table_contains(loaded, "txlmodel") ||
          g_hash_table_contains(loaded, "sampler"));
-    if (element) {
+    if (t.c.scorer && !element &&
+        !txl_snapshot_check_writer(load_snap, loaded, SCORE_WRITER,
+                                   &t.c.error)) {
+      g_clear_pointer(&t.c.scorer, txl_scorer_free);
+    } else if (element) {
       g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
                           "the snapshot was written by a GStreamer element "
                           "(txlmodel or txlsampler); continue it with the "

@@ -4,7 +4,10 @@
  * the live stream alone. */
 #include "elements.h"
 
+#include <fcntl.h>
 #include <glib/gstdio.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 typedef struct {
   char *dir, *model, *text, *out;
@@ -375,6 +378,115 @@ test_failed_push_kept(gconstpointer el)
   fixture_clear(&f);
 }
 
+/* Runs a pipeline named `name` (NULL: gst-launch's automatic name) with
+ * snapshot-location=snap to its end; returns the error text, if any. */
+static char *
+run_named(Fixture *f, const char *name, const char *snap)
+{
+  char *props = g_strdup_printf("snapshot-location=\"%s\"", snap);
+  GstElement *p = pipeline(f, props);
+  if (name)
+    gst_object_set_name(GST_OBJECT(p), name);
+  char *err = NULL;
+  g_ptr_array_unref(run(p, "txl-restore", &err));
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  g_free(props);
+  return err;
+}
+
+/* Each snapshot records which pipeline and element wrote it; a restore
+ * into another pipeline is refused naming both, the same pipeline built
+ * again (automatic names count up within a process) restores it, and a
+ * file without a writer (older) is accepted. */
+static void
+test_writer(gconstpointer el)
+{
+  element = el;
+  Fixture f;
+  fixture_init(&f);
+  g_autofree char *snap = g_build_filename(f.dir, "w.snap", NULL);
+  g_assert_null(run_named(&f, "alpha", snap));
+  GString *info = g_string_new(NULL);
+  g_assert_true(txl_snapshot_describe(snap, info, NULL));
+  g_autofree char *want = g_strdup_printf(
+      "\"writer\": \"pipeline \\\"alpha\\\", element \\\"m\\\"\"");
+  g_assert_nonnull(strstr(info->str, want));
+  g_string_free(info, TRUE);
+  GBytes *before = slurp(snap);
+  char *err = run_named(&f, "beta", snap);
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "written by pipeline \"alpha\""));
+  g_assert_nonnull(strstr(err, "not by pipeline \"beta\""));
+  g_free(err);
+  GBytes *after = slurp(snap); /* the refused run wrote nothing */
+  g_assert_true(g_bytes_equal(before, after));
+  g_bytes_unref(after);
+  g_bytes_unref(before);
+  g_assert_null(run_named(&f, "alpha", snap));
+  /* gst-launch's pipelines: pipeline0 in each process, pipelineN here */
+  g_remove(snap);
+  g_assert_null(run_named(&f, NULL, snap));
+  g_assert_null(run_named(&f, NULL, snap));
+  err = run_named(&f, "alpha", snap);
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err, "an unnamed pipeline"));
+  g_free(err);
+  fixture_clear(&f);
+}
+
+/* What a writer killed mid-write leaves (PATH.XXXXXX) is removed when the
+ * element starts; other names, other files, a directory and a temporary
+ * a live writer holds locked are kept. */
+static void
+test_stale_temporaries(gconstpointer el)
+{
+  element = el;
+  Fixture f;
+  fixture_init(&f);
+  g_autofree char *snap = g_build_filename(f.dir, "t.snap", NULL);
+  static const char *stale[] = { "t.snap.Ab3dE9", "t.snap.000000" };
+  static const char *keep[] = { "t.snap.Ab3dE", "t.snap.Ab3dE9x",
+                                "t.snap.Ab-dE9", "u.snap.Ab3dE9", "t.snap",
+                                "t.snapXAb3dE9" };
+  for (guint i = 0; i < G_N_ELEMENTS(stale); i++) {
+    g_autofree char *q = g_build_filename(f.dir, stale[i], NULL);
+    g_assert_true(g_file_set_contents(q, "partial", -1, NULL));
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(keep); i++) {
+    g_autofree char *q = g_build_filename(f.dir, keep[i], NULL);
+    g_assert_true(g_file_set_contents(q, "other", -1, NULL));
+  }
+  g_autofree char *dir = g_build_filename(f.dir, "t.snap.Dir123", NULL);
+  g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+  g_autofree char *locked = g_build_filename(f.dir, "t.snap.Lck123", NULL);
+  g_assert_true(g_file_set_contents(locked, "live", -1, NULL));
+  int fd = open(locked, O_RDONLY);
+  g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
+  char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
+                                snap);
+  GstElement *p = pipeline(&f, props);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PAUSED), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  gst_element_get_state(p, NULL, NULL, 10 * GST_SECOND);
+  for (guint i = 0; i < G_N_ELEMENTS(stale); i++) {
+    g_autofree char *q = g_build_filename(f.dir, stale[i], NULL);
+    g_assert_false(g_file_test(q, G_FILE_TEST_EXISTS));
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(keep); i++) {
+    g_autofree char *q = g_build_filename(f.dir, keep[i], NULL);
+    g_assert_true(g_file_test(q, G_FILE_TEST_EXISTS));
+  }
+  g_assert_true(g_file_test(dir, G_FILE_TEST_IS_DIR));
+  g_assert_true(g_file_test(locked, G_FILE_TEST_EXISTS));
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+  close(fd);
+  g_rmdir(dir);
+  g_free(props);
+  fixture_clear(&f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -394,6 +506,12 @@ main(int argc, char **argv)
     g_free(n);
     n = g_strdup_printf("/snapshots/%s/failed-push-kept", elements[i]);
     g_test_add_data_func(n, elements[i], test_failed_push_kept);
+    g_free(n);
+    n = g_strdup_printf("/snapshots/%s/writer", elements[i]);
+    g_test_add_data_func(n, elements[i], test_writer);
+    g_free(n);
+    n = g_strdup_printf("/snapshots/%s/stale-temporaries", elements[i]);
+    g_test_add_data_func(n, elements[i], test_stale_temporaries);
     g_free(n);
   }
   return g_test_run();
