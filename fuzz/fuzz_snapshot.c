@@ -26,7 +26,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   g_setenv("TXL_NUM_THREADS", "1", TRUE);
   /* a small budget: inputs that fit it still stay far below -rss_limit_mb,
    * and the budget checks (corpus-snapshot/budget-*.snap) are reached */
-  g_setenv("TXL_SNAPSHOT_MAX_MB", "64", TRUE);
+  g_setenv("TXL_MEMORY_LIMIT", "64M", TRUE);
   GError *err = NULL;
   model = txl_model_load(FUZZ_SNAPSHOT_MODEL, &err);
   if (!model) {

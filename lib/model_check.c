@@ -68,19 +68,13 @@ weight_bytes(const TxlModel *m)
   return 4 * (n + 2 * (guint64)c->n_token * c->d_embed);
 }
 
-/* Reads TXL_MEMORY_LIMIT, or gives the default; *how says which, for
- * messages. */
-static gboolean
-memory_limit(const TxlModel *m, guint64 *limit, char **how, GError **error)
+gboolean
+txl_memory_limit_get(guint64 *limit, GError **error)
 {
   const char *env = g_getenv(TXL_MEMORY_LIMIT_ENV);
-  if (!env || !*env) {
-    guint64 w = weight_bytes(m);
-    *limit = TXL_MEMORY_BASE + 2 * w;
-    *how = g_strdup_printf("the default, 256 MiB plus twice the %.1f MiB of "
-                           "weights", w / 1048576.0);
+  *limit = 0;
+  if (!env || !*env)
     return TRUE;
-  }
   char *end = NULL;
   errno = 0;
   guint64 v = g_ascii_strtoull(env, &end, 10);
@@ -100,7 +94,24 @@ memory_limit(const TxlModel *m, guint64 *limit, char **how, GError **error)
     return FALSE;
   }
   *limit = v << shift;
-  *how = g_strdup(TXL_MEMORY_LIMIT_ENV);
+  return TRUE;
+}
+
+/* TXL_MEMORY_LIMIT, or the default for this model; *how says which, for
+ * messages. */
+static gboolean
+memory_limit(const TxlModel *m, guint64 *limit, char **how, GError **error)
+{
+  if (!txl_memory_limit_get(limit, error))
+    return FALSE;
+  if (*limit) {
+    *how = g_strdup(TXL_MEMORY_LIMIT_ENV);
+    return TRUE;
+  }
+  guint64 w = weight_bytes(m);
+  *limit = TXL_MEMORY_BASE + 2 * w;
+  *how = g_strdup_printf("the default, 256 MiB plus twice the %.1f MiB of "
+                         "weights", w / 1048576.0);
   return TRUE;
 }
 

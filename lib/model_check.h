@@ -14,8 +14,11 @@
 #include "finite.h"
 #include "model_internal.h"
 
-#define TXL_MEMORY_LIMIT_ENV "TXL_MEMORY_LIMIT"
 #define TXL_MEMORY_BASE ((guint64)256 << 20)
+
+/* The value of TXL_MEMORY_LIMIT in bytes, 0 when it is not set; FALSE
+ * with an error naming the variable when it is malformed. */
+gboolean txl_memory_limit_get(guint64 *limit, GError **error);
 
 /* Bytes one stream needs, by part. */
 typedef struct {

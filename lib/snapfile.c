@@ -1,7 +1,7 @@
 /* Snapshot files on disk, apart from their format (lib/snapshot.c):
  *
  * - the memory budget a snapshot may ask for beyond what the loading
- *   model implies (TXL_SNAPSHOT_MAX_MB);
+ *   model implies (TXL_MEMORY_LIMIT, as for models);
  * - opening for reading: regular files only, opened without blocking, so
  *   that a FIFO, a device (/dev/zero) or a directory is refused at once
  *   instead of being read without end;
@@ -10,6 +10,7 @@
  *   lock tells a live writer's from a dead one's);
  * - the writer's identity (which pipeline and element wrote a file). */
 #include "snapfile.h"
+#include "model_check.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,27 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_BUDGET_MB 256
-
 gboolean
 txl_snapshot_budget(guint64 *bytes, GError **error)
 {
-  const char *env = g_getenv(TXL_SNAPSHOT_BUDGET_ENV);
-  guint64 mb = DEFAULT_BUDGET_MB;
-  if (env && *env) {
-    char *end = NULL;
-    errno = 0;
-    guint64 v = g_ascii_strtoull(env, &end, 10);
-    if (errno || end == env || *end || v == 0 || v > ((guint64)1 << 30)) {
-      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                  "%s='%s': expected a number of megabytes, 1 to %llu",
-                  TXL_SNAPSHOT_BUDGET_ENV, env,
-                  (unsigned long long)((guint64)1 << 30));
-      return FALSE;
-    }
-    mb = v;
-  }
-  *bytes = mb << 20;
+  /* one knob for what any file may make txl allocate (docs/limits.md) */
+  if (!txl_memory_limit_get(bytes, error))
+    return FALSE;
+  if (!*bytes)
+    *bytes = TXL_MEMORY_BASE;
   return TRUE;
 }
 

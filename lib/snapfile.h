@@ -5,7 +5,7 @@
 
 #include "txl.h"
 
-/* The budget in bytes (TXL_SNAPSHOT_MAX_MB, default 256 MB); FALSE with
+/* The budget in bytes (TXL_MEMORY_LIMIT, default 256 MiB); FALSE with
  * error on a malformed value. */
 gboolean txl_snapshot_budget(guint64 *bytes, GError **error);
 /* Opens a regular file for reading without ever blocking (FIFOs,

@@ -403,10 +403,11 @@ check_budget(const char *path, const TxlModel *m, const Parsed *ps,
               "%s: restoring this snapshot would take about %.0f MB (its "
               "header declares mem_len %d, segment %d and %" G_GUINT64_FORMAT
               " bytes of state), more than the %.0f MB allowed: %s the "
-              "budget %s=%" G_GUINT64_FORMAT ". Raise %s if the file is "
+              "budget of %" G_GUINT64_FORMAT " MiB. Raise TXL_MEMORY_LIMIT "
+              "(e.g. TXL_MEMORY_LIMIT=%" G_GUINT64_FORMAT "G) if the file is "
               "trusted", path, need / 1e6, f[F_MEMLEN], f[F_MAXSEG], ps->raw,
               allowed / 1e6, m ? "what the model implies plus" : "",
-              TXL_SNAPSHOT_BUDGET_ENV, budget >> 20, TXL_SNAPSHOT_BUDGET_ENV);
+              budget >> 20, ((guint64)need >> 30) + 1);
   return FALSE;
 }
 

@@ -218,13 +218,14 @@ TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
 gboolean txl_snapshot_describe(const char *path, GString *out,
                                GError **error);
 TxlStream *txl_scorer_stream(TxlScorer *scorer);
-/* What a snapshot may ask for (docs/snapshots.md): every size in the file
- * is checked before anything is allocated.  Restoring may take what the
- * loading model's own settings imply (a full memory, its segment) plus
- * this budget, in megabytes (default 256), or 16 times the compressed
- * payload when that is more; a file asking for more is refused with an
- * error naming this variable. */
-#define TXL_SNAPSHOT_BUDGET_ENV "TXL_SNAPSHOT_MAX_MB"
+/* What a file may make txl allocate (docs/limits.md): every size a model
+ * or a snapshot declares is checked against it before anything is
+ * allocated.  Bytes, or with a K, M, G or T suffix.  For a model, one
+ * stream's total (default 256 MiB plus twice the weights); for a snapshot,
+ * what restoring may take beyond the loading model's own full stream
+ * (default 256 MiB, or 16 times the compressed payload when that is
+ * more). */
+#define TXL_MEMORY_LIMIT_ENV "TXL_MEMORY_LIMIT"
 /* The section naming who wrote a snapshot (free text, e.g. pipeline
  * "app", element "txlmodel0"): writers put it among their sections, and
  * a restore checks it with txl_snapshot_check_writer(). */

@@ -152,7 +152,7 @@ def main():
         s.write(bad)
         rc, _, err, rss = run(load, b'5 6 7')
         refused('forged %s refused before allocating' % what, rc, err, rss,
-                ['TXL_SNAPSHOT_MAX_MB', 'bad.snap'])
+                ['TXL_MEMORY_LIMIT', 'bad.snap'])
 
     # 2. a 2 GiB section of zeros in a file of a few hundred KB
     s = Snap(good)
@@ -166,9 +166,9 @@ def main():
     size = os.path.getsize(bad)
     rc, _, err, rss = run(load, b'5 6 7')
     refused('a %d KB file declaring a 2 GiB section: refused by txl score' % (size // 1024),
-            rc, err, rss, ['TXL_SNAPSHOT_MAX_MB'])
+            rc, err, rss, ['TXL_MEMORY_LIMIT'])
     rc, out, err, rss = run(['snapshot', 'info', bad])
-    refused('... and by txl snapshot info', rc, err, rss, ['TXL_SNAPSHOT_MAX_MB'])
+    refused('... and by txl snapshot info', rc, err, rss, ['TXL_MEMORY_LIMIT'])
     # the knob: a small zero section passes by default, not under a tiny budget
     s = Snap(good)
     zeros = 24 << 20
@@ -178,10 +178,10 @@ def main():
     s.write(bad, zero_frame(prefix, zeros), len(prefix) + zeros)
     rc, out, err, _ = run(['snapshot', 'info', bad])
     check('a 24 MB section within the default budget is read', rc == 0 and b'"zeros": 25165824' in out, err[-300:])
-    rc, out, err, _ = run(['snapshot', 'info', bad], env={'TXL_SNAPSHOT_MAX_MB': '16'})
-    check('TXL_SNAPSHOT_MAX_MB=16 refuses it, naming the limit', rc == 1 and 'TXL_SNAPSHOT_MAX_MB=16' in err, err[-300:])
-    rc, out, err, _ = run(['snapshot', 'info', good], env={'TXL_SNAPSHOT_MAX_MB': 'lots'})
-    check('a malformed TXL_SNAPSHOT_MAX_MB is an error', rc == 1 and "TXL_SNAPSHOT_MAX_MB='lots'" in err, err[-300:])
+    rc, out, err, _ = run(['snapshot', 'info', bad], env={'TXL_MEMORY_LIMIT': '16M'})
+    check('TXL_MEMORY_LIMIT=16M refuses it, naming the limit', rc == 1 and 'budget of 16 MiB' in err and 'TXL_MEMORY_LIMIT' in err, err[-300:])
+    rc, out, err, _ = run(['snapshot', 'info', good], env={'TXL_MEMORY_LIMIT': 'lots'})
+    check('a malformed TXL_MEMORY_LIMIT is an error', rc == 1 and "TXL_MEMORY_LIMIT='lots'" in err, err[-300:])
 
     # 3. not regular files: read without end, or block on open
     fifo = os.path.join(tmp, 'fifo.snap')
