@@ -1,7 +1,7 @@
 /* Scored tokens -> scored lines: the one place where the per-token
  * log-probabilities of a line become that line's scores, for `txl score`,
  * txlmodel, txlsink, TxlSessions (and through it txlsessions and
- * `txl eval`).  See docs/anomaly.md, "Line scores".
+ * `txl eval`).  See docs/line-scores.md.
  *
  * A line's cost is measured in bits per normalised byte: the bytes its
  * tokens stand for after the tokenizer's normalisation (a run of 5,000
@@ -26,7 +26,7 @@
 /* Normalised bytes of the worst-part window.  128 keeps the worst part of
  * the lines of a typical log (most under 128 normalised bytes) equal to
  * their mean, so thresholds chosen on means still hold, while a padded
- * line's anomalous part keeps its own window (docs/anomaly.md). */
+ * line's anomalous part keeps its own window (docs/line-scores.md). */
 #define TXL_LINE_WINDOW_BYTES 128
 
 /* A complete line's summary: fixed size, what travels downstream and in

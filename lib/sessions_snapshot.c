@@ -415,7 +415,7 @@ txl_sessions_load(TxlModel *m, const char *path,
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "%s: the sessions in the snapshot are version 1, written by a "
                 "txl that scored lines per raw byte; this one scores them per "
-                "normalised byte with a worst part (docs/anomaly.md) and "
+                "normalised byte with a worst part (docs/line-scores.md) and "
                 "cannot continue those lines: start without the snapshot",
                 path);
     goto fail;

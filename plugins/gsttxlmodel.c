@@ -540,7 +540,7 @@ parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
                         "the snapshot's txlmodel state is version 1, written "
                         "by a txl that scored lines per raw byte; this one "
                         "scores them per normalised byte with a worst part "
-                        "(docs/anomaly.md) and cannot continue those lines: "
+                        "(docs/line-scores.md) and cannot continue those lines: "
                         "remove the snapshot to start the stream afresh");
     return FALSE;
   }

@@ -215,7 +215,7 @@ parse_own(GstTxlSessions *self, GBytes *bytes, OwnState *o, GError **error)
                         "the snapshot's txlsessions state is version 1, "
                         "written by a txl that scored lines per raw byte; "
                         "this one scores them per normalised byte with a "
-                        "worst part (docs/anomaly.md) and cannot continue "
+                        "worst part (docs/line-scores.md) and cannot continue "
                         "those lines: remove the snapshot to start afresh");
     return FALSE;
   }

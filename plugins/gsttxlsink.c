@@ -449,7 +449,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
                         "the snapshot's txlsink state is version 1, written "
                         "by a txl that scored lines per raw byte; this one "
                         "scores them per normalised byte with a worst part "
-                        "(docs/anomaly.md) and cannot continue those lines: "
+                        "(docs/line-scores.md) and cannot continue those lines: "
                         "remove the snapshot to start afresh");
     return FALSE;
   }

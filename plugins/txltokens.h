@@ -155,7 +155,7 @@ typedef struct {
   gdouble bpb;    /* nll / ln 2 / norm_bytes: bits per normalised byte */
   guint64 norm_bytes; /* bytes its tokens stand for after normalisation */
   gdouble worst;  /* its worst part, >= bpb: what thresholds apply to
-                   * (docs/anomaly.md, "Line scores") */
+                   * (docs/line-scores.md) */
   gdouble max_token; /* largest token NLL, nats */
   gdouble window; /* the worst window alone (0: none complete) */
   guint32 nonfinite; /* tokens whose score was NaN or infinite: then bpb

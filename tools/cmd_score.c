@@ -352,7 +352,7 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
                         "the snapshot's text-scoring state is version 1, "
                         "written by a txl that scored lines per raw byte; "
                         "this txl scores them per normalised byte with a "
-                        "worst part (docs/anomaly.md) and cannot continue "
+                        "worst part (docs/line-scores.md) and cannot continue "
                         "those lines: score the input again from its start");
     return FALSE;
   }
