@@ -2,6 +2,7 @@
  * goes through here, so `txl score`, the elements, TxlSessions and
  * `txl eval`'s calibration agree bit for bit on what a line costs. */
 #include "lines.h"
+#include "jsonstr.h"
 
 #include <math.h>
 #include <string.h>
@@ -191,4 +192,21 @@ txl_line_acc_get(TxlReader *r, TxlLineAcc *a)
   if (n > 1 && bytes - a->win_b[0] >= TXL_LINE_WINDOW_BYTES)
     r->ok = FALSE;
   return r->ok;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+void
+txl_line_append_json(GString *o, const TxlLineScore *s)
+{
+  double mean = txl_line_mean_nll(s);
+  g_string_append_printf(o, "\"norm_bytes\": %" G_GUINT64_FORMAT ", \"nll\": ",
+                         s->norm_bytes);
+  txl_json_append_double(o, "%.6f", mean);
+  g_string_append(o, ", \"ppl\": ");
+  txl_json_append_double(o, "%.6g", exp(mean));
+  g_string_append(o, ", \"bpb\": ");
+  txl_json_append_double(o, "%.6f", txl_line_bpb(s));
+  g_string_append(o, ", \"worst\": ");
+  txl_json_append_double(o, "%.6f", txl_line_worst(s));
 }

@@ -71,6 +71,11 @@ double txl_line_worst(const TxlLineScore *s);
 /* worst above threshold, or any non-finite token; FALSE without tokens. */
 gboolean txl_line_flag(const TxlLineScore *s, double threshold);
 
+/* The fields every per-line JSON object carries, in this order, without
+ * a leading or trailing comma: "norm_bytes", "nll" (mean, nats/token),
+ * "ppl", "bpb", "worst"; a non-finite number is null (RFC 8259). */
+void txl_line_append_json(GString *o, const TxlLineScore *s);
+
 /* Snapshot fields (little-endian, lib/bytes.h). */
 void txl_line_score_put(GByteArray *b, const TxlLineScore *s);
 /* FALSE (r->ok too) on values no scoring could produce. */

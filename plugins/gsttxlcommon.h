@@ -31,6 +31,10 @@ GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              const TxlLineScore *s);
 /* The TxlLineScore a meta was made from. */
 void gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s);
+/* txlsink's JSON line (with its '\n') for an ended session's
+ * "txl-session" structure (txlsessionjson.c). */
+GString *gst_txl_session_json(const GstStructure *s);
+
 /* A line scored, waiting for the buffer its meta goes on. */
 typedef struct {
   gint64 line;

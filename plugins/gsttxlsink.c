@@ -266,15 +266,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
                          G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
-                         ", \"norm_bytes\": %" G_GUINT64_FORMAT ", \"nll\": ",
-                         l->line, sc->tokens, bytes, sc->norm_bytes);
-  txl_json_append_double(o, "%.6f", mean);
-  g_string_append(o, ", \"ppl\": ");
-  txl_json_append_double(o, "%.6g", exp(mean));
-  g_string_append(o, ", \"bpb\": ");
-  txl_json_append_double(o, "%.6f", bpb);
-  g_string_append(o, ", \"worst\": ");
-  txl_json_append_double(o, "%.6f", worst);
+                         ", ", l->line, sc->tokens, bytes);
+  txl_line_append_json(o, sc); /* as txl score writes them */
   g_string_append(o, ", \"anomaly\": ");
   txl_json_append_double(o, "%.6f", anomaly);
   g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
@@ -656,59 +649,13 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
 static gboolean
 write_session(GstTxlSink *self, const GstStructure *s)
 {
-  gint64 first = 0, last = 0, lines = 0, tokens = 0;
+  gint64 last = 0;
   gst_structure_get_int64(s, "last-line", &last);
   /* the event comes after every line up to the session's last */
   self->closed_upto = MAX(self->closed_upto, last);
   if (!write_ready(self, FALSE))
     return FALSE;
-  const gchar *key = gst_structure_get_string(s, "key");
-  const gchar *reason = gst_structure_get_string(s, "reason");
-  const gchar *kind = gst_structure_get_string(s, "score-kind");
-  guint64 bytes = 0;
-  gdouble nll = NAN, score = NAN, thr = 0, max_line = NAN, max_token = NAN;
-  gboolean flag = FALSE;
-  gst_structure_get_int64(s, "first-line", &first);
-  gst_structure_get_int64(s, "lines", &lines);
-  gst_structure_get_int64(s, "tokens", &tokens);
-  gst_structure_get_uint64(s, "bytes", &bytes);
-  gst_structure_get_double(s, "nll", &nll);
-  gst_structure_get_double(s, "score", &score);
-  gst_structure_get_double(s, "threshold", &thr);
-  gst_structure_get_double(s, "max-line", &max_line);
-  gst_structure_get_double(s, "max-token", &max_token);
-  gst_structure_get_boolean(s, "flag", &flag);
-  GString *o = g_string_new("{\"session\": ");
-  txl_json_append_string(o, key ? key : "", key ? strlen(key) : 0);
-  g_string_append_printf(o, ", \"first_line\": %" G_GINT64_FORMAT
-                         ", \"last_line\": %" G_GINT64_FORMAT ", \"lines\": %"
-                         G_GINT64_FORMAT ", \"tokens\": %" G_GINT64_FORMAT
-                         ", \"bytes\": %" G_GUINT64_FORMAT, first, last, lines,
-                         tokens, bytes);
-  /* a non-finite number is null, never 0: a session whose score broke
-   * must not read as a quiet one (and txlsessions flags it) */
-  g_string_append(o, ", \"nll\": ");
-  txl_json_append_double(o, "%.6f", nll);
-  g_string_append(o, ", \"score\": ");
-  txl_json_append_double(o, "%.6f", score);
-  g_string_append_printf(o, ", \"score_kind\": \"%s\", \"max_line\": ",
-                         kind ? kind : "mean");
-  txl_json_append_double(o, "%.6f", max_line);
-  g_string_append(o, ", \"max_token\": ");
-  txl_json_append_double(o, "%.6f", max_token);
-  gint64 nonfinite = 0;
-  gst_structure_get_int64(s, "nonfinite", &nonfinite);
-  if (nonfinite > 0 || !isfinite(score))
-    flag = TRUE;
-  if (nonfinite > 0)
-    g_string_append_printf(o, ", \"nonfinite\": %" G_GINT64_FORMAT,
-                           nonfinite);
-  if (thr > 0)
-    g_string_append_printf(o, ", \"threshold\": %.6f", thr);
-  else
-    g_string_append(o, ", \"threshold\": null");
-  g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
-                         flag ? "true" : "false", reason ? reason : "ended");
+  GString *o = gst_txl_session_json(s);
   gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
                 fflush(self->out) == 0;
   g_string_free(o, TRUE);

@@ -186,17 +186,8 @@ print_line(TextScore *t, const Line *l)
   g_autoptr(GString) o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT
                          ", \"tokens\": %" G_GINT64_FORMAT
-                         ", \"bytes\": %zu, \"norm_bytes\": %" G_GUINT64_FORMAT
-                         ", \"nll\": ", l->line, s->tokens, l->bytes,
-                         s->norm_bytes);
-  double mean = txl_line_mean_nll(s);
-  txl_json_append_double(o, "%.6f", mean);
-  g_string_append(o, ", \"ppl\": ");
-  txl_json_append_double(o, "%.6g", exp(mean));
-  g_string_append(o, ", \"bpb\": ");
-  txl_json_append_double(o, "%.6f", txl_line_bpb(s));
-  g_string_append(o, ", \"worst\": ");
-  txl_json_append_double(o, "%.6f", txl_line_worst(s));
+                         ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
+  txl_line_append_json(o, s);
   if (t->flag_bpb > 0) {
     gboolean flag = txl_line_flag(s, t->flag_bpb);
     t->flagged += flag;
