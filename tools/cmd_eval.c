@@ -409,7 +409,7 @@ on_end(const TxlSessionResult *r, gpointer p)
     g_array_append_val(s->parts_a, pt);
   }
   s->parts++;
-  s->nll += r->nll;
+  s->nll += r->nonfinite ? INFINITY : r->nll; /* broken: never quiet */
   s->tokens += r->tokens;
   s->max_line_mean = MAX(s->max_line_mean, r->max_line_mean);
   s->max_line_sum = MAX(s->max_line_sum, r->max_line_sum);
