@@ -219,10 +219,23 @@ def check_nonfinite(tmp):
                            for r in sessions), sessions[:2])
 
 
+def check_old_snapshot():
+    """A text snapshot written before lib/lines.c (its score-text section
+    version 1, saved by eeee70f's txl score from fuzz/corpus-snapshot) is
+    refused with a message, not continued with wrong line scores."""
+    rc, out, err = run([TXL, 'score', '-m', os.path.join(ROOT, 'fuzz', 'corpus-snapshot', 'model.gguf'),
+                        '--load-snapshot', os.path.join(HERE, 'data', 'score-text-v1.snap'), '-'],
+                       stdin=b'ess\n')
+    check('a version 1 text snapshot is refused with a message',
+          rc == 1 and not out and 'version' in err,
+          (rc, out, err))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-lines-')
     check_padding(tmp)
     check_nonfinite(tmp)
+    check_old_snapshot()
     print('%d/%d passed' % (sum(results), len(results)))
     return 0 if all(results) else 1
 
