@@ -1,5 +1,7 @@
 #include "jsonstr.h"
 
+#include <math.h>
+
 void
 txl_json_append_string(GString *out, const char *s, gsize len)
 {
@@ -22,4 +24,14 @@ txl_json_append_string(GString *out, const char *s, gsize len)
     p = next;
   }
   g_string_append_c(out, '"');
+}
+
+void
+txl_json_append_double(GString *out, const char *fmt, double v)
+{
+  if (!isfinite(v)) {
+    g_string_append(out, "null");
+    return;
+  }
+  g_string_append_printf(out, fmt, v);
 }

@@ -234,18 +234,22 @@ emit_ready_lines(TxlSessions *s, Session *x)
   while ((l = g_queue_peek_head(&x->lines)) && l->done >= l->ntok) {
     g_queue_pop_head(&x->lines);
     TxlSessionResult *r = &x->r;
+    const TxlLineScore *ls = &l->acc.s;
     if (l->seq == 0) { /* the end marker */
-      r->end_nll = l->nll;
+      /* +inf, not NaN: NaN means "not scored" here */
+      r->end_nll = ls->nonfinite ? INFINITY : ls->nll;
     } else {
       r->lines++;
       r->bytes += l->bytes;
-      if (l->ntok > 0) {
-        r->max_line_mean = MAX(r->max_line_mean, l->nll / l->ntok);
-        r->max_line_sum = MAX(r->max_line_sum, l->nll);
+      if (l->ntok > 0 && !ls->nonfinite) {
+        r->max_line_mean = MAX(r->max_line_mean, ls->nll / l->ntok);
+        r->max_line_sum = MAX(r->max_line_sum, ls->nll);
       }
       if (s->line_func) {
-        TxlSessionLine out = { l->seq, x->key, l->ntok, l->bytes, l->nll,
-                               l->ntok > 0 ? l->max_tok : 0.0 };
+        TxlSessionLine out = { l->seq, x->key, l->ntok, l->bytes, ls->nll,
+                               l->ntok > 0 ? ls->max_token : 0.0,
+                               ls->norm_bytes, txl_line_bpb(ls), ls->window,
+                               txl_line_worst(ls), ls->nonfinite };
         s->line_func(&out, s->data);
       }
     }
@@ -270,9 +274,14 @@ run(TxlSessions *s, Session *x, int n, GError **error)
     if (it) { /* always: every scored token belongs to a pushed line */
       Line *l = it->data;
       l->done++;
-      l->nll += nll;
-      l->max_tok = MAX(l->max_tok, nll);
-      if (l->seq > 0) { /* the end marker counts in end_nll only */
+      txl_line_acc_add(&l->acc, nll,
+                       txl_token_norm_bytes(txl_model_tokenizer(s->m),
+                                            x->pend[i + 1]));
+      if (!isfinite(nll)) {
+        x->r.nonfinite++; /* the end marker's too: the session is broken */
+        if (l->seq > 0)
+          x->r.tokens++;
+      } else if (l->seq > 0) { /* the end marker counts in end_nll only */
         x->r.tokens++;
         x->r.nll += nll;
         x->r.max_token = MAX(x->r.max_token, nll);
@@ -302,6 +311,7 @@ session_push(TxlSessions *s, Session *x, gint64 seq, const int32_t *ids,
   Line *l = g_new0(Line, 1);
   l->seq = seq;
   l->bytes = bytes;
+  txl_line_acc_init(&l->acc);
   /* a session's very first token has nothing before it to be predicted from */
   l->ntok = (int)n - (x->seen == 0 && n > 0);
   g_queue_push_tail(&x->lines, l);
@@ -383,6 +393,10 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
       r->score = s->o.score == TXL_SESSION_SCORE_MEAN
                    ? (r->nll + r->end_nll) / (r->tokens + 1)
                    : MAX(r->score, r->end_nll);
+    /* a broken score never reads as a low one: +inf is above any
+     * threshold (and is written as JSON null, flagged) */
+    if (r->nonfinite)
+      r->score = INFINITY;
     s->ended[reason]++;
     if (s->end_func)
       s->end_func(r, s->data);

@@ -3,6 +3,7 @@
 #ifndef TXL_SESSIONS_INTERNAL_H
 #define TXL_SESSIONS_INTERNAL_H
 
+#include "lines.h"
 #include "model_internal.h"
 
 typedef struct {
@@ -10,7 +11,7 @@ typedef struct {
   int ntok;       /* tokens of the line that will be scored */
   int done;
   gsize bytes;
-  double nll, max_tok;
+  TxlLineAcc acc;  /* its scored tokens (lib/lines.h) */
 } Line;
 
 typedef struct _Session Session;

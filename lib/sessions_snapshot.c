@@ -15,8 +15,9 @@
  *     u32 has_last, started; u64 floats parked; i64 last line, lines;
  *     f64 deadline; u32 timed; the TxlSessionResult (i64 first, last,
  *     lines, tokens; u64 bytes; f64 nll, max line mean, max line sum,
- *     max token, end nll, score; u32 reason); u32 lines waiting, each
- *     i64 seq, i32 tokens, i32 done, u64 bytes, f64 nll, f64 max token
+ *     max token, end nll, score; u32 reason; i64 non-finite); u32 lines
+ *     waiting, each i64 seq, i32 tokens, i32 done, u64 bytes, and its
+ *     line state (txl_line_acc_put, lib/lines.h)
  *   u64 floats, then every parked memory back to back, coded by
  *     lib/snapcodec.c (one run, so that shuffling groups all of them)
  *
@@ -31,11 +32,12 @@
 
 #include <string.h>
 
-#define SECTION_VERSION 1u
-#define LINE_BYTES (8 + 4 + 4 + 8 + 8 + 8)
+/* 2: line states of lib/lines.h, the result's non-finite count */
+#define SECTION_VERSION 2u
+#define LINE_BYTES (8 + 4 + 4 + 8 + TXL_LINE_SCORE_SAVED_BYTES + 4)
 /* the fewest bytes a session takes: a bound on the count before reading */
 #define MIN_SESSION_BYTES (8 + 4 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + \
-                           4 * 8 + 8 + 6 * 8 + 4 + 4)
+                           4 * 8 + 8 + 6 * 8 + 4 + 8 + 4)
 #define MAX_KEY (1u << 20)
 
 /* ---- writing ---------------------------------------------------------- */
@@ -55,6 +57,7 @@ put_result(GByteArray *b, const TxlSessionResult *r)
   txl_put_f64(b, r->end_nll);
   txl_put_f64(b, r->score);
   txl_put_u32(b, (guint32)((guint32)r->reason));
+  txl_put_u64(b, (guint64)r->nonfinite);
 }
 
 /* The section's bookkeeping, up to the memories' float count; the
@@ -109,8 +112,7 @@ section_head(TxlSessions *s, const TxlSnapshotOptions *so, gsize *n_floats)
       txl_put_u32(b, (guint32)((guint32)ln->ntok));
       txl_put_u32(b, (guint32)((guint32)ln->done));
       txl_put_u64(b, (guint64)(ln->bytes));
-      txl_put_f64(b, ln->nll);
-      txl_put_f64(b, ln->max_tok);
+      txl_line_acc_put(b, &ln->acc);
     }
   }
   txl_put_u64(b, (guint64)(total));
@@ -210,6 +212,9 @@ get_result(TxlReader *r, TxlSessionResult *x)
   x->end_nll = txl_get_f64(r);
   x->score = txl_get_f64(r);
   x->reason = (TxlSessionEnd)txl_get_u32(r);
+  x->nonfinite = (gint64)txl_get_u64(r);
+  if (x->nonfinite < 0)
+    r->ok = FALSE;
 }
 
 /* One session; NULL (r->ok FALSE) on anything out of range. */
@@ -267,11 +272,10 @@ read_session(TxlSessions *s, TxlReader *r, gsize *floats)
     l->ntok = (int)(gint32)txl_get_u32(r);
     l->done = (int)(gint32)txl_get_u32(r);
     l->bytes = (gsize)txl_get_u64(r);
-    l->nll = txl_get_f64(r);
-    l->max_tok = txl_get_f64(r);
+    txl_line_acc_get(r, &l->acc);
     g_queue_push_tail(&x->lines, l);
     if (l->seq < 0 || l->seq > s->seq || l->ntok < 0 || l->done < 0 ||
-        l->done > l->ntok)
+        l->done > l->ntok || l->acc.s.tokens != l->done)
       r->ok = FALSE;
   }
   if (r->ok)
@@ -409,9 +413,20 @@ txl_sessions_load(TxlModel *m, const char *path,
   txl_stream_free(s->worker);
   s->worker = txl_scorer_steal_stream(sc);
   sc = NULL;
+  GBytes *sb = g_hash_table_lookup(sect, TXL_SESSIONS_SECTION);
+  TxlReader vr;
+  txl_reader_init(&vr, sb);
+  if (txl_get_u32(&vr) == 1 && vr.ok) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: the sessions in the snapshot are version 1, written by a "
+                "txl that scored lines per raw byte; this one scores them per "
+                "normalised byte with a worst part (docs/line-scores.md) and "
+                "cannot continue those lines: start without the snapshot",
+                path);
+    goto fail;
+  }
   gboolean nonfinite = FALSE;
-  if (!load_section(s, g_hash_table_lookup(sect, TXL_SESSIONS_SECTION),
-                    txl_stream_mem_used(s->worker), &nonfinite)) {
+  if (!load_section(s, sb, txl_stream_mem_used(s->worker), &nonfinite)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 nonfinite ? "%s: a session's memory holds a value that is not "
                             "a finite number (NaN or infinity): refused"

@@ -370,8 +370,16 @@ typedef struct {
   const char *key;   /* its session (valid during the callback) */
   int tokens;        /* tokens scored (all of the line's with a primer) */
   gsize bytes;       /* bytes of the line, its line end included */
-  double nll;        /* sum of -ln P over its tokens, nats */
+  double nll;        /* sum of -ln P over its tokens, nats (finite ones) */
   double max_token;  /* the largest -ln P of one of its tokens */
+  /* Its scores as every line is scored (lib/lines.h, docs/line-scores.md):
+   * normalised bytes of its tokens, mean bits per normalised byte, the
+   * worst window, and worst = max(bpb, window), what line thresholds apply
+   * to.  nonfinite counts tokens whose -ln P was NaN or infinite: then bpb
+   * and worst are +inf. */
+  gsize norm_bytes;
+  double bpb, window, worst;
+  guint nonfinite;
 } TxlSessionLine;
 
 /* One ended session (valid during the callback). */
@@ -386,7 +394,10 @@ typedef struct {
   double max_line_sum;  /* highest line total NLL, nats */
   double max_token;     /* highest token NLL */
   double end_nll;       /* -ln P of the end marker; NAN when not scored */
-  double score;         /* per TxlSessionOptions.score */
+  double score;         /* per TxlSessionOptions.score; +inf when any
+                         * token's score was not finite */
+  gint64 nonfinite;     /* tokens (end marker included) whose -ln P was
+                         * NaN or infinite, left out of the sums above */
 } TxlSessionResult;
 
 typedef void (*TxlSessionLineFunc)(const TxlSessionLine *line,

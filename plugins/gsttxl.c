@@ -96,8 +96,9 @@ line_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
   GstTxlLineMeta *m = (GstTxlLineMeta *)meta;
   m->line = 0;
   m->tokens = 0;
-  m->bytes = 0;
-  m->nll = m->bpb = 0.0;
+  m->bytes = m->norm_bytes = 0;
+  m->nll = m->bpb = m->worst = m->max_token = m->window = 0.0;
+  m->nonfinite = 0;
   return TRUE;
 }
 
@@ -109,7 +110,9 @@ line_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
   /* like the text meta, it describes the buffer as a whole */
   if (GST_META_TRANSFORM_IS_COPY(type) &&
       !((GstMetaTransformCopy *)data)->region) {
-    gst_buffer_add_txl_line_meta(dest, m->line, m->tokens, m->bytes, m->nll);
+    TxlLineScore s;
+    gst_txl_line_meta_score(m, &s);
+    gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s);
     return TRUE;
   }
   return FALSE;
@@ -129,18 +132,34 @@ gst_txl_line_meta_get_info(void)
 }
 
 GstTxlLineMeta *
-gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint32 tokens,
-                             guint64 bytes, gdouble nll)
+gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint64 bytes,
+                             const TxlLineScore *s)
 {
   g_return_val_if_fail(GST_IS_BUFFER(buffer), NULL);
   GstTxlLineMeta *m = (GstTxlLineMeta *)gst_buffer_add_meta(
       buffer, gst_txl_line_meta_get_info(), NULL);
   m->line = line;
-  m->tokens = tokens;
+  m->tokens = (guint32)MIN(s->tokens, (gint64)G_MAXUINT32);
   m->bytes = bytes;
-  m->nll = nll;
-  m->bpb = bytes ? nll / G_LN2 / bytes : 0.0;
+  m->nll = s->nll;
+  m->bpb = txl_line_bpb(s);
+  m->norm_bytes = s->norm_bytes;
+  m->worst = txl_line_worst(s);
+  m->max_token = s->max_token;
+  m->window = s->window;
+  m->nonfinite = s->nonfinite;
   return m;
+}
+
+void
+gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s)
+{
+  s->tokens = m->tokens;
+  s->norm_bytes = m->norm_bytes;
+  s->nll = m->nll;
+  s->max_token = m->max_token;
+  s->window = m->window;
+  s->nonfinite = m->nonfinite;
 }
 
 /* ---- plugin ------------------------------------------------------------ */

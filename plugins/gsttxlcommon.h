@@ -5,6 +5,7 @@
 
 #include <gst/gst.h>
 
+#include "lines.h"
 #include "txl.h"
 #include "txltokens.h"
 
@@ -24,9 +25,22 @@ GstTxlTextMeta *gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset,
 GType gst_txl_line_meta_api_get_type(void);
 const GstMetaInfo *gst_txl_line_meta_get_info(void);
 #define GST_TXL_LINE_META_API_TYPE (gst_txl_line_meta_api_get_type())
+/* A line's scores (lib/lines.h) and the input bytes it stands for. */
 GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
-                                             guint32 tokens, guint64 bytes,
-                                             gdouble nll);
+                                             guint64 bytes,
+                                             const TxlLineScore *s);
+/* The TxlLineScore a meta was made from. */
+void gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s);
+/* txlsink's JSON line (with its '\n') for an ended session's
+ * "txl-session" structure (txlsessionjson.c). */
+GString *gst_txl_session_json(const GstStructure *s);
+
+/* A line scored, waiting for the buffer its meta goes on. */
+typedef struct {
+  gint64 line;
+  guint64 bytes;
+  TxlLineScore s;
+} GstTxlDoneLine;
 
 /* ---- model cache ------------------------------------------------------- */
 

@@ -69,10 +69,9 @@ struct _GstTxlModel {
   GByteArray *out;   /* packed score records to push */
   /* the line being scored, and lines completed since the last push */
   gint64 cur_line;
-  guint32 cur_tokens;
   guint64 cur_bytes;
-  gdouble cur_nll;
-  GArray *done_lines; /* GstTxlLineMeta values (meta header unused) */
+  TxlLineAcc cur;     /* its scored tokens (lib/lines.h) */
+  GArray *done_lines; /* GstTxlDoneLine */
   GByteArray *text;  /* input bytes not yet forwarded */
   guint64 text_offset;
   gboolean text_started;
@@ -157,13 +156,11 @@ close_line(GstTxlModel *self)
 {
   if (self->cur_line <= 0)
     return;
-  GstTxlLineMeta m = { .line = self->cur_line, .tokens = self->cur_tokens,
-                       .bytes = self->cur_bytes, .nll = self->cur_nll };
-  g_array_append_val(self->done_lines, m);
+  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s };
+  g_array_append_val(self->done_lines, d);
   self->cur_line = 0;
-  self->cur_tokens = 0;
   self->cur_bytes = 0;
-  self->cur_nll = 0.0;
+  txl_line_acc_init(&self->cur);
 }
 
 /* Per-line totals, closed at a line end (or when another line starts). */
@@ -174,10 +171,12 @@ add_to_line(GstTxlModel *self, const TxlScoreRecord *r)
     close_line(self);
   self->cur_line = r->line;
   self->cur_bytes += r->byte_len;
-  if (!isnan(r->logprob)) {
-    self->cur_tokens++;
-    self->cur_nll -= r->logprob;
-  }
+  /* only the stream's first token has no score; a NaN anywhere else is a
+   * broken score, counted (and flagged) by the line, never dropped */
+  if (!(r->flags & TXL_RECORD_FIRST))
+    txl_line_acc_add(&self->cur, -(double)r->logprob,
+                     txl_token_norm_bytes(txl_model_tokenizer(self->model),
+                                          r->id));
   if (r->flags & TXL_RECORD_LINE_END)
     close_line(self);
 }
@@ -241,11 +240,10 @@ new_stream(GstTxlModel *self, GError **error)
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
   self->out = g_byte_array_new();
-  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlLineMeta));
+  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlDoneLine));
   self->cur_line = 0;
-  self->cur_tokens = 0;
   self->cur_bytes = 0;
-  self->cur_nll = 0.0;
+  txl_line_acc_init(&self->cur);
   self->text = g_byte_array_new();
   self->text_offset = 0;
   self->text_started = FALSE;
@@ -296,7 +294,9 @@ copy_line_meta(GstBuffer *from, GstMeta **meta, gpointer to)
 {
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
-    gst_buffer_add_txl_line_meta(to, m->line, m->tokens, m->bytes, m->nll);
+    TxlLineScore s;
+    gst_txl_line_meta_score(m, &s);
+    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &s);
   }
   return TRUE;
 }
@@ -374,8 +374,9 @@ push_out(GstTxlModel *self, gboolean all_text)
     gst_buffer_fill(buf, 0, self->out->data, self->out->len);
   g_byte_array_set_size(self->out, 0);
   for (guint i = 0; i < self->done_lines->len; i++) {
-    const GstTxlLineMeta *m = &g_array_index(self->done_lines, GstTxlLineMeta, i);
-    gst_buffer_add_txl_line_meta(buf, m->line, m->tokens, m->bytes, m->nll);
+    const GstTxlDoneLine *d = &g_array_index(self->done_lines, GstTxlDoneLine,
+                                             i);
+    gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
   }
   g_array_set_size(self->done_lines, 0);
   if (self->text_started) {
@@ -422,7 +423,7 @@ finish_stream(GstTxlModel *self)
 
 static void publish_counters(GstTxlModel *self);
 
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
 #define MAX_STATE_TEXT (1u << 30)
 
 static gboolean
@@ -431,10 +432,11 @@ put_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
     GByteArray *b = data;
+    TxlLineScore s;
+    gst_txl_line_meta_score(m, &s);
     txl_put_u64(b, (guint64)m->line);
-    txl_put_u32(b, m->tokens);
     txl_put_u64(b, m->bytes);
-    txl_put_f64(b, m->nll);
+    txl_line_score_put(b, &s);
   }
   return TRUE;
 }
@@ -466,9 +468,8 @@ save_own(GstTxlModel *self)
     g_byte_array_append(b, rec, sizeof rec);
   }
   txl_put_u64(b, (guint64)self->cur_line);
-  txl_put_u32(b, self->cur_tokens);
   txl_put_u64(b, self->cur_bytes);
-  txl_put_f64(b, self->cur_nll);
+  txl_line_acc_put(b, &self->cur);
   txl_put_u32(b, self->text_started);
   txl_put_u64(b, self->text_offset);
   txl_put_blob(b, self->text->data, self->text->len);
@@ -502,9 +503,8 @@ typedef struct {
   guint64 in_tokens, out_records;
   GArray *pending; /* TxlScoreRecord */
   gint64 cur_line;
-  guint32 cur_tokens;
   guint64 cur_bytes;
-  gdouble cur_nll;
+  TxlLineAcc cur;
   gboolean text_started;
   guint64 text_offset, frontier;
   GByteArray *text;
@@ -535,6 +535,15 @@ parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
   o->in_tokens = txl_get_u64(&r);
   o->out_records = txl_get_u64(&r);
   guint64 n = txl_get_u64(&r);
+  if (r.ok && version == 1) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "the snapshot's txlmodel state is version 1, written "
+                        "by a txl that scored lines per raw byte; this one "
+                        "scores them per normalised byte with a worst part "
+                        "(docs/line-scores.md) and cannot continue those lines: "
+                        "remove the snapshot to start the stream afresh");
+    return FALSE;
+  }
   if (!r.ok || version != STATE_VERSION || n != want)
     goto bad;
   o->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
@@ -551,9 +560,8 @@ parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
     g_array_append_val(o->pending, rec);
   }
   o->cur_line = (gint64)txl_get_u64(&r);
-  o->cur_tokens = txl_get_u32(&r);
   o->cur_bytes = txl_get_u64(&r);
-  o->cur_nll = txl_get_f64(&r);
+  txl_line_acc_get(&r, &o->cur);
   guint32 started = txl_get_u32(&r);
   o->text_offset = txl_get_u64(&r);
   gsize tn;
@@ -574,7 +582,7 @@ parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
     const guint8 *ud = txl_get_blob(&r, &un, MAX_STATE_TEXT);
     guint32 nmeta = txl_get_u32(&r);
     if (!r.ok || rn % TXL_SCORE_RECORD_SIZE || has_t > 1 ||
-        nmeta > (guint64)(r.end - r.p) / 28)
+        nmeta > (guint64)(r.end - r.p) / (16 + TXL_LINE_SCORE_SAVED_BYTES))
       goto bad;
     GstBuffer *u = gst_buffer_new_memdup(rd, rn);
     if (has_t) {
@@ -584,10 +592,13 @@ parse_own(GstTxlModel *self, GBytes *bytes, TxlScorer *sc, OwnState *o,
     }
     for (guint32 i = 0; i < nmeta; i++) {
       gint64 line = (gint64)txl_get_u64(&r);
-      guint32 tokens = txl_get_u32(&r);
       guint64 bytes_ = txl_get_u64(&r);
-      gdouble nll = txl_get_f64(&r);
-      gst_buffer_add_txl_line_meta(u, line, tokens, bytes_, nll);
+      TxlLineScore s;
+      if (!txl_line_score_get(&r, &s)) {
+        gst_buffer_unref(u);
+        goto bad;
+      }
+      gst_buffer_add_txl_line_meta(u, line, bytes_, &s);
     }
     o->undelivered = u;
   }
@@ -611,9 +622,8 @@ apply_own(GstTxlModel *self, OwnState *o)
   self->pending = g_steal_pointer(&o->pending);
   self->pending_head = 0;
   self->cur_line = o->cur_line;
-  self->cur_tokens = o->cur_tokens;
   self->cur_bytes = o->cur_bytes;
-  self->cur_nll = o->cur_nll;
+  self->cur = o->cur;
   self->text_started = o->text_started;
   self->text_offset = o->text_offset;
   g_byte_array_unref(self->text);

@@ -128,9 +128,13 @@ gst_txl_sessions_on_line(const TxlSessionLine *l, gpointer data)
   }
   SLine *x = &g_array_index(self->sl, SLine, i);
   x->done = TRUE;
-  x->tokens = (guint32)l->tokens;
   x->bytes = l->bytes;
-  x->nll = l->nll;
+  x->s.tokens = l->tokens;
+  x->s.norm_bytes = l->norm_bytes;
+  x->s.nll = l->nll;
+  x->s.max_token = l->max_token;
+  x->s.window = l->window;
+  x->s.nonfinite = l->nonfinite;
 }
 
 void
@@ -147,7 +151,10 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
        r->reason == TXL_SESSION_END_EVICTED) && self->open_thr->len > 0)
     thr = g_array_index(self->open_thr, gdouble,
                         MIN((guint64)MAX(r->lines, 1), self->open_thr->len) - 1);
-  gboolean flag = thr > 0 && r->score > thr;
+  /* a non-finite score (broken weights, overflow) is flagged whatever
+   * the threshold: it must never pass for a normal session */
+  gboolean flag = (thr > 0 && r->score > thr) || !isfinite(r->score) ||
+                  r->nonfinite > 0;
   GstStructure *s = gst_structure_new("txl-session",
       "key", G_TYPE_STRING, r->key,
       "reason", G_TYPE_STRING, reason_name(r->reason),
@@ -164,6 +171,7 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
       "max-token", G_TYPE_DOUBLE, r->max_token,
       "end-nll", G_TYPE_DOUBLE, r->end_nll,
       "threshold", G_TYPE_DOUBLE, thr,
+      "nonfinite", G_TYPE_INT64, r->nonfinite,
       "flag", G_TYPE_BOOLEAN, flag, NULL);
   if (sp)
     g_hash_table_remove(self->spans, r->key);
@@ -315,7 +323,7 @@ new_stream(GstTxlSessions *self, GError **error)
   self->line_start = 0;
   self->spans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                       g_free);
-  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlLineMeta));
+  self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlDoneLine));
   self->text = g_byte_array_new();
   self->text_offset = 0;
   self->text_started = FALSE;
@@ -447,9 +455,8 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
     SLine *x = &g_array_index(self->sl, SLine, head);
     if (!x->done)
       break;
-    GstTxlLineMeta m = { .line = x->line, .tokens = x->tokens,
-                         .bytes = x->bytes, .nll = x->nll };
-    g_array_append_val(self->done_lines, m);
+    GstTxlDoneLine d = { x->line, x->bytes, x->s };
+    g_array_append_val(self->done_lines, d);
     frontier = MAX(frontier, x->text_end);
     head++;
   }
@@ -464,9 +471,9 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
   if (self->done_lines->len || ntext) {
     GstBuffer *buf = gst_buffer_new();
     for (guint i = 0; i < self->done_lines->len; i++) {
-      const GstTxlLineMeta *m =
-          &g_array_index(self->done_lines, GstTxlLineMeta, i);
-      gst_buffer_add_txl_line_meta(buf, m->line, m->tokens, m->bytes, m->nll);
+      const GstTxlDoneLine *d =
+          &g_array_index(self->done_lines, GstTxlDoneLine, i);
+      gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
     }
     g_array_set_size(self->done_lines, 0);
     if (self->text_started) {

@@ -20,9 +20,8 @@ typedef struct {
   gint64 line;      /* the tokenizer's line number */
   guint64 text_end; /* stream offset just past its text */
   gboolean done;    /* scored */
-  guint32 tokens;
   guint64 bytes;
-  gdouble nll;
+  TxlLineScore s;   /* its scores (lib/lines.h) */
 } SLine;
 
 /* first and last line of an open session */
@@ -80,7 +79,7 @@ struct _GstTxlSessions {
   guint64 line_start; /* stream offset of its first byte */
   GHashTable *spans;  /* key -> Span of the open sessions */
   GQueue ended;       /* Ended*, in the order the sessions ended */
-  GArray *done_lines; /* GstTxlLineMeta values to push */
+  GArray *done_lines; /* GstTxlDoneLine values to push */
   GByteArray *text;   /* input bytes not yet forwarded */
   guint64 text_offset;
   gboolean text_started;

@@ -21,7 +21,7 @@
 
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
 
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
 #define MAX_STATE_TEXT (1u << 30)
 #define SECTION "txlsessions"
 
@@ -126,9 +126,8 @@ save_own(GstTxlSessions *self)
     txl_put_u64(b, (guint64)x->line);
     txl_put_u64(b, x->text_end);
     txl_put_u32(b, x->done ? 1 : 0);
-    txl_put_u32(b, x->tokens);
     txl_put_u64(b, x->bytes);
-    txl_put_f64(b, x->nll);
+    txl_line_score_put(b, &x->s);
   }
   txl_put_u32(b, self->ids->len);
   for (guint i = 0; i < self->ids->len; i++)
@@ -211,8 +210,17 @@ parse_own(GstTxlSessions *self, GBytes *bytes, OwnState *o, GError **error)
   o->now = txl_get_f64(&r);
   o->sl_seq0 = (gint64)txl_get_u64(&r);
   guint32 nsl = txl_get_u32(&r);
+  if (r.ok && version == 1) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "the snapshot's txlsessions state is version 1, "
+                        "written by a txl that scored lines per raw byte; "
+                        "this one scores them per normalised byte with a "
+                        "worst part (docs/line-scores.md) and cannot continue "
+                        "those lines: remove the snapshot to start afresh");
+    return FALSE;
+  }
   if (!r.ok || version != STATE_VERSION || o->pushed < 0 || o->sl_seq0 < 1 ||
-      nsl > (gsize)(r.end - r.p) / 40 ||
+      nsl > (gsize)(r.end - r.p) / (20 + TXL_LINE_SCORE_SAVED_BYTES) ||
       o->sl_seq0 + (gint64)nsl - 1 != o->pushed)
     goto bad;
   o->sl = g_array_sized_new(FALSE, FALSE, sizeof(SLine), nsl);
@@ -222,9 +230,8 @@ parse_own(GstTxlSessions *self, GBytes *bytes, OwnState *o, GError **error)
     x.text_end = txl_get_u64(&r);
     guint32 done = txl_get_u32(&r);
     x.done = done != 0;
-    x.tokens = txl_get_u32(&r);
     x.bytes = txl_get_u64(&r);
-    x.nll = txl_get_f64(&r);
+    txl_line_score_get(&r, &x.s);
     if (done > 1 || x.line < 1)
       r.ok = FALSE;
     g_array_append_val(o->sl, x);

@@ -5,13 +5,19 @@
  * Gathers the score records of each input line and writes one JSON object
  * per line (to location, or to standard output when it is unset):
  *
- *   {"line": 3, "tokens": 41, "bytes": 42, "nll": 1.9, "ppl": 6.7,
- *    "bpb": 2.7, "anomaly": -1.3, "flag": false, "text": "..."}
+ *   {"line": 3, "tokens": 41, "bytes": 42, "norm_bytes": 40, "nll": 1.9,
+ *    "ppl": 6.7, "bpb": 2.8, "worst": 2.8, "anomaly": -1.2, "flag": false,
+ *    "text": "..."}
  *
  * nll is the mean negative log-likelihood in nats per scored token, ppl its
- * exponential, bpb the line's total NLL in bits per byte of the line (its
- * line end included), anomaly = bpb - threshold and flag = anomaly > 0.
- * The numbers are those of `txl score` on the same text.  The line's
+ * exponential, bpb the line's total NLL in bits per normalised byte (the
+ * bytes its tokens stand for after normalisation, its line end included),
+ * worst the line's worst part (lib/lines.h: never below bpb), anomaly =
+ * worst - threshold and flag = anomaly > 0.  A line with a non-finite
+ * token score has "nonfinite": N, null numbers and is flagged.  The
+ * numbers are those of `txl score` on the same text: txlmodel and
+ * txlsessions send each line's scores as a GstTxlLineMeta, which wins
+ * over the records' own sums (records alone count raw bytes).  The line's
  * text and byte count come from the GstTxlTextMeta that txltokenizer
  * attaches and txlmodel forwards; without it, bytes is the sum of the
  * tokens' byte lengths and text is null.
@@ -77,10 +83,12 @@ gst_txl_threshold_mode_get_type(void)
 
 typedef struct {
   gint64 line;
-  gint64 tokens;  /* scored tokens (the stream's first is not) */
-  double nll;     /* their total NLL, nats */
   guint64 bytes;  /* bytes of the line, its line end included */
   guint64 tok_bytes;
+  TxlLineAcc acc; /* its score records (the stream's first is not one),
+                   * each token counted as its raw bytes */
+  gboolean has_meta; /* the scoring element's line scores came: they win */
+  TxlLineScore meta;
   GString *text;  /* without the line end, at most TEXT_CAP bytes */
   gboolean closed;
 } Line;
@@ -173,6 +181,7 @@ line_get(GstTxlSink *self, gint64 line)
   Line *l = g_new0(Line, 1);
   l->line = line;
   l->text = g_string_new(NULL);
+  txl_line_acc_init(&l->acc);
   if (it)
     g_queue_insert_before(&self->lines, it, l);
   else
@@ -223,48 +232,48 @@ static gboolean
 write_line(GstTxlSink *self, Line *l, gdouble threshold)
 {
   guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
-  gboolean scored = l->tokens > 0;
-  double mean = scored ? l->nll / l->tokens : NAN;
-  double bpb = scored ? (bytes ? l->nll / G_LN2 / bytes : 0.0) : NAN;
-  /* anomaly: bits per byte above the cut (fixed, quantile) or the robust
+  const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
+  gboolean scored = sc->tokens > 0;
+  double mean = txl_line_mean_nll(sc);
+  double bpb = txl_line_bpb(sc);
+  double worst = txl_line_worst(sc); /* what is judged (lib/lines.h) */
+  /* anomaly: the worst part above the cut (fixed, quantile) or the robust
    * z-score (mad); NaN while the baseline warms up */
   double anomaly = NAN, cut = 0.0;
   if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
     GST_OBJECT_LOCK(self);
-    anomaly = (bpb - self->mean) / self->stddev;
+    anomaly = (worst - self->mean) / self->stddev;
     cut = self->z_threshold;
     GST_OBJECT_UNLOCK(self);
   } else if (scored && !self->baseline) {
-    anomaly = bpb - threshold;
+    anomaly = worst - threshold;
   } else if (scored) {
-    double sc;
-    if (txl_baseline_score(self->baseline, bpb, &sc))
-      anomaly = sc;
+    double v;
+    if (txl_baseline_score(self->baseline, worst, &v))
+      anomaly = v;
     if (self->mode == TXL_THRESHOLD_MAD)
       cut = self->z_threshold;
   }
-  gboolean flag = !isnan(anomaly) && anomaly > cut;
+  /* a non-finite score is flagged in every mode, warm-up included: it
+   * must never pass for a normal line */
+  gboolean flag = (!isnan(anomaly) && anomaly > cut) ||
+                  (scored && !isfinite(worst));
   /* flagged lines stay out of the baseline: a burst of anomalies must not
    * raise the bar for the next one */
   if (scored && self->baseline && !flag)
-    txl_baseline_add(self->baseline, bpb);
+    txl_baseline_add(self->baseline, worst);
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
                          G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
-                         ", ", l->line, l->tokens, bytes);
-  if (scored && !isnan(anomaly))
-    g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, "
-                           "\"anomaly\": %.6f", mean, exp(mean), bpb,
-                           anomaly);
-  else if (scored)
-    g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, "
-                           "\"anomaly\": null", mean, exp(mean), bpb);
-  else
-    g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null, "
-                       "\"anomaly\": null");
-  g_string_append_printf(o, ", \"flag\": %s, \"text\": ",
-                         flag ? "true" : "false");
+                         ", ", l->line, sc->tokens, bytes);
+  txl_line_append_json(o, sc); /* as txl score writes them */
+  g_string_append(o, ", \"anomaly\": ");
+  txl_json_append_double(o, "%.6f", anomaly);
+  g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
+  if (sc->nonfinite)
+    g_string_append_printf(o, ", \"nonfinite\": %u", sc->nonfinite);
+  g_string_append(o, ", \"text\": ");
   if (self->have_text)
     txl_json_append_string(o, l->text->str, l->text->len);
   else
@@ -289,11 +298,14 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
                                 : NULL;
   GstStructure *s = gst_structure_new("txl-line",
       "line", G_TYPE_INT64, l->line,
-      "tokens", G_TYPE_INT64, l->tokens,
+      "tokens", G_TYPE_INT64, sc->tokens,
       "bytes", G_TYPE_UINT64, bytes,
+      "norm-bytes", G_TYPE_UINT64, sc->norm_bytes,
       "nll", G_TYPE_DOUBLE, mean,
       "ppl", G_TYPE_DOUBLE, exp(mean),
       "bpb", G_TYPE_DOUBLE, bpb,
+      "worst", G_TYPE_DOUBLE, worst,
+      "nonfinite", G_TYPE_UINT, sc->nonfinite,
       "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
       "text", G_TYPE_STRING, text, NULL);
@@ -307,8 +319,9 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     clock_times(self, &running, &stream);
     GstStructure *m = gst_structure_new("txl-score",
         "line", G_TYPE_INT64, l->line,
-        "tokens", G_TYPE_INT64, l->tokens,
+        "tokens", G_TYPE_INT64, sc->tokens,
         "bpb", G_TYPE_DOUBLE, bpb,
+        "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
         "flag", G_TYPE_BOOLEAN, flag,
@@ -323,13 +336,14 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     GstStructure *m = gst_structure_new("txl-anomaly",
         "line", G_TYPE_INT64, l->line,
         "bpb", G_TYPE_DOUBLE, bpb,
+        "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
         "text", G_TYPE_STRING, text,
         "running-time", GST_TYPE_CLOCK_TIME, running,
         "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
-    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": %.3f bits/byte",
-                    l->line, bpb);
+    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
+                    "bits/byte", l->line, worst);
     gst_element_post_message(GST_ELEMENT(self),
                              gst_message_new_element(GST_OBJECT(self), m));
   }
@@ -373,7 +387,7 @@ reset_lines(GstTxlSink *self)
 
 /* ---- state, for txlmodel's snapshots ------------------------------------ */
 
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
 
 static GBytes *
 save_state(GstTxlSink *self)
@@ -397,12 +411,13 @@ save_state(GstTxlSink *self)
   for (GList *it = self->lines.head; it; it = it->next) {
     Line *l = it->data;
     txl_put_u64(b, (guint64)l->line);
-    txl_put_u64(b, (guint64)l->tokens);
-    txl_put_f64(b, l->nll);
     txl_put_u64(b, l->bytes);
     txl_put_u64(b, l->tok_bytes);
     txl_put_u32(b, l->closed);
     txl_put_blob(b, l->text->str, l->text->len);
+    txl_line_acc_put(b, &l->acc);
+    txl_put_u32(b, l->has_meta);
+    txl_line_score_put(b, &l->meta);
   }
   return g_byte_array_free_to_bytes(b);
 }
@@ -422,6 +437,15 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   GQueue lines = G_QUEUE_INIT;
   gsize bn = 0;
   const guint8 *bd = has_bl ? txl_get_blob(&r, &bn, G_MAXUINT32) : NULL;
+  if (r.ok && version == 1) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "the snapshot's txlsink state is version 1, written "
+                        "by a txl that scored lines per raw byte; this one "
+                        "scores them per normalised byte with a worst part "
+                        "(docs/line-scores.md) and cannot continue those lines: "
+                        "remove the snapshot to start afresh");
+    return FALSE;
+  }
   if (!r.ok || version != STATE_VERSION || have_text > 1 || has_bl > 1 ||
       written < 0 || closed < 0 || text_line < 1)
     goto bad;
@@ -435,8 +459,6 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   for (guint32 i = 0; i < n && r.ok; i++) {
     Line *l = g_new0(Line, 1);
     l->line = (gint64)txl_get_u64(&r);
-    l->tokens = (gint64)txl_get_u64(&r);
-    l->nll = txl_get_f64(&r);
     l->bytes = txl_get_u64(&r);
     l->tok_bytes = txl_get_u64(&r);
     guint32 cl = txl_get_u32(&r);
@@ -445,7 +467,11 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     l->text = g_string_new_len(td ? (const char *)td : "", (gssize)tn);
     l->closed = cl != 0;
     g_queue_push_tail(&lines, l);
-    if (cl > 1 || l->line <= prev || l->tokens < 0)
+    txl_line_acc_get(&r, &l->acc);
+    guint32 hm = txl_get_u32(&r);
+    l->has_meta = hm != 0;
+    txl_line_score_get(&r, &l->meta);
+    if (cl > 1 || hm > 1 || l->line <= prev)
       r.ok = FALSE;
     prev = l->line;
   }
@@ -592,8 +618,10 @@ gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
   return ret;
 }
 
-/* Per-line mode (txlsessions upstream): a line's totals come whole, in
- * line order, as GstTxlLineMeta. */
+/* A line's scores as the scoring element computed them (GstTxlLineMeta,
+ * lib/lines.h, with the normalised bytes the records do not carry).  In
+ * per-line mode (txlsessions upstream) they are all there is: a line's
+ * totals come whole, in line order. */
 static gboolean
 take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
 {
@@ -604,8 +632,10 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
   Line *l = line_get(self, m->line);
   if (!l)
     return TRUE;
-  l->tokens += m->tokens;
-  l->nll += m->nll;
+  l->has_meta = TRUE;
+  gst_txl_line_meta_score(m, &l->meta);
+  if (!self->per_line)
+    return TRUE; /* the records gave the bytes and close the line */
   l->tok_bytes += m->bytes;
   if (!self->have_text) {
     l->closed = TRUE;
@@ -619,47 +649,13 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
 static gboolean
 write_session(GstTxlSink *self, const GstStructure *s)
 {
-  gint64 first = 0, last = 0, lines = 0, tokens = 0;
+  gint64 last = 0;
   gst_structure_get_int64(s, "last-line", &last);
   /* the event comes after every line up to the session's last */
   self->closed_upto = MAX(self->closed_upto, last);
   if (!write_ready(self, FALSE))
     return FALSE;
-  const gchar *key = gst_structure_get_string(s, "key");
-  const gchar *reason = gst_structure_get_string(s, "reason");
-  const gchar *kind = gst_structure_get_string(s, "score-kind");
-  guint64 bytes = 0;
-  gdouble nll = NAN, score = NAN, thr = 0, max_line = NAN, max_token = NAN;
-  gboolean flag = FALSE;
-  gst_structure_get_int64(s, "first-line", &first);
-  gst_structure_get_int64(s, "lines", &lines);
-  gst_structure_get_int64(s, "tokens", &tokens);
-  gst_structure_get_uint64(s, "bytes", &bytes);
-  gst_structure_get_double(s, "nll", &nll);
-  gst_structure_get_double(s, "score", &score);
-  gst_structure_get_double(s, "threshold", &thr);
-  gst_structure_get_double(s, "max-line", &max_line);
-  gst_structure_get_double(s, "max-token", &max_token);
-  gst_structure_get_boolean(s, "flag", &flag);
-  GString *o = g_string_new("{\"session\": ");
-  txl_json_append_string(o, key ? key : "", key ? strlen(key) : 0);
-  g_string_append_printf(o, ", \"first_line\": %" G_GINT64_FORMAT
-                         ", \"last_line\": %" G_GINT64_FORMAT ", \"lines\": %"
-                         G_GINT64_FORMAT ", \"tokens\": %" G_GINT64_FORMAT
-                         ", \"bytes\": %" G_GUINT64_FORMAT, first, last, lines,
-                         tokens, bytes);
-  g_string_append_printf(o, ", \"nll\": %.6f, \"score\": %.6f, \"score_kind\": "
-                         "\"%s\", \"max_line\": %.6f, \"max_token\": %.6f",
-                         isfinite(nll) ? nll : 0.0,
-                         isfinite(score) ? score : 0.0, kind ? kind : "mean",
-                         isfinite(max_line) ? max_line : 0.0,
-                         isfinite(max_token) ? max_token : 0.0);
-  if (thr > 0)
-    g_string_append_printf(o, ", \"threshold\": %.6f", thr);
-  else
-    g_string_append(o, ", \"threshold\": null");
-  g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
-                         flag ? "true" : "false", reason ? reason : "ended");
+  GString *o = gst_txl_session_json(s);
   gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
                 fflush(self->out) == 0;
   g_string_free(o, TRUE);
@@ -704,10 +700,10 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
                        ", already written", r.line);
       continue;
     }
-    if (!(r.flags & TXL_RECORD_FIRST) && !isnan(r.logprob)) {
-      l->tokens++;
-      l->nll -= r.logprob;
-    }
+    /* only the stream's first token has no score: a NaN elsewhere is a
+     * broken one, counted and flagged by the line (lib/lines.h) */
+    if (!(r.flags & TXL_RECORD_FIRST))
+      txl_line_acc_add(&l->acc, -(double)r.logprob, r.byte_len);
     l->tok_bytes += r.byte_len;
     if (!self->have_text) {
       /* without text: a later line's token or a line end closes a line */
@@ -717,8 +713,9 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
     }
   }
   gst_buffer_unmap(buf, &map);
+  /* before the text: a line's meta comes with its last record */
+  gst_buffer_foreach_meta(buf, take_line_meta, self);
   if (self->per_line) {
-    gst_buffer_foreach_meta(buf, take_line_meta, self);
     /* txlsessions sends no records: its buffers and session events are
      * what a snapshot's count of delivered items refers to */
     self->records++;

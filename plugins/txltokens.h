@@ -149,10 +149,17 @@ typedef struct {
 typedef struct {
   GstMeta meta;
   gint64 line;    /* 1-based input line */
-  guint32 tokens; /* tokens scored (the stream's first token is not) */
+  guint32 tokens; /* tokens scored (the stream's first is not) */
   guint64 bytes;  /* input bytes its tokens stand for */
-  gdouble nll;    /* total negative log-likelihood, nats */
-  gdouble bpb;    /* nll / ln 2 / bytes: bits per byte */
+  gdouble nll;    /* total negative log-likelihood, nats (finite tokens) */
+  gdouble bpb;    /* nll / ln 2 / norm_bytes: bits per normalised byte */
+  guint64 norm_bytes; /* bytes its tokens stand for after normalisation */
+  gdouble worst;  /* its worst part, >= bpb: what thresholds apply to
+                   * (docs/line-scores.md) */
+  gdouble max_token; /* largest token NLL, nats */
+  gdouble window; /* the worst window alone (0: none complete) */
+  guint32 nonfinite; /* tokens whose score was NaN or infinite: then bpb
+                      * and worst are not finite and the line is flagged */
 } GstTxlLineMeta;
 
 G_END_DECLS

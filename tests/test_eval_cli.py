@@ -137,10 +137,9 @@ def main():
 
         # the model file carries the calibration (txl info shows it)
         cal = model_calibration(os.path.join(out, 'model.gguf'))
-        with open(log, 'rb') as f:
-            log_lines = f.read().split(b'\n')
-        vbpb = [l['nll'] / math.log(2) / (len(log_lines[l['line'] - 1]) + 1)
-                for l in lj if l['split'] == 'calibration']
+        # the line score every element compares: the worst part in bits per
+        # normalised byte (lib/lines.h), never below the line's mean
+        vbpb = [l['worst'] for l in lj if l['split'] == 'calibration']
         check('model file carries the session calibration',
               cal is not None and cal['mode'] == 'sessions' and
               cal['session_key'] == 'sid=(S[0-9]+)' and cal['session_key_group'] == 1 and

@@ -110,6 +110,7 @@ typedef struct {
   /* per scored line, indexed by push number */
   GArray *push_line;     /* gint64 log line of push n (n - 1) */
   double *l_mean, *l_sum, *l_max; /* per log line; NAN when not scored */
+  double *l_worst; /* the line's worst part, bits per byte (lib/lines.h) */
   int *l_tok;
   /* the live rule */
   double *line_time;     /* per log line: its clock value */
@@ -387,7 +388,9 @@ on_line(const TxlSessionLine *l, gpointer p)
 {
   Eval *ev = p;
   gint64 i = g_array_index(ev->push_line, gint64, l->line - 1);
-  ev->l_sum[i] = l->nll;
+  /* a broken score is +inf, never a quiet one (NaN means not scored) */
+  ev->l_sum[i] = l->nonfinite ? INFINITY : l->nll;
+  ev->l_worst[i] = l->worst;
   ev->l_mean[i] = l->tokens ? l->nll / l->tokens : 0;
   ev->l_max[i] = l->max_token;
   ev->l_tok[i] = l->tokens;
@@ -406,7 +409,7 @@ on_end(const TxlSessionResult *r, gpointer p)
     g_array_append_val(s->parts_a, pt);
   }
   s->parts++;
-  s->nll += r->nll;
+  s->nll += r->nonfinite ? INFINITY : r->nll; /* broken: never quiet */
   s->tokens += r->tokens;
   s->max_line_mean = MAX(s->max_line_mean, r->max_line_mean);
   s->max_line_sum = MAX(s->max_line_sum, r->max_line_sum);
@@ -1441,6 +1444,7 @@ txl_cmd_eval(int argc, char **argv)
   /* scoring: validation and test sessions, each in its own stream */
   ev.l_mean = g_new(double, ev.n_lines);
   ev.l_sum = g_new(double, ev.n_lines);
+  ev.l_worst = g_new0(double, ev.n_lines);
   ev.l_max = g_new(double, ev.n_lines);
   ev.l_tok = g_new0(int, ev.n_lines);
   for (gint64 i = 0; i < ev.n_lines; i++)
@@ -1582,7 +1586,7 @@ txl_cmd_eval(int argc, char **argv)
       if (si < 0 || isnan(ev.l_sum[i]) ||
           ((Sess *)ev.sess->pdata[si])->split != SPLIT_CALIB)
         continue;
-      double v = ev.l_sum[i] / G_LN2 / (double)(ev.line_len[i] + 1);
+      double v = ev.l_worst[i]; /* what txlsink and txl score compare */
       g_array_append_val(lb, v);
     }
     line_bpb_thr = o.threshold > 0 ? 0.0
@@ -1847,11 +1851,17 @@ txl_cmd_eval(int argc, char **argv)
                                i + 1);
         txl_json_append_string(l, s->key, strlen(s->key));
         g_string_append_printf(l, ", \"split\": \"%s\", \"label\": %d, "
-                               "\"nll\": %.6f, \"mean\": %.6f, \"max_token\": %.6f"
-                               ", \"flag\": %s}\n", split_names[s->split],
-                               s->label, ev.l_sum[i], ev.l_mean[i],
-                               ev.l_max[i],
-                               line_score(&ev, i, agg) > line_m.threshold
+                               "\"nll\": ", split_names[s->split], s->label);
+        txl_json_append_double(l, "%.6f", ev.l_sum[i]);
+        g_string_append(l, ", \"mean\": ");
+        txl_json_append_double(l, "%.6f", ev.l_mean[i]);
+        g_string_append(l, ", \"max_token\": ");
+        txl_json_append_double(l, "%.6f", ev.l_max[i]);
+        g_string_append(l, ", \"worst\": ");
+        txl_json_append_double(l, "%.6f", ev.l_worst[i]);
+        double v = line_score(&ev, i, agg);
+        g_string_append_printf(l, ", \"flag\": %s}\n",
+                               !isfinite(v) || v > line_m.threshold
                                  ? "true" : "false");
         fputs(l->str, lines_f);
         g_string_free(l, TRUE);
@@ -1917,6 +1927,7 @@ out:
   g_free(ev.line_sess);
   g_free(ev.l_mean);
   g_free(ev.l_sum);
+  g_free(ev.l_worst);
   g_free(ev.l_max);
   g_free(ev.l_tok);
   g_free(ev.line_time);

@@ -3,6 +3,7 @@
 #include "cmd.h"
 #include "txl.h"
 #include "jsonstr.h"
+#include "lines.h"
 
 #include <errno.h>
 #include <math.h>
@@ -17,6 +18,7 @@ typedef struct {
   const TxlSnapshotOptions *snap_opts;
   GError *error;
   gint64 scored;
+  gint64 nonfinite; /* scores that were NaN or infinite */
   double nll_sum;
   gsize bytes;
 } Common;
@@ -42,6 +44,13 @@ print_token(gint64 pos, int32_t token, float logprob, gpointer data)
 {
   Common *c = data;
   c->scored++;
+  if (!isfinite(logprob)) {
+    /* JSON has no NaN or infinity: null, and the run fails at the end */
+    c->nonfinite++;
+    printf("{\"pos\": %" G_GINT64_FORMAT ", \"token\": %d, \"logprob\": "
+           "null}\n", pos, token);
+    return;
+  }
   c->nll_sum -= logprob;
   printf("{\"pos\": %" G_GINT64_FORMAT ", \"token\": %d, \"logprob\": %.9g}\n",
          pos, token, (double)logprob);
@@ -140,13 +149,14 @@ typedef struct {
   gint64 line;
   GString *text;
   gsize bytes;
-  gint64 pushed, scored; /* tokens of this line */
-  double nll;
+  gint64 pushed;   /* tokens of this line given to the scorer */
+  TxlLineAcc acc;  /* its scored tokens (lib/lines.h) */
   gboolean closed; /* its line end has been read */
 } Line;
 
 typedef struct {
   Common c;
+  const TxlTokenizer *tok;
   double flag_bpb;  /* > 0: mark lines above this many bits per byte */
   gint64 flagged;
   GQueue lines;     /* Line*, oldest first, not yet printed */
@@ -170,6 +180,7 @@ line_get(TextScore *t, gint64 line)
   Line *l = g_new0(Line, 1);
   l->line = line;
   l->text = g_string_new(NULL);
+  txl_line_acc_init(&l->acc);
   g_queue_push_tail(&t->lines, l);
   return l;
 }
@@ -183,36 +194,40 @@ line_free(gpointer p)
   g_free(l);
 }
 
+/* One line's JSON: mean NLL per token (nats), perplexity, bits per
+ * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
+ * compares), lib/lines.h; non-finite values are null. */
+static void
+print_line(TextScore *t, const Line *l)
+{
+  const TxlLineScore *s = &l->acc.s;
+  g_autoptr(GString) o = g_string_new(NULL);
+  g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT
+                         ", \"tokens\": %" G_GINT64_FORMAT
+                         ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
+  txl_line_append_json(o, s);
+  if (t->flag_bpb > 0) {
+    gboolean flag = txl_line_flag(s, t->flag_bpb);
+    t->flagged += flag;
+    g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
+  }
+  if (s->nonfinite)
+    g_string_append_printf(o, ", \"nonfinite\": %u", s->nonfinite);
+  t->c.nonfinite += s->nonfinite;
+  g_string_append(o, ", \"text\": ");
+  txl_json_append_string(o, l->text->str, l->text->len);
+  g_string_append(o, "}\n");
+  fputs(o->str, stdout);
+}
+
 static void
 print_ready_lines(TextScore *t, gboolean all)
 {
   Line *l;
   while ((l = g_queue_peek_head(&t->lines)) &&
-         (all || (l->closed && l->scored >= l->pushed))) {
+         (all || (l->closed && l->acc.s.tokens >= l->pushed))) {
     g_queue_pop_head(&t->lines);
-    g_autoptr(GString) o = g_string_new(NULL);
-    g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT
-                           ", \"tokens\": %" G_GINT64_FORMAT
-                           ", \"bytes\": %zu, ", l->line, l->scored, l->bytes);
-    if (l->scored > 0) {
-      double mean = l->nll / l->scored;
-      double bpb = l->bytes ? l->nll / G_LN2 / l->bytes : 0.0;
-      g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f",
-                             mean, exp(mean), bpb);
-      if (t->flag_bpb > 0) {
-        gboolean flag = bpb > t->flag_bpb;
-        t->flagged += flag;
-        g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
-      }
-    } else {
-      g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null");
-      if (t->flag_bpb > 0)
-        g_string_append(o, ", \"flag\": false");
-    }
-    g_string_append(o, ", \"text\": ");
-    txl_json_append_string(o, l->text->str, l->text->len);
-    g_string_append(o, "}\n");
-    fputs(o->str, stdout);
+    print_line(t, l);
     line_free(l);
   }
 }
@@ -222,7 +237,8 @@ text_scored(gint64 pos, int32_t token, float logprob, gpointer data)
 {
   TextScore *t = data;
   t->c.scored++;
-  t->c.nll_sum -= logprob;
+  if (isfinite(logprob))
+    t->c.nll_sum -= logprob;
   if (pos < t->tok_base || pos - t->tok_base >= (gint64)t->tok_line->len) {
     if (!t->c.error) /* only a restored state that lies could get here */
       g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -232,8 +248,8 @@ text_scored(gint64 pos, int32_t token, float logprob, gpointer data)
   gint64 line = g_array_index(t->tok_line, gint64, pos - t->tok_base);
   t->last_scored = pos;
   Line *l = line_get(t, line);
-  l->scored++;
-  l->nll -= logprob;
+  txl_line_acc_add(&l->acc, -(double)logprob,
+                   txl_token_norm_bytes(t->tok, token));
 }
 
 static void
@@ -278,7 +294,7 @@ text_bytes(TextScore *t, const char *buf, gsize len)
  * "tokenizer") and this command's own (section "score-text"): the lines
  * not yet printed and the line of every token not yet scored, so that the
  * resumed run prints exactly the lines the uninterrupted one would. */
-#define TEXT_STATE_VERSION 1u
+#define TEXT_STATE_VERSION 2u /* 2: each line's TxlLineAcc (lib/lines.h) */
 
 static void
 put_n(GByteArray *b, guint64 v, int n)
@@ -318,16 +334,13 @@ text_state_save(TextScore *t)
   put_n(b, t->lines.length, 4);
   for (GList *it = t->lines.head; it; it = it->next) {
     Line *l = it->data;
-    guint64 nll;
-    memcpy(&nll, &l->nll, 8);
     put_n(b, (guint64)l->line, 8);
     put_n(b, l->bytes, 8);
     put_n(b, (guint64)l->pushed, 8);
-    put_n(b, (guint64)l->scored, 8);
-    put_n(b, nll, 8);
     put_n(b, l->closed, 4);
     put_n(b, l->text->len, 4);
     g_byte_array_append(b, (const guint8 *)l->text->str, (guint)l->text->len);
+    txl_line_acc_put(b, &l->acc);
   }
   return g_byte_array_free_to_bytes(b);
 }
@@ -341,9 +354,18 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
   if (!p)
     p = none;
   const guint8 *end = p + len;
-  guint64 version, cur, base, n, nlines;
+  guint64 version = 0, cur, base, n, nlines;
   gint64 seen = txl_scorer_tokens_seen(t->c.scorer);
-  if (!get_n(&p, end, 4, &version) || version != TEXT_STATE_VERSION ||
+  if (get_n(&p, end, 4, &version) && version == 1) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "the snapshot's text-scoring state is version 1, "
+                        "written by a txl that scored lines per raw byte; "
+                        "this txl scores them per normalised byte with a "
+                        "worst part (docs/line-scores.md) and cannot continue "
+                        "those lines: score the input again from its start");
+    return FALSE;
+  }
+  if (version != TEXT_STATE_VERSION ||
       !get_n(&p, end, 8, &cur) || !get_n(&p, end, 8, &base) ||
       !get_n(&p, end, 4, &n) || n > (guint64)(end - p) / 8 ||
       cur < 1 || cur > G_MAXINT64 / 2 || base + n != (guint64)seen)
@@ -364,25 +386,27 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
   if (!get_n(&p, end, 4, &nlines))
     goto bad_tl;
   for (guint64 i = 0; i < nlines; i++) {
-    guint64 f[5], closed, tlen;
-    for (int k = 0; k < 5; k++)
+    guint64 f[3], closed, tlen;
+    for (int k = 0; k < 3; k++)
       if (!get_n(&p, end, 8, &f[k]))
         goto bad_lines;
     if (!get_n(&p, end, 4, &closed) || !get_n(&p, end, 4, &tlen) ||
         closed > 1 || tlen > TEXT_CAP || tlen > (guint64)(end - p) ||
         (gint64)f[0] <= prev || (gint64)f[0] > (gint64)cur ||
-        (gint64)f[2] < 0 || (gint64)f[3] < 0 || f[3] > f[2])
+        (gint64)f[2] < 0)
       goto bad_lines;
     Line *l = g_new0(Line, 1);
     l->line = prev = (gint64)f[0];
     l->bytes = f[1];
     l->pushed = (gint64)f[2];
-    l->scored = (gint64)f[3];
-    memcpy(&l->nll, &f[4], 8);
     l->closed = closed != 0;
     l->text = g_string_new_len((const char *)p, (gssize)tlen);
     p += tlen;
     g_queue_push_tail(&lines, l);
+    TxlReader r = { p, end, TRUE };
+    if (!txl_line_acc_get(&r, &l->acc) || l->acc.s.tokens > l->pushed)
+      goto bad_lines;
+    p = r.p;
   }
   if (p != end)
     goto bad_lines;
@@ -602,6 +626,7 @@ txl_cmd_score(int argc, char **argv)
     }
   }
   TextScore t = { 0 };
+  t.tok = tok;
   t.flag_bpb = flag_bpb;
   t.c.snap_opts = &snap_opts;
   g_queue_init(&t.lines);
@@ -647,6 +672,16 @@ txl_cmd_score(int argc, char **argv)
   g_clear_pointer(&loaded, g_hash_table_unref);
   fflush(stdout);
   int rc = 0;
+  if (ok && t.c.nonfinite > 0) {
+    /* every line and token went out, as valid JSON (null), its line
+     * flagged; the run itself is an error: such scores mean nothing */
+    g_set_error(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%" G_GINT64_FORMAT " token scores were not finite (NaN or "
+                "infinite: the model's weights or its arithmetic overflowed); "
+                "printed as null%s", t.c.nonfinite,
+                ids ? "" : ", their lines marked \"nonfinite\" (and flagged)");
+    ok = FALSE;
+  }
   if (!ok) {
     fprintf(stderr, "txl score: %s%s%s\n", path[0] == '-' ? "" : path,
             path[0] == '-' ? "" : ": ", t.c.error->message);

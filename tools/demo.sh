@@ -15,12 +15,12 @@ MODEL=models/default.gguf
 echo "gst-launch-1.0 filesrc location=build/demo/sample.log ! txltokenizer model=$MODEL ! txlmodel model=$MODEL ! txlsink threshold=2.5 location=build/demo/scores.jsonl"
 gst-launch-1.0 -q filesrc location=build/demo/sample.log ! txltokenizer model=$MODEL \
   ! txlmodel model=$MODEL ! txlsink threshold=2.5 location=build/demo/scores.jsonl
-echo "flagged lines (bits per byte above 2.5):"
+echo "flagged lines (worst part above 2.5 bits per normalised byte, docs/anomaly.md):"
 /usr/bin/python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l)
     if r["flag"]:
-        print("  line %4d  %5.2f bits/byte  %s" % (r["line"], r["bpb"], r["text"][:110]))
+        print("  line %4d  %5.2f bits/byte  %s" % (r["line"], r["worst"], r["text"][:110]))
 ' build/demo/scores.jsonl
 echo "injected anomalies: lines $(grep -n 1 build/demo/labels.txt | cut -d: -f1 | tr '\n' ' ')"

@@ -508,7 +508,8 @@ test_cache(void)
 }
 
 /* Every line's scores ride on the buffers as a GstTxlLineMeta: one per
- * line, in order, summing exactly the score records of that line; the
+ * line, in order, summing exactly the score records of that line (bits
+ * per normalised byte, lib/lines.h); the
  * unterminated last line is closed at EOS. */
 #define NL 11
 
@@ -558,7 +559,11 @@ test_line_meta(void)
       g_assert_cmpuint(lm->tokens, ==, tokens);
       g_assert_cmpuint(lm->bytes, ==, bytes);
       g_assert_cmpfloat(fabs(lm->nll - nll), <, 1e-9);
-      g_assert_cmpfloat(fabs(lm->bpb - nll / G_LN2 / bytes), <, 1e-9);
+      /* bits per normalised byte: one per scored token of a byte model */
+      g_assert_cmpuint(lm->norm_bytes, ==, tokens);
+      g_assert_cmpfloat(fabs(lm->bpb - nll / G_LN2 / tokens), <, 1e-9);
+      g_assert_cmpfloat(lm->worst, >=, lm->bpb);
+      g_assert_cmpuint(lm->nonfinite, ==, 0);
     }
   }
   g_assert_cmpint(seen, ==, 3);

@@ -1,0 +1,244 @@
+"""Line scores that padding cannot dilute and that are never invalid JSON
+(issue 12, breaks 5 and 6; docs/anomaly.md "Line scores").
+
+Padding: an anomalous log line (the demo's killed postgresql service after
+100 normal lines of tools/loggen.py, scored by the bundled default model)
+is flagged at 2.5 bits per byte; the same line with 5,000 digits, 5,000
+spaces or one word repeated 1,000 times appended must still be flagged,
+through `txl score --flag-bpb`, `txltokenizer ! txlmodel ! txlsink` and
+`txltokenizer ! txlsessions ! txlsink`.  (Before lib/lines.c, the digits
+folded into one <NUM> token while the byte count kept all 5,000: 8.06 bits
+per byte fell to 0.22.)
+
+Non-finite: a model whose finite output bias of +-3e38 overflows the
+log-softmax to -inf for most tokens.  Every line of every output must
+parse with a strict JSON parser (no NaN, no Infinity), every line with a
+non-finite score must be flagged, every session too, and `txl score` must
+fail (exit 1) after printing everything.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, 'ref'))
+import hf_checkpoint  # noqa: E402
+from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
+import numpy as np  # noqa: E402
+
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
+ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+MODEL = os.path.join(ROOT, 'models', 'default.gguf')
+THRESHOLD = 2.5
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(bool(cond))
+    print('%s %s %s' % ('ok  ' if cond else 'FAIL', name, '' if cond else str(detail)[:600]))
+
+
+def no_constant(name):
+    raise ValueError('not JSON (RFC 8259): %s' % name)
+
+
+def strict_rows(text):
+    """Every line parsed strictly: NaN, Infinity and -Infinity refused."""
+    rows, bad = [], []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line, parse_constant=no_constant))
+        except ValueError as e:
+            bad.append('%s: %s' % (e, line[:120]))
+    return rows, bad
+
+
+def run(args, stdin=None, timeout=300):
+    p = subprocess.run(args, input=stdin, capture_output=True, env=ENV, timeout=timeout)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def gst(desc, out, timeout=300):
+    """A pipeline (a list of gst-launch arguments) writing JSON lines to out."""
+    rc, _, err = run(['gst-launch-1.0', '-q'] + desc, timeout=timeout)
+    with open(out) as f:
+        return rc, f.read(), err
+
+
+def padded_log(tmp):
+    """100 normal lines, then the anomalous line alone and padded 3 ways;
+    returns the path and the line numbers of the four anomalous lines."""
+    p = subprocess.run(['/usr/bin/python3', os.path.join(ROOT, 'tools', 'loggen.py'),
+                        '--lines', '100', '--seed', '77', '--anomalies', '0'],
+                       capture_output=True, check=True)
+    normal = p.stdout.decode().splitlines()
+    bad = ('Nov  3 08:00:26 web-01 systemd[1]: postgresql.service: Main process '
+           'exited, code=killed, status=9/KILL')
+    pads = [bad, bad + ' ' + '7' * 5000, bad + ' ' * 5000, bad + ' KILL' * 1000]
+    lines = normal + pads
+    path = os.path.join(tmp, 'padded.log')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    return path, list(range(len(normal) + 1, len(lines) + 1))
+
+
+def check_padding(tmp):
+    log, anomalous = padded_log(tmp)
+    names = ['alone', '+5,000 digits', '+5,000 spaces', '+1,000 x " KILL"']
+
+    rc, out, err = run([TXL, 'score', '-m', MODEL, '--flag-bpb', str(THRESHOLD), log])
+    rows, bad = strict_rows(out)
+    check('txl score: runs, strict JSON', rc == 0 and not bad and len(rows) == anomalous[-1],
+          (rc, err, bad[:2]))
+    by = {r['line']: r for r in rows}
+    for n, ln in zip(names, anomalous):
+        r = by.get(ln, {})
+        check('txl score: anomalous line %s flagged' % n, r.get('flag') is True,
+              {k: r.get(k) for k in ('bytes', 'norm_bytes', 'tokens', 'bpb', 'worst')})
+    check('txl score: no normal line flagged',
+          not [r['line'] for r in rows if r['flag'] and r['line'] not in anomalous],
+          [r['line'] for r in rows if r['flag']])
+    digits = by.get(anomalous[1], {})
+    check('txl score: 5,000 digits count as one placeholder, not 5,000 bytes',
+          digits.get('bytes', 0) > 5000 and digits.get('norm_bytes', 1e9) < 200, digits)
+    score_rows = by
+
+    out = os.path.join(tmp, 'model.jsonl')
+    rc, text, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + MODEL,
+                         '!', 'txlmodel', 'model=' + MODEL, '!', 'txlsink',
+                         'threshold=%g' % THRESHOLD, 'location=' + out], out)
+    rows, bad = strict_rows(text)
+    check('txlmodel ! txlsink: runs, strict JSON', rc == 0 and not bad and len(rows) == anomalous[-1],
+          (rc, err, bad[:2]))
+    by = {r['line']: r for r in rows}
+    for n, ln in zip(names, anomalous):
+        r = by.get(ln, {})
+        check('txlmodel ! txlsink: anomalous line %s flagged' % n, r.get('flag') is True, r.get('worst'))
+    def same(a, b):
+        return a is not None and b is not None and abs(a - b) <= 1e-5 * max(1, b)
+    check('txlmodel ! txlsink: the scores of txl score',
+          len(by) == len(score_rows) and
+          all(same(by[k].get('worst'), score_rows[k].get('worst')) for k in score_rows if k in by))
+
+    # each host its own session: the anomalous line is scored in web-01's memory
+    out = os.path.join(tmp, 'sessions.jsonl')
+    rc, text, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + MODEL,
+                         '!', 'txlsessions', 'model=' + MODEL,
+                         'session-key=(web|store|edge|db|api)-[0-9]+', '!', 'txlsink',
+                         'threshold=%g' % THRESHOLD, 'location=' + out], out)
+    rows, bad = strict_rows(text)
+    lines = [r for r in rows if 'line' in r and 'session' not in r]
+    check('txlsessions ! txlsink: runs, strict JSON', rc == 0 and not bad and len(lines) == anomalous[-1],
+          (rc, err, bad[:2], len(lines)))
+    by = {r['line']: r for r in lines}
+    for n, ln in zip(names, anomalous):
+        r = by.get(ln, {})
+        check('txlsessions ! txlsink: anomalous line %s flagged' % n, r.get('flag') is True,
+              (r.get('bpb'), r.get('worst')))
+
+
+def overflow_model(tmp):
+    """A word model whose output bias is +3e38 for one word and -3e38 for
+    every other id: finite weights whose log-softmax overflows to -inf."""
+    words = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
+    cfg = hf_checkpoint.make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32,
+                                    n_head=4, d_head=8, d_inner=64, n_layer=2,
+                                    mem_len=8, tgt_len=4, same_length=False)
+    d = os.path.join(tmp, 'overflow')
+    hf_checkpoint.make_checkpoint(d, cfg, seed=5)
+    st = os.path.join(d, 'model.safetensors')
+    w = read_safetensors(st)
+    bias = np.full(cfg['vocab_size'], -3e38, dtype=np.float32)
+    bias[2] = 3e38
+    w['crit.out_layers.0.bias'] = bias
+    write_safetensors(st, w, metadata={'format': 'pt'})
+    with open(os.path.join(d, 'vocab.txt'), 'w') as f:
+        f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
+    model = os.path.join(tmp, 'overflow.gguf')
+    rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
+    check('overflow model converts (its weights are finite)', rc == 0, err)
+    return model
+
+
+def check_nonfinite(tmp):
+    model = overflow_model(tmp)
+    text = 'the cat sat on the mat\nthe dog ran\nk1 the cat\na cat sat on a mat\n' * 3
+    log = os.path.join(tmp, 'words.log')
+    with open(log, 'w') as f:
+        f.write(text)
+
+    rc, out, err = run([TXL, 'score', '-m', model, '--flag-bpb', '3', log])
+    rows, bad = strict_rows(out)
+    check('txl score: non-finite scores are strict JSON', rows and not bad, bad[:2])
+    broken = [r for r in rows if r.get('nonfinite')]
+    check('txl score: lines with non-finite scores counted, null, flagged',
+          broken and all(r['flag'] is True and r['worst'] is None and r['bpb'] is None
+                         for r in broken), rows[:2])
+    check('txl score: a non-finite score fails the run, with a message',
+          rc == 1 and 'not finite' in err, (rc, err))
+    rc, out, err = run([TXL, 'score', '-m', model, '--ids'], b'2 3 4 5 6 7 2 3 0 4')
+    rows, bad = strict_rows(out)
+    check('txl score --ids: strict JSON, null log-probs, exit 1',
+          rows and not bad and any(r['logprob'] is None for r in rows) and rc == 1, (rc, bad[:2], err))
+
+    out = os.path.join(tmp, 'nf-model.jsonl')
+    rc, text_out, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + model,
+                             '!', 'txlmodel', 'model=' + model, '!', 'txlsink', 'threshold=1000',
+                             'location=' + out], out)
+    rows, bad = strict_rows(text_out)
+    broken = [r for r in rows if r.get('nonfinite')]
+    check('txlmodel ! txlsink: strict JSON, no null-and-unflagged line',
+          rc == 0 and rows and not bad and broken and
+          all(r['flag'] is True for r in broken) and
+          not [r for r in rows if r['tokens'] and r['worst'] is None and not r['flag']],
+          (rc, err, bad[:2], rows[:2]))
+    for mode in ('threshold-mode=mad', 'threshold-mode=quantile'):
+        rc, text_out, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + model,
+                                 '!', 'txlmodel', 'model=' + model, '!', 'txlsink', mode,
+                                 'warmup=100', 'location=' + out], out)
+        rows, bad = strict_rows(text_out)
+        broken = [r for r in rows if r.get('nonfinite')]
+        check('txlsink %s: non-finite lines flagged during the warm-up' % mode,
+              rc == 0 and not bad and broken and all(r['flag'] is True for r in broken),
+              (rc, bad[:2], rows[:2]))
+
+    out = os.path.join(tmp, 'nf-sessions.jsonl')
+    rc, text_out, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + model,
+                             '!', 'txlsessions', 'model=' + model, 'session-key=(cat|dog)',
+                             'session-threshold=1000', '!', 'txlsink', 'threshold=1000',
+                             'location=' + out], out)
+    rows, bad = strict_rows(text_out)
+    sessions = [r for r in rows if 'session' in r]
+    check('txlsessions ! txlsink: strict JSON', rc == 0 and rows and not bad, (rc, err, bad[:2]))
+    check('txlsessions ! txlsink: sessions with non-finite scores flagged, score null (not 0)',
+          sessions and all(r['flag'] is True and r['score'] is None and r.get('nonfinite', 0) > 0
+                           for r in sessions), sessions[:2])
+
+
+def check_old_snapshot():
+    """A text snapshot written before lib/lines.c (its score-text section
+    version 1, saved by eeee70f's txl score from fuzz/corpus-snapshot) is
+    refused with a message, not continued with wrong line scores."""
+    rc, out, err = run([TXL, 'score', '-m', os.path.join(ROOT, 'fuzz', 'corpus-snapshot', 'model.gguf'),
+                        '--load-snapshot', os.path.join(HERE, 'data', 'score-text-v1.snap'), '-'],
+                       stdin=b'ess\n')
+    check('a version 1 text snapshot is refused with a message',
+          rc == 1 and not out and 'version' in err,
+          (rc, out, err))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-lines-')
+    check_padding(tmp)
+    check_nonfinite(tmp)
+    check_old_snapshot()
+    print('%d/%d passed' % (sum(results), len(results)))
+    return 0 if all(results) else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
