@@ -15,6 +15,7 @@
 #include "convert_hf_internal.h"
 
 #include "config.h"
+#include "filemap.h"
 #include "gguf.h"
 #include "model_check.h"
 #include "safetensors.h"
@@ -410,19 +411,11 @@ is_space(char ch)
 static gboolean
 add_vocab(GgufWriter *w, const char *path, int n_token, GError **error)
 {
-  g_autofree char *text = NULL;
   gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
-    g_error_free(e);
+  g_autofree char *text =
+      txl_read_small_file(path, "a vocabulary", VOCAB_MAX_BYTES, &len, error);
+  if (!text)
     return FALSE;
-  }
-  if (len > VOCAB_MAX_BYTES) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: %zu bytes is too large for a vocabulary", path, len);
-    return FALSE;
-  }
   if (memchr(text, '\0', len)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "%s: contains a NUL byte", path);

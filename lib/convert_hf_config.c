@@ -3,6 +3,7 @@
 #include "convert_hf_internal.h"
 
 #include "config.h"
+#include "filemap.h"
 #include "jsondepth.h"
 
 #include <math.h>
@@ -307,21 +308,14 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
 JsonParser *
 txl_hf_load_json(const char *path, GError **error)
 {
-  g_autofree char *text = NULL;
   gsize len = 0;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s", e->message);
-    g_error_free(e);
+  g_autofree char *text =
+      txl_read_small_file(path, "a JSON config", CONFIG_MAX_BYTES, &len, error);
+  if (!text)
     return NULL;
-  }
-  if (len > CONFIG_MAX_BYTES) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: %zu bytes is too large for a JSON config", path, len);
-    return NULL;
-  }
   if (!txl_json_check_depth(text, len, TXL_JSON_MAX_DEPTH, path, error))
     return NULL;
+  GError *e = NULL;
   JsonParser *p = json_parser_new();
   if (!json_parser_load_from_data(p, text, (gssize)len, &e)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT, "%s: not valid JSON: %s",

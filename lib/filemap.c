@@ -7,15 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void *
-txl_map_file(const char *path, const char *what, gsize *size, GError **error)
+/* Opens a regular, non-empty file of at most max bytes; -1 with an error
+ * otherwise.  O_NONBLOCK: opening a FIFO would wait for a writer before
+ * fstat could tell what it is. */
+static int
+open_regular(const char *path, const char *what, guint64 max, gsize *size,
+             GError **error)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot open: %s", path,
                 g_strerror(e));
-    return NULL;
+    return -1;
   }
   struct stat st;
   const char *problem = NULL;
@@ -26,16 +30,62 @@ txl_map_file(const char *path, const char *what, gsize *size, GError **error)
     problem = "not a regular file";
   else if (st.st_size == 0)
     problem = "file is empty", code = TXL_ERROR_FORMAT;
-  else if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX)
-    problem = "too large to map on this system";
+  else if ((uint64_t)st.st_size > MIN(max, (uint64_t)SIZE_MAX - 1)) {
+    close(fd);
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: %" G_GUINT64_FORMAT " bytes is too large for %s (at most "
+                "%" G_GUINT64_FORMAT ")", path, (guint64)st.st_size, what,
+                MIN(max, (uint64_t)SIZE_MAX - 1));
+    return -1;
+  }
   if (problem) {
     close(fd);
     g_set_error(error, TXL_ERROR, code, "%s: %s%s%s", path, problem,
                 code == TXL_ERROR_FORMAT ? ", not " : "",
                 code == TXL_ERROR_FORMAT ? what : "");
-    return NULL;
+    return -1;
   }
   *size = (gsize)st.st_size;
+  return fd;
+}
+
+char *
+txl_read_small_file(const char *path, const char *what, gsize max,
+                    gsize *len, GError **error)
+{
+  gsize size;
+  int fd = open_regular(path, what, max, &size, error);
+  if (fd < 0)
+    return NULL;
+  char *text = g_malloc(size + 1);
+  gsize got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, text + got, size - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = n < 0 ? errno : 0;
+      close(fd);
+      g_free(text);
+      g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", path,
+                  e ? g_strerror(e) : "shorter than its size (changed while "
+                                      "read)");
+      return NULL;
+    }
+    got += (gsize)n;
+  }
+  close(fd);
+  text[size] = '\0';
+  *len = size;
+  return text;
+}
+
+void *
+txl_map_file(const char *path, const char *what, gsize *size, GError **error)
+{
+  int fd = open_regular(path, what, G_MAXUINT64, size, error);
+  if (fd < 0)
+    return NULL;
   void *map = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   close(fd); /* the mapping keeps the file alive */

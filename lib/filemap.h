@@ -11,4 +11,10 @@ void *txl_map_file(const char *path, const char *what, gsize *size,
                    GError **error);
 void txl_unmap_file(void *map, gsize size);
 
+/* Reads a regular file of at most max bytes whole, NUL-terminated; its
+ * size is checked before anything is allocated, and a FIFO or a device is
+ * refused at once instead of read without end. */
+char *txl_read_small_file(const char *path, const char *what, gsize max,
+                          gsize *len, GError **error);
+
 #endif

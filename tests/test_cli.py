@@ -52,6 +52,15 @@ def main():
     V = cfg['vocab_size']
 
     # --ids errors
+    # a model that is a FIFO or a device: refused at once (opening a FIFO
+    # used to wait for a writer for ever)
+    fifo = os.path.join(tmp, 'model.fifo')
+    os.mkfifo(fifo)
+    try:
+        expect_fail('model is a FIFO', ['score', '-m', fifo, '--ids'], b'1 2', 1, 'not a regular file')
+    except subprocess.TimeoutExpired:
+        check('model is a FIFO', False, 'txl score hung on the FIFO')
+    expect_fail('model is a device', ['score', '-m', '/dev/zero', '--ids'], b'1 2', 1, 'not a regular file')
     expect_fail('id out of range', ['score', '-m', nm, '--ids'], b'1 2 %d 3' % V, 1, 'outside the vocabulary')
     expect_fail('negative id', ['score', '-m', nm, '--ids'], b'1 -2 3', 1, 'not a valid token id')
     expect_fail('non-numeric id', ['score', '-m', nm, '--ids'], b'1 2x 3', 1, "'2x'")

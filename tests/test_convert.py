@@ -510,6 +510,25 @@ def deep_config_json_refused():
 
 
 @case
+def non_regular_json_files_refused():
+    # g_file_get_contents read /dev/zero until memory ran out and waited on a
+    # FIFO for a writer; both are now refused before anything is read
+    vocab = ['<eos>', '<unk>'] + ['w%d' % i for i in range(2, 40)]
+    d, _ = ckpt('nonreg', config(), vocab=vocab, tok_cfg={'lower_case': False})
+    for name in ('config.json', 'tokenizer_config.json', 'vocab.txt'):
+        keep = os.path.join(d, name + '.keep')
+        os.rename(os.path.join(d, name), keep)
+        os.symlink('/dev/zero', os.path.join(d, name))
+        refused(d, name, 'not a regular file')
+        os.remove(os.path.join(d, name))
+        os.mkfifo(os.path.join(d, name))
+        refused(d, name, 'not a regular file')
+        os.remove(os.path.join(d, name))
+        os.rename(keep, os.path.join(d, name))
+    os.remove(accepted(d))
+
+
+@case
 def deep_tokenizer_config_refused():
     vocab = ['<eos>', '<unk>'] + ['w%d' % i for i in range(2, 40)]
     d, _ = ckpt('deeptok', config(), vocab=vocab, tok_cfg={'lower_case': False})
