@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -31,6 +32,9 @@ import numpy as np  # noqa: E402
 
 PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
 TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
+TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
+if not os.path.exists(TXLD):
+    TXLD = None
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 THRESHOLD = 2.5
@@ -217,6 +221,39 @@ def check_nonfinite(tmp):
     check('txlsessions ! txlsink: sessions with non-finite scores flagged, score null (not 0)',
           sessions and all(r['flag'] is True and r['score'] is None and r.get('nonfinite', 0) > 0
                            for r in sessions), sessions[:2])
+    check_nonfinite_txld(tmp, model, log)
+
+
+def check_nonfinite_txld(tmp, model, log):
+    """txld's own output file: strict JSON, worst and nonfinite carried."""
+    if not TXLD:
+        check('txld: not built, skipped', True)
+        return
+    conf = os.path.join(tmp, 'txld-conf')
+    os.makedirs(conf, exist_ok=True)
+    out = os.path.join(tmp, 'txld-nf.jsonl')
+    with open(os.path.join(conf, 'nf.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! '
+                'txlmodel model=%s ! txlsink location=/dev/null threshold=1000\n'
+                'restart = never\nsnapshot = none\noutput = %s\n' % (log, model, model, out))
+    want = open(log).read().count('\n')
+    p = subprocess.Popen([TXLD, '--config', conf, '--state-dir', tmp, '--no-http'],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if os.path.exists(out) and open(out).read().count('\n') >= want:
+                break
+            time.sleep(0.1)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    rows, bad = strict_rows(open(out).read() if os.path.exists(out) else '')
+    broken = [r for r in rows if r.get('nonfinite')]
+    check('txld output: strict JSON, non-finite lines null and flagged',
+          len(rows) == want and not bad and broken and
+          all(r['flag'] is True and r['worst'] is None for r in broken),
+          (len(rows), want, bad[:2], rows[:2]))
 
 
 def check_old_snapshot():

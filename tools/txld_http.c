@@ -41,10 +41,7 @@ json_str(GString *o, const char *s)
 static void
 json_num(GString *o, double v)
 {
-  if (isfinite(v))
-    g_string_append_printf(o, "%.6g", v);
-  else
-    g_string_append(o, "null");
+  txl_json_append_double(o, "%.6g", v);
 }
 
 static double
@@ -188,6 +185,8 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
                              k == p->anomalies_count - na ? "" : ", ",
                              a->time_us / 1e6, a->line);
       json_num(o, a->bpb);
+      g_string_append(o, ", \"worst\": ");
+      json_num(o, a->worst);
       g_string_append(o, ", \"text\": ");
       json_str(o, a->text);
       g_string_append(o, "}");

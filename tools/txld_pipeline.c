@@ -89,13 +89,16 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
   TxldPipeline *p = data;
   gint64 line = 0, tokens = 0;
   guint64 bytes = 0;
-  double nll = NAN, ppl = NAN, bpb = NAN, anomaly = NAN;
+  double nll = NAN, ppl = NAN, bpb = NAN, worst = NAN, anomaly = NAN;
+  guint nonfinite = 0;
   gboolean flag = FALSE;
   gst_structure_get(s, "line", G_TYPE_INT64, &line, "tokens", G_TYPE_INT64,
                     &tokens, "bytes", G_TYPE_UINT64, &bytes, "nll",
                     G_TYPE_DOUBLE, &nll, "ppl", G_TYPE_DOUBLE, &ppl, "bpb",
-                    G_TYPE_DOUBLE, &bpb, "anomaly", G_TYPE_DOUBLE, &anomaly,
-                    "flag", G_TYPE_BOOLEAN, &flag, NULL);
+                    G_TYPE_DOUBLE, &bpb, "worst", G_TYPE_DOUBLE, &worst,
+                    "nonfinite", G_TYPE_UINT, &nonfinite, "anomaly",
+                    G_TYPE_DOUBLE, &anomaly, "flag", G_TYPE_BOOLEAN, &flag,
+                    NULL);
   const char *text = gst_structure_get_string(s, "text");
   gint64 now = g_get_real_time();
 
@@ -113,22 +116,28 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
     TxldAnomaly *a =
         &p->anomalies_ring[p->anomalies_count++ % TXLD_RING_ANOMALIES];
     g_free(a->text);
-    *a = (TxldAnomaly){ now, line, bpb, g_strdup(text ? text : "") };
+    *a = (TxldAnomaly){ now, line, bpb, worst, g_strdup(text ? text : "") };
   }
   if (p->output) {
     GString *o = g_string_new(NULL);
     g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
                            G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
                            ", ", line, tokens, bytes);
-    if (tokens > 0)
-      g_string_append_printf(o, "\"nll\": %.6f, \"ppl\": %.6g, \"bpb\": %.6f, ",
-                             nll, ppl, bpb);
-    else
-      g_string_append(o, "\"nll\": null, \"ppl\": null, \"bpb\": null, ");
-    if (tokens > 0 && !isnan(anomaly))
-      g_string_append_printf(o, "\"anomaly\": %.6f", anomaly);
-    else
-      g_string_append(o, "\"anomaly\": null");
+    /* a line without tokens, or with a non-finite score, has null
+     * numbers: the output stays RFC 8259 JSON */
+    const double none = NAN;
+    g_string_append(o, "\"nll\": ");
+    txl_json_append_double(o, "%.6f", tokens > 0 ? nll : none);
+    g_string_append(o, ", \"ppl\": ");
+    txl_json_append_double(o, "%.6g", tokens > 0 ? ppl : none);
+    g_string_append(o, ", \"bpb\": ");
+    txl_json_append_double(o, "%.6f", tokens > 0 ? bpb : none);
+    g_string_append(o, ", \"worst\": ");
+    txl_json_append_double(o, "%.6f", tokens > 0 ? worst : none);
+    g_string_append(o, ", \"anomaly\": ");
+    txl_json_append_double(o, "%.6f", tokens > 0 ? anomaly : none);
+    if (nonfinite)
+      g_string_append_printf(o, ", \"nonfinite\": %u", nonfinite);
     g_string_append_printf(o, ", \"flag\": %s, \"time\": %.6f, \"text\": ",
                            flag ? "true" : "false", now / 1e6);
     if (text)

@@ -33,7 +33,7 @@ typedef struct {
 typedef struct {
   gint64 time_us;
   gint64 line;
-  double bpb;
+  double bpb, worst; /* worst: the line's worst part, what flagged it */
   char *text;
 } TxldAnomaly;
 
