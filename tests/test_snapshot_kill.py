@@ -4,6 +4,7 @@ previous one or the new one), and the stream keeps advancing."""
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -21,10 +22,17 @@ def main():
     r = random.Random(7)
     seen, ok, checks, kills = -1, 0, 0, 25
     for k in range(kills):
-        p = subprocess.Popen([STRESS, MODEL, snap], stdout=subprocess.DEVNULL)
-        time.sleep(r.uniform(0.02, 0.25))
+        p = subprocess.Popen([STRESS, MODEL, snap], stdout=subprocess.PIPE)
+        # the kill lands at a random moment after the first save of this run
+        # (loading the model takes longer under a sanitizer or a busy machine,
+        # and a kill during the load tests nothing)
+        ready, _, _ = select.select([p.stdout], [], [], 60)
+        if ready:
+            p.stdout.readline()
+        time.sleep(r.uniform(0.0, 0.1))
         p.send_signal(signal.SIGKILL)
         p.wait()
+        p.stdout.close()
         if not os.path.exists(snap):
             continue  # killed before the first save ever finished
         checks += 1
