@@ -56,6 +56,15 @@ def text():
     return ('\n'.join(lines) + '\nunterminated last line é').encode()
 
 
+def file_id(path):
+    """What changes when a snapshot is renamed over path (None: no file)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-snappipe-')
     data = text()
@@ -156,8 +165,14 @@ def main():
     seen, whole_files, resumed = [], 0, 0
     for k in range(6):
         args = launch(big, os.path.join(tmp, 'k.jsonl'), snap, extra='snapshot-tokens=40 hold-at-eos=false')
+        before = file_id(snap)
         p = subprocess.Popen(args, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.3 + r.random() * 0.6)
+        # the kill lands at a random moment after this run's first snapshot,
+        # however long the start took on a busy machine
+        deadline = time.time() + 60
+        while file_id(snap) == before and p.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        time.sleep(r.random() * 0.3)
         p.send_signal(signal.SIGKILL)
         p.wait()
         q = subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True)
