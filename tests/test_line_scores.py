@@ -69,6 +69,8 @@ def run(args, stdin=None, timeout=300):
 def gst(desc, out, timeout=300):
     """A pipeline (a list of gst-launch arguments) writing JSON lines to out."""
     rc, _, err = run(['gst-launch-1.0', '-q'] + desc, timeout=timeout)
+    if not os.path.exists(out):
+        return rc, '', err or 'gst-launch-1.0 wrote no output'
     with open(out) as f:
         return rc, f.read(), err
 
