@@ -407,7 +407,7 @@ check_budget(const char *path, const TxlModel *m, const Parsed *ps,
               "(e.g. TXL_MEMORY_LIMIT=%" G_GUINT64_FORMAT "G) if the file is "
               "trusted", path, need / 1e6, f[F_MEMLEN], f[F_MAXSEG], ps->raw,
               allowed / 1e6, m ? "what the model implies plus" : "",
-              budget >> 20, ((guint64)need >> 30) + 1);
+              budget >> 20, (guint64)MIN(need / 1073741824.0 + 1, 1e9));
   return FALSE;
 }
 
