@@ -825,12 +825,15 @@ run_train(const Opts *o, const char *model, const char *train_txt,
 static void
 json_metrics(GString *j, const char *name, const Metrics *m)
 {
+  /* a threshold from non-finite scores is null: summary.json stays JSON */
+  g_string_append_printf(j, "\"%s\": {\"threshold\": ", name);
+  txl_json_append_double(j, "%.6g", m->threshold);
   g_string_append_printf(j,
-    "\"%s\": {\"threshold\": %.6g, \"n\": %" G_GINT64_FORMAT
+    ", \"n\": %" G_GINT64_FORMAT
     ", \"anomalous\": %" G_GINT64_FORMAT ", \"tp\": %" G_GINT64_FORMAT
     ", \"fp\": %" G_GINT64_FORMAT ", \"fn\": %" G_GINT64_FORMAT
     ", \"tn\": %" G_GINT64_FORMAT ", \"precision\": %.4f, \"recall\": %.4f"
-    ", \"f1\": %.4f, \"auroc\": %.4f}", name, m->threshold, m->n, m->n_anom,
+    ", \"f1\": %.4f, \"auroc\": %.4f}", m->n, m->n_anom,
     m->tp, m->fp, m->fn, m->tn, m->precision, m->recall, m->f1,
     isnan(m->auroc) ? -1.0 : m->auroc);
 }
