@@ -25,7 +25,7 @@ GstTxlTextMeta *gst_buffer_add_txl_text_meta(GstBuffer *buffer, guint64 offset,
 GType gst_txl_line_meta_api_get_type(void);
 const GstMetaInfo *gst_txl_line_meta_get_info(void);
 #define GST_TXL_LINE_META_API_TYPE (gst_txl_line_meta_api_get_type())
-/* A line's scores (lib/lines.h) and the input bytes it stands for. */
+/* A line's scores (lib/anomaly/lines.h) and the input bytes it stands for. */
 GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              guint64 bytes,
                                              const TxlLineScore *s);

@@ -70,7 +70,7 @@ struct _GstTxlModel {
   /* the line being scored, and lines completed since the last push */
   gint64 cur_line;
   guint64 cur_bytes;
-  TxlLineAcc cur;     /* its scored tokens (lib/lines.h) */
+  TxlLineAcc cur;     /* its scored tokens (lib/anomaly/lines.h) */
   GArray *done_lines; /* GstTxlDoneLine */
   GByteArray *text;  /* input bytes not yet forwarded */
   guint64 text_offset;
@@ -423,7 +423,7 @@ finish_stream(GstTxlModel *self)
 
 static void publish_counters(GstTxlModel *self);
 
-#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
+#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
 #define MAX_STATE_TEXT (1u << 30)
 
 static gboolean

@@ -4,7 +4,7 @@
  * `per-line` is set, it samples `max-tokens` tokens, each fed back into the
  * memory, and pushes their text downstream as text/x-raw.  It stops early
  * once the text generated ends with `stop`.  The same seed and input give
- * the same text.  The sampling itself is lib/sampler.c and lib/generate.c.
+ * the same text.  The sampling itself is lib/engine/sampler.c and lib/engine/generate.c.
  *
  * With snapshot-location set, the generation (memory, the sampler's
  * generator state, context not yet fed, and txltokenizer's state) is saved

@@ -4,7 +4,7 @@
  *     txlsessions model=m.gguf session-key="blk_-?[0-9]+"
  *     session-threshold=0.5 ! txlsink location=out.jsonl
  *
- * A thin element over TxlSessions (lib/sessions.c): every input line goes,
+ * A thin element over TxlSessions (lib/anomaly/sessions.c): every input line goes,
  * with its tokens, to the session whose key the regex finds in the line's
  * text (GstTxlTextMeta from txltokenizer; without it, the decoded tokens),
  * and is scored in that session's own recurrent memory, exactly as

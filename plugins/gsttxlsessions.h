@@ -21,7 +21,7 @@ typedef struct {
   guint64 text_end; /* stream offset just past its text */
   gboolean done;    /* scored */
   guint64 bytes;
-  TxlLineScore s;   /* its scores (lib/lines.h) */
+  TxlLineScore s;   /* its scores (lib/anomaly/lines.h) */
 } SLine;
 
 /* first and last line of an open session */

@@ -21,7 +21,7 @@
 
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
 
-#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
+#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
 #define MAX_STATE_TEXT (1u << 30)
 #define SECTION "txlsessions"
 

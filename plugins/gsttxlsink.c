@@ -12,7 +12,7 @@
  * nll is the mean negative log-likelihood in nats per scored token, ppl its
  * exponential, bpb the line's total NLL in bits per normalised byte (the
  * bytes its tokens stand for after normalisation, its line end included),
- * worst the line's worst part (lib/lines.h: never below bpb), anomaly =
+ * worst the line's worst part (lib/anomaly/lines.h: never below bpb), anomaly =
  * worst - threshold and flag = anomaly > 0.  A line with a non-finite
  * token score has "nonfinite": N, null numbers and is flagged.  The
  * numbers are those of `txl score` on the same text: txlmodel and
@@ -52,7 +52,7 @@ G_DECLARE_FINAL_TYPE(GstTxlSink, gst_txl_sink, GST, TXL_SINK, GstBaseSink)
 #define DEFAULT_WARMUP 200
 
 /* How a line is judged: against a fixed cost, or against the lines before
- * it (lib/baseline.c) so that no threshold has to be known in advance. */
+ * it (lib/anomaly/baseline.c) so that no threshold has to be known in advance. */
 typedef enum {
   TXL_THRESHOLD_FIXED = 0,
   TXL_THRESHOLD_MAD = 1,
@@ -236,7 +236,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   gboolean scored = sc->tokens > 0;
   double mean = txl_line_mean_nll(sc);
   double bpb = txl_line_bpb(sc);
-  double worst = txl_line_worst(sc); /* what is judged (lib/lines.h) */
+  double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
   /* anomaly: the worst part above the cut (fixed, quantile) or the robust
    * z-score (mad); NaN while the baseline warms up */
   double anomaly = NAN, cut = 0.0;
@@ -387,7 +387,7 @@ reset_lines(GstTxlSink *self)
 
 /* ---- state, for txlmodel's snapshots ------------------------------------ */
 
-#define STATE_VERSION 2u /* 2: line scores of lib/lines.h */
+#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
 
 static GBytes *
 save_state(GstTxlSink *self)
@@ -619,7 +619,7 @@ gst_txl_sink_render(GstBaseSink *bs, GstBuffer *buf)
 }
 
 /* A line's scores as the scoring element computed them (GstTxlLineMeta,
- * lib/lines.h, with the normalised bytes the records do not carry).  In
+ * lib/anomaly/lines.h, with the normalised bytes the records do not carry).  In
  * per-line mode (txlsessions upstream) they are all there is: a line's
  * totals come whole, in line order. */
 static gboolean
@@ -701,7 +701,7 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
       continue;
     }
     /* only the stream's first token has no score: a NaN elsewhere is a
-     * broken one, counted and flagged by the line (lib/lines.h) */
+     * broken one, counted and flagged by the line (lib/anomaly/lines.h) */
     if (!(r.flags & TXL_RECORD_FIRST))
       txl_line_acc_add(&l->acc, -(double)r.logprob, r.byte_len);
     l->tok_bytes += r.byte_len;

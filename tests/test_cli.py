@@ -113,7 +113,7 @@ def main():
     check('text: ppl = exp(nll)', all(abs(math.log(l['ppl']) - l['nll']) < 1e-4 for l in lines))
     # bits per normalised byte: a word (<unk> for zebra) and one separator,
     # <eos> one byte; the stream's first word is not scored
-    # (lib/lines.h); the worst part is never below the mean
+    # (lib/anomaly/lines.h); the worst part is never below the mean
     check('text: bpb', all(abs(l['bpb'] - l['nll'] * l['tokens'] / math.log(2) / l['norm_bytes']) < 1e-4 for l in lines))
     check('text: norm_bytes', [l['norm_bytes'] for l in lines] == [20, 13, 1, 11, 11], str([l['norm_bytes'] for l in lines]))
     check('text: worst >= bpb', all(l['worst'] >= l['bpb'] for l in lines))

@@ -138,7 +138,7 @@ def main():
         # the model file carries the calibration (txl info shows it)
         cal = model_calibration(os.path.join(out, 'model.gguf'))
         # the line score every element compares: the worst part in bits per
-        # normalised byte (lib/lines.h), never below the line's mean
+        # normalised byte (lib/anomaly/lines.h), never below the line's mean
         vbpb = [l['worst'] for l in lj if l['split'] == 'calibration']
         check('model file carries the session calibration',
               cal is not None and cal['mode'] == 'sessions' and

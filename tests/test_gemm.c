@@ -1,4 +1,4 @@
-/* lib/gemm.c against cblas_sgemm (in double, as the reference) over odd
+/* lib/kernels/gemm.c against cblas_sgemm (in double, as the reference) over odd
  * shapes: every row count up to 70, column and depth counts that are not
  * multiples of the kernel's blocks, each way of starting C (zero, bias,
  * accumulate), ReLU, B packed or read in place, and the determinism the

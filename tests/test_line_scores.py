@@ -6,7 +6,7 @@ Padding: an anomalous log line (the demo's killed postgresql service after
 is flagged at 2.5 bits per byte; the same line with 5,000 digits, 5,000
 spaces or one word repeated 1,000 times appended must still be flagged,
 through `txl score --flag-bpb`, `txltokenizer ! txlmodel ! txlsink` and
-`txltokenizer ! txlsessions ! txlsink`.  (Before lib/lines.c, the digits
+`txltokenizer ! txlsessions ! txlsink`.  (Before lib/anomaly/lines.c, the digits
 folded into one <NUM> token while the byte count kept all 5,000: 8.06 bits
 per byte fell to 0.22.)
 
@@ -259,7 +259,7 @@ def check_nonfinite_txld(tmp, model, log):
 
 
 def check_old_snapshot():
-    """A text snapshot written before lib/lines.c (its score-text section
+    """A text snapshot written before lib/anomaly/lines.c (its score-text section
     version 1, saved by eeee70f's txl score from fuzz/corpus-snapshot) is
     refused with a message, not continued with wrong line scores."""
     rc, out, err = run([TXL, 'score', '-m', os.path.join(ROOT, 'fuzz', 'corpus-snapshot', 'model.gguf'),

@@ -1,4 +1,4 @@
-/* lib/lines.c, the one place where scored tokens become a scored line:
+/* lib/anomaly/lines.c, the one place where scored tokens become a scored line:
  * the mean and the worst window in bits per normalised byte, what
  * padding can and cannot do to them, non-finite token costs, snapshot
  * fields resumed bit for bit, malformed fields refused, and JSON numbers

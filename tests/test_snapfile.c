@@ -28,7 +28,7 @@ remove_dir(const char *dir)
   g_rmdir(dir);
 }
 
-#define HEADER 236 /* lib/snapshot.c: HEADER_SIZE */
+#define HEADER 236 /* lib/state/snapshot.c: HEADER_SIZE */
 
 /* Rewrites a snapshot with its payload changed by edit(), a new zstd frame
  * and the checksum recomputed, as a forger would. */

@@ -22,7 +22,7 @@ MODEL = os.path.join(HERE, '..', 'models', 'default.gguf')
 RSS_LIMIT_KB = 300 * 1024  # "a few hundred MB" for any input under 1 MB
 results = []
 
-# the header (lib/snapshot.c): magic, u32 version, u32 size, two 64-char ids,
+# the header (lib/state/snapshot.c): magic, u32 version, u32 size, two 64-char ids,
 # 15 i32 fields, i64 tokens seen, u64 section bytes, raw and compressed sizes
 F_NLAYER, F_DMODEL, F_HD, F_KIND, F_MEMLEN, F_CLAMP, F_SAME, F_MAXSEG, F_MLEN, \
     F_HASLAST, F_SEG, F_NPEND, F_PREC, F_SHUF, F_NSECT = range(15)

@@ -41,7 +41,7 @@ sgemm_peak_gflops(int n, double seconds)
   return best;
 }
 
-/* The same square product on our own kernels (lib/gemm.c, weights packed
+/* The same square product on our own kernels (lib/kernels/gemm.c, weights packed
  * once), over libtxl's thread pool: on a machine where they outrun the
  * BLAS (OpenBLAS held to its AVX2 kernels on an AVX-512 CPU), they set the
  * practical peak, and a ratio to the BLAS alone would exceed 100%. */

@@ -110,7 +110,7 @@ typedef struct {
   /* per scored line, indexed by push number */
   GArray *push_line;     /* gint64 log line of push n (n - 1) */
   double *l_mean, *l_sum, *l_max; /* per log line; NAN when not scored */
-  double *l_worst; /* the line's worst part, bits per byte (lib/lines.h) */
+  double *l_worst; /* the line's worst part, bits per byte (lib/anomaly/lines.h) */
   int *l_tok;
   /* the live rule */
   double *line_time;     /* per log line: its clock value */

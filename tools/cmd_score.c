@@ -150,7 +150,7 @@ typedef struct {
   GString *text;
   gsize bytes;
   gint64 pushed;   /* tokens of this line given to the scorer */
-  TxlLineAcc acc;  /* its scored tokens (lib/lines.h) */
+  TxlLineAcc acc;  /* its scored tokens (lib/anomaly/lines.h) */
   gboolean closed; /* its line end has been read */
 } Line;
 
@@ -196,7 +196,7 @@ line_free(gpointer p)
 
 /* One line's JSON: mean NLL per token (nats), perplexity, bits per
  * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
- * compares), lib/lines.h; non-finite values are null. */
+ * compares), lib/anomaly/lines.h; non-finite values are null. */
 static void
 print_line(TextScore *t, const Line *l)
 {
@@ -294,7 +294,7 @@ text_bytes(TextScore *t, const char *buf, gsize len)
  * "tokenizer") and this command's own (section "score-text"): the lines
  * not yet printed and the line of every token not yet scored, so that the
  * resumed run prints exactly the lines the uninterrupted one would. */
-#define TEXT_STATE_VERSION 2u /* 2: each line's TxlLineAcc (lib/lines.h) */
+#define TEXT_STATE_VERSION 2u /* 2: each line's TxlLineAcc (lib/anomaly/lines.h) */
 
 static void
 put_n(GByteArray *b, guint64 v, int n)

@@ -1,4 +1,4 @@
-/* train_core.h over libtxl's training core (lib/params.h, lib/train.h). */
+/* train_core.h over libtxl's training core (lib/engine/params.h, lib/train/train.h). */
 #include "train_core.h"
 
 #include "params.h"

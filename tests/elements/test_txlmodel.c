@@ -509,7 +509,7 @@ test_cache(void)
 
 /* Every line's scores ride on the buffers as a GstTxlLineMeta: one per
  * line, in order, summing exactly the score records of that line (bits
- * per normalised byte, lib/lines.h); the
+ * per normalised byte, lib/anomaly/lines.h); the
  * unterminated last line is closed at EOS. */
 #define NL 11
 

@@ -372,7 +372,7 @@ typedef struct {
   gsize bytes;       /* bytes of the line, its line end included */
   double nll;        /* sum of -ln P over its tokens, nats (finite ones) */
   double max_token;  /* the largest -ln P of one of its tokens */
-  /* Its scores as every line is scored (lib/lines.h, docs/line-scores.md):
+  /* Its scores as every line is scored (lib/anomaly/lines.h, docs/line-scores.md):
    * normalised bytes of its tokens, mean bits per normalised byte, the
    * worst window, and worst = max(bpb, window), what line thresholds apply
    * to.  nonfinite counts tokens whose -ln P was NaN or infinite: then bpb

@@ -1,5 +1,5 @@
-/* Internal: the state of a TxlSessions, shared by lib/sessions.c and its
- * snapshots (lib/sessions_snapshot.c), which must see every field. */
+/* Internal: the state of a TxlSessions, shared by lib/anomaly/sessions.c and its
+ * snapshots (lib/anomaly/sessions_snapshot.c), which must see every field. */
 #ifndef TXL_SESSIONS_INTERNAL_H
 #define TXL_SESSIONS_INTERNAL_H
 
@@ -11,7 +11,7 @@ typedef struct {
   int ntok;       /* tokens of the line that will be scored */
   int done;
   gsize bytes;
-  TxlLineAcc acc;  /* its scored tokens (lib/lines.h) */
+  TxlLineAcc acc;  /* its scored tokens (lib/anomaly/lines.h) */
 } Line;
 
 typedef struct _Session Session;

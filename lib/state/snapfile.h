@@ -1,4 +1,4 @@
-/* Internal: snapshot files on disk (lib/snapfile.c).  The public part
+/* Internal: snapshot files on disk (lib/state/snapfile.c).  The public part
  * (budget variable, writer section, stale temporaries) is in txl.h. */
 #ifndef TXL_SNAPFILE_H
 #define TXL_SNAPFILE_H

@@ -10,7 +10,7 @@
  *
  * The keys are kept transposed (row c of a layer's key memory holds feature
  * c of every position): that is the layout the content-score product reads
- * its right operand in (lib/gemm.h), so the memory is never repacked. */
+ * its right operand in (lib/kernels/gemm.h), so the memory is never repacked. */
 #include "gemm.h"
 #include "model_check.h"
 #include "model_internal.h"

@@ -1,4 +1,4 @@
-/* lib/convert_hf.c's reading of config.json (lib/convert_hf_config.c). */
+/* lib/import/convert_hf.c's reading of config.json (lib/import/convert_hf_config.c). */
 #ifndef TXL_CONVERT_HF_INTERNAL_H
 #define TXL_CONVERT_HF_INTERNAL_H
 

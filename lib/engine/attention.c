@@ -3,7 +3,7 @@
  * per head; the position block is read shifted, so row i of the position
  * scores uses column j + qlen-1-i of the raw product (the "rel shift").
  *
- * The products run on lib/gemm.h's kernels, one block of TXL_GEMM_MR query
+ * The products run on lib/kernels/gemm.h's kernels, one block of TXL_GEMM_MR query
  * rows at a time, and each block computes only the keys its queries can
  * see (causal: none past mlen + its last row), which is ~10% of the
  * attention work at segment 64 with 256 remembered positions.  The right

@@ -37,7 +37,7 @@ txl_stream_cost(const TxlModel *m, int mem_len, int seg, gboolean hidden,
   cost->memory = 4 * L * K * (hidden ? d : 2 * HD);
   cost->scratch = 4 * txl_stream_scratch_floats(m, seg, K, hidden, slots) +
                   sizeof(int) * (guint64)seg;
-  /* as lib/model.c builds them: per layer and head a packed (K, d_head)
+  /* as lib/engine/model.c builds them: per layer and head a packed (K, d_head)
    * block, and while building, R for every key and its projection */
   const int pad = (int)((TXL_GEMM_NR - K % TXL_GEMM_NR) % TXL_GEMM_NR);
   cost->positions =

@@ -436,7 +436,7 @@ txl_model_get_rtable(TxlModel *m, int clamp_len, int maxk)
   return found;
 }
 
-/* ---- views over weights held elsewhere (training, lib/params.c) ---- */
+/* ---- views over weights held elsewhere (training, lib/engine/params.c) ---- */
 
 #include "params.h"
 

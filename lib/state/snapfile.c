@@ -1,4 +1,4 @@
-/* Snapshot files on disk, apart from their format (lib/snapshot.c):
+/* Snapshot files on disk, apart from their format (lib/state/snapshot.c):
  *
  * - the memory budget a snapshot may ask for beyond what the loading
  *   model implies (TXL_MEMORY_LIMIT, as for models);

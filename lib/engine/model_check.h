@@ -28,7 +28,7 @@ typedef struct {
   guint64 packed;    /* the layer weights in the gemm layout */
 } TxlStreamCost;
 
-/* Floats of the stream's scratch block (lib/stream.c lays it out). */
+/* Floats of the stream's scratch block (lib/engine/stream.c lays it out). */
 guint64 txl_stream_scratch_floats(const TxlModel *m, int seg, guint64 klen,
                                   gboolean hidden, int slots);
 void txl_stream_cost(const TxlModel *m, int mem_len, int seg,

@@ -6,7 +6,7 @@
  *     max_segment, mem used, has_last, segment, pending, precision,
  *     shuffle, sections; i64 tokens seen; u64 section bytes, raw and
  *     compressed payload sizes
- *   payload: zstd frame of [state floats, coded by lib/snapcodec.c]
+ *   payload: zstd frame of [state floats, coded by lib/state/snapcodec.c]
  *     [pending tokens, i32][sections: u32 name length, name, u64 length,
  *     bytes; repeated]
  *   trailer: SHA-256 of header and payload (32 bytes)

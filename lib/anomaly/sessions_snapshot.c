@@ -1,6 +1,6 @@
 /* Snapshots of a TxlSessions.
  *
- * The file is a scorer snapshot (lib/snapshot.c) of the worker stream, so
+ * The file is a scorer snapshot (lib/state/snapshot.c) of the worker stream, so
  * it shares the container's model identity check, checksum, atomic write,
  * zstd payload and named sections; the sessions themselves are the
  * section TXL_SESSIONS_SECTION, whose presence is what the two loaders
@@ -17,9 +17,9 @@
  *     lines, tokens; u64 bytes; f64 nll, max line mean, max line sum,
  *     max token, end nll, score; u32 reason; i64 non-finite); u32 lines
  *     waiting, each i64 seq, i32 tokens, i32 done, u64 bytes, and its
- *     line state (txl_line_acc_put, lib/lines.h)
+ *     line state (txl_line_acc_put, lib/anomaly/lines.h)
  *   u64 floats, then every parked memory back to back, coded by
- *     lib/snapcodec.c (one run, so that shuffling groups all of them)
+ *     lib/state/snapcodec.c (one run, so that shuffling groups all of them)
  *
  * The resident session's memory is the worker's, in the stream part.
  * Doubles are stored bit for bit.  Every count is checked against the
@@ -32,7 +32,7 @@
 
 #include <string.h>
 
-/* 2: line states of lib/lines.h, the result's non-finite count */
+/* 2: line states of lib/anomaly/lines.h, the result's non-finite count */
 #define SECTION_VERSION 2u
 #define LINE_BYTES (8 + 4 + 4 + 8 + TXL_LINE_SCORE_SAVED_BYTES + 4)
 /* the fewest bytes a session takes: a bound on the count before reading */

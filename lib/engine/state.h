@@ -1,5 +1,5 @@
 /* Internal: a stream's and a scorer's complete state as plain data, for
- * snapshots (lib/snapshot.c).  Export never changes the object; import
+ * snapshots (lib/state/snapshot.c).  Export never changes the object; import
  * checks everything before it touches anything. */
 #ifndef TXL_STATE_H
 #define TXL_STATE_H
@@ -27,7 +27,7 @@ TxlScorer *txl_scorer_wrap(TxlStream *st, gint64 seen);
 void txl_scorer_unwrap(TxlScorer *s);
 TxlStream *txl_scorer_steal_stream(TxlScorer *s);
 
-/* Sessions snapshots (lib/sessions_snapshot.c) are scorer snapshots of the
+/* Sessions snapshots (lib/anomaly/sessions_snapshot.c) are scorer snapshots of the
  * worker stream with this section holding every session: the same
  * container (model identity, checksum, atomic write, sections), while
  * txl_scorer_load_full() refuses them and the sessions loader refuses

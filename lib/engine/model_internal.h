@@ -31,7 +31,7 @@ typedef struct {
  * decreasing distance (row m holds distance maxk-1-m) so that the keys of
  * any segment read a contiguous block of rows.  Shared by streams.
  * Each layer's table is kept as the right operand of the position scores,
- * per head, in lib/gemm.h's panel layout: head n's (maxk, d_head) block
+ * per head, in lib/kernels/gemm.h's panel layout: head n's (maxk, d_head) block
  * transposed, packed with txl_gemm_pack_at() at first column
  * pad = (NR - maxk % NR) % NR, so that the last row (distance 0) ends a
  * panel: every segment's rows then start at a fixed panel offset. */
@@ -43,7 +43,7 @@ typedef struct {
                     txl_gemm_packed_floats(pad + maxk, d_head) */
 } TxlRTable;
 
-/* The layer weights in lib/gemm.h's panel layout, built once per model on
+/* The layer weights in lib/kernels/gemm.h's panel layout, built once per model on
  * first use and shared by its streams (weights_changed drops it). */
 typedef struct {
   float *qkv, *o, *ff1, *ff2;
@@ -89,7 +89,7 @@ struct _TxlModel {
   char *id, *vocab_id;
 };
 
-/* lib/calibration.c: reads txl.anomaly.* (*out NULL when absent). */
+/* lib/engine/calibration.c: reads txl.anomaly.* (*out NULL when absent). */
 gboolean txl_calibration_read(const GgufFile *f, TxlCalibration **out,
                               GError **error);
 void txl_calibration_free(TxlCalibration *c);
