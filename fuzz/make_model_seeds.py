@@ -3,7 +3,7 @@
 
 Usage: /usr/bin/python3 fuzz/make_model_seeds.py [TXL] (TXL: the txl tool,
 default build/tools/txl).  Needs numpy.  Each model seed is a tiny random
-Hugging Face checkpoint (tests/ref/hf_checkpoint.py) that the C converter
+Hugging Face checkpoint (tests/reference/hf_checkpoint.py) that the C converter
 turns into a model file, so the seeds are exactly what `txl convert --hf`
 writes; the BPE seed comes from a 2-step `txl train`; hostile seeds (issue
 12: huge lengths, inf and NaN weights, deep JSON) are patched or written
@@ -22,7 +22,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'ref'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'reference'))
 from hf_checkpoint import make_checkpoint, make_config  # noqa: E402
 from safetensors_io import write_safetensors  # noqa: E402
 

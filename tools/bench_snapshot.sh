@@ -17,7 +17,7 @@ echo "# default model, memory filled with generated logs"
 "$TXL" snapshot bench -m models/default.gguf --text "$TMP/log.txt" --memory hidden
 $PY - "$TMP/wt103" <<'PYEOF'
 import os, sys
-sys.path.insert(0, os.path.join('tests', 'ref'))
+sys.path.insert(0, os.path.join('tests', 'reference'))
 import hf_checkpoint
 cfg = hf_checkpoint.make_config(vocab_size=256, d_model=1024, d_embed=1024, n_head=16, d_head=64,
                                 d_inner=256, n_layer=18, mem_len=1600, tgt_len=128, cutoffs=[],

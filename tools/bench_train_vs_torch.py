@@ -5,7 +5,7 @@ configuration, batch and thread count, measured in one run.
         [--steps 40] [--rounds 2]
 
 The PyTorch side is a batched Transformer-XL training step written for this
-benchmark (the test reference, tests/ref/txl_ref.py, runs one stream at a
+benchmark (the test reference, tests/reference/txl_ref.py, runs one stream at a
 time, which would be an unfair comparison): pre-LN, relative attention over
 [memory; segment] for B streams at once, tied softmax, dropout, AdamW and
 gradient clipping, as `txl train` does.  Before timing, the script checks
@@ -24,7 +24,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'ref'))
+sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'reference'))
 
 CFG = dict(n_token=256, d_model=256, n_head=8, d_head=32, d_inner=1024,
            n_layer=4, mem_len=64, seg=64, batch=16, dropout=0.1)

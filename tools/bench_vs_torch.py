@@ -7,7 +7,7 @@ Usage: /usr/bin/python3 tools/bench_vs_torch.py [--txl build/tools/txl]
 
 For each preset it writes a random Hugging Face style checkpoint, converts
 it, runs `txl bench --json` and times the vectorised float32 PyTorch
-reference (tests/ref/txl_ref.py) at its best thread count.  Debian's torch
+reference (tests/reference/txl_ref.py) at its best thread count.  Debian's torch
 does its matrix products in OpenBLAS, whose threads torch.set_num_threads
 does not govern, so each setting runs in its own process with both set:
 torch (OpenMP) threads x OPENBLAS_NUM_THREADS, each 1 or 2.  Shared
@@ -22,7 +22,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'ref'))
+sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'reference'))
 import hf_checkpoint  # noqa: E402
 import torch  # noqa: E402
 import txl_ref  # noqa: E402

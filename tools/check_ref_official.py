@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Development check: our PyTorch reference (tests/ref/txl_ref.py) against
+"""Development check: our PyTorch reference (tests/reference/txl_ref.py) against
 the official Transformer-XL PyTorch release (kimiyoung/transformer-xl).
 
 The official code is NOT part of this repository.  Extract its pytorch/
@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'ref'))
+sys.path.insert(0, os.path.join(HERE, '..', 'tests', 'reference'))
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_config, random_weights  # noqa: E402

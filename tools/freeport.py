@@ -1,7 +1,7 @@
 """A free TCP port on loopback for a server txld (or a test) will start:
 one below the ephemeral range (32768-60999 on Linux), so that no outgoing
 connection takes it between this check and the server's bind.  Shared by
-tests/test_txld.py and tools/bench_txld.py."""
+tests/integration/test_txld.py and tools/bench_txld.py."""
 import random
 import socket
 

@@ -11,7 +11,7 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommen
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
   python3 python3-numpy python3-torch
-# txld (docs/txld.md): its HTTP server is libsoup 3; tests/test_txld.py drives
+# txld (docs/txld.md): its HTTP server is libsoup 3; tests/integration/test_txld.py drives
 # the live page in headless Chromium (skipped without it)
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   libsoup-3.0-dev

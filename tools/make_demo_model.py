@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                '..', 'tests', 'ref'))
+                                '..', 'tests', 'reference'))
 import hf_checkpoint  # noqa: E402
 
 

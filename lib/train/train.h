@@ -31,7 +31,7 @@
 
 #include "params.h"
 
-/* ---- kernels (exposed for tests/test_grad.c) ----------------------- */
+/* ---- kernels (exposed for tests/unit/test_grad.c) ----------------------- */
 
 /* C (M x N) = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm, with
  * the columns of C split over the thread pool when the product is large. */

@@ -9,10 +9,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ref'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reference'))
 import hf_checkpoint  # noqa: E402
 
-TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', 'build', 'tools', 'txl'))
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
 results = []
 
 

@@ -342,7 +342,7 @@ class TransfoXLRef:
 # ------------------------------------------------------------------ loading
 def load_checkpoint(path, cluster_order='hf'):
     """Reads an HF-style directory (config.json + model.safetensors)."""
-    from safetensors_io import read_safetensors  # tests/ref on sys.path
+    from safetensors_io import read_safetensors  # tests/reference on sys.path
     with open(os.path.join(path, 'config.json')) as f:
         config = json.load(f)
     raw = read_safetensors(os.path.join(path, 'model.safetensors'))

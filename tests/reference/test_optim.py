@@ -1,5 +1,5 @@
 """AdamW, gradient clipping and the warm-up/cosine schedule against
-torch.optim.AdamW and torch.nn.utils.clip_grad_norm_ (tests/optim_dump.c
+torch.optim.AdamW and torch.nn.utils.clip_grad_norm_ (tests/reference/optim_dump.c
 drives the C side)."""
 import math
 import os

@@ -5,7 +5,7 @@ For each configuration: write a random Hugging Face checkpoint, convert it
 with `txl convert --hf`, and run tests/grad_dump (env GRAD_DUMP): B streams
 x NSEG segments of T tokens, dropout off, the gradients of every segment's
 mean cross-entropy summed.  The same computation runs with autograd on
-tests/ref/txl_ref.py in float64 (memory detached between segments, tied
+tests/reference/txl_ref.py in float64 (memory detached between segments, tied
 tensors one leaf).  Checks: every segment's loss to 1e-5 (relative), every
 gradient tensor to ||g_c - g_t|| / ||g_t|| <= 1e-3.
 
@@ -22,14 +22,14 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, 'ref'))
+sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_checkpoint, make_config, tie_groups  # noqa: E402
 
 torch.set_num_threads(1)
 
-BUILD = os.path.join(HERE, '..', 'build')
+BUILD = os.path.join(HERE, '..', '..', 'build')
 TXL = os.environ.get('TXL_BIN') or os.path.join(BUILD, 'tools', 'txl')
 DUMP = os.environ.get('GRAD_DUMP') or os.path.join(BUILD, 'tests', 'grad_dump')
 GRAD_TOL = 1e-3

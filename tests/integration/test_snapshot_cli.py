@@ -9,10 +9,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ref'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reference'))
 import hf_checkpoint  # noqa: E402
 
-TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', 'build', 'tools', 'txl'))
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
 results = []
 
 
@@ -84,7 +84,7 @@ def main():
 def text_mode(tmp, snap):
     """Text through the bundled model's BPE tokenizer with field masking: cut
     mid-line, mid-field and inside multi-byte UTF-8 characters."""
-    model = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'models', 'default.gguf')
+    model = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'models', 'default.gguf')
     r = random.Random(7)
     lines = []
     for i in range(40):

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', 'build', 'tools', 'txl'))
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
 results = []
 SMALL = ['--layers', '2', '--d-model', '32', '--heads', '2', '--d-head', '16',
          '--d-inner', '64', '--mem-len', '16', '--segment', '16', '--batch', '4',

@@ -1,4 +1,4 @@
-/* What tests/test_snapshot_limits.py cannot reach from the command line: a
+/* What tests/integration/test_snapshot_limits.py cannot reach from the command line: a
  * txlsessions snapshot whose parked memory holds NaN or infinity (checksum
  * recomputed), a baseline state with a non-finite value, the removal of a
  * killed writer's temporaries beside a locked live one, and the writer

@@ -24,8 +24,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(HERE, 'ref'))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, '..', 'reference'))
 import hf_checkpoint  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 import numpy as np  # noqa: E402
@@ -263,7 +263,7 @@ def check_old_snapshot():
     version 1, saved by eeee70f's txl score from fuzz/corpus-snapshot) is
     refused with a message, not continued with wrong line scores."""
     rc, out, err = run([TXL, 'score', '-m', os.path.join(ROOT, 'fuzz', 'corpus-snapshot', 'model.gguf'),
-                        '--load-snapshot', os.path.join(HERE, 'data', 'score-text-v1.snap'), '-'],
+                        '--load-snapshot', os.path.join(HERE, '..', 'data', 'score-text-v1.snap'), '-'],
                        stdin=b'ess\n')
     check('a version 1 text snapshot is refused with a message',
           rc == 1 and not out and 'version' in err,

@@ -13,7 +13,7 @@ import time
 
 TXL = os.environ['TXL_BIN']
 STRESS = os.environ['SNAPSHOT_STRESS']
-MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'models', 'default.gguf')
+MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'models', 'default.gguf')
 
 
 def main():

@@ -16,8 +16,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', 'build', 'tools', 'txl'))
-LOGGEN = os.path.join(HERE, '..', 'tools', 'loggen.py')
+TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', '..', 'build', 'tools', 'txl'))
+LOGGEN = os.path.join(HERE, '..', '..', 'tools', 'loggen.py')
 TINY = ['--layers', '1', '--d-model', '64', '--heads', '2', '--d-head', '32',
         '--d-inner', '128', '--vocab', '400', '--segment', '32', '--mem-len', '32',
         '--batch', '8', '--steps', '300', '--lr', '3e-3']

@@ -3,7 +3,7 @@
 
 For each configuration: write a random Hugging Face checkpoint, convert it
 with `txl convert --hf`, score random ids with `txl score --ids` and compare
-every token's log-probability with tests/ref/txl_ref.py (max |diff| <= 1e-4,
+every token's log-probability with tests/reference/txl_ref.py (max |diff| <= 1e-4,
 same count, order, positions and token ids).  Also: run-time overrides
 (--mem-len, --same-length, --clamp-len), same_length results independent of
 --segment, and the id reader's independence from line layout.
@@ -22,14 +22,14 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, 'ref'))
+sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_checkpoint, make_config  # noqa: E402
 
 torch.set_num_threads(1)
 
-TXL = os.environ.get('TXL_BIN') or os.path.join(HERE, '..', 'build', 'tools', 'txl')
+TXL = os.environ.get('TXL_BIN') or os.path.join(HERE, '..', '..', 'build', 'tools', 'txl')
 TOL = 1e-4
 RESULTS = []
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checks of the PyTorch reference (tests/ref/txl_ref.py) itself.
+"""Checks of the PyTorch reference (tests/reference/txl_ref.py) itself.
 
 (a) against a naive implementation written separately below: float64, one
     query, one key, one distance at a time, explicit sinusoids, explicit
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, 'ref'))
+sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_config, random_weights  # noqa: E402

@@ -1,4 +1,4 @@
-/* Test driver for tests/test_grad_torch.py: one training run of a model
+/* Test driver for tests/reference/test_grad_torch.py: one training run of a model
  * file over B streams x NSEG segments of T tokens (dropout off), with the
  * gradients of every segment's loss summed, written for comparison with
  * PyTorch autograd.

@@ -17,8 +17,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', 'build', 'tools', 'txl'))
-MODEL = os.path.join(HERE, '..', 'models', 'default.gguf')
+TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', '..', 'build', 'tools', 'txl'))
+MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
 RSS_LIMIT_KB = 300 * 1024  # "a few hundred MB" for any input under 1 MB
 results = []
 

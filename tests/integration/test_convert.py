@@ -12,7 +12,7 @@ import traceback
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ref'))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reference'))
 from safetensors_io import write_safetensors  # noqa: E402
 
 TXL = os.environ.get('TXL_BIN', 'txl')

@@ -1,7 +1,7 @@
 /* Stream and scorer behaviour that must hold whatever the weights:
  * independence from how tokens arrive, errors that leave state untouched,
  * same_length independence from the segment length, reset, the full
- * distribution.  Parity with PyTorch is tests/test_parity.py. */
+ * distribution.  Parity with PyTorch is tests/reference/test_parity.py. */
 #include "testutil.h"
 
 #define N_IDS 157
