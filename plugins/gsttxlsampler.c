@@ -13,7 +13,7 @@
  * would have. */
 #include "generate.h"
 #include "gsttxlcommon.h"
-#include "txlstate.h"
+#include "txlparts.h"
 
 #include <glib/gstdio.h>
 
@@ -91,16 +91,16 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
   if (self->tok_state) {
-    g_hash_table_insert(sect, g_strdup("txltokenizer"),
+    g_hash_table_insert(sect, g_strdup(TXL_PART_UPSTREAM),
                         g_bytes_ref(self->tok_state));
   } else {
     /* called between buffers, where the tokenizer's state fits ours; a
      * state that does not fit is left out (busy) */
     gboolean busy;
-    GBytes *tok = txl_state_ask(self->sinkpad, "txltokenizer",
-                                "tokens-received", self->received, &busy);
+    GBytes *tok = txl_parts_ask(self->sinkpad, TXL_PART_UPSTREAM,
+                                TXL_PART_UPSTREAM_COUNT, self->received, &busy);
     if (tok)
-      g_hash_table_insert(sect, g_strdup("txltokenizer"), tok);
+      g_hash_table_insert(sect, g_strdup(TXL_PART_UPSTREAM), tok);
     else if (busy)
       GST_WARNING_OBJECT(self, "snapshot without the tokenizer's state: "
                          "tokens were still on their way");
@@ -111,7 +111,7 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
   txl_put_blob(b, self->pending->data, self->pending->len * sizeof(int32_t));
   g_hash_table_insert(sect, g_strdup("txlsampler"),
                       g_byte_array_free_to_bytes(b));
-  txl_state_add_writer(GST_ELEMENT(self), sect);
+  txl_parts_add_writer(GST_ELEMENT(self), sect);
   gsize bytes = 0;
   GError *err = NULL;
   gboolean ok = txl_generator_save(self->gen, path, NULL, sect, &bytes, &err);
@@ -124,7 +124,7 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
     return FALSE;
   }
   self->dirty = FALSE;
-  txl_state_post(GST_ELEMENT(self), path, bytes,
+  txl_parts_post(GST_ELEMENT(self), path, bytes,
                  (g_get_monotonic_time() - t0) / 1e6, self->received, reason);
   return TRUE;
 }
@@ -163,7 +163,7 @@ load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
     g_hash_table_unref(sect);
     return FALSE;
   }
-  if (!txl_state_check_writer(GST_ELEMENT(self), path, sect, error)) {
+  if (!txl_parts_check_writer(GST_ELEMENT(self), path, sect, error)) {
     txl_generator_free(g);
     g_hash_table_unref(sect);
     return FALSE;
@@ -174,13 +174,13 @@ load_snapshot(GstTxlSampler *self, const gchar *path, GError **error)
   g_array_append_vals(self->pending, ids, (guint)(n / sizeof(int32_t)));
   self->received = received;
   g_clear_pointer(&self->tok_state, g_bytes_unref);
-  GBytes *tok = g_hash_table_lookup(sect, "txltokenizer");
+  GBytes *tok = g_hash_table_lookup(sect, TXL_PART_UPSTREAM);
   if (tok)
     self->tok_state = g_bytes_ref(tok);
   g_hash_table_unref(sect);
   GStatBuf st;
   guint64 size = g_stat(path, &st) == 0 ? (guint64)st.st_size : 0;
-  txl_state_post(GST_ELEMENT(self), path, size,
+  txl_parts_post(GST_ELEMENT(self), path, size,
                  (g_get_monotonic_time() - t0) / 1e6, received, NULL);
   return TRUE;
 }
@@ -215,9 +215,9 @@ gst_txl_sampler_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
   GstTxlSampler *self = GST_TXL_SAMPLER(parent);
   GstStructure *st;
-  if ((st = txl_state_query_structure(query, TXL_STATE_FETCH))) {
+  if ((st = txl_parts_query_structure(query, TXL_PARTS_FETCH))) {
     if (self->tok_state)
-      gst_structure_set(st, "txltokenizer", G_TYPE_BYTES, self->tok_state,
+      gst_structure_set(st, TXL_PART_UPSTREAM, G_TYPE_BYTES, self->tok_state,
                         NULL);
     g_clear_pointer(&self->tok_state, g_bytes_unref);
     return TRUE;
@@ -373,7 +373,7 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
     gboolean restore = self->restore;
     GST_OBJECT_UNLOCK(self);
     if (loc) /* what a writer killed mid-write left beside the file */
-      txl_state_remove_stale(element, loc);
+      txl_parts_remove_stale(element, loc);
     if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
         !load_snapshot(self, loc, &err)) {
       GST_ELEMENT_ERROR(self, RESOURCE, READ,

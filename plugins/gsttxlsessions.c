@@ -24,10 +24,11 @@
  * per line, not per token (TxlSessions reports line and session totals),
  * in an order it must restore, and txlmodel's latency machinery does not
  * apply to many streams swapped through one worker (see
- * docs/gstreamer.md).  Snapshots behave as txlmodel's
- * (gsttxlsessions_snap.c, docs/snapshots.md). */
+ * docs/gstreamer.md).  What it shares with txlmodel (stream options, pads,
+ * start and restore, the text passed through, snapshots) is
+ * GstTxlScorerBase's; its own section of the snapshots is
+ * gsttxlsessions_snap.c's. */
 #include "gsttxlsessions.h"
-#include "txlstate.h"
 
 #include <math.h>
 #include <string.h>
@@ -38,18 +39,12 @@ GST_DEBUG_CATEGORY(gst_txl_sessions_debug);
 
 #define DEFAULT_KEY "blk_-?[0-9]+"
 #define DEFAULT_MEMORY (G_GUINT64_CONSTANT(1) << 30)
-#define MAX_LEN (1 << 20)
+#define B(self) (&(self)->parent)
 
 enum {
   PROP_0,
-  PROP_MODEL,
   PROP_SESSION_KEY,
   PROP_SESSION_KEY_GROUP,
-  PROP_SEGMENT,
-  PROP_MEM_LEN,
-  PROP_SAME_LENGTH,
-  PROP_CLAMP_LEN,
-  PROP_FLUSH_ON_NEWLINE,
   PROP_MAX_SESSIONS,
   PROP_MAX_SESSION_MEMORY,
   PROP_SESSION_IDLE_LINES,
@@ -59,9 +54,7 @@ enum {
   PROP_SESSION_TIME_FORMAT,
   PROP_SESSION_IDLE_AFTER,
   PROP_SESSION_OPEN_THRESHOLDS,
-  PROP_STATE_BYTES,
   PROP_OPEN_SESSIONS,
-  PROP_SNAPSHOT_FIRST, /* gsttxlsessions_snap.c's */
 };
 
 static GType
@@ -105,15 +98,7 @@ reason_name(TxlSessionEnd r)
   }
 }
 
-static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
-    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(TXL_TOKENS_CAPS_NAME ", n-tokens = (int) [ 1, MAX ]"));
-
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
-    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME));
-
-G_DEFINE_TYPE(GstTxlSessions, gst_txl_sessions, GST_TYPE_ELEMENT)
+G_DEFINE_TYPE(GstTxlSessions, gst_txl_sessions, GST_TYPE_TXL_SCORER_BASE)
 
 /* ---- callbacks from TxlSessions ------------------------------------------ */
 
@@ -188,14 +173,6 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
 
 /* ---- streams --------------------------------------------------------------- */
 
-static void
-ended_free(gpointer p)
-{
-  Ended *e = p;
-  gst_structure_free(e->s);
-  g_free(e);
-}
-
 /* "3,7.5,10" -> doubles; FALSE on anything else (an empty string: none) */
 static gboolean
 parse_list(const gchar *str, GArray *out)
@@ -217,43 +194,44 @@ parse_list(const gchar *str, GArray *out)
 }
 
 static void
-free_stream(GstTxlSessions *self)
+free_stream(GstTxlScorerBase *base)
 {
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
   g_clear_pointer(&self->sessions, txl_sessions_free);
   g_clear_pointer(&self->sl, g_array_unref);
   g_clear_pointer(&self->ids, g_array_unref);
   g_clear_pointer(&self->spans, g_hash_table_unref);
   g_clear_pointer(&self->done_lines, g_array_unref);
-  g_clear_pointer(&self->text, g_byte_array_unref);
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
   g_clear_pointer(&self->tfmt, g_free);
   g_clear_pointer(&self->opts_key, g_free);
-  g_queue_clear_full(&self->ended, ended_free);
+  g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
 }
 
 enum { SET_KEY = 1, SET_SCORE = 2, SET_THRESHOLD = 4, SET_END_MARKER = 8 };
 
 void
-gst_txl_sessions_note_state(GstTxlSessions *self)
+gst_txl_sessions_note_state(GstTxlScorerBase *base)
 {
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
   guint64 b = self->sessions ? txl_sessions_bytes(self->sessions) : 0;
   guint n = self->sessions ? txl_sessions_count(self->sessions) : 0;
   GST_OBJECT_LOCK(self);
-  self->state_bytes = b;
+  base->state_bytes = b;
   self->open_sessions = n;
   GST_OBJECT_UNLOCK(self);
 }
 
 static gboolean
-new_stream(GstTxlSessions *self, GError **error)
+new_stream(GstTxlScorerBase *base, GError **error)
 {
-  free_stream(self);
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   /* What `txl eval` measured with this model, where the application did
    * not say otherwise: the same key, score kind, end marker and threshold
    * flag the same sessions as the evaluation (docs/anomaly.md). */
-  const TxlCalibration *cal = txl_model_calibration(self->model);
+  const TxlCalibration *cal = txl_model_calibration(base->model);
   if (cal && !cal->sessions)
     cal = NULL;
   GST_OBJECT_LOCK(self);
@@ -270,11 +248,11 @@ new_stream(GstTxlSessions *self, GError **error)
     self->end_marker = cal ? cal->session_end_marker : FALSE;
   gchar *key = g_strdup(self->key);
   o.key_group = self->key_group;
-  o.segment = self->segment;
-  o.stream.mem_len = self->mem_len;
-  o.stream.clamp_len = self->clamp_len;
-  o.stream.same_length = self->same_length;
-  o.flush_lines = self->flush_on_newline;
+  o.segment = base->segment;
+  o.stream.mem_len = base->mem_len;
+  o.stream.clamp_len = base->clamp_len;
+  o.stream.same_length = base->same_length;
+  o.flush_lines = base->flush_on_newline;
   o.prime = TRUE;
   o.score_end = self->end_marker;
   o.max_bytes = self->max_memory;
@@ -305,14 +283,14 @@ new_stream(GstTxlSessions *self, GError **error)
     o.finish_open = TRUE;
   }
   o.key_regex = key;
-  self->sessions = txl_sessions_new(self->model, &o, gst_txl_sessions_on_line,
+  self->sessions = txl_sessions_new(base->model, &o, gst_txl_sessions_on_line,
                                     gst_txl_sessions_on_session, self, error);
   /* kept for a restore, which must build its sessions the same way */
   self->opts = o;
   self->opts_key = key;
   if (!self->sessions)
     return FALSE;
-  gst_txl_sessions_note_state(self);
+  gst_txl_sessions_note_state(base);
   self->sl = g_array_new(FALSE, FALSE, sizeof(SLine));
   self->sl_head = 0;
   self->sl_seq0 = 1;
@@ -324,37 +302,8 @@ new_stream(GstTxlSessions *self, GError **error)
   self->spans = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                       g_free);
   self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlDoneLine));
-  self->text = g_byte_array_new();
-  self->text_offset = 0;
-  self->text_started = FALSE;
-  self->frontier = 0;
   self->failed = FALSE;
-  self->in_tokens = 0;
-  self->out_items = 0;
-  self->expect_offset = -1;
   return TRUE;
-}
-
-static void
-take_text(GstTxlSessions *self, GstBuffer *buf)
-{
-  GstTxlTextMeta *meta = gst_buffer_get_txl_text_meta(buf);
-  if (!meta || !meta->bytes)
-    return;
-  gsize n;
-  const guint8 *data = g_bytes_get_data(meta->bytes, &n);
-  if (!self->text_started) {
-    self->text_offset = meta->offset;
-    self->line_start = meta->offset;
-    self->frontier = meta->offset;
-    self->text_started = TRUE;
-  } else if (meta->offset != self->text_offset + self->text->len) {
-    GST_WARNING_OBJECT(self, "text meta at offset %" G_GUINT64_FORMAT
-                       ", expected %" G_GUINT64_FORMAT, meta->offset,
-                       self->text_offset + self->text->len);
-  }
-  if (n)
-    g_byte_array_append(self->text, data, (guint)n);
 }
 
 /* The line being assembled is complete: find its text and key, push it. */
@@ -363,15 +312,16 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
 {
   if (self->cur_line <= 0)
     return TRUE;
+  const GstTxlText *t = &B(self)->text;
   const char *text = NULL;
   gsize len = 0, bytes = 0;
-  guint64 text_end = self->frontier;
+  guint64 text_end = t->frontier;
   GByteArray *decoded = NULL;
-  if (self->text_started && self->line_start >= self->text_offset &&
-      self->line_start <= self->text_offset + self->text->len) {
-    gsize at = (gsize)(self->line_start - self->text_offset);
-    const char *p = (const char *)self->text->data + at;
-    gsize avail = self->text->len - at;
+  if (t->started && self->line_start >= t->offset &&
+      self->line_start <= t->offset + t->data->len) {
+    gsize at = (gsize)(self->line_start - t->offset);
+    const char *p = (const char *)t->data->data + at;
+    gsize avail = t->data->len - at;
     const char *nl = memchr(p, '\n', avail);
     if (nl || at_end) {
       text = p;
@@ -384,7 +334,7 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
     /* no text meta: the tokens' own text (normalised fields decode to
      * their placeholders) */
     decoded = g_byte_array_new();
-    txl_tokenizer_decode(txl_model_tokenizer(self->model),
+    txl_tokenizer_decode(txl_model_tokenizer(B(self)->model),
                          (const int32_t *)self->ids->data, self->ids->len,
                          decoded, NULL);
     text = (const char *)decoded->data;
@@ -424,7 +374,7 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
   gint64 seq = txl_sessions_push_tokens(self->sessions, k,
                                         (const int32_t *)self->ids->data,
                                         self->ids->len, bytes, error);
-  gst_txl_sessions_note_state(self);
+  gst_txl_sessions_note_state(B(self));
   g_free(key);
   if (decoded)
     g_byte_array_unref(decoded);
@@ -442,14 +392,15 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
 
 /* Sends the lines scored so far in line order, with their text, then the
  * sessions whose last line has gone out. */
-GstFlowReturn
-gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
+static GstFlowReturn
+push_out(GstTxlSessions *self, gboolean all)
 {
+  GstTxlText *text = &B(self)->text;
   /* Nothing counts as sent until the push succeeded: lines and text a
    * failed push (flushing at shutdown) could not deliver stay here, so the
    * shutdown snapshot keeps them and the next run sends them. */
   guint head = self->sl_head;
-  guint64 frontier = self->frontier;
+  guint64 frontier = text->frontier;
   g_array_set_size(self->done_lines, 0);
   while (head < self->sl->len) {
     SLine *x = &g_array_index(self->sl, SLine, head);
@@ -460,13 +411,7 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
     frontier = MAX(frontier, x->text_end);
     head++;
   }
-  gsize ntext = 0;
-  if (self->text_started) {
-    ntext = all ? self->text->len
-                : (gsize)MIN((guint64)self->text->len,
-                             frontier > self->text_offset
-                                 ? frontier - self->text_offset : 0);
-  }
+  gsize ntext = gst_txl_text_ready(text, frontier, all);
   GstFlowReturn ret = GST_FLOW_OK;
   if (self->done_lines->len || ntext) {
     GstBuffer *buf = gst_buffer_new();
@@ -476,25 +421,18 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
       gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
     }
     g_array_set_size(self->done_lines, 0);
-    if (self->text_started) {
-      GBytes *b = g_bytes_new(self->text->data, ntext);
-      gst_buffer_add_txl_text_meta(buf, self->text_offset, b);
-      g_bytes_unref(b);
-    }
-    GST_BUFFER_PTS(buf) = self->last_pts;
-    GST_BUFFER_DTS(buf) = self->last_dts;
-    ret = gst_pad_push(self->srcpad, buf);
+    gst_txl_text_attach(text, buf, ntext);
+    GST_BUFFER_PTS(buf) = B(self)->last_pts;
+    GST_BUFFER_DTS(buf) = B(self)->last_dts;
+    ret = gst_pad_push(B(self)->srcpad, buf);
     if (ret != GST_FLOW_OK)
       return ret;
     /* what txlsink's state accounts for, for a consistent snapshot */
-    self->out_items++;
-    if (self->text_started) {
-      g_byte_array_remove_range(self->text, 0, (guint)ntext);
-      self->text_offset += ntext;
-    }
+    B(self)->out_count++;
+    gst_txl_text_consume(text, ntext);
   }
   self->sl_head = head;
-  self->frontier = frontier;
+  text->frontier = frontier;
   gint64 sent_seq = self->sl_seq0 + self->sl_head; /* first not sent */
   if (self->sl_head > 4096 && self->sl_head * 2 > self->sl->len) {
     g_array_remove_range(self->sl, 0, self->sl_head);
@@ -509,9 +447,9 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
     if (all || e->last_seq < sent_seq) {
       GstEvent *ev = gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
                                           gst_structure_copy(e->s));
-      if (gst_pad_push_event(self->srcpad, ev))
-        self->out_items++;
-      else if (GST_PAD_IS_FLUSHING(self->srcpad))
+      if (gst_pad_push_event(B(self)->srcpad, ev))
+        B(self)->out_count++;
+      else if (GST_PAD_IS_FLUSHING(B(self)->srcpad))
         break; /* shutting down: kept for the snapshot */
       /* else refused downstream, as any event may be: not kept */
       g_queue_delete_link(&self->ended, it);
@@ -523,75 +461,56 @@ gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all)
   return ret;
 }
 
-static GstFlowReturn
-score_error(GstTxlSessions *self, GError *err)
-{
-  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Scoring failed: %s",
-                    err ? err->message : "internal error"), (NULL));
-  g_clear_error(&err);
-  return GST_FLOW_ERROR;
-}
-
 /* End of a stream: the last line, every open session ended and reported,
  * everything out. */
 static GstFlowReturn
-finish_stream(GstTxlSessions *self)
+finish(GstTxlScorerBase *base)
 {
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
   if (!self->sessions)
     return GST_FLOW_OK;
   GError *err = NULL;
   if (!push_line(self, TRUE, &err) ||
       !txl_sessions_finish(self->sessions, &err))
-    return score_error(self, err);
-  gst_txl_sessions_note_state(self);
-  return gst_txl_sessions_push_out(self, TRUE);
+    return gst_txl_scorer_base_score_error(base, err);
+  gst_txl_sessions_note_state(base);
+  return push_out(self, TRUE);
 }
 
 static GstFlowReturn
-gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
+push_scored(GstTxlScorerBase *base)
 {
-  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
-  GstMapInfo map;
-  if (!self->sessions) {
-    gst_buffer_unref(buf);
-    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Not started"), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  if (!gst_txl_map_records(GST_ELEMENT(self), buf, &map,
-                           TXL_TOKEN_RECORD_SIZE, "token")) {
-    gst_buffer_unref(buf);
-    return GST_FLOW_ERROR;
-  }
-  if (self->expect_offset >= 0) {
-    /* after a live restore: a buffer txltokenizer was already pushing
-     * holds tokens of the stream that was replaced */
-    if (GST_BUFFER_OFFSET_IS_VALID(buf) &&
-        (gint64)GST_BUFFER_OFFSET(buf) != self->expect_offset) {
-      GST_DEBUG_OBJECT(self, "dropping a buffer of the replaced stream");
-      gst_buffer_unmap(buf, &map);
-      gst_buffer_unref(buf);
-      return GST_FLOW_OK;
-    }
-    self->expect_offset = -1;
-  }
-  if (!gst_txl_sessions_restore_sink_pending(self)) {
-    gst_buffer_unmap(buf, &map);
-    gst_buffer_unref(buf);
-    return GST_FLOW_ERROR;
-  }
-  if (GST_BUFFER_PTS_IS_VALID(buf))
-    self->last_pts = GST_BUFFER_PTS(buf);
-  if (GST_BUFFER_DTS_IS_VALID(buf))
-    self->last_dts = GST_BUFFER_DTS(buf);
-  take_text(self, buf);
+  return push_out(GST_TXL_SESSIONS(base), FALSE);
+}
+
+/* A line is complete: into its session, and what is ready goes out
+ * unless downstream is flushing (*held). */
+static GstFlowReturn
+end_line(GstTxlSessions *self, gboolean *held, gboolean *ok, GError **err)
+{
+  GstFlowReturn ret = GST_FLOW_OK;
+  *ok = push_line(self, FALSE, err);
+  if (*ok && !*held)
+    ret = push_out(self, FALSE);
+  if (ret == GST_FLOW_FLUSHING)
+    *held = TRUE, ret = GST_FLOW_OK;
+  return ret;
+}
+
+/* The lines of a buffer's tokens go to their sessions.  What is ready goes
+ * out after every line, not every buffer: the order of lines and session
+ * results downstream then depends on the lines only, not on how the input
+ * was cut into buffers (a stream resumed from a snapshot is cut
+ * elsewhere). */
+static GstFlowReturn
+score(GstTxlScorerBase *base, const guint8 *records, gsize n)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  if (base->text_first)
+    self->line_start = base->text.frontier = base->text.offset;
   GError *err = NULL;
   gboolean ok = TRUE;
-  gsize n = map.size / TXL_TOKEN_RECORD_SIZE;
-  self->in_tokens += n;
-  /* what is ready goes out after every line, not every buffer: the
-   * order of lines and session results downstream then depends on the
-   * lines only, not on how the input was cut into buffers (a stream
-   * resumed from a snapshot is cut elsewhere) */
+  base->in_tokens += n;
   GstFlowReturn ret = GST_FLOW_OK;
   /* Downstream flushing (shutting down, a seek) refuses what is scored:
    * it stays in the element's state (the next push or the snapshot takes
@@ -601,240 +520,97 @@ gst_txl_sessions_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   gboolean held = FALSE;
   for (gsize i = 0; i < n && ok && ret == GST_FLOW_OK; i++) {
     TxlTokenRecord t;
-    txl_token_record_read(map.data + i * TXL_TOKEN_RECORD_SIZE, &t);
+    txl_token_record_read(records + i * TXL_TOKEN_RECORD_SIZE, &t);
     /* a token of a later line ends a line that had no line-end flag */
-    if (self->cur_line > 0 && t.line != self->cur_line) {
-      ok = push_line(self, FALSE, &err);
-      if (ok && !held)
-        ret = gst_txl_sessions_push_out(self, FALSE);
-      if (ret == GST_FLOW_FLUSHING)
-        held = TRUE, ret = GST_FLOW_OK;
-    }
+    if (self->cur_line > 0 && t.line != self->cur_line)
+      ret = end_line(self, &held, &ok, &err);
     if (!ok || ret != GST_FLOW_OK)
       break;
     self->cur_line = t.line;
     self->cur_tok_bytes += t.byte_len;
     g_array_append_val(self->ids, t.id);
-    if (t.flags & TXL_RECORD_LINE_END) {
-      ok = push_line(self, FALSE, &err);
-      if (ok && !held)
-        ret = gst_txl_sessions_push_out(self, FALSE);
-      if (ret == GST_FLOW_FLUSHING)
-        held = TRUE, ret = GST_FLOW_OK;
-    }
+    if (t.flags & TXL_RECORD_LINE_END)
+      ret = end_line(self, &held, &ok, &err);
   }
-  gst_buffer_unmap(buf, &map);
-  gst_buffer_unref(buf);
   if (!ok)
-    return score_error(self, err);
+    return gst_txl_scorer_base_score_error(base, err);
   if (ret == GST_FLOW_OK && !held)
-    ret = gst_txl_sessions_push_out(self, FALSE);
+    ret = push_out(self, FALSE);
   if (ret == GST_FLOW_FLUSHING)
     held = TRUE, ret = GST_FLOW_OK;
-  if (ret == GST_FLOW_OK && !held)
-    txl_snap_sched_triggers(&self->snap);
-  return ret;
+  /* held: the base takes no snapshot now */
+  return ret == GST_FLOW_OK && held ? GST_FLOW_FLUSHING : ret;
 }
 
-/* ---- events and queries ---------------------------------------------------- */
-
+/* A new stream (STREAM_START): the old stream's sessions end first. */
 static gboolean
-gst_txl_sessions_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
+stream_start(GstTxlScorerBase *base, GError **error)
 {
-  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
-  switch (GST_EVENT_TYPE(event)) {
-  case GST_EVENT_CAPS: {
-    GstCaps *caps;
-    gst_event_parse_caps(event, &caps);
-    gboolean ok = self->model &&
-                  gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
-                                            caps, &self->refused);
-    gst_event_unref(event);
-    if (!ok)
-      return FALSE;
-    GstCaps *out = gst_caps_new_simple(
-        TXL_SCORES_CAPS_NAME, "vocab-id", G_TYPE_STRING,
-        txl_model_vocab_id(self->model), "model-id", G_TYPE_STRING,
-        txl_model_id(self->model), "per-line", G_TYPE_BOOLEAN, TRUE, NULL);
-    gst_txl_add_calibration_caps(out, self->model, TRUE);
-    GstEvent *ev = gst_event_new_caps(out);
-    gst_caps_unref(out);
-    return gst_pad_push_event(self->srcpad, ev);
-  }
-  case GST_EVENT_STREAM_START:
-    if (self->restored_fresh) {
-      /* the stream restored at start goes on: nothing to end */
-      self->restored_fresh = FALSE;
-      return gst_pad_event_default(pad, parent, event);
-    }
-    /* the old stream's sessions end before the new stream starts */
-    if (self->sessions && (self->pushed > 0 || self->cur_line > 0)) {
-      GstFlowReturn ret = finish_stream(self);
-      GError *err = NULL;
-      if (ret != GST_FLOW_OK)
-        GST_DEBUG_OBJECT(self, "ending the last stream: %s",
-                         gst_flow_get_name(ret));
-      if (!new_stream(self, &err)) {
-        score_error(self, err);
-        gst_event_unref(event);
-        return FALSE;
-      }
-    }
-    return gst_pad_event_default(pad, parent, event);
-  case GST_EVENT_EOS: {
-    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
-    if (loc && gst_txl_sessions_holds_at_eos(self) && self->sessions) {
-      /* the stream is only paused: the open sessions, the line being
-       * read, the tokenizer's held-back bytes and the sink's unfinished
-       * lines go into the snapshot, and the next run continues them */
-      gst_txl_sessions_restore_sink_pending(self);
-      gst_txl_sessions_push_out(self, FALSE);
-      if (gst_txl_sessions_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
-        GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
-                            ("No snapshot at end of stream: buffers were "
-                             "still queued between the txl elements"),
-                            (NULL));
-      gst_pad_push_event(self->srcpad, gst_event_new_custom(
-          GST_EVENT_CUSTOM_DOWNSTREAM,
-          gst_structure_new_empty(TXL_STATE_HOLD)));
-    } else {
-      GstFlowReturn ret = finish_stream(self);
-      if (ret != GST_FLOW_OK)
-        GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
-      if (loc && self->sessions)
-        gst_txl_sessions_snapshot(self, loc, "eos");
-    }
-    g_free(loc);
-    return gst_pad_event_default(pad, parent, event);
-  }
-  case GST_EVENT_FLUSH_STOP:
-    if (self->sessions) {
-      GError *err = NULL;
-      if (!new_stream(self, &err)) {
-        score_error(self, err);
-        gst_event_unref(event);
-        return FALSE;
-      }
-    }
-    self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
-    return gst_pad_event_default(pad, parent, event);
-  default:
-    return gst_pad_event_default(pad, parent, event);
-  }
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  if (self->pushed == 0 && self->cur_line <= 0)
+    return TRUE;
+  GstFlowReturn ret = finish(base);
+  if (ret != GST_FLOW_OK)
+    GST_DEBUG_OBJECT(self, "ending the last stream: %s",
+                     gst_flow_get_name(ret));
+  return gst_txl_scorer_base_new_stream(base, error);
 }
 
 static gboolean
-gst_txl_sessions_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
+prepare(GstTxlScorerBase *base)
 {
-  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
-  if (gst_txl_sessions_snap_query(self, query))
-    return TRUE;
-  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
-    gst_txl_answer_caps_query(query, gst_txl_tokens_caps(self->model));
-    return TRUE;
-  }
-  return gst_pad_query_default(pad, parent, query);
+  GST_OBJECT_LOCK(base);
+  gboolean no_key = !GST_TXL_SESSIONS(base)->key ||
+                    !*GST_TXL_SESSIONS(base)->key;
+  GST_OBJECT_UNLOCK(base);
+  if (no_key)
+    GST_ELEMENT_ERROR(base, RESOURCE, SETTINGS,
+                      ("Invalid session settings: session-key is empty "
+                       "(use txlmodel for one stream)"), (NULL));
+  return !no_key;
 }
 
 static gboolean
-gst_txl_sessions_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
+live(GstTxlScorerBase *base)
 {
-  GstTxlSessions *self = GST_TXL_SESSIONS(parent);
-  if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
-    if (!gst_pad_peer_query(self->sinkpad, query))
-      return FALSE;
-    gboolean live;
-    GstClockTime min, max;
-    gst_query_parse_latency(query, &live, &min, &max);
-    /* lines wait for their session's segment, or its end: a wait in lines,
-     * not time, and unbounded */
-    gst_query_set_latency(query, live, min, GST_CLOCK_TIME_NONE);
-    return TRUE;
-  }
-  return gst_pad_query_default(pad, parent, query);
+  return GST_TXL_SESSIONS(base)->sessions != NULL;
+}
+
+static guint64
+progress(GstTxlScorerBase *base)
+{
+  return base->in_tokens;
+}
+
+static gboolean
+save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
+     GHashTable *sect, gsize *bytes, GError **error)
+{
+  return txl_sessions_save(GST_TXL_SESSIONS(base)->sessions, path, o, sect,
+                           bytes, error);
+}
+
+/* A restore builds its sessions as new_stream built the running ones. */
+static gpointer
+load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
+     GHashTable **sect, GError **error)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  if (check_only)
+    return txl_sessions_load(base->model, path, &self->opts, NULL, NULL,
+                             NULL, sect, error);
+  return txl_sessions_load(base->model, path, &self->opts,
+                           gst_txl_sessions_on_line,
+                           gst_txl_sessions_on_session, self, sect, error);
+}
+
+static void
+drop_loaded(gpointer loaded)
+{
+  txl_sessions_free(loaded);
 }
 
 /* ---- element ------------------------------------------------------------- */
-
-static GstStateChangeReturn
-gst_txl_sessions_change_state(GstElement *element, GstStateChange transition)
-{
-  GstTxlSessions *self = GST_TXL_SESSIONS(element);
-  switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY: {
-    self->model = gst_txl_element_load_model(element, FALSE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    break;
-  }
-  case GST_STATE_CHANGE_READY_TO_PAUSED: {
-    GError *err = NULL;
-    GST_OBJECT_LOCK(self);
-    gboolean no_key = !self->key || !*self->key;
-    GST_OBJECT_UNLOCK(self);
-    if (no_key) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("Invalid session settings: session-key is empty "
-                         "(use txlmodel for one stream)"), (NULL));
-      return GST_STATE_CHANGE_FAILURE;
-    }
-    if (!new_stream(self, &err)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("Invalid session settings: %s", err->message),
-                        (NULL));
-      g_clear_error(&err);
-      return GST_STATE_CHANGE_FAILURE;
-    }
-    self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
-    self->restored_fresh = FALSE;
-    self->tokenizer_fetched = FALSE;
-    txl_snap_sched_mark(&self->snap);
-    gchar *loc = txl_snap_sched_path(&self->snap, NULL);
-    GST_OBJECT_LOCK(self);
-    gboolean restore = self->restore;
-    GST_OBJECT_UNLOCK(self);
-    if (loc) /* what a writer killed mid-write left beside the file */
-      txl_state_remove_stale(element, loc);
-    if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
-        !gst_txl_sessions_restore(self, loc, TRUE, &err)) {
-      GST_ELEMENT_ERROR(self, RESOURCE, READ,
-                        ("Could not restore the snapshot \"%s\": %s", loc,
-                         err->message),
-                        ("remove or replace the file, or set restore=false "
-                         "to start afresh"));
-      g_clear_error(&err);
-      g_free(loc);
-      free_stream(self);
-      return GST_STATE_CHANGE_FAILURE;
-    }
-    g_free(loc);
-    txl_snap_sched_start(&self->snap);
-    break;
-  }
-  default:
-    break;
-  }
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_sessions_parent_class)
-          ->change_state(element, transition);
-  if (ret == GST_STATE_CHANGE_FAILURE)
-    return ret;
-  switch (transition) {
-  case GST_STATE_CHANGE_PAUSED_TO_READY:
-    GST_PAD_STREAM_LOCK(self->sinkpad);
-    gst_txl_sessions_snap_stop(self);
-    free_stream(self);
-    GST_PAD_STREAM_UNLOCK(self->sinkpad);
-    break;
-  case GST_STATE_CHANGE_READY_TO_NULL:
-    gst_caps_replace(&self->refused, NULL);
-    txl_model_cache_release(g_steal_pointer(&self->model));
-    break;
-  default:
-    break;
-  }
-  return ret;
-}
 
 static void
 gst_txl_sessions_set_property(GObject *object, guint prop_id,
@@ -842,21 +618,7 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   GST_OBJECT_LOCK(self);
-  if (gst_txl_sessions_snap_set_property(self, prop_id, value)) {
-    GST_OBJECT_UNLOCK(self);
-    return;
-  }
   switch (prop_id) {
-  case PROP_MODEL:
-    if (GST_STATE(self) != GST_STATE_NULL) {
-      GST_OBJECT_UNLOCK(self);
-      g_warning("txlsessions: the model can only be changed in the NULL "
-                "state");
-      return;
-    }
-    g_free(self->model_path);
-    self->model_path = g_value_dup_string(value);
-    break;
   case PROP_SESSION_KEY:
     g_free(self->key);
     self->key = g_value_dup_string(value);
@@ -865,21 +627,6 @@ gst_txl_sessions_set_property(GObject *object, guint prop_id,
   case PROP_SESSION_KEY_GROUP:
     self->key_group = g_value_get_int(value);
     self->user_set |= SET_KEY;
-    break;
-  case PROP_SEGMENT:
-    self->segment = g_value_get_int(value);
-    break;
-  case PROP_MEM_LEN:
-    self->mem_len = g_value_get_int(value);
-    break;
-  case PROP_SAME_LENGTH:
-    self->same_length = g_value_get_int(value);
-    break;
-  case PROP_CLAMP_LEN:
-    self->clamp_len = g_value_get_int(value);
-    break;
-  case PROP_FLUSH_ON_NEWLINE:
-    self->flush_on_newline = g_value_get_boolean(value);
     break;
   case PROP_MAX_SESSIONS:
     self->max_sessions = g_value_get_uint(value);
@@ -927,40 +674,15 @@ gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   GST_OBJECT_LOCK(self);
-  if (gst_txl_sessions_snap_get_property(self, prop_id, value)) {
-    GST_OBJECT_UNLOCK(self);
-    return;
-  }
   switch (prop_id) {
-  case PROP_STATE_BYTES:
-    g_value_set_uint64(value, self->state_bytes);
-    break;
   case PROP_OPEN_SESSIONS:
     g_value_set_uint(value, self->open_sessions);
-    break;
-  case PROP_MODEL:
-    g_value_set_string(value, self->model_path);
     break;
   case PROP_SESSION_KEY:
     g_value_set_string(value, self->key);
     break;
   case PROP_SESSION_KEY_GROUP:
     g_value_set_int(value, self->key_group);
-    break;
-  case PROP_SEGMENT:
-    g_value_set_int(value, self->segment);
-    break;
-  case PROP_MEM_LEN:
-    g_value_set_int(value, self->mem_len);
-    break;
-  case PROP_SAME_LENGTH:
-    g_value_set_int(value, self->same_length);
-    break;
-  case PROP_CLAMP_LEN:
-    g_value_set_int(value, self->clamp_len);
-    break;
-  case PROP_FLUSH_ON_NEWLINE:
-    g_value_set_boolean(value, self->flush_on_newline);
     break;
   case PROP_MAX_SESSIONS:
     g_value_set_uint(value, self->max_sessions);
@@ -1000,13 +722,10 @@ static void
 gst_txl_sessions_finalize(GObject *object)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  free_stream(self);
-  g_free(self->model_path);
   g_free(self->key);
   g_free(self->time_format);
   g_free(self->idle_after_s);
   g_free(self->open_thr_s);
-  gst_txl_sessions_snap_finalize(self);
   G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
 }
 
@@ -1015,6 +734,7 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+  GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                          GST_PARAM_MUTABLE_READY;
 
@@ -1022,10 +742,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   gobject_class->get_property = gst_txl_sessions_get_property;
   gobject_class->finalize = gst_txl_sessions_finalize;
 
-  g_object_class_install_property(gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-          "Path of the txl model file (GGUF); shared with every element "
-          "naming the same file", NULL, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY,
       g_param_spec_string("session-key", "Session key",
           "Regular expression (PCRE) found anywhere in a line's text: the "
@@ -1037,27 +753,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "Capture group of session-key that is the key (0: the whole "
           "match; set with session-key)",
           0, 99, 0, rw));
-  g_object_class_install_property(gobject_class, PROP_SEGMENT,
-      g_param_spec_int("segment", "Segment",
-          "Segment length in tokens of every session's stream (0 = the "
-          "model's tgt_len)", 0, MAX_LEN, 0, rw));
-  g_object_class_install_property(gobject_class, PROP_MEM_LEN,
-      g_param_spec_int("mem-len", "Memory length",
-          "Positions of recurrent memory per session (-1 = the model's "
-          "mem_len)", -1, MAX_LEN, -1, rw));
-  g_object_class_install_property(gobject_class, PROP_SAME_LENGTH,
-      g_param_spec_int("same-length", "Same length",
-          "1: every query attends to exactly mem-len keys (-1 = the model's "
-          "setting)", -1, 1, -1, rw));
-  g_object_class_install_property(gobject_class, PROP_CLAMP_LEN,
-      g_param_spec_int("clamp-len", "Clamp length",
-          "Relative distances are capped at this many tokens; 0 = no cap "
-          "(-1 = the model's clamp_len)", -1, MAX_LEN, -1, rw));
-  g_object_class_install_property(gobject_class, PROP_FLUSH_ON_NEWLINE,
-      g_param_spec_boolean("flush-on-newline", "Flush on newline",
-          "Score a session's pending partial segment at each of its line "
-          "ends, so every line's scores go out at once (changes the "
-          "segmentation: FALSE scores as `txl eval` does)", FALSE, rw));
   g_object_class_install_property(gobject_class, PROP_MAX_SESSIONS,
       g_param_spec_uint("max-sessions", "Maximum sessions",
           "Open sessions at most; the least recently used is ended "
@@ -1110,20 +805,11 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "ones; session-threshold then applies to ended sessions only; "
           "empty: session-threshold for all", "", rw));
 
-  g_object_class_install_property(gobject_class, PROP_STATE_BYTES,
-      g_param_spec_uint64("state-bytes", "State bytes",
-          "What the open sessions hold now (memory rows in use, pending "
-          "tokens and lines, keys), bytes; read-only", 0, G_MAXUINT64, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   g_object_class_install_property(gobject_class, PROP_OPEN_SESSIONS,
       g_param_spec_uint("open-sessions", "Open sessions",
           "Sessions open now; read-only", 0, G_MAXUINT, 0,
           G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
-  gst_txl_sessions_snap_install(gobject_class, PROP_SNAPSHOT_FIRST);
-
-  gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sessions",
       "Filter/Analyzer/Text",
       "Scores interleaved sessions (a key found in each line by a regex), "
@@ -1131,7 +817,28 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
       "line order, each ended session posts a \"txl-session\" element "
       "message and event",
       "txl developers");
-  element_class->change_state = gst_txl_sessions_change_state;
+  base_class->section = "txlsessions";
+  base_class->per_line = TRUE;
+  base_class->settings = "session";
+  base_class->not_ours = "%s: not a txlsessions element's snapshot (no "
+                         "txlsessions state)";
+  base_class->prepare = prepare;
+  base_class->new_stream = new_stream;
+  base_class->free_stream = free_stream;
+  base_class->live = live;
+  base_class->progress = progress;
+  base_class->score = score;
+  base_class->push_out = push_scored;
+  base_class->finish = finish;
+  base_class->stream_start = stream_start;
+  base_class->publish = gst_txl_sessions_note_state;
+  base_class->save_own = gst_txl_sessions_save_own;
+  base_class->save = save;
+  base_class->load = load;
+  base_class->drop_loaded = drop_loaded;
+  base_class->parse_own = gst_txl_sessions_parse_own;
+  base_class->drop_own = gst_txl_sessions_drop_own;
+  base_class->apply = gst_txl_sessions_apply;
   GST_DEBUG_CATEGORY_INIT(gst_txl_sessions_debug, "txlsessions", 0,
                           "txl sessions");
 }
@@ -1139,30 +846,11 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
 static void
 gst_txl_sessions_init(GstTxlSessions *self)
 {
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
-  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
-                      &gst_txl_sessions_snap_ops);
-  gst_pad_set_chain_function(self->sinkpad, gst_txl_sessions_chain);
-  gst_pad_set_event_function(self->sinkpad, gst_txl_sessions_sink_event);
-  gst_pad_set_query_function(self->sinkpad, gst_txl_sessions_sink_query);
-  GST_PAD_SET_ACCEPT_TEMPLATE(self->sinkpad);
-  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
-  gst_pad_set_query_function(self->srcpad, gst_txl_sessions_src_query);
-  gst_pad_use_fixed_caps(self->srcpad);
-  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   self->key = g_strdup(DEFAULT_KEY);
-  self->mem_len = -1;
-  self->same_length = -1;
-  self->clamp_len = -1;
   self->max_memory = DEFAULT_MEMORY;
   self->score = TXL_SESSION_SCORE_MEAN;
   self->time_format = g_strdup("%y%m%d %H%M%S");
   self->idle_after_s = g_strdup("");
   self->open_thr_s = g_strdup("");
-  self->restore = TRUE;
-  self->hold_at_eos = TRUE;
-  self->expect_offset = -1;
   g_queue_init(&self->ended);
-  self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
 }

@@ -26,12 +26,12 @@
  * line posts a "txl-anomaly" element message.
  *
  * Its unfinished lines and anomaly baseline travel in txlmodel's
- * snapshots (txlstate.h); with append=true a resumed run adds to the
+ * snapshots (txlparts.h); with append=true a resumed run adds to the
  * output file instead of replacing it. */
 #include "baseline.h"
 #include "gsttxlcommon.h"
 #include "jsonstr.h"
-#include "txlstate.h"
+#include "txlparts.h"
 
 #include <errno.h>
 #include <gst/base/gstbasesink.h>
@@ -520,47 +520,42 @@ bad:
   return FALSE;
 }
 
+/* Its part of the pipeline's snapshots (txlparts.h): the state that
+ * accounts for exactly the records delivered, else busy. */
+static GBytes *
+part_save(GstElement *e, guint64 delivered)
+{
+  GstTxlSink *self = GST_TXL_SINK(e);
+  g_rec_mutex_lock(&self->state_lock);
+  GBytes *b = NULL;
+  if (self->stopped && delivered == self->stopped_records)
+    b = g_bytes_ref(self->stopped);
+  else if (!self->stopped && !self->text_mode && delivered == self->records)
+    b = save_state(self);
+  g_rec_mutex_unlock(&self->state_lock);
+  return b;
+}
+
+static gboolean
+part_restore(GstElement *e, GBytes *bytes, gboolean apply, gboolean *taken,
+             GError **error)
+{
+  GstTxlSink *self = GST_TXL_SINK(e);
+  g_rec_mutex_lock(&self->state_lock);
+  *taken = TRUE;
+  gboolean ok = restore_state(self, bytes, apply, error);
+  g_rec_mutex_unlock(&self->state_lock);
+  return ok;
+}
+
+static const TxlPart part = { TXL_PART_DOWNSTREAM, TXL_PART_DOWNSTREAM_COUNT,
+                              part_save, part_restore };
+
 static gboolean
 gst_txl_sink_query(GstBaseSink *bs, GstQuery *query)
 {
-  GstTxlSink *self = GST_TXL_SINK(bs);
-  GstStructure *st;
-  if ((st = txl_state_query_structure(query, TXL_STATE_SAVE))) {
-    guint64 delivered = 0;
-    gst_structure_get_uint64(st, "records-delivered", &delivered);
-    g_rec_mutex_lock(&self->state_lock);
-    GBytes *b = NULL;
-    if (self->stopped && delivered == self->stopped_records)
-      b = g_bytes_ref(self->stopped);
-    else if (!self->stopped && !self->text_mode && delivered == self->records)
-      b = save_state(self);
-    g_rec_mutex_unlock(&self->state_lock);
-    if (b) {
-      gst_structure_set(st, "txlsink", G_TYPE_BYTES, b, NULL);
-      g_bytes_unref(b);
-    } else {
-      gst_structure_set(st, "txlsink-busy", G_TYPE_BOOLEAN, TRUE, NULL);
-    }
+  if (txl_parts_answer(GST_ELEMENT(bs), &part, query))
     return TRUE;
-  }
-  if ((st = txl_state_query_structure(query, TXL_STATE_RESTORE))) {
-    const GValue *v = gst_structure_get_value(st, "txlsink");
-    gboolean apply = FALSE;
-    gst_structure_get_boolean(st, "apply", &apply);
-    if (!v)
-      return TRUE;
-    GError *err = NULL;
-    g_rec_mutex_lock(&self->state_lock);
-    gboolean ok = restore_state(self, g_value_get_boxed(v), apply, &err);
-    g_rec_mutex_unlock(&self->state_lock);
-    if (ok)
-      gst_structure_set(st, "txlsink-done", G_TYPE_BOOLEAN, TRUE, NULL);
-    else {
-      gst_structure_set(st, "error", G_TYPE_STRING, err->message, NULL);
-      g_error_free(err);
-    }
-    return TRUE;
-  }
   return GST_BASE_SINK_CLASS(gst_txl_sink_parent_class)->query(bs, query);
 }
 
@@ -770,7 +765,7 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
     reset_lines(self);
     break;
   case GST_EVENT_CUSTOM_DOWNSTREAM:
-    if (gst_event_has_name(event, TXL_STATE_HOLD))
+    if (gst_event_has_name(event, TXL_PARTS_HOLD))
       self->held = TRUE;
     else if (gst_event_has_name(event, "txl-session")) {
       self->records++; /* counted as txlsessions counts it */

@@ -10,10 +10,10 @@
  * flushed at EOS and at a new STREAM_START (the next stream starts again
  * at line 1, offset 0), and dropped on FLUSH_STOP.
  *
- * Its state travels in txlmodel's snapshots (txlstate.h): the encoder's
+ * Its state travels in the scoring element's snapshots (txlparts.h): the encoder's
  * held-back bytes, the counters, and any tokens not yet delivered. */
 #include "gsttxlcommon.h"
-#include "txlstate.h"
+#include "txlparts.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_tokenizer_debug);
 #define GST_CAT_DEFAULT gst_txl_tokenizer_debug
@@ -321,42 +321,37 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   return TRUE;
 }
 
+/* Its part of the pipeline's snapshots (txlparts.h). */
+static GBytes *
+part_save(GstElement *e, guint64 received)
+{
+  GstTxlTokenizer *self = GST_TXL_TOKENIZER(e);
+  g_mutex_lock(&self->state_lock);
+  GBytes *b = self->enc ? save_state(self, received) : NULL;
+  g_mutex_unlock(&self->state_lock);
+  return b;
+}
+
+static gboolean
+part_restore(GstElement *e, GBytes *bytes, gboolean apply, gboolean *taken,
+             GError **error)
+{
+  GstTxlTokenizer *self = GST_TXL_TOKENIZER(e);
+  g_mutex_lock(&self->state_lock);
+  *taken = self->enc != NULL;
+  gboolean ok = !self->enc || restore_state(self, bytes, apply, error);
+  g_mutex_unlock(&self->state_lock);
+  return ok;
+}
+
+static const TxlPart part = { TXL_PART_UPSTREAM, TXL_PART_UPSTREAM_COUNT,
+                              part_save, part_restore };
+
 static gboolean
 gst_txl_tokenizer_src_query(GstPad *pad, GstObject *parent, GstQuery *query)
 {
-  GstTxlTokenizer *self = GST_TXL_TOKENIZER(parent);
-  GstStructure *s;
-  if ((s = txl_state_query_structure(query, TXL_STATE_SAVE))) {
-    guint64 received = 0;
-    gst_structure_get_uint64(s, "tokens-received", &received);
-    g_mutex_lock(&self->state_lock);
-    GBytes *b = self->enc ? save_state(self, received) : NULL;
-    g_mutex_unlock(&self->state_lock);
-    if (b) {
-      gst_structure_set(s, "txltokenizer", G_TYPE_BYTES, b, NULL);
-      g_bytes_unref(b);
-    } else {
-      gst_structure_set(s, "txltokenizer-busy", G_TYPE_BOOLEAN, TRUE, NULL);
-    }
+  if (txl_parts_answer(GST_ELEMENT(parent), &part, query))
     return TRUE;
-  }
-  if ((s = txl_state_query_structure(query, TXL_STATE_RESTORE))) {
-    gboolean apply = FALSE;
-    gst_structure_get_boolean(s, "apply", &apply);
-    const GValue *v = gst_structure_get_value(s, "txltokenizer");
-    GError *err = NULL;
-    g_mutex_lock(&self->state_lock);
-    gboolean ok = !v || !self->enc ||
-                  restore_state(self, g_value_get_boxed(v), apply, &err);
-    g_mutex_unlock(&self->state_lock);
-    if (!ok) {
-      gst_structure_set(s, "error", G_TYPE_STRING, err->message, NULL);
-      g_error_free(err);
-    } else if (v && self->enc) {
-      gst_structure_set(s, "txltokenizer-done", G_TYPE_BOOLEAN, TRUE, NULL);
-    }
-    return TRUE;
-  }
   return gst_pad_query_default(pad, parent, query);
 }
 
@@ -365,11 +360,11 @@ static gboolean
 fetch_state(GstTxlTokenizer *self)
 {
   self->fetched = TRUE;
-  GstQuery *q = txl_state_query_new(TXL_STATE_FETCH);
+  GstQuery *q = txl_parts_query_new(TXL_PARTS_FETCH);
   gboolean ok = TRUE;
   if (gst_pad_peer_query(self->srcpad, q)) {
     const GValue *v = gst_structure_get_value(gst_query_get_structure(q),
-                                              "txltokenizer");
+                                              TXL_PART_UPSTREAM);
     if (v) {
       GError *err = NULL;
       g_mutex_lock(&self->state_lock);
@@ -444,7 +439,7 @@ gst_txl_tokenizer_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
 static gboolean
 downstream_holds(GstTxlTokenizer *self)
 {
-  GstQuery *q = txl_state_query_new(TXL_STATE_HOLD);
+  GstQuery *q = txl_parts_query_new(TXL_PARTS_HOLD);
   gboolean hold = FALSE;
   if (gst_pad_peer_query(self->srcpad, q))
     gst_structure_get_boolean(gst_query_get_structure(q), "hold", &hold);

@@ -1,17 +1,18 @@
-/* The state queries (txlstate.h). */
-#include "txlstate.h"
+/* The parts of a pipeline snapshot and the queries that move them
+ * (txlparts.h). */
+#include "txlparts.h"
 #include "txl.h"
 
 #include <string.h>
 
 GstQuery *
-txl_state_query_new(const gchar *name)
+txl_parts_query_new(const gchar *name)
 {
   return gst_query_new_custom(GST_QUERY_CUSTOM, gst_structure_new_empty(name));
 }
 
 GstStructure *
-txl_state_query_structure(GstQuery *q, const gchar *name)
+txl_parts_query_structure(GstQuery *q, const gchar *name)
 {
   if (GST_QUERY_TYPE(q) != GST_QUERY_CUSTOM)
     return NULL;
@@ -22,10 +23,10 @@ txl_state_query_structure(GstQuery *q, const gchar *name)
 }
 
 GBytes *
-txl_state_ask(GstPad *pad, const gchar *name, const gchar *count_field,
+txl_parts_ask(GstPad *pad, const gchar *name, const gchar *count_field,
               guint64 count, gboolean *busy)
 {
-  GstQuery *q = txl_state_query_new(TXL_STATE_SAVE);
+  GstQuery *q = txl_parts_query_new(TXL_PARTS_SAVE);
   gst_structure_set(gst_query_writable_structure(q), count_field,
                     G_TYPE_UINT64, count, NULL);
   GBytes *b = NULL;
@@ -44,8 +45,45 @@ txl_state_ask(GstPad *pad, const gchar *name, const gchar *count_field,
   return b;
 }
 
+gboolean
+txl_parts_answer(GstElement *e, const TxlPart *part, GstQuery *q)
+{
+  GstStructure *st;
+  g_autofree gchar *busy = g_strconcat(part->name, "-busy", NULL);
+  g_autofree gchar *done = g_strconcat(part->name, "-done", NULL);
+  if ((st = txl_parts_query_structure(q, TXL_PARTS_SAVE))) {
+    guint64 count = 0;
+    gst_structure_get_uint64(st, part->count_field, &count);
+    GBytes *b = part->save(e, count);
+    if (b) {
+      gst_structure_set(st, part->name, G_TYPE_BYTES, b, NULL);
+      g_bytes_unref(b);
+    } else {
+      gst_structure_set(st, busy, G_TYPE_BOOLEAN, TRUE, NULL);
+    }
+    return TRUE;
+  }
+  if ((st = txl_parts_query_structure(q, TXL_PARTS_RESTORE))) {
+    const GValue *v = gst_structure_get_value(st, part->name);
+    gboolean apply = FALSE;
+    gst_structure_get_boolean(st, "apply", &apply);
+    if (!v)
+      return TRUE;
+    GError *err = NULL;
+    gboolean taken = TRUE;
+    if (!part->restore(e, g_value_get_boxed(v), apply, &taken, &err)) {
+      gst_structure_set(st, "error", G_TYPE_STRING, err->message, NULL);
+      g_error_free(err);
+    } else if (taken) {
+      gst_structure_set(st, done, G_TYPE_BOOLEAN, TRUE, NULL);
+    }
+    return TRUE;
+  }
+  return FALSE;
+}
+
 void
-txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
+txl_parts_post(GstElement *element, const gchar *path, guint64 bytes,
                gdouble duration, guint64 tokens, const gchar *reason)
 {
   GstStructure *s = gst_structure_new(reason ? "txl-snapshot" : "txl-restore",
@@ -60,7 +98,7 @@ txl_state_post(GstElement *element, const gchar *path, guint64 bytes,
 }
 
 gboolean
-txl_state_gather(GstElement *element, GHashTable *sect, GstPad *pad,
+txl_parts_gather(GstElement *element, GHashTable *sect, GstPad *pad,
                  const gchar *name, const gchar *count_field, guint64 count,
                  GHashTable *restored)
 {
@@ -70,7 +108,7 @@ txl_state_gather(GstElement *element, GHashTable *sect, GstPad *pad,
     return TRUE;
   }
   gboolean busy;
-  b = txl_state_ask(pad, name, count_field, count, &busy);
+  b = txl_parts_ask(pad, name, count_field, count, &busy);
   if (busy) {
     GST_DEBUG_OBJECT(element, "snapshot deferred: %s state in flight", name);
     return FALSE;
@@ -81,10 +119,10 @@ txl_state_gather(GstElement *element, GHashTable *sect, GstPad *pad,
 }
 
 gboolean
-txl_state_give(GstElement *element, GstPad *pad, const gchar *name,
+txl_parts_give(GstElement *element, GstPad *pad, const gchar *name,
                GBytes *bytes, gboolean apply, GError **error)
 {
-  GstQuery *q = txl_state_query_new(TXL_STATE_RESTORE);
+  GstQuery *q = txl_parts_query_new(TXL_PARTS_RESTORE);
   gst_structure_set(gst_query_writable_structure(q), name, G_TYPE_BYTES,
                     bytes, "apply", G_TYPE_BOOLEAN, apply, NULL);
   gboolean answered = gst_pad_peer_query(pad, q);
@@ -104,29 +142,31 @@ txl_state_give(GstElement *element, GstPad *pad, const gchar *name,
 }
 
 gboolean
-txl_state_give_pair(GstElement *element, GstPad *sinkpad, GBytes *tok,
+txl_parts_give_pair(GstElement *element, GstPad *sinkpad, GBytes *tok,
                     GstPad *srcpad, GBytes *sink, gboolean apply,
                     GError **error)
 {
   /* checking stops at the first refusal; applying gives both */
-  gboolean ok = !tok || txl_state_give(element, sinkpad, "txltokenizer", tok,
-                                       apply, error);
+  gboolean ok = !tok || txl_parts_give(element, sinkpad, TXL_PART_UPSTREAM,
+                                       tok, apply, error);
   if (!ok && !apply)
     return FALSE;
-  return (!sink || txl_state_give(element, srcpad, "txlsink", sink, apply,
-                                  ok ? error : NULL)) && ok;
+  return (!sink || txl_parts_give(element, srcpad, TXL_PART_DOWNSTREAM,
+                                  sink, apply, ok ? error : NULL)) && ok;
 }
 
 gboolean
-txl_state_give_sink_pending(GstElement *element, GstPad *srcpad,
+txl_parts_give_sink_pending(GstElement *element, GstPad *srcpad,
                             GHashTable *restored)
 {
-  GBytes *b = restored ? g_hash_table_lookup(restored, "txlsink") : NULL;
+  GBytes *b = restored ? g_hash_table_lookup(restored, TXL_PART_DOWNSTREAM)
+                       : NULL;
   if (!b)
     return TRUE;
   GError *err = NULL;
-  gboolean ok = txl_state_give(element, srcpad, "txlsink", b, TRUE, &err);
-  g_hash_table_remove(restored, "txlsink");
+  gboolean ok = txl_parts_give(element, srcpad, TXL_PART_DOWNSTREAM, b,
+                               TRUE, &err);
+  g_hash_table_remove(restored, TXL_PART_DOWNSTREAM);
   if (!ok) {
     GST_ELEMENT_ERROR(element, STREAM, DECODE,
                       ("Could not restore the snapshot: %s", err->message),
@@ -193,7 +233,7 @@ stable_element_name(GstElement *e)
 }
 
 gchar *
-txl_state_writer(GstElement *e)
+txl_parts_writer(GstElement *e)
 {
   GstObject *top = gst_object_ref(GST_OBJECT(e)), *up;
   while ((up = gst_object_get_parent(top))) {
@@ -214,23 +254,23 @@ txl_state_writer(GstElement *e)
 }
 
 void
-txl_state_add_writer(GstElement *e, GHashTable *sect)
+txl_parts_add_writer(GstElement *e, GHashTable *sect)
 {
-  gchar *w = txl_state_writer(e);
+  gchar *w = txl_parts_writer(e);
   g_hash_table_insert(sect, g_strdup(TXL_SNAPSHOT_WRITER_SECTION),
                       g_bytes_new_take(w, strlen(w)));
 }
 
 gboolean
-txl_state_check_writer(GstElement *e, const gchar *path, GHashTable *sect,
+txl_parts_check_writer(GstElement *e, const gchar *path, GHashTable *sect,
                        GError **error)
 {
-  g_autofree gchar *w = txl_state_writer(e);
+  g_autofree gchar *w = txl_parts_writer(e);
   return txl_snapshot_check_writer(path, sect, w, error);
 }
 
 void
-txl_state_remove_stale(GstElement *e, const gchar *location)
+txl_parts_remove_stale(GstElement *e, const gchar *location)
 {
   guint n = 0;
   GError *err = NULL;

@@ -1,0 +1,734 @@
+/* GstTxlScorerBase (gsttxlscorerbase.h): the properties, pads, events,
+ * queries and states that txlmodel and txlsessions share; their
+ * snapshots are in gsttxlscorerbase_snap.c. */
+#include "gsttxlscorerbase.h"
+#include "txlparts.h"
+
+GST_DEBUG_CATEGORY_STATIC(gst_txl_scorer_base_debug);
+#define GST_CAT_DEFAULT gst_txl_scorer_base_debug
+
+#define MAX_LEN (1 << 20)
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_SEGMENT,
+  PROP_MEM_LEN,
+  PROP_SAME_LENGTH,
+  PROP_CLAMP_LEN,
+  PROP_FLUSH_ON_NEWLINE,
+  PROP_SNAPSHOT_LOCATION,
+  PROP_SNAPSHOT_INTERVAL,
+  PROP_SNAPSHOT_TOKENS,
+  PROP_SNAPSHOT_PRECISION,
+  PROP_RESTORE,
+  PROP_HOLD_AT_EOS,
+  PROP_STATE_BYTES,
+};
+
+enum { SIGNAL_SNAPSHOT, SIGNAL_RESTORE, LAST_SIGNAL };
+static guint signals[LAST_SIGNAL];
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
+    "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_TOKENS_CAPS_NAME ", n-tokens = (int) [ 1, MAX ]"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE(
+    "src", GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME));
+
+G_DEFINE_ABSTRACT_TYPE(GstTxlScorerBase, gst_txl_scorer_base,
+                       GST_TYPE_ELEMENT)
+
+#define CLASS(self) GST_TXL_SCORER_BASE_GET_CLASS(self)
+
+GType
+gst_txl_snapshot_precision_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { TXL_SNAPSHOT_F32, "float32, lossless: resumes bit for bit", "f32" },
+    { TXL_SNAPSHOT_F16, "float16: about half the size, scores drift "
+      "slightly after a restore", "f16" },
+    { TXL_SNAPSHOT_BF16, "bfloat16: about half the size, more drift",
+      "bf16" },
+    { 0, NULL, NULL },
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static(
+        "GstTxlSnapshotPrecision", values));
+  return type;
+}
+
+void
+gst_txl_scorer_base_stream_options(GstTxlScorerBase *self,
+                                   TxlStreamOptions *o, int *segment,
+                                   gboolean *flush_on_newline)
+{
+  TxlStreamOptions d = TXL_STREAM_OPTIONS_DEFAULT;
+  *o = d;
+  GST_OBJECT_LOCK(self);
+  o->mem_len = self->mem_len;
+  o->clamp_len = self->clamp_len;
+  o->same_length = self->same_length;
+  *segment = self->segment;
+  *flush_on_newline = self->flush_on_newline;
+  GST_OBJECT_UNLOCK(self);
+}
+
+void
+gst_txl_scorer_base_set_state_bytes(GstTxlScorerBase *self, guint64 bytes)
+{
+  GST_OBJECT_LOCK(self);
+  self->state_bytes = bytes;
+  GST_OBJECT_UNLOCK(self);
+}
+
+/* With a snapshot file, the end of stream pauses the stream rather than
+ * ending it (hold-at-eos). */
+gboolean
+gst_txl_scorer_base_holds_at_eos(GstTxlScorerBase *self)
+{
+  GST_OBJECT_LOCK(self);
+  gboolean hold = self->hold_at_eos && self->snap.location &&
+                  *self->snap.location;
+  GST_OBJECT_UNLOCK(self);
+  return hold;
+}
+
+GstFlowReturn
+gst_txl_scorer_base_score_error(GstTxlScorerBase *self, GError *err)
+{
+  GST_ELEMENT_ERROR(self, STREAM, FAILED, ("Scoring failed: %s",
+                    err ? err->message : "internal error"), (NULL));
+  g_clear_error(&err);
+  return GST_FLOW_ERROR;
+}
+
+static void
+free_stream(GstTxlScorerBase *self)
+{
+  CLASS(self)->free_stream(self);
+  gst_txl_text_clear(&self->text);
+}
+
+/* A fresh stream: the subclass's, and nothing received or sent yet. */
+static gboolean
+new_stream(GstTxlScorerBase *self, GError **error)
+{
+  free_stream(self);
+  gst_txl_text_reset(&self->text);
+  self->in_tokens = 0;
+  self->out_count = 0;
+  self->expect_offset = -1;
+  return CLASS(self)->new_stream(self, error);
+}
+
+static void
+quiet(GstTxlScorerBase *self)
+{
+  if (CLASS(self)->quiet)
+    CLASS(self)->quiet(self);
+}
+
+/* ---- streaming ------------------------------------------------------------- */
+
+static GstFlowReturn
+gst_txl_scorer_base_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(parent);
+  GstMapInfo map;
+  if (!CLASS(self)->live(self)) {
+    gst_buffer_unref(buf);
+    GST_ELEMENT_ERROR(self, CORE, FAILED, ("Not started"), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  if (!gst_txl_map_records(GST_ELEMENT(self), buf, &map,
+                           TXL_TOKEN_RECORD_SIZE, "token")) {
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
+  if (self->expect_offset >= 0) {
+    /* after a live restore: a buffer txltokenizer was already pushing
+     * holds tokens of the stream that was replaced */
+    if (GST_BUFFER_OFFSET_IS_VALID(buf) &&
+        (gint64)GST_BUFFER_OFFSET(buf) != self->expect_offset) {
+      GST_DEBUG_OBJECT(self, "dropping a buffer of the replaced stream");
+      gst_buffer_unmap(buf, &map);
+      gst_buffer_unref(buf);
+      return GST_FLOW_OK;
+    }
+    self->expect_offset = -1;
+  }
+  if (!txl_parts_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                   self->restored)) {
+    gst_buffer_unmap(buf, &map);
+    gst_buffer_unref(buf);
+    return GST_FLOW_ERROR;
+  }
+  if (GST_BUFFER_PTS_IS_VALID(buf))
+    self->last_pts = GST_BUFFER_PTS(buf);
+  if (GST_BUFFER_DTS_IS_VALID(buf))
+    self->last_dts = GST_BUFFER_DTS(buf);
+  self->text_first = gst_txl_text_take(&self->text, buf,
+                                       !CLASS(self)->per_line,
+                                       GST_ELEMENT(self));
+  GstFlowReturn ret = CLASS(self)->score(self, map.data,
+                                         map.size / TXL_TOKEN_RECORD_SIZE);
+  gst_buffer_unmap(buf, &map);
+  gst_buffer_unref(buf);
+  if (ret == GST_FLOW_OK)
+    txl_snap_sched_triggers(&self->snap);
+  /* downstream flushing (shutting down, a seek): what was scored waits in
+   * the element's state, and the tokens are taken, as txltokenizer counts
+   * them delivered only on OK; refusing them would leave them counted
+   * twice and no snapshot could be consistent */
+  if (ret == GST_FLOW_FLUSHING)
+    ret = GST_FLOW_OK;
+  return ret;
+}
+
+/* The end of the stream: with hold-at-eos, only a pause kept in the
+ * snapshot; else everything is scored, then snapshot. */
+static void
+on_eos(GstTxlScorerBase *self)
+{
+  quiet(self);
+  gchar *loc = txl_snap_sched_path(&self->snap, NULL);
+  gboolean live = CLASS(self)->live(self);
+  if (loc && gst_txl_scorer_base_holds_at_eos(self) && live) {
+    /* the stream is not over, only paused: its partial segment (or open
+     * sessions), the tokenizer's held-back bytes and the sink's
+     * unfinished lines go into the snapshot, and the next run continues
+     * them */
+    txl_parts_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                self->restored);
+    CLASS(self)->push_out(self);
+    if (gst_txl_scorer_base_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
+      GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+                          ("No snapshot at end of stream: buffers were "
+                           "still queued between the txl elements"),
+                          (NULL));
+    gst_pad_push_event(self->srcpad, gst_event_new_custom(
+        GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new_empty(TXL_PARTS_HOLD)));
+  } else {
+    GstFlowReturn ret = live ? CLASS(self)->finish(self) : GST_FLOW_OK;
+    if (ret != GST_FLOW_OK)
+      GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
+    if (loc && live)
+      gst_txl_scorer_base_snapshot(self, loc, "eos");
+  }
+  g_free(loc);
+}
+
+static gboolean
+on_caps(GstTxlScorerBase *self, GstEvent *event)
+{
+  GstCaps *caps;
+  gst_event_parse_caps(event, &caps);
+  gboolean ok = self->model &&
+                gst_txl_check_tokens_caps(GST_ELEMENT(self), self->model,
+                                          caps, &self->refused);
+  gst_event_unref(event);
+  if (!ok)
+    return FALSE;
+  GstCaps *out = gst_caps_new_simple(
+      TXL_SCORES_CAPS_NAME, "vocab-id", G_TYPE_STRING,
+      txl_model_vocab_id(self->model), "model-id", G_TYPE_STRING,
+      txl_model_id(self->model), NULL);
+  if (CLASS(self)->per_line)
+    gst_caps_set_simple(out, "per-line", G_TYPE_BOOLEAN, TRUE, NULL);
+  gst_txl_add_calibration_caps(out, self->model, CLASS(self)->per_line);
+  GstEvent *ev = gst_event_new_caps(out); /* takes its own reference */
+  gst_caps_unref(out);
+  return gst_pad_push_event(self->srcpad, ev);
+}
+
+static gboolean
+gst_txl_scorer_base_sink_event(GstPad *pad, GstObject *parent,
+                               GstEvent *event)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(parent);
+  GError *err = NULL;
+  switch (GST_EVENT_TYPE(event)) {
+  case GST_EVENT_CAPS:
+    return on_caps(self, event);
+  case GST_EVENT_STREAM_START:
+    if (self->restored_fresh) {
+      /* the stream restored at start goes on: nothing to end */
+      self->restored_fresh = FALSE;
+    } else if (CLASS(self)->live(self) &&
+               !CLASS(self)->stream_start(self, &err)) {
+      gst_txl_scorer_base_score_error(self, err);
+      gst_event_unref(event);
+      return FALSE;
+    }
+    break;
+  case GST_EVENT_FLUSH_START:
+    quiet(self);
+    break;
+  case GST_EVENT_EOS:
+    on_eos(self);
+    break;
+  case GST_EVENT_FLUSH_STOP:
+    if (CLASS(self)->live(self) && !new_stream(self, &err)) {
+      gst_txl_scorer_base_score_error(self, err);
+      gst_event_unref(event);
+      return FALSE;
+    }
+    self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+    break;
+  default:
+    break;
+  }
+  return gst_pad_event_default(pad, parent, event);
+}
+
+/* A new stream (STREAM_START not continuing a restored one): for the
+ * subclass, after it has finished the old one. */
+gboolean
+gst_txl_scorer_base_new_stream(GstTxlScorerBase *self, GError **error)
+{
+  return new_stream(self, error);
+}
+
+static gboolean
+gst_txl_scorer_base_sink_query(GstPad *pad, GstObject *parent,
+                               GstQuery *query)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(parent);
+  GstStructure *st;
+  if ((st = txl_parts_query_structure(query, TXL_PARTS_FETCH))) {
+    /* txltokenizer's first buffer: its part of a snapshot restored at
+     * start (asked from its streaming thread, which scores through us) */
+    GST_PAD_STREAM_LOCK(self->sinkpad);
+    GBytes *b = self->restored ? g_hash_table_lookup(self->restored,
+                                                     TXL_PART_UPSTREAM)
+                               : NULL;
+    if (b)
+      gst_structure_set(st, TXL_PART_UPSTREAM, G_TYPE_BYTES, b, NULL);
+    self->tokenizer_fetched = TRUE;
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+    return TRUE;
+  }
+  if ((st = txl_parts_query_structure(query, TXL_PARTS_HOLD))) {
+    gst_structure_set(st, "hold", G_TYPE_BOOLEAN,
+                      gst_txl_scorer_base_holds_at_eos(self), NULL);
+    return TRUE;
+  }
+  if (GST_QUERY_TYPE(query) == GST_QUERY_CAPS && self->model) {
+    gst_txl_answer_caps_query(query, gst_txl_tokens_caps(self->model));
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+static gboolean
+gst_txl_scorer_base_src_query(GstPad *pad, GstObject *parent,
+                              GstQuery *query)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(parent);
+  if (GST_QUERY_TYPE(query) == GST_QUERY_LATENCY) {
+    if (!gst_pad_peer_query(self->sinkpad, query))
+      return FALSE;
+    gboolean live;
+    GstClockTime min, max;
+    gst_query_parse_latency(query, &live, &min, &max);
+    /* Tokens wait here until their segment (or, with flush-on-newline,
+     * their line; or their session's end) is complete: a wait measured in
+     * tokens, not time, that adds nothing to the minimum.  Nothing here
+     * ever blocks upstream, so the buffering we offer is unbounded. */
+    gst_query_set_latency(query, live, min, GST_CLOCK_TIME_NONE);
+    GST_DEBUG_OBJECT(self, "latency: live %d, min %" GST_TIME_FORMAT, live,
+                     GST_TIME_ARGS(min));
+    return TRUE;
+  }
+  return gst_pad_query_default(pad, parent, query);
+}
+
+/* ---- states ---------------------------------------------------------------- */
+
+/* READY_TO_PAUSED: a fresh stream, then the snapshot's when there is one
+ * to continue. */
+static gboolean
+start(GstTxlScorerBase *self)
+{
+  GError *err = NULL;
+  if (CLASS(self)->prepare && !CLASS(self)->prepare(self))
+    return FALSE;
+  if (!new_stream(self, &err)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("Invalid %s settings: %s", CLASS(self)->settings,
+                       err->message), (NULL));
+    g_clear_error(&err);
+    return FALSE;
+  }
+  self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+  self->restored_fresh = FALSE;
+  self->tokenizer_fetched = FALSE;
+  txl_snap_sched_mark(&self->snap);
+  gchar *loc = txl_snap_sched_path(&self->snap, NULL);
+  GST_OBJECT_LOCK(self);
+  gboolean restore = self->restore;
+  GST_OBJECT_UNLOCK(self);
+  if (loc) /* what a writer killed mid-write left beside the file */
+    txl_parts_remove_stale(GST_ELEMENT(self), loc);
+  if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&
+      !gst_txl_scorer_base_restore(self, loc, TRUE, &err)) {
+    GST_ELEMENT_ERROR(self, RESOURCE, READ,
+                      ("Could not restore the snapshot \"%s\": %s", loc,
+                       err->message),
+                      ("remove or replace the file, or set restore=false "
+                       "to start a new stream"));
+    g_clear_error(&err);
+    g_free(loc);
+    free_stream(self);
+    return FALSE;
+  }
+  g_free(loc);
+  txl_snap_sched_start(&self->snap);
+  return TRUE;
+}
+
+static GstStateChangeReturn
+gst_txl_scorer_base_change_state(GstElement *element,
+                                 GstStateChange transition)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(element);
+  switch (transition) {
+  case GST_STATE_CHANGE_NULL_TO_READY:
+    self->model = gst_txl_element_load_model(element, FALSE);
+    if (!self->model)
+      return GST_STATE_CHANGE_FAILURE;
+    if (CLASS(self)->opened)
+      CLASS(self)->opened(self);
+    break;
+  case GST_STATE_CHANGE_READY_TO_PAUSED:
+    if (!start(self))
+      return GST_STATE_CHANGE_FAILURE;
+    break;
+  default:
+    break;
+  }
+  GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS(gst_txl_scorer_base_parent_class)
+          ->change_state(element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE)
+    return ret;
+  switch (transition) {
+  case GST_STATE_CHANGE_PAUSED_TO_READY:
+    quiet(self);
+    /* shutdown without an end of stream: what changed since the last
+     * snapshot is saved (the pads are inactive, nothing streams here) */
+    GST_PAD_STREAM_LOCK(self->sinkpad);
+    txl_snap_sched_stop(&self->snap);
+    free_stream(self);
+    g_clear_pointer(&self->restored, g_hash_table_unref);
+    GST_PAD_STREAM_UNLOCK(self->sinkpad);
+    break;
+  case GST_STATE_CHANGE_READY_TO_NULL:
+    gst_caps_replace(&self->refused, NULL);
+    txl_model_cache_release(g_steal_pointer(&self->model));
+    break;
+  default:
+    break;
+  }
+  return ret;
+}
+
+/* ---- properties ------------------------------------------------------------ */
+
+static void
+gst_txl_scorer_base_set_property(GObject *object, guint prop_id,
+                                 const GValue *value, GParamSpec *pspec)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    if (GST_STATE(self) != GST_STATE_NULL) {
+      GST_OBJECT_UNLOCK(self);
+      g_warning("%s: the model can only be changed in the NULL state",
+                GST_OBJECT_NAME(self));
+      return;
+    }
+    g_free(self->model_path);
+    self->model_path = g_value_dup_string(value);
+    break;
+  case PROP_SEGMENT:
+    self->segment = g_value_get_int(value);
+    break;
+  case PROP_MEM_LEN:
+    self->mem_len = g_value_get_int(value);
+    break;
+  case PROP_SAME_LENGTH:
+    self->same_length = g_value_get_int(value);
+    break;
+  case PROP_CLAMP_LEN:
+    self->clamp_len = g_value_get_int(value);
+    break;
+  case PROP_FLUSH_ON_NEWLINE:
+    self->flush_on_newline = g_value_get_boolean(value);
+    break;
+  case PROP_SNAPSHOT_LOCATION:
+    g_free(self->snap.location);
+    self->snap.location = g_value_dup_string(value);
+    break;
+  case PROP_SNAPSHOT_INTERVAL:
+    self->snap.interval = g_value_get_uint(value);
+    break;
+  case PROP_SNAPSHOT_TOKENS:
+    self->snap.every = g_value_get_uint64(value);
+    break;
+  case PROP_SNAPSHOT_PRECISION:
+    self->snap_precision = g_value_get_enum(value);
+    break;
+  case PROP_RESTORE:
+    self->restore = g_value_get_boolean(value);
+    break;
+  case PROP_HOLD_AT_EOS:
+    self->hold_at_eos = g_value_get_boolean(value);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_scorer_base_get_property(GObject *object, guint prop_id,
+                                 GValue *value, GParamSpec *pspec)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
+  GST_OBJECT_LOCK(self);
+  switch (prop_id) {
+  case PROP_MODEL:
+    g_value_set_string(value, self->model_path);
+    break;
+  case PROP_SEGMENT:
+    g_value_set_int(value, self->segment);
+    break;
+  case PROP_MEM_LEN:
+    g_value_set_int(value, self->mem_len);
+    break;
+  case PROP_SAME_LENGTH:
+    g_value_set_int(value, self->same_length);
+    break;
+  case PROP_CLAMP_LEN:
+    g_value_set_int(value, self->clamp_len);
+    break;
+  case PROP_FLUSH_ON_NEWLINE:
+    g_value_set_boolean(value, self->flush_on_newline);
+    break;
+  case PROP_SNAPSHOT_LOCATION:
+    g_value_set_string(value, self->snap.location);
+    break;
+  case PROP_SNAPSHOT_INTERVAL:
+    g_value_set_uint(value, self->snap.interval);
+    break;
+  case PROP_SNAPSHOT_TOKENS:
+    g_value_set_uint64(value, self->snap.every);
+    break;
+  case PROP_SNAPSHOT_PRECISION:
+    g_value_set_enum(value, self->snap_precision);
+    break;
+  case PROP_RESTORE:
+    g_value_set_boolean(value, self->restore);
+    break;
+  case PROP_HOLD_AT_EOS:
+    g_value_set_boolean(value, self->hold_at_eos);
+    break;
+  case PROP_STATE_BYTES:
+    g_value_set_uint64(value, self->state_bytes);
+    break;
+  default:
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+    break;
+  }
+  GST_OBJECT_UNLOCK(self);
+}
+
+static void
+gst_txl_scorer_base_finalize(GObject *object)
+{
+  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
+  free_stream(self);
+  g_free(self->model_path);
+  txl_snap_sched_clear(&self->snap);
+  g_clear_pointer(&self->restored, g_hash_table_unref);
+  G_OBJECT_CLASS(gst_txl_scorer_base_parent_class)->finalize(object);
+}
+
+static gboolean
+snapshot_action(GstTxlScorerBase *self, const gchar *path)
+{
+  return txl_snap_sched_snapshot_action(&self->snap, path);
+}
+
+static gboolean
+restore_action(GstTxlScorerBase *self, const gchar *path)
+{
+  return txl_snap_sched_restore_action(&self->snap, path);
+}
+
+static void
+install_stream_properties(GObjectClass *klass)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  g_object_class_install_property(klass, PROP_MODEL,
+      g_param_spec_string("model", "Model",
+          "Path of the txl model file (GGUF); its weights are loaded once per "
+          "process and shared by every element naming the same file",
+          NULL, rw));
+  g_object_class_install_property(klass, PROP_SEGMENT,
+      g_param_spec_int("segment", "Segment",
+          "Segment length in tokens of the stream (of every session's): "
+          "inputs t0..t(N-1) predict t1..tN, then the next N (0 = the "
+          "model's tgt_len). Read when the element starts", 0, MAX_LEN, 0,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_MEM_LEN,
+      g_param_spec_int("mem-len", "Memory length",
+          "Positions of recurrent memory (per session), in tokens (-1 = the "
+          "model's mem_len)", -1, MAX_LEN, -1, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_SAME_LENGTH,
+      g_param_spec_int("same-length", "Same length",
+          "1: every query attends to exactly mem-len keys; 0: to all earlier "
+          "keys in memory and segment (-1 = the model's setting)",
+          -1, 1, -1, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_CLAMP_LEN,
+      g_param_spec_int("clamp-len", "Clamp length",
+          "Relative distances are capped at this many tokens; 0 = no cap "
+          "(-1 = the model's clamp_len)", -1, MAX_LEN, -1,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_FLUSH_ON_NEWLINE,
+      g_param_spec_boolean("flush-on-newline", "Flush on newline",
+          "Score the pending partial segment (txlsessions: the line's "
+          "session's) at every line end, so that each line's scores go out "
+          "at once. Changes the segmentation: scores then differ from an "
+          "offline run or `txl eval` (FALSE = exact offline segmentation)",
+          FALSE, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(klass, PROP_STATE_BYTES,
+      g_param_spec_uint64("state-bytes", "State bytes",
+          "Bytes of state the stream holds now (its memory rows in use; "
+          "txlsessions: with the open sessions' pending tokens, lines and "
+          "keys); read-only", 0, G_MAXUINT64, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+}
+
+static void
+install_snapshot_properties(GObjectClass *klass)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  g_object_class_install_property(klass, PROP_SNAPSHOT_LOCATION,
+      g_param_spec_string("snapshot-location", "Snapshot location",
+          "File for snapshots of the stream's state (memory, pending tokens; "
+          "txlsessions: of every open session) with the state of "
+          "txltokenizer and txlsink around this element, written "
+          "atomically; NULL = no snapshots", NULL,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_SNAPSHOT_INTERVAL,
+      g_param_spec_uint("snapshot-interval", "Snapshot interval",
+          "Write a snapshot every this many seconds while the stream changes "
+          "(0 = off)", 0, G_MAXUINT, 0, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_SNAPSHOT_TOKENS,
+      g_param_spec_uint64("snapshot-tokens", "Snapshot every N tokens",
+          "Write a snapshot every this many tokens (0 = off)", 0, G_MAXUINT64,
+          0, rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(klass, PROP_SNAPSHOT_PRECISION,
+      g_param_spec_enum("snapshot-precision", "Snapshot precision",
+          "How the memory is stored: f32 resumes bit for bit; f16 and bf16 "
+          "make smaller files whose scores drift slightly (docs/snapshots.md)",
+          gst_txl_snapshot_precision_get_type(), TXL_SNAPSHOT_F32,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(klass, PROP_RESTORE,
+      g_param_spec_boolean("restore", "Restore",
+          "When the element starts and snapshot-location exists, continue "
+          "the stream saved there (an unreadable or other-model file is an "
+          "error; FALSE: start afresh and overwrite it)", TRUE,
+          rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(klass, PROP_HOLD_AT_EOS,
+      g_param_spec_boolean("hold-at-eos", "Hold at end of stream",
+          "With snapshot-location set, the end of stream pauses the stream "
+          "instead of ending it: the last partial segment (the open "
+          "sessions), the tokenizer's held-back bytes and the unfinished "
+          "lines are kept in the snapshot unscored, so that the next run "
+          "continues bit for bit (FALSE: score them, then snapshot)", TRUE,
+          rw | GST_PARAM_MUTABLE_READY));
+}
+
+static void
+gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+
+  gobject_class->set_property = gst_txl_scorer_base_set_property;
+  gobject_class->get_property = gst_txl_scorer_base_get_property;
+  gobject_class->finalize = gst_txl_scorer_base_finalize;
+  install_stream_properties(gobject_class);
+  install_snapshot_properties(gobject_class);
+
+  /**
+   * GstTxlScorerBase::snapshot:
+   * @path: the file, or NULL for snapshot-location
+   *
+   * Writes a snapshot: at once when the stream is idle, else right after
+   * the buffer being scored.  A "txl-snapshot" element message (path,
+   * bytes, duration in seconds, tokens, reason) follows each snapshot.
+   * Returns FALSE when there is no path or the write failed.
+   */
+  signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK(snapshot_action), NULL, NULL, NULL, G_TYPE_BOOLEAN, 1,
+      G_TYPE_STRING);
+  /**
+   * GstTxlScorerBase::restore:
+   * @path: the file, or NULL for snapshot-location
+   *
+   * Replaces the stream with the one saved in @path (this element's and
+   * its txl neighbours' state), after checking all of it (a bad file is
+   * refused and nothing changes).  Posts "txl-restore" (path, bytes,
+   * duration, tokens).
+   */
+  signals[SIGNAL_RESTORE] = g_signal_new_class_handler("restore",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+      G_CALLBACK(restore_action), NULL, NULL, NULL, G_TYPE_BOOLEAN, 1,
+      G_TYPE_STRING);
+
+  gst_element_class_add_static_pad_template(element_class, &sink_template);
+  gst_element_class_add_static_pad_template(element_class, &src_template);
+  element_class->change_state = gst_txl_scorer_base_change_state;
+  gst_type_mark_as_plugin_api(GST_TYPE_TXL_SCORER_BASE, 0);
+  GST_DEBUG_CATEGORY_INIT(gst_txl_scorer_base_debug, "txlscorerbase", 0,
+                          "txl scoring elements");
+}
+
+static void
+gst_txl_scorer_base_init(GstTxlScorerBase *self)
+{
+  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
+  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
+                      &gst_txl_scorer_base_snap_ops);
+  gst_pad_set_chain_function(self->sinkpad, gst_txl_scorer_base_chain);
+  gst_pad_set_event_function(self->sinkpad, gst_txl_scorer_base_sink_event);
+  gst_pad_set_query_function(self->sinkpad, gst_txl_scorer_base_sink_query);
+  /* any token caps pass accept-caps; the CAPS event then checks the
+   * vocabulary and says what is wrong */
+  GST_PAD_SET_ACCEPT_TEMPLATE(self->sinkpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  gst_pad_set_query_function(self->srcpad, gst_txl_scorer_base_src_query);
+  gst_pad_use_fixed_caps(self->srcpad);
+  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+
+  self->mem_len = -1;
+  self->same_length = -1;
+  self->clamp_len = -1;
+  self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
+  self->restore = TRUE;
+  self->hold_at_eos = TRUE;
+  self->snap_precision = TXL_SNAPSHOT_F32;
+  self->expect_offset = -1;
+}
