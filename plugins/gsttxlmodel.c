@@ -23,6 +23,7 @@
  * of the snapshot ("txlmodel": tokens pending, the line being summed,
  * scores not delivered). */
 #include "gsttxlscorerbase.h"
+#include "txlprops.h"
 
 #include <math.h>
 
@@ -735,47 +736,30 @@ opened(GstTxlScorerBase *base)
          cal->session_key), (NULL));
 }
 
+static const TxlPropField props[] = {
+  TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start),
+  TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency),
+  TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen),
+};
+
 static void
 gst_txl_model_set_property(GObject *object, guint prop_id, const GValue *value,
                            GParamSpec *pspec)
 {
-  GstTxlModel *self = GST_TXL_MODEL(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MAX_LATENCY:
-    self->max_latency = g_value_get_uint64(value);
-    break;
-  case PROP_RESET_ON_STREAM_START:
-    self->reset_on_stream_start = g_value_get_boolean(value);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void
 gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
                            GParamSpec *pspec)
 {
-  GstTxlModel *self = GST_TXL_MODEL(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MAX_LATENCY:
-    g_value_set_uint64(value, self->max_latency);
-    break;
-  case PROP_RESET_ON_STREAM_START:
-    g_value_set_boolean(value, self->reset_on_stream_start);
-    break;
-  case PROP_TOKENS:
-    g_value_set_uint64(value, self->tokens_seen);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void

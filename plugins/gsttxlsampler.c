@@ -14,6 +14,7 @@
 #include "generate.h"
 #include "gsttxlcommon.h"
 #include "txlparts.h"
+#include "txlprops.h"
 
 #include <glib/gstdio.h>
 
@@ -417,63 +418,40 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
   return ret;
 }
 
+#define F(id, field) TXL_PROP(id, GstTxlSampler, field)
+static const TxlPropField props[] = {
+  F(PROP_MODEL, model_path),
+  F(PROP_STOP, stop),
+  F(PROP_TEMPERATURE, temperature),
+  F(PROP_TOP_K, top_k),
+  F(PROP_TOP_P, top_p),
+  F(PROP_SEED, seed),
+  F(PROP_MAX_TOKENS, max_tokens),
+  F(PROP_PER_LINE, per_line),
+  F(PROP_STOP_AT_EOS, stop_at_eos),
+  F(PROP_SNAPSHOT_LOCATION, snap_location),
+  F(PROP_RESTORE, restore),
+};
+#undef F
+
 static void
 gst_txl_sampler_set_property(GObject *object, guint prop_id,
                              const GValue *value, GParamSpec *pspec)
 {
-  GstTxlSampler *self = GST_TXL_SAMPLER(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MODEL:
-    g_free(self->model_path);
-    self->model_path = g_value_dup_string(value);
-    break;
-  case PROP_STOP:
-    g_free(self->stop);
-    self->stop = g_value_dup_string(value);
-    break;
-  case PROP_TEMPERATURE: self->temperature = g_value_get_double(value); break;
-  case PROP_TOP_K: self->top_k = g_value_get_int(value); break;
-  case PROP_TOP_P: self->top_p = g_value_get_double(value); break;
-  case PROP_SEED: self->seed = g_value_get_uint64(value); break;
-  case PROP_MAX_TOKENS: self->max_tokens = g_value_get_int(value); break;
-  case PROP_PER_LINE: self->per_line = g_value_get_boolean(value); break;
-  case PROP_STOP_AT_EOS: self->stop_at_eos = g_value_get_boolean(value); break;
-  case PROP_SNAPSHOT_LOCATION:
-    g_free(self->snap_location);
-    self->snap_location = g_value_dup_string(value);
-    break;
-  case PROP_RESTORE: self->restore = g_value_get_boolean(value); break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void
 gst_txl_sampler_get_property(GObject *object, guint prop_id, GValue *value,
                              GParamSpec *pspec)
 {
-  GstTxlSampler *self = GST_TXL_SAMPLER(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MODEL: g_value_set_string(value, self->model_path); break;
-  case PROP_STOP: g_value_set_string(value, self->stop); break;
-  case PROP_TEMPERATURE: g_value_set_double(value, self->temperature); break;
-  case PROP_TOP_K: g_value_set_int(value, self->top_k); break;
-  case PROP_TOP_P: g_value_set_double(value, self->top_p); break;
-  case PROP_SEED: g_value_set_uint64(value, self->seed); break;
-  case PROP_MAX_TOKENS: g_value_set_int(value, self->max_tokens); break;
-  case PROP_PER_LINE: g_value_set_boolean(value, self->per_line); break;
-  case PROP_STOP_AT_EOS: g_value_set_boolean(value, self->stop_at_eos); break;
-  case PROP_SNAPSHOT_LOCATION: g_value_set_string(value, self->snap_location); break;
-  case PROP_RESTORE: g_value_set_boolean(value, self->restore); break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void

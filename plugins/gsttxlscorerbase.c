@@ -3,6 +3,7 @@
  * snapshots are in gsttxlscorerbase_snap.c. */
 #include "gsttxlscorerbase.h"
 #include "txlparts.h"
+#include "txlprops.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_scorer_base_debug);
 #define GST_CAT_DEFAULT gst_txl_scorer_base_debug
@@ -438,115 +439,48 @@ gst_txl_scorer_base_change_state(GstElement *element,
 
 /* ---- properties ------------------------------------------------------------ */
 
+#define F(id, field) TXL_PROP(id, GstTxlScorerBase, field)
+static const TxlPropField props[] = {
+  F(PROP_MODEL, model_path),
+  F(PROP_SEGMENT, segment),
+  F(PROP_MEM_LEN, mem_len),
+  F(PROP_SAME_LENGTH, same_length),
+  F(PROP_CLAMP_LEN, clamp_len),
+  F(PROP_FLUSH_ON_NEWLINE, flush_on_newline),
+  F(PROP_SNAPSHOT_LOCATION, snap.location),
+  F(PROP_SNAPSHOT_INTERVAL, snap.interval),
+  F(PROP_SNAPSHOT_TOKENS, snap.every),
+  F(PROP_SNAPSHOT_PRECISION, snap_precision),
+  F(PROP_RESTORE, restore),
+  F(PROP_HOLD_AT_EOS, hold_at_eos),
+  F(PROP_STATE_BYTES, state_bytes),
+};
+#undef F
+
 static void
 gst_txl_scorer_base_set_property(GObject *object, guint prop_id,
                                  const GValue *value, GParamSpec *pspec)
 {
-  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MODEL:
-    if (GST_STATE(self) != GST_STATE_NULL) {
-      GST_OBJECT_UNLOCK(self);
-      g_warning("%s: the model can only be changed in the NULL state",
-                GST_OBJECT_NAME(self));
-      return;
-    }
-    g_free(self->model_path);
-    self->model_path = g_value_dup_string(value);
-    break;
-  case PROP_SEGMENT:
-    self->segment = g_value_get_int(value);
-    break;
-  case PROP_MEM_LEN:
-    self->mem_len = g_value_get_int(value);
-    break;
-  case PROP_SAME_LENGTH:
-    self->same_length = g_value_get_int(value);
-    break;
-  case PROP_CLAMP_LEN:
-    self->clamp_len = g_value_get_int(value);
-    break;
-  case PROP_FLUSH_ON_NEWLINE:
-    self->flush_on_newline = g_value_get_boolean(value);
-    break;
-  case PROP_SNAPSHOT_LOCATION:
-    g_free(self->snap.location);
-    self->snap.location = g_value_dup_string(value);
-    break;
-  case PROP_SNAPSHOT_INTERVAL:
-    self->snap.interval = g_value_get_uint(value);
-    break;
-  case PROP_SNAPSHOT_TOKENS:
-    self->snap.every = g_value_get_uint64(value);
-    break;
-  case PROP_SNAPSHOT_PRECISION:
-    self->snap_precision = g_value_get_enum(value);
-    break;
-  case PROP_RESTORE:
-    self->restore = g_value_get_boolean(value);
-    break;
-  case PROP_HOLD_AT_EOS:
-    self->hold_at_eos = g_value_get_boolean(value);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  GST_OBJECT_LOCK(object);
+  if (prop_id == PROP_MODEL && GST_STATE(object) != GST_STATE_NULL) {
+    GST_OBJECT_UNLOCK(object);
+    g_warning("%s: the model can only be changed in the NULL state",
+              GST_OBJECT_NAME(object));
+    return;
   }
-  GST_OBJECT_UNLOCK(self);
+  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void
 gst_txl_scorer_base_get_property(GObject *object, guint prop_id,
                                  GValue *value, GParamSpec *pspec)
 {
-  GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_MODEL:
-    g_value_set_string(value, self->model_path);
-    break;
-  case PROP_SEGMENT:
-    g_value_set_int(value, self->segment);
-    break;
-  case PROP_MEM_LEN:
-    g_value_set_int(value, self->mem_len);
-    break;
-  case PROP_SAME_LENGTH:
-    g_value_set_int(value, self->same_length);
-    break;
-  case PROP_CLAMP_LEN:
-    g_value_set_int(value, self->clamp_len);
-    break;
-  case PROP_FLUSH_ON_NEWLINE:
-    g_value_set_boolean(value, self->flush_on_newline);
-    break;
-  case PROP_SNAPSHOT_LOCATION:
-    g_value_set_string(value, self->snap.location);
-    break;
-  case PROP_SNAPSHOT_INTERVAL:
-    g_value_set_uint(value, self->snap.interval);
-    break;
-  case PROP_SNAPSHOT_TOKENS:
-    g_value_set_uint64(value, self->snap.every);
-    break;
-  case PROP_SNAPSHOT_PRECISION:
-    g_value_set_enum(value, self->snap_precision);
-    break;
-  case PROP_RESTORE:
-    g_value_set_boolean(value, self->restore);
-    break;
-  case PROP_HOLD_AT_EOS:
-    g_value_set_boolean(value, self->hold_at_eos);
-    break;
-  case PROP_STATE_BYTES:
-    g_value_set_uint64(value, self->state_bytes);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void

@@ -29,6 +29,7 @@
  * GstTxlScorerBase's; its own section of the snapshots is
  * gsttxlsessions_snap.c's. */
 #include "gsttxlsessions.h"
+#include "txlprops.h"
 
 #include <math.h>
 #include <string.h>
@@ -612,59 +613,41 @@ drop_loaded(gpointer loaded)
 
 /* ---- element ------------------------------------------------------------- */
 
+#define F(id, field) TXL_PROP(id, GstTxlSessions, field)
+static const TxlPropField props[] = {
+  F(PROP_SESSION_KEY, key),
+  F(PROP_SESSION_KEY_GROUP, key_group),
+  F(PROP_MAX_SESSIONS, max_sessions),
+  F(PROP_MAX_SESSION_MEMORY, max_memory),
+  F(PROP_SESSION_IDLE_LINES, idle_lines),
+  F(PROP_SESSION_SCORE, score),
+  F(PROP_SESSION_THRESHOLD, threshold),
+  F(PROP_SESSION_END_MARKER, end_marker),
+  F(PROP_SESSION_TIME_FORMAT, time_format),
+  F(PROP_SESSION_IDLE_AFTER, idle_after_s),
+  F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s),
+  F(PROP_OPEN_SESSIONS, open_sessions),
+};
+#undef F
+
 static void
 gst_txl_sessions_set_property(GObject *object, guint prop_id,
                               const GValue *value, GParamSpec *pspec)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_SESSION_KEY:
-    g_free(self->key);
-    self->key = g_value_dup_string(value);
-    self->user_set |= SET_KEY;
-    break;
-  case PROP_SESSION_KEY_GROUP:
-    self->key_group = g_value_get_int(value);
-    self->user_set |= SET_KEY;
-    break;
-  case PROP_MAX_SESSIONS:
-    self->max_sessions = g_value_get_uint(value);
-    break;
-  case PROP_MAX_SESSION_MEMORY:
-    self->max_memory = g_value_get_uint64(value);
-    break;
-  case PROP_SESSION_IDLE_LINES:
-    self->idle_lines = g_value_get_uint64(value);
-    break;
-  case PROP_SESSION_SCORE:
-    self->score = g_value_get_enum(value);
-    self->user_set |= SET_SCORE;
-    break;
-  case PROP_SESSION_THRESHOLD:
-    self->threshold = g_value_get_double(value);
-    self->user_set |= SET_THRESHOLD;
-    break;
-  case PROP_SESSION_END_MARKER:
-    self->end_marker = g_value_get_boolean(value);
-    self->user_set |= SET_END_MARKER;
-    break;
-  case PROP_SESSION_TIME_FORMAT:
-    g_free(self->time_format);
-    self->time_format = g_value_dup_string(value);
-    break;
-  case PROP_SESSION_IDLE_AFTER:
-    g_free(self->idle_after_s);
-    self->idle_after_s = g_value_dup_string(value);
-    break;
-  case PROP_SESSION_OPEN_THRESHOLDS:
-    g_free(self->open_thr_s);
-    self->open_thr_s = g_value_dup_string(value);
-    break;
-  default:
+  if (!txl_props_set(self, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
+  /* what the application chose itself; the rest follows the model's
+   * calibration */
+  if (prop_id == PROP_SESSION_KEY || prop_id == PROP_SESSION_KEY_GROUP)
+    self->user_set |= SET_KEY;
+  else if (prop_id == PROP_SESSION_SCORE)
+    self->user_set |= SET_SCORE;
+  else if (prop_id == PROP_SESSION_THRESHOLD)
+    self->user_set |= SET_THRESHOLD;
+  else if (prop_id == PROP_SESSION_END_MARKER)
+    self->user_set |= SET_END_MARKER;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -672,50 +655,10 @@ static void
 gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
                               GParamSpec *pspec)
 {
-  GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_OPEN_SESSIONS:
-    g_value_set_uint(value, self->open_sessions);
-    break;
-  case PROP_SESSION_KEY:
-    g_value_set_string(value, self->key);
-    break;
-  case PROP_SESSION_KEY_GROUP:
-    g_value_set_int(value, self->key_group);
-    break;
-  case PROP_MAX_SESSIONS:
-    g_value_set_uint(value, self->max_sessions);
-    break;
-  case PROP_MAX_SESSION_MEMORY:
-    g_value_set_uint64(value, self->max_memory);
-    break;
-  case PROP_SESSION_IDLE_LINES:
-    g_value_set_uint64(value, self->idle_lines);
-    break;
-  case PROP_SESSION_SCORE:
-    g_value_set_enum(value, self->score);
-    break;
-  case PROP_SESSION_THRESHOLD:
-    g_value_set_double(value, self->threshold);
-    break;
-  case PROP_SESSION_END_MARKER:
-    g_value_set_boolean(value, self->end_marker);
-    break;
-  case PROP_SESSION_TIME_FORMAT:
-    g_value_set_string(value, self->time_format);
-    break;
-  case PROP_SESSION_IDLE_AFTER:
-    g_value_set_string(value, self->idle_after_s);
-    break;
-  case PROP_SESSION_OPEN_THRESHOLDS:
-    g_value_set_string(value, self->open_thr_s);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void

@@ -32,6 +32,7 @@
 #include "gsttxlcommon.h"
 #include "jsonstr.h"
 #include "txlparts.h"
+#include "txlprops.h"
 
 #include <errno.h>
 #include <gst/base/gstbasesink.h>
@@ -862,58 +863,39 @@ gst_txl_sink_stop(GstBaseSink *bs)
 
 /* ---- GObject ------------------------------------------------------------- */
 
+#define F(id, field) TXL_PROP(id, GstTxlSink, field)
+static const TxlPropField props[] = {
+  F(PROP_LOCATION, location),
+  F(PROP_THRESHOLD, threshold),
+  F(PROP_MODE, mode),
+  F(PROP_Z, z_threshold),
+  F(PROP_QUANTILE, quantile),
+  F(PROP_WINDOW, window),
+  F(PROP_WARMUP, warmup),
+  F(PROP_POST_SCORES, post_scores),
+  F(PROP_MEAN, mean),
+  F(PROP_STDDEV, stddev),
+  F(PROP_APPEND, append),
+};
+#undef F
+
 static void
 gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
                           GParamSpec *pspec)
 {
   GstTxlSink *self = GST_TXL_SINK(object);
   GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_LOCATION:
-    if (GST_STATE(self) > GST_STATE_READY) {
-      GST_OBJECT_UNLOCK(self);
-      g_warning("txlsink: the location can only be changed in the NULL or "
-                "READY state");
-      return;
-    }
-    g_free(self->location);
-    self->location = g_value_dup_string(value);
-    break;
-  case PROP_THRESHOLD:
-    self->threshold = g_value_get_double(value);
-    self->threshold_set = TRUE;
-    break;
-  case PROP_MODE:
-    self->mode = g_value_get_enum(value);
-    break;
-  case PROP_Z:
-    self->z_threshold = g_value_get_double(value);
-    break;
-  case PROP_QUANTILE:
-    self->quantile = g_value_get_double(value);
-    break;
-  case PROP_WINDOW:
-    self->window = g_value_get_int(value);
-    break;
-  case PROP_WARMUP:
-    self->warmup = g_value_get_int(value);
-    break;
-  case PROP_POST_SCORES:
-    self->post_scores = g_value_get_boolean(value);
-    break;
-  case PROP_MEAN:
-    self->mean = g_value_get_double(value);
-    break;
-  case PROP_STDDEV:
-    self->stddev = g_value_get_double(value);
-    break;
-  case PROP_APPEND:
-    self->append = g_value_get_boolean(value);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  if (prop_id == PROP_LOCATION && GST_STATE(self) > GST_STATE_READY) {
+    GST_OBJECT_UNLOCK(self);
+    g_warning("txlsink: the location can only be changed in the NULL or "
+              "READY state");
+    return;
   }
+  if (!txl_props_set(self, props, G_N_ELEMENTS(props), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  /* the application's threshold, not the model's calibration */
+  if (prop_id == PROP_THRESHOLD)
+    self->threshold_set = TRUE;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -921,47 +903,10 @@ static void
 gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
                           GParamSpec *pspec)
 {
-  GstTxlSink *self = GST_TXL_SINK(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_LOCATION:
-    g_value_set_string(value, self->location);
-    break;
-  case PROP_THRESHOLD:
-    g_value_set_double(value, self->threshold);
-    break;
-  case PROP_MODE:
-    g_value_set_enum(value, self->mode);
-    break;
-  case PROP_Z:
-    g_value_set_double(value, self->z_threshold);
-    break;
-  case PROP_QUANTILE:
-    g_value_set_double(value, self->quantile);
-    break;
-  case PROP_WINDOW:
-    g_value_set_int(value, self->window);
-    break;
-  case PROP_WARMUP:
-    g_value_set_int(value, self->warmup);
-    break;
-  case PROP_POST_SCORES:
-    g_value_set_boolean(value, self->post_scores);
-    break;
-  case PROP_MEAN:
-    g_value_set_double(value, self->mean);
-    break;
-  case PROP_STDDEV:
-    g_value_set_double(value, self->stddev);
-    break;
-  case PROP_APPEND:
-    g_value_set_boolean(value, self->append);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
-  GST_OBJECT_UNLOCK(self);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void

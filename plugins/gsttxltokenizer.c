@@ -14,6 +14,7 @@
  * held-back bytes, the counters, and any tokens not yet delivered. */
 #include "gsttxlcommon.h"
 #include "txlparts.h"
+#include "txlprops.h"
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_tokenizer_debug);
 #define GST_CAT_DEFAULT gst_txl_tokenizer_debug
@@ -551,55 +552,35 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
   return ret;
 }
 
+static const TxlPropField props[] = {
+  TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines),
+  TXL_PROP(PROP_MODEL, GstTxlTokenizer, model_path),
+};
+
 static void
 gst_txl_tokenizer_set_property(GObject *object, guint prop_id,
                                const GValue *value, GParamSpec *pspec)
 {
-  GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
-  switch (prop_id) {
-  case PROP_BUFFER_LINES:
-    GST_OBJECT_LOCK(self);
-    self->buffer_lines = g_value_get_boolean(value);
-    GST_OBJECT_UNLOCK(self);
-    break;
-  case PROP_MODEL:
-    GST_OBJECT_LOCK(self);
-    if (GST_STATE(self) != GST_STATE_NULL) {
-      GST_OBJECT_UNLOCK(self);
-      g_warning("txltokenizer: the model can only be changed in the NULL "
-                "state");
-      return;
-    }
-    g_free(self->model_path);
-    self->model_path = g_value_dup_string(value);
-    GST_OBJECT_UNLOCK(self);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
+  GST_OBJECT_LOCK(object);
+  if (prop_id == PROP_MODEL && GST_STATE(object) != GST_STATE_NULL) {
+    GST_OBJECT_UNLOCK(object);
+    g_warning("txltokenizer: the model can only be changed in the NULL "
+              "state");
+    return;
   }
+  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void
 gst_txl_tokenizer_get_property(GObject *object, guint prop_id, GValue *value,
                                GParamSpec *pspec)
 {
-  GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
-  switch (prop_id) {
-  case PROP_BUFFER_LINES:
-    GST_OBJECT_LOCK(self);
-    g_value_set_boolean(value, self->buffer_lines);
-    GST_OBJECT_UNLOCK(self);
-    break;
-  case PROP_MODEL:
-    GST_OBJECT_LOCK(self);
-    g_value_set_string(value, self->model_path);
-    GST_OBJECT_UNLOCK(self);
-    break;
-  default:
+  GST_OBJECT_LOCK(object);
+  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    break;
-  }
+  GST_OBJECT_UNLOCK(object);
 }
 
 static void
