@@ -28,38 +28,22 @@
  * Its unfinished lines and anomaly baseline travel in txlmodel's
  * snapshots (txlparts.h); with append=true a resumed run adds to the
  * output file instead of replacing it. */
-#include "baseline.h"
-#include "gsttxlcommon.h"
+#include "gsttxlsink.h"
 #include "jsonstr.h"
-#include "txlparts.h"
 #include "txlprops.h"
 
 #include <errno.h>
-#include <gst/base/gstbasesink.h>
 #include <math.h>
-#include <stdio.h>
 #include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_sink_debug);
 #define GST_CAT_DEFAULT gst_txl_sink_debug
-
-#define GST_TYPE_TXL_SINK (gst_txl_sink_get_type())
-G_DECLARE_FINAL_TYPE(GstTxlSink, gst_txl_sink, GST, TXL_SINK, GstBaseSink)
 
 #define DEFAULT_THRESHOLD 4.0
 #define DEFAULT_Z 4.0
 #define DEFAULT_QUANTILE 0.999
 #define DEFAULT_WINDOW 1000
 #define DEFAULT_WARMUP 200
-
-/* How a line is judged: against a fixed cost, or against the lines before
- * it (lib/anomaly/baseline.c) so that no threshold has to be known in advance. */
-typedef enum {
-  TXL_THRESHOLD_FIXED = 0,
-  TXL_THRESHOLD_MAD = 1,
-  TXL_THRESHOLD_QUANTILE = 2,
-  TXL_THRESHOLD_ZSCORE = 3,
-} GstTxlThresholdMode;
 
 static GType
 gst_txl_threshold_mode_get_type(void)
@@ -80,60 +64,6 @@ gst_txl_threshold_mode_get_type(void)
                                                     values));
   return type;
 }
-#define TEXT_CAP 4096 /* bytes of a line kept for the output */
-
-typedef struct {
-  gint64 line;
-  guint64 bytes;  /* bytes of the line, its line end included */
-  guint64 tok_bytes;
-  TxlLineAcc acc; /* its score records (the stream's first is not one),
-                   * each token counted as its raw bytes */
-  gboolean has_meta; /* the scoring element's line scores came: they win */
-  TxlLineScore meta;
-  GString *text;  /* without the line end, at most TEXT_CAP bytes */
-  gboolean closed;
-} Line;
-
-struct _GstTxlSink {
-  GstBaseSink parent;
-
-  /* properties, object lock */
-  gchar *location;
-  gdouble threshold;
-  gboolean threshold_set; /* by the application; else the model's calibration
-                           * (caps field line-threshold) when it has one */
-  GstTxlThresholdMode mode;
-  gdouble z_threshold, quantile;
-  gdouble mean, stddev; /* zscore mode: a fixed baseline, bits per byte */
-  gint window, warmup;
-  gboolean post_scores;
-  gboolean text_mode; /* generation: plain text in, written as it comes */
-  gboolean per_line;  /* scores as GstTxlLineMeta, no records (txlsessions) */
-  TxlBaseline *baseline; /* mad and quantile modes, from start() */
-
-  /* streaming state */
-  FILE *out;
-  GQueue lines;        /* Line*, in line order, not yet written */
-  gint64 written_upto; /* last line written */
-  gint64 closed_upto;  /* every line up to this one is complete */
-  gint64 text_line;    /* line of the next text byte */
-  gboolean have_text;  /* the stream carries text metas */
-  GstClockTime last_pts;
-  /* snapshots: the state above is also read by txlmodel's queries, maybe
-   * from another thread (recursive: a signal handler may ask for one) */
-  GRecMutex state_lock;
-  guint64 records;      /* score records rendered in this stream */
-  gboolean held;        /* the stream goes on in a snapshot: keep the
-                         * unfinished lines at EOS */
-  GBytes *stopped;      /* the state when the element stopped */
-  guint64 stopped_records;
-  gboolean append;
-  /* the file is opened without truncating it, and emptied only at the
-   * first write of a stream that is not a restored one: a run that
-   * continues a snapshot never wipes the output of the runs before */
-  gboolean truncate_pending;
-};
-
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
        PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV,
        PROP_APPEND };
@@ -148,8 +78,8 @@ G_DEFINE_TYPE(GstTxlSink, gst_txl_sink, GST_TYPE_BASE_SINK)
 
 /* ---- lines ----------------------------------------------------------------- */
 
-static void
-line_free(gpointer p)
+void
+gst_txl_sink_line_free(gpointer p)
 {
   Line *l = p;
   g_string_free(l->text, TRUE);
@@ -366,7 +296,7 @@ write_ready(GstTxlSink *self, gboolean all)
     g_queue_pop_head(&self->lines);
     self->written_upto = l->line;
     gboolean ok = write_line(self, l, threshold);
-    line_free(l);
+    gst_txl_sink_line_free(l);
     if (!ok)
       return FALSE;
   }
@@ -378,7 +308,7 @@ reset_lines(GstTxlSink *self)
 {
   self->records = 0;
   self->held = FALSE;
-  g_queue_clear_full(&self->lines, line_free);
+  g_queue_clear_full(&self->lines, gst_txl_sink_line_free);
   self->written_upto = 0;
   self->closed_upto = 0;
   self->text_line = 1;
@@ -386,176 +316,10 @@ reset_lines(GstTxlSink *self)
   self->last_pts = GST_CLOCK_TIME_NONE;
 }
 
-/* ---- state, for txlmodel's snapshots ------------------------------------ */
-
-#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
-
-static GBytes *
-save_state(GstTxlSink *self)
-{
-  GByteArray *b = g_byte_array_new();
-  txl_put_u32(b, STATE_VERSION);
-  txl_put_u64(b, self->records);
-  txl_put_u64(b, (guint64)self->written_upto);
-  txl_put_u64(b, (guint64)self->closed_upto);
-  txl_put_u64(b, (guint64)self->text_line);
-  txl_put_u32(b, self->have_text);
-  txl_put_u32(b, self->baseline != NULL);
-  if (self->baseline) {
-    GBytes *bl = txl_baseline_save(self->baseline);
-    gsize n;
-    const guint8 *d = g_bytes_get_data(bl, &n);
-    txl_put_blob(b, d, n);
-    g_bytes_unref(bl);
-  }
-  txl_put_u32(b, self->lines.length);
-  for (GList *it = self->lines.head; it; it = it->next) {
-    Line *l = it->data;
-    txl_put_u64(b, (guint64)l->line);
-    txl_put_u64(b, l->bytes);
-    txl_put_u64(b, l->tok_bytes);
-    txl_put_u32(b, l->closed);
-    txl_put_blob(b, l->text->str, l->text->len);
-    txl_line_acc_put(b, &l->acc);
-    txl_put_u32(b, l->has_meta);
-    txl_line_score_put(b, &l->meta);
-  }
-  return g_byte_array_free_to_bytes(b);
-}
-
-/* Checks a saved state against this element's settings, and applies it
- * when apply is set; nothing changes otherwise. */
-static gboolean
-restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
-{
-  TxlReader r;
-  txl_reader_init(&r, state);
-  guint32 version = txl_get_u32(&r);
-  guint64 records = txl_get_u64(&r);
-  gint64 written = (gint64)txl_get_u64(&r), closed = (gint64)txl_get_u64(&r),
-         text_line = (gint64)txl_get_u64(&r);
-  guint32 have_text = txl_get_u32(&r), has_bl = txl_get_u32(&r);
-  GQueue lines = G_QUEUE_INIT;
-  gsize bn = 0;
-  const guint8 *bd = has_bl ? txl_get_blob(&r, &bn, G_MAXUINT32) : NULL;
-  if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlsink state is version 1, written "
-                        "by a txl that scored lines per raw byte; this one "
-                        "scores them per normalised byte with a worst part "
-                        "(docs/line-scores.md) and cannot continue those lines: "
-                        "remove the snapshot to start afresh");
-    return FALSE;
-  }
-  if (!r.ok || version != STATE_VERSION || have_text > 1 || has_bl > 1 ||
-      written < 0 || closed < 0 || text_line < 1)
-    goto bad;
-  if ((has_bl != 0) != (self->baseline != NULL)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "the snapshot's txlsink used another threshold-mode");
-    return FALSE;
-  }
-  guint32 n = txl_get_u32(&r);
-  gint64 prev = written;
-  for (guint32 i = 0; i < n && r.ok; i++) {
-    Line *l = g_new0(Line, 1);
-    l->line = (gint64)txl_get_u64(&r);
-    l->bytes = txl_get_u64(&r);
-    l->tok_bytes = txl_get_u64(&r);
-    guint32 cl = txl_get_u32(&r);
-    gsize tn;
-    const guint8 *td = txl_get_blob(&r, &tn, TEXT_CAP);
-    l->text = g_string_new_len(td ? (const char *)td : "", (gssize)tn);
-    l->closed = cl != 0;
-    g_queue_push_tail(&lines, l);
-    txl_line_acc_get(&r, &l->acc);
-    guint32 hm = txl_get_u32(&r);
-    l->has_meta = hm != 0;
-    txl_line_score_get(&r, &l->meta);
-    if (cl > 1 || hm > 1 || l->line <= prev)
-      r.ok = FALSE;
-    prev = l->line;
-  }
-  if (!txl_reader_done(&r))
-    goto bad;
-  if (self->baseline) {
-    /* checked on a copy of the settings: the live one changes only with
-     * the rest */
-    GBytes *bl = g_bytes_new(bd, bn);
-    TxlBaseline *trial = NULL;
-    GST_OBJECT_LOCK(self);
-    gint window = self->window, warmup = MIN(self->warmup, self->window);
-    gdouble q = self->quantile;
-    TxlBaselineKind kind = self->mode == TXL_THRESHOLD_MAD
-                               ? TXL_BASELINE_MAD : TXL_BASELINE_QUANTILE;
-    GST_OBJECT_UNLOCK(self);
-    trial = txl_baseline_new(kind, window, warmup, q, NULL);
-    gboolean ok = trial && txl_baseline_restore(trial, bl, error);
-    if (ok && apply)
-      ok = txl_baseline_restore(self->baseline, bl, error);
-    txl_baseline_free(trial);
-    g_bytes_unref(bl);
-    if (!ok) {
-      g_queue_clear_full(&lines, line_free);
-      return FALSE;
-    }
-  }
-  if (!apply) {
-    g_queue_clear_full(&lines, line_free);
-    return TRUE;
-  }
-  g_queue_clear_full(&self->lines, line_free);
-  self->lines = lines;
-  /* a restored stream goes on: what the file holds is its beginning */
-  self->truncate_pending = FALSE;
-  self->records = records;
-  self->written_upto = written;
-  self->closed_upto = closed;
-  self->text_line = text_line;
-  self->have_text = have_text;
-  return TRUE;
-bad:
-  g_queue_clear_full(&lines, line_free);
-  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-              "the snapshot's txlsink state is malformed");
-  return FALSE;
-}
-
-/* Its part of the pipeline's snapshots (txlparts.h): the state that
- * accounts for exactly the records delivered, else busy. */
-static GBytes *
-part_save(GstElement *e, guint64 delivered)
-{
-  GstTxlSink *self = GST_TXL_SINK(e);
-  g_rec_mutex_lock(&self->state_lock);
-  GBytes *b = NULL;
-  if (self->stopped && delivered == self->stopped_records)
-    b = g_bytes_ref(self->stopped);
-  else if (!self->stopped && !self->text_mode && delivered == self->records)
-    b = save_state(self);
-  g_rec_mutex_unlock(&self->state_lock);
-  return b;
-}
-
-static gboolean
-part_restore(GstElement *e, GBytes *bytes, gboolean apply, gboolean *taken,
-             GError **error)
-{
-  GstTxlSink *self = GST_TXL_SINK(e);
-  g_rec_mutex_lock(&self->state_lock);
-  *taken = TRUE;
-  gboolean ok = restore_state(self, bytes, apply, error);
-  g_rec_mutex_unlock(&self->state_lock);
-  return ok;
-}
-
-static const TxlPart part = { TXL_PART_DOWNSTREAM, TXL_PART_DOWNSTREAM_COUNT,
-                              part_save, part_restore };
-
 static gboolean
 gst_txl_sink_query(GstBaseSink *bs, GstQuery *query)
 {
-  if (txl_parts_answer(GST_ELEMENT(bs), &part, query))
+  if (txl_parts_answer(GST_ELEMENT(bs), &gst_txl_sink_part, query))
     return TRUE;
   return GST_BASE_SINK_CLASS(gst_txl_sink_parent_class)->query(bs, query);
 }
@@ -841,7 +605,7 @@ gst_txl_sink_stop(GstBaseSink *bs)
    * finds the state here */
   g_clear_pointer(&self->stopped, g_bytes_unref);
   if (!self->text_mode) {
-    self->stopped = save_state(self);
+    self->stopped = gst_txl_sink_save_state(self);
     self->stopped_records = self->records;
   }
   reset_lines(self);
@@ -914,7 +678,7 @@ gst_txl_sink_finalize(GObject *object)
 {
   GstTxlSink *self = GST_TXL_SINK(object);
   g_free(self->location);
-  g_queue_clear_full(&self->lines, line_free);
+  g_queue_clear_full(&self->lines, gst_txl_sink_line_free);
   g_clear_pointer(&self->stopped, g_bytes_unref);
   g_rec_mutex_clear(&self->state_lock);
   G_OBJECT_CLASS(gst_txl_sink_parent_class)->finalize(object);

@@ -1,0 +1,93 @@
+/* txlsink inside the plugin: the element's state, shared by gsttxlsink.c
+ * (writing the lines) and gsttxlsink_snap.c (its part of the pipeline's
+ * snapshots), which must see all of it. */
+#ifndef GST_TXL_SINK_H
+#define GST_TXL_SINK_H
+
+#include "baseline.h"
+#include "gsttxlcommon.h"
+#include "txlparts.h"
+
+#include <gst/base/gstbasesink.h>
+#include <stdio.h>
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_TXL_SINK (gst_txl_sink_get_type())
+G_DECLARE_FINAL_TYPE(GstTxlSink, gst_txl_sink, GST, TXL_SINK, GstBaseSink)
+
+/* How a line is judged: against a fixed cost, or against the lines before
+ * it (lib/anomaly/baseline.c) so that no threshold has to be known in advance. */
+typedef enum {
+  TXL_THRESHOLD_FIXED = 0,
+  TXL_THRESHOLD_MAD = 1,
+  TXL_THRESHOLD_QUANTILE = 2,
+  TXL_THRESHOLD_ZSCORE = 3,
+} GstTxlThresholdMode;
+
+#define TEXT_CAP 4096 /* bytes of a line kept for the output */
+
+typedef struct {
+  gint64 line;
+  guint64 bytes;  /* bytes of the line, its line end included */
+  guint64 tok_bytes;
+  TxlLineAcc acc; /* its score records (the stream's first is not one),
+                   * each token counted as its raw bytes */
+  gboolean has_meta; /* the scoring element's line scores came: they win */
+  TxlLineScore meta;
+  GString *text;  /* without the line end, at most TEXT_CAP bytes */
+  gboolean closed;
+} Line;
+
+struct _GstTxlSink {
+  GstBaseSink parent;
+
+  /* properties, object lock */
+  gchar *location;
+  gdouble threshold;
+  gboolean threshold_set; /* by the application; else the model's calibration
+                           * (caps field line-threshold) when it has one */
+  GstTxlThresholdMode mode;
+  gdouble z_threshold, quantile;
+  gdouble mean, stddev; /* zscore mode: a fixed baseline, bits per byte */
+  gint window, warmup;
+  gboolean post_scores;
+  gboolean text_mode; /* generation: plain text in, written as it comes */
+  gboolean per_line;  /* scores as GstTxlLineMeta, no records (txlsessions) */
+  TxlBaseline *baseline; /* mad and quantile modes, from start() */
+
+  /* streaming state */
+  FILE *out;
+  GQueue lines;        /* Line*, in line order, not yet written */
+  gint64 written_upto; /* last line written */
+  gint64 closed_upto;  /* every line up to this one is complete */
+  gint64 text_line;    /* line of the next text byte */
+  gboolean have_text;  /* the stream carries text metas */
+  GstClockTime last_pts;
+  /* snapshots: the state above is also read by txlmodel's queries, maybe
+   * from another thread (recursive: a signal handler may ask for one) */
+  GRecMutex state_lock;
+  guint64 records;      /* score records rendered in this stream */
+  gboolean held;        /* the stream goes on in a snapshot: keep the
+                         * unfinished lines at EOS */
+  GBytes *stopped;      /* the state when the element stopped */
+  guint64 stopped_records;
+  gboolean append;
+  /* the file is opened without truncating it, and emptied only at the
+   * first write of a stream that is not a restored one: a run that
+   * continues a snapshot never wipes the output of the runs before */
+  gboolean truncate_pending;
+};
+
+/* gsttxlsink.c */
+void gst_txl_sink_line_free(gpointer p);
+
+/* gsttxlsink_snap.c: its part of the snapshots (txlparts.h) */
+extern const TxlPart gst_txl_sink_part;
+/* its state now (state lock held), kept when it stops: the owner's
+ * shutdown snapshot comes after */
+GBytes *gst_txl_sink_save_state(GstTxlSink *self);
+
+G_END_DECLS
+
+#endif
