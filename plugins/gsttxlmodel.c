@@ -130,7 +130,6 @@ on_score(gint64 pos, int32_t token, float logprob, gpointer data)
   }
 }
 
-
 static void
 free_stream(GstTxlScorerBase *base)
 {
@@ -273,7 +272,6 @@ push_out(GstTxlModel *self, gboolean all_text)
   return deliver(self, buf);
 }
 
-
 /* End of a stream: the partial segment is scored and all text goes out. */
 static GstFlowReturn
 finish(GstTxlScorerBase *base)
@@ -292,7 +290,6 @@ push_scored(GstTxlScorerBase *base)
 {
   return push_out(GST_TXL_MODEL(base), FALSE);
 }
-
 
 /* ---- snapshots: this element's section ------------------------------------ */
 
@@ -736,31 +733,14 @@ opened(GstTxlScorerBase *base)
          cal->session_key), (NULL));
 }
 
-static const TxlPropField props[] = {
+static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start),
   TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency),
   TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen),
 };
 
-static void
-gst_txl_model_set_property(GObject *object, guint prop_id, const GValue *value,
-                           GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
-
-static void
-gst_txl_model_get_property(GObject *object, guint prop_id, GValue *value,
-                           GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      NULL };
 
 static void
 gst_txl_model_class_init(GstTxlModelClass *klass)
@@ -770,8 +750,7 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
-  gobject_class->set_property = gst_txl_model_set_property;
-  gobject_class->get_property = gst_txl_model_get_property;
+  txl_props_install(gobject_class, &props);
 
   g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,
       g_param_spec_uint64("max-latency", "Maximum latency",

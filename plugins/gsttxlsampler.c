@@ -419,7 +419,7 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
 }
 
 #define F(id, field) TXL_PROP(id, GstTxlSampler, field)
-static const TxlPropField props[] = {
+static const TxlPropField prop_fields[] = {
   F(PROP_MODEL, model_path),
   F(PROP_STOP, stop),
   F(PROP_TEMPERATURE, temperature),
@@ -434,25 +434,8 @@ static const TxlPropField props[] = {
 };
 #undef F
 
-static void
-gst_txl_sampler_set_property(GObject *object, guint prop_id,
-                             const GValue *value, GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
-
-static void
-gst_txl_sampler_get_property(GObject *object, guint prop_id, GValue *value,
-                             GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      NULL };
 
 static void
 gst_txl_sampler_finalize(GObject *object)
@@ -470,8 +453,7 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  gobject_class->set_property = gst_txl_sampler_set_property;
-  gobject_class->get_property = gst_txl_sampler_get_property;
+  txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_sampler_finalize;
   g_object_class_install_property(gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model", "Path of the txl model file "

@@ -440,8 +440,8 @@ gst_txl_scorer_base_change_state(GstElement *element,
 /* ---- properties ------------------------------------------------------------ */
 
 #define F(id, field) TXL_PROP(id, GstTxlScorerBase, field)
-static const TxlPropField props[] = {
-  F(PROP_MODEL, model_path),
+static const TxlPropField prop_fields[] = {
+  TXL_PROP_UPTO(PROP_MODEL, GstTxlScorerBase, model_path, GST_STATE_NULL),
   F(PROP_SEGMENT, segment),
   F(PROP_MEM_LEN, mem_len),
   F(PROP_SAME_LENGTH, same_length),
@@ -457,31 +457,8 @@ static const TxlPropField props[] = {
 };
 #undef F
 
-static void
-gst_txl_scorer_base_set_property(GObject *object, guint prop_id,
-                                 const GValue *value, GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (prop_id == PROP_MODEL && GST_STATE(object) != GST_STATE_NULL) {
-    GST_OBJECT_UNLOCK(object);
-    g_warning("%s: the model can only be changed in the NULL state",
-              GST_OBJECT_NAME(object));
-    return;
-  }
-  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
-
-static void
-gst_txl_scorer_base_get_property(GObject *object, guint prop_id,
-                                 GValue *value, GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      NULL };
 
 static void
 gst_txl_scorer_base_finalize(GObject *object)
@@ -597,8 +574,7 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
-  gobject_class->set_property = gst_txl_scorer_base_set_property;
-  gobject_class->get_property = gst_txl_scorer_base_get_property;
+  txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_scorer_base_finalize;
   install_stream_properties(gobject_class);
   install_snapshot_properties(gobject_class);

@@ -614,7 +614,7 @@ drop_loaded(gpointer loaded)
 /* ---- element ------------------------------------------------------------- */
 
 #define F(id, field) TXL_PROP(id, GstTxlSessions, field)
-static const TxlPropField props[] = {
+static const TxlPropField prop_fields[] = {
   F(PROP_SESSION_KEY, key),
   F(PROP_SESSION_KEY_GROUP, key_group),
   F(PROP_MAX_SESSIONS, max_sessions),
@@ -630,36 +630,24 @@ static const TxlPropField props[] = {
 };
 #undef F
 
+/* What the application chose itself; the rest follows the model's
+ * calibration. */
 static void
-gst_txl_sessions_set_property(GObject *object, guint prop_id,
-                              const GValue *value, GParamSpec *pspec)
+user_chose(GObject *object, guint id)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  GST_OBJECT_LOCK(self);
-  if (!txl_props_set(self, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  /* what the application chose itself; the rest follows the model's
-   * calibration */
-  if (prop_id == PROP_SESSION_KEY || prop_id == PROP_SESSION_KEY_GROUP)
+  if (id == PROP_SESSION_KEY || id == PROP_SESSION_KEY_GROUP)
     self->user_set |= SET_KEY;
-  else if (prop_id == PROP_SESSION_SCORE)
+  else if (id == PROP_SESSION_SCORE)
     self->user_set |= SET_SCORE;
-  else if (prop_id == PROP_SESSION_THRESHOLD)
+  else if (id == PROP_SESSION_THRESHOLD)
     self->user_set |= SET_THRESHOLD;
-  else if (prop_id == PROP_SESSION_END_MARKER)
+  else if (id == PROP_SESSION_END_MARKER)
     self->user_set |= SET_END_MARKER;
-  GST_OBJECT_UNLOCK(self);
 }
 
-static void
-gst_txl_sessions_get_property(GObject *object, guint prop_id, GValue *value,
-                              GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      user_chose };
 
 static void
 gst_txl_sessions_finalize(GObject *object)
@@ -681,8 +669,7 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                          GST_PARAM_MUTABLE_READY;
 
-  gobject_class->set_property = gst_txl_sessions_set_property;
-  gobject_class->get_property = gst_txl_sessions_get_property;
+  txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_sessions_finalize;
 
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY,

@@ -120,7 +120,6 @@ line_get(GstTxlSink *self, gint64 line)
   return l;
 }
 
-
 static void
 clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
 {
@@ -628,8 +627,8 @@ gst_txl_sink_stop(GstBaseSink *bs)
 /* ---- GObject ------------------------------------------------------------- */
 
 #define F(id, field) TXL_PROP(id, GstTxlSink, field)
-static const TxlPropField props[] = {
-  F(PROP_LOCATION, location),
+static const TxlPropField prop_fields[] = {
+  TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY),
   F(PROP_THRESHOLD, threshold),
   F(PROP_MODE, mode),
   F(PROP_Z, z_threshold),
@@ -643,35 +642,16 @@ static const TxlPropField props[] = {
 };
 #undef F
 
+/* the application's threshold, not the model's calibration */
 static void
-gst_txl_sink_set_property(GObject *object, guint prop_id, const GValue *value,
-                          GParamSpec *pspec)
+threshold_chosen(GObject *object, guint id)
 {
-  GstTxlSink *self = GST_TXL_SINK(object);
-  GST_OBJECT_LOCK(self);
-  if (prop_id == PROP_LOCATION && GST_STATE(self) > GST_STATE_READY) {
-    GST_OBJECT_UNLOCK(self);
-    g_warning("txlsink: the location can only be changed in the NULL or "
-              "READY state");
-    return;
-  }
-  if (!txl_props_set(self, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  /* the application's threshold, not the model's calibration */
-  if (prop_id == PROP_THRESHOLD)
-    self->threshold_set = TRUE;
-  GST_OBJECT_UNLOCK(self);
+  if (id == PROP_THRESHOLD)
+    GST_TXL_SINK(object)->threshold_set = TRUE;
 }
 
-static void
-gst_txl_sink_get_property(GObject *object, guint prop_id, GValue *value,
-                          GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      threshold_chosen };
 
 static void
 gst_txl_sink_finalize(GObject *object)
@@ -692,8 +672,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   GstBaseSinkClass *bs_class = GST_BASE_SINK_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
-  gobject_class->set_property = gst_txl_sink_set_property;
-  gobject_class->get_property = gst_txl_sink_get_property;
+  txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_sink_finalize;
 
   g_object_class_install_property(gobject_class, PROP_LOCATION,

@@ -552,36 +552,13 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
   return ret;
 }
 
-static const TxlPropField props[] = {
+static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines),
-  TXL_PROP(PROP_MODEL, GstTxlTokenizer, model_path),
+  TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL),
 };
 
-static void
-gst_txl_tokenizer_set_property(GObject *object, guint prop_id,
-                               const GValue *value, GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (prop_id == PROP_MODEL && GST_STATE(object) != GST_STATE_NULL) {
-    GST_OBJECT_UNLOCK(object);
-    g_warning("txltokenizer: the model can only be changed in the NULL "
-              "state");
-    return;
-  }
-  if (!txl_props_set(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
-
-static void
-gst_txl_tokenizer_get_property(GObject *object, guint prop_id, GValue *value,
-                               GParamSpec *pspec)
-{
-  GST_OBJECT_LOCK(object);
-  if (!txl_props_get(object, props, G_N_ELEMENTS(props), prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  GST_OBJECT_UNLOCK(object);
-}
+static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
+                                      NULL };
 
 static void
 gst_txl_tokenizer_finalize(GObject *object)
@@ -598,8 +575,7 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
-  gobject_class->set_property = gst_txl_tokenizer_set_property;
-  gobject_class->get_property = gst_txl_tokenizer_get_property;
+  txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_tokenizer_finalize;
 
   g_object_class_install_property(gobject_class, PROP_BUFFER_LINES,

@@ -1,22 +1,26 @@
 /* Table-driven properties (txlprops.h). */
 #include "txlprops.h"
 
+G_DEFINE_QUARK(txl-props, props)
+
+/* The field of property id, from the table of the class that installed
+ * the property (a base class and its subclass each have their own). */
 static gpointer
-field(gpointer instance, const TxlPropField *table, gsize n, guint id)
+field(GObject *object, GParamSpec *pspec, guint id, GstState *max_state,
+      const TxlPropTable **table)
 {
-  for (gsize i = 0; i < n; i++)
-    if (table[i].id == id)
-      return G_STRUCT_MEMBER_P(instance, table[i].offset);
+  *table = g_type_get_qdata(pspec->owner_type, props_quark());
+  for (gsize i = 0; *table && i < (*table)->n; i++)
+    if ((*table)->fields[i].id == id) {
+      *max_state = (*table)->fields[i].max_state;
+      return G_STRUCT_MEMBER_P(object, (*table)->fields[i].offset);
+    }
   return NULL;
 }
 
-gboolean
-txl_props_set(gpointer instance, const TxlPropField *table, gsize n,
-              guint id, const GValue *value)
+static void
+set_field(gpointer f, const GValue *value)
 {
-  gpointer f = field(instance, table, n, id);
-  if (!f)
-    return FALSE;
   switch (G_TYPE_FUNDAMENTAL(G_VALUE_TYPE(value))) {
   case G_TYPE_STRING:
     g_free(*(gchar **)f);
@@ -28,29 +32,71 @@ txl_props_set(gpointer instance, const TxlPropField *table, gsize n,
   case G_TYPE_DOUBLE: *(gdouble *)f = g_value_get_double(value); break;
   case G_TYPE_BOOLEAN: *(gboolean *)f = g_value_get_boolean(value); break;
   case G_TYPE_ENUM: *(gint *)f = g_value_get_enum(value); break;
-  default:
-    g_return_val_if_reached(FALSE);
+  default: g_warn_if_reached(); break;
   }
-  return TRUE;
 }
 
-gboolean
-txl_props_get(gpointer instance, const TxlPropField *table, gsize n,
-              guint id, GValue *value)
+static void
+get_field(gconstpointer f, GValue *value)
 {
-  gpointer f = field(instance, table, n, id);
-  if (!f)
-    return FALSE;
   switch (G_TYPE_FUNDAMENTAL(G_VALUE_TYPE(value))) {
-  case G_TYPE_STRING: g_value_set_string(value, *(gchar **)f); break;
-  case G_TYPE_INT: g_value_set_int(value, *(gint *)f); break;
-  case G_TYPE_UINT: g_value_set_uint(value, *(guint *)f); break;
-  case G_TYPE_UINT64: g_value_set_uint64(value, *(guint64 *)f); break;
-  case G_TYPE_DOUBLE: g_value_set_double(value, *(gdouble *)f); break;
-  case G_TYPE_BOOLEAN: g_value_set_boolean(value, *(gboolean *)f); break;
-  case G_TYPE_ENUM: g_value_set_enum(value, *(gint *)f); break;
-  default:
-    g_return_val_if_reached(FALSE);
+  case G_TYPE_STRING: g_value_set_string(value, *(gchar *const *)f); break;
+  case G_TYPE_INT: g_value_set_int(value, *(const gint *)f); break;
+  case G_TYPE_UINT: g_value_set_uint(value, *(const guint *)f); break;
+  case G_TYPE_UINT64: g_value_set_uint64(value, *(const guint64 *)f); break;
+  case G_TYPE_DOUBLE: g_value_set_double(value, *(const gdouble *)f); break;
+  case G_TYPE_BOOLEAN: g_value_set_boolean(value, *(const gboolean *)f); break;
+  case G_TYPE_ENUM: g_value_set_enum(value, *(const gint *)f); break;
+  default: g_warn_if_reached(); break;
   }
-  return TRUE;
+}
+
+static void
+set_property(GObject *object, guint id, const GValue *value,
+             GParamSpec *pspec)
+{
+  const TxlPropTable *table;
+  GstState max_state = 0;
+  GST_OBJECT_LOCK(object);
+  gpointer f = field(object, pspec, id, &max_state, &table);
+  if (!f) {
+    GST_OBJECT_UNLOCK(object);
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+    return;
+  }
+  if (max_state && GST_IS_ELEMENT(object) &&
+      GST_STATE(object) > max_state) {
+    GST_OBJECT_UNLOCK(object);
+    g_warning("%s: %s can only be changed in the %s state",
+              GST_OBJECT_NAME(object), pspec->name,
+              max_state == GST_STATE_NULL ? "NULL" : "NULL or READY");
+    return;
+  }
+  set_field(f, value);
+  if (table->changed)
+    table->changed(object, id);
+  GST_OBJECT_UNLOCK(object);
+}
+
+static void
+get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)
+{
+  const TxlPropTable *table;
+  GstState max_state;
+  GST_OBJECT_LOCK(object);
+  gpointer f = field(object, pspec, id, &max_state, &table);
+  if (f)
+    get_field(f, value);
+  GST_OBJECT_UNLOCK(object);
+  if (!f)
+    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+}
+
+void
+txl_props_install(GObjectClass *klass, const TxlPropTable *table)
+{
+  g_type_set_qdata(G_TYPE_FROM_CLASS(klass), props_quark(),
+                   (gpointer)table);
+  klass->set_property = set_property;
+  klass->get_property = get_property;
 }

@@ -1,27 +1,34 @@
 /* Element properties kept in fields of the instance, set and read through
- * one table per element instead of a switch per property: the table names
- * each property's id and field, the field's type is the property's (a
- * string property's field is an owned gchar *, an enum's an int). */
+ * one table per element class instead of a switch per property: the table
+ * names each property's id and field, the field's type is the property's
+ * (a string property's field is an owned gchar *, an enum's an int).  All
+ * is done under the object lock. */
 #ifndef TXL_PROPS_H
 #define TXL_PROPS_H
 
-#include <glib-object.h>
+#include <gst/gst.h>
 
 G_BEGIN_DECLS
 
 typedef struct {
   guint id;
-  gsize offset; /* of the field in the instance */
+  gsize offset;       /* of the field in the instance */
+  GstState max_state; /* the highest state it may change in (0: any) */
 } TxlPropField;
 
-#define TXL_PROP(id, type, field) { (id), G_STRUCT_OFFSET(type, field) }
+#define TXL_PROP(id, type, field) { (id), G_STRUCT_OFFSET(type, field), 0 }
+#define TXL_PROP_UPTO(id, type, field, state)                                 \
+  { (id), G_STRUCT_OFFSET(type, field), (state) }
 
-/* Sets (or reads into value) the property's field, when the table has it;
- * the caller holds the object lock.  FALSE for an id not in the table. */
-gboolean txl_props_set(gpointer instance, const TxlPropField *table,
-                       gsize n, guint id, const GValue *value);
-gboolean txl_props_get(gpointer instance, const TxlPropField *table,
-                       gsize n, guint id, GValue *value);
+typedef struct {
+  const TxlPropField *fields;
+  gsize n;
+  /* after a property was set, object lock held (may be NULL) */
+  void (*changed)(GObject *object, guint id);
+} TxlPropTable;
+
+/* The class's set_property and get_property: through its table. */
+void txl_props_install(GObjectClass *klass, const TxlPropTable *table);
 
 G_END_DECLS
 
