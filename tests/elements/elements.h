@@ -63,42 +63,33 @@ G_GNUC_UNUSED static const char el_text[] =
     "on on on the the cat\n"
     "last line without an end w42 w43";
 
-/* Every record of every buffer, in order. */
+/* Every record of every buffer, in order: size bytes each, decoded by
+ * read into elements of elem_size. */
+typedef void (*ElRecordRead)(const guint8 *p, gpointer out);
+
 G_GNUC_UNUSED static GArray *
-el_token_records(GList *buffers)
+el_records(GList *buffers, gsize size, gsize elem_size, ElRecordRead read)
 {
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord));
+  GArray *a = g_array_new(FALSE, TRUE, (guint)elem_size);
   for (GList *it = buffers; it; it = it->next) {
     GstMapInfo map;
     g_assert_true(gst_buffer_map(it->data, &map, GST_MAP_READ));
-    g_assert_cmpuint(map.size % TXL_TOKEN_RECORD_SIZE, ==, 0);
-    for (gsize o = 0; o < map.size; o += TXL_TOKEN_RECORD_SIZE) {
-      TxlTokenRecord r;
-      txl_token_record_read(map.data + o, &r);
-      g_array_append_val(a, r);
+    g_assert_cmpuint(map.size % size, ==, 0);
+    for (gsize o = 0; o < map.size; o += size) {
+      g_array_set_size(a, a->len + 1);
+      read(map.data + o, a->data + (a->len - 1) * elem_size);
     }
     gst_buffer_unmap(it->data, &map);
   }
   return a;
 }
 
-G_GNUC_UNUSED static GArray *
-el_score_records(GList *buffers)
-{
-  GArray *a = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
-  for (GList *it = buffers; it; it = it->next) {
-    GstMapInfo map;
-    g_assert_true(gst_buffer_map(it->data, &map, GST_MAP_READ));
-    g_assert_cmpuint(map.size % TXL_SCORE_RECORD_SIZE, ==, 0);
-    for (gsize o = 0; o < map.size; o += TXL_SCORE_RECORD_SIZE) {
-      TxlScoreRecord r;
-      txl_score_record_read(map.data + o, &r);
-      g_array_append_val(a, r);
-    }
-    gst_buffer_unmap(it->data, &map);
-  }
-  return a;
-}
+#define el_token_records(buffers)                                             \
+  el_records((buffers), TXL_TOKEN_RECORD_SIZE, sizeof(TxlTokenRecord),        \
+             (ElRecordRead)txl_token_record_read)
+#define el_score_records(buffers)                                             \
+  el_records((buffers), TXL_SCORE_RECORD_SIZE, sizeof(TxlScoreRecord),        \
+             (ElRecordRead)txl_score_record_read)
 
 /* Pulls every buffer the harness has received (a list, oldest first). */
 G_GNUC_UNUSED static GList *
@@ -209,6 +200,79 @@ el_bus_error(GstBus *bus)
     gst_message_unref(msg);
   }
   return text;
+}
+
+/* Starting e (taken) must fail: the error it posts (g_free). */
+G_GNUC_UNUSED static char *
+el_start_error(GstElement *e, GstState state)
+{
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  g_assert_cmpint(gst_element_set_state(e, state), ==,
+                  GST_STATE_CHANGE_FAILURE);
+  char *msg = el_bus_error(bus);
+  g_assert_nonnull(msg);
+  gst_element_set_state(e, GST_STATE_NULL);
+  gst_element_set_bus(e, NULL);
+  gst_object_unref(bus);
+  gst_object_unref(e);
+  return msg;
+}
+
+/* The next message of a running pipeline among ELEMENT and also (e.g.
+ * GST_MESSAGE_WARNING); NULL at the end of the stream; an error fails the
+ * test. */
+G_GNUC_UNUSED static GstMessage *
+el_next_message(GstBus *bus, GstMessageType also)
+{
+  GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
+      GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT | also);
+  g_assert_nonnull(msg);
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *e = NULL;
+    gst_message_parse_error(msg, &e, NULL);
+    g_error("pipeline error: %s", e->message);
+  }
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS)
+    g_clear_pointer(&msg, gst_message_unref);
+  return msg;
+}
+
+/* Runs pipelines/<name> through gst-launch-1.0 with $INPUT and $MODEL
+ * filled in (its comments dropped): its standard output (g_free), or NULL
+ * when there is no gst-launch-1.0 (the test is skipped). */
+G_GNUC_UNUSED static char *
+el_launch_pipeline(const char *name, const char *input, const char *model)
+{
+  g_autofree char *launch = g_find_program_in_path("gst-launch-1.0");
+  if (!launch) {
+    g_test_skip("no gst-launch-1.0");
+    return NULL;
+  }
+  g_autoptr(GError) err = NULL;
+  g_autofree char *file = g_build_filename(PIPELINES_DIR, name, NULL);
+  g_autofree char *desc = NULL;
+  g_assert_true(g_file_get_contents(file, &desc, NULL, &err));
+  GString *cmd = g_string_new(NULL);
+  g_auto(GStrv) rows = g_strsplit(desc, "\n", -1);
+  for (guint i = 0; rows[i]; i++)
+    if (rows[i][0] != '#')
+      g_string_append_printf(cmd, "%s ", rows[i]);
+  g_autofree char *qin = g_shell_quote(input), *qm = g_shell_quote(model);
+  g_string_replace(cmd, "$INPUT", qin, 0);
+  g_string_replace(cmd, "$MODEL", qm, 0);
+  g_autofree char *line = g_strdup_printf("%s -q %s", launch, cmd->str);
+  g_string_free(cmd, TRUE);
+  g_auto(GStrv) argv = NULL;
+  g_assert_true(g_shell_parse_argv(line, NULL, &argv, &err));
+  char *out = NULL;
+  g_autofree char *errout = NULL;
+  int status;
+  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                             &out, &errout, &status, &err));
+  if (!g_spawn_check_wait_status(status, NULL))
+    g_error("%s failed: %s", line, errout);
+  return out;
 }
 
 #endif

@@ -78,24 +78,12 @@ run(const char *element, const char *props, const char *sink_props,
   GstBus *bus = gst_element_get_bus(p);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
                   GST_STATE_CHANGE_FAILURE);
-  for (;;) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT |
-        GST_MESSAGE_WARNING);
-    g_assert_nonnull(msg);
+  GstMessage *msg;
+  while ((msg = el_next_message(bus, GST_MESSAGE_WARNING))) {
     if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
       r.warnings++;
       gst_message_unref(msg);
       continue;
-    }
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gst_message_parse_error(msg, &e, NULL);
-      g_error("pipeline error: %s", e->message);
-    }
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-      gst_message_unref(msg);
-      break;
     }
     const GstStructure *st = gst_message_get_structure(msg);
     if (gst_structure_has_name(st, "txl-session")) {

@@ -281,33 +281,15 @@ test_bad_model(void)
     GstElement *e = gst_element_factory_make("txlmodel", NULL);
     if (paths[k])
       g_object_set(e, "model", paths[k], NULL);
-    GstBus *bus = gst_bus_new();
-    gst_element_set_bus(e, bus);
-    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PLAYING), ==,
-                    GST_STATE_CHANGE_FAILURE);
-    g_autofree char *msg = el_bus_error(bus);
-    g_assert_nonnull(msg);
+    g_autofree char *msg = el_start_error(e, GST_STATE_PLAYING);
     g_assert_nonnull(strstr(msg, paths[k] ? paths[k] : "model"));
-    gst_element_set_state(e, GST_STATE_NULL);
-    gst_element_set_bus(e, NULL);
-    gst_object_unref(bus);
-    gst_object_unref(e);
   }
   /* impossible settings: an error when starting, not a crash */
   char *m = el_write_byte_model(16);
   GstElement *e = gst_element_factory_make("txlmodel", NULL);
   g_object_set(e, "model", m, "mem-len", 0, "same-length", 1, NULL);
-  GstBus *bus = gst_bus_new();
-  gst_element_set_bus(e, bus);
-  g_assert_cmpint(gst_element_set_state(e, GST_STATE_PAUSED), ==,
-                  GST_STATE_CHANGE_FAILURE);
-  g_autofree char *msg = el_bus_error(bus);
-  g_assert_nonnull(msg);
+  g_autofree char *msg = el_start_error(e, GST_STATE_PAUSED);
   g_assert_nonnull(strstr(msg, "mem_len"));
-  gst_element_set_state(e, GST_STATE_NULL);
-  gst_element_set_bus(e, NULL);
-  gst_object_unref(bus);
-  gst_object_unref(e);
   tu_remove(m);
   g_free(m);
 }
@@ -323,18 +305,9 @@ test_non_finite_model(void)
     tu_poison_weight(m, "blk.0.ffn_up.weight", 9, bad[k]);
     GstElement *e = gst_element_factory_make("txlmodel", NULL);
     g_object_set(e, "model", m, NULL);
-    GstBus *bus = gst_bus_new();
-    gst_element_set_bus(e, bus);
-    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PLAYING), ==,
-                    GST_STATE_CHANGE_FAILURE);
-    g_autofree char *msg = el_bus_error(bus);
-    g_assert_nonnull(msg);
+    g_autofree char *msg = el_start_error(e, GST_STATE_PLAYING);
     g_assert_nonnull(strstr(msg, "'blk.0.ffn_up.weight' holds"));
     g_assert_nonnull(strstr(msg, k == 0 ? "inf at index 9" : "NaN at index 9"));
-    gst_element_set_state(e, GST_STATE_NULL);
-    gst_element_set_bus(e, NULL);
-    gst_object_unref(bus);
-    gst_object_unref(e);
     tu_remove(m);
     g_free(m);
   }

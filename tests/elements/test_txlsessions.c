@@ -273,19 +273,8 @@ run_pipeline(const char *model, const char *input, const Cfg *cfg,
   GstBus *bus = gst_element_get_bus(p);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
                   GST_STATE_CHANGE_FAILURE);
-  for (;;) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
-    g_assert_nonnull(msg);
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gst_message_parse_error(msg, &e, NULL);
-      g_error("pipeline error: %s", e->message);
-    }
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-      gst_message_unref(msg);
-      break;
-    }
+  GstMessage *msg;
+  while ((msg = el_next_message(bus, 0))) {
     const GstStructure *st = gst_message_get_structure(msg);
     if (gst_structure_has_name(st, "txl-session")) {
       SessRes x = sess_from_structure(st);
@@ -497,17 +486,8 @@ test_bad_settings(void)
     GstElement *e = gst_element_factory_make("txlsessions", NULL);
     g_object_set(e, "model", byte_model, NULL);
     gst_util_set_object_arg(G_OBJECT(e), cases[i].prop, cases[i].value);
-    GstBus *bus = gst_bus_new();
-    gst_element_set_bus(e, bus);
-    g_assert_cmpint(gst_element_set_state(e, GST_STATE_PAUSED), ==,
-                    GST_STATE_CHANGE_FAILURE);
-    g_autofree char *msg = el_bus_error(bus);
-    g_assert_nonnull(msg);
+    g_autofree char *msg = el_start_error(e, GST_STATE_PAUSED);
     g_assert_nonnull(strstr(msg, cases[i].want));
-    gst_element_set_state(e, GST_STATE_NULL);
-    gst_element_set_bus(e, NULL);
-    gst_object_unref(bus);
-    gst_object_unref(e);
   }
 }
 
@@ -516,29 +496,15 @@ test_bad_settings(void)
 static void
 test_gst_launch(void)
 {
-  g_autofree char *launch = g_find_program_in_path("gst-launch-1.0");
-  if (!launch) {
-    g_test_skip("no gst-launch-1.0");
-    return;
-  }
-  g_autoptr(GError) err = NULL;
-  g_autofree char *file = g_build_filename(PIPELINES_DIR, "sessions.txt",
-                                           NULL);
-  g_autofree char *desc = NULL;
-  g_assert_true(g_file_get_contents(file, &desc, NULL, &err));
   g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
   g_autofree char *in = g_build_filename(dir, "in.log", NULL);
   g_assert_true(g_file_set_contents(in, log_bytes, -1, NULL));
-  g_autofree char *script = g_strdup_printf(
-      "INPUT='%s' MODEL='%s' sh -c \"gst-launch-1.0 -q "
-      "$(grep -v '^#' '%s')\"", in, byte_model, file);
-  char *argv[] = { "sh", "-c", script, NULL };
-  g_autofree char *out = NULL, *errout = NULL;
-  int status;
-  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
-                             NULL, &out, &errout, &status, &err));
-  if (!g_spawn_check_wait_status(status, NULL))
-    g_error("%s failed: %s", script, errout);
+  g_autofree char *out = el_launch_pipeline("sessions.txt", in, byte_model);
+  if (!out) {
+    g_unlink(in);
+    g_rmdir(dir);
+    return;
+  }
   Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MEAN, 4096, 0.5 };
   Results lib;

@@ -49,19 +49,8 @@ run_pipeline(const char *desc, Counts *c)
   GstBus *bus = gst_element_get_bus(p);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
                   GST_STATE_CHANGE_FAILURE);
-  for (;;) {
-    GstMessage *msg = gst_bus_timed_pop_filtered(bus, 30 * GST_SECOND,
-        GST_MESSAGE_ERROR | GST_MESSAGE_EOS | GST_MESSAGE_ELEMENT);
-    g_assert_nonnull(msg);
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gst_message_parse_error(msg, &e, NULL);
-      g_error("pipeline error: %s", e->message);
-    }
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS) {
-      gst_message_unref(msg);
-      break;
-    }
+  GstMessage *msg;
+  while ((msg = el_next_message(bus, 0))) {
     const GstStructure *s = gst_message_get_structure(msg);
     if (gst_structure_has_name(s, "txl-score")) {
       GstClockTime rt;
@@ -241,42 +230,19 @@ test_binary(void)
 static void
 test_gst_launch(void)
 {
-  g_autofree char *launch = g_find_program_in_path("gst-launch-1.0");
-  if (!launch) {
-    g_test_skip("no gst-launch-1.0");
-    return;
-  }
-  g_autoptr(GError) err = NULL;
-  g_autofree char *file = g_build_filename(PIPELINES_DIR, "score-file.txt",
-                                           NULL);
-  g_autofree char *desc = NULL;
-  g_assert_true(g_file_get_contents(file, &desc, NULL, &err));
   char *m = el_write_word_model(33);
   g_autofree char *dir = g_path_get_dirname(m);
   g_autofree char *in = write_input(dir, "in.log", el_text, strlen(el_text));
-  /* the description without its comments, with the variables filled in */
-  GString *cmd = g_string_new(NULL);
-  g_auto(GStrv) rows = g_strsplit(desc, "\n", -1);
-  for (guint i = 0; rows[i]; i++)
-    if (rows[i][0] != '#')
-      g_string_append_printf(cmd, "%s ", rows[i]);
-  g_autofree char *qin = g_shell_quote(in), *qm = g_shell_quote(m);
-  g_string_replace(cmd, "$INPUT", qin, 0);
-  g_string_replace(cmd, "$MODEL", qm, 0);
-  g_autofree char *line = g_strdup_printf("%s -q %s", launch, cmd->str);
-  g_string_free(cmd, TRUE);
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(line, NULL, &argv, &err));
-  char *out = NULL, *errout = NULL;
-  int status;
-  g_assert_true(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                             &out, &errout, &status, &err));
-  if (!g_spawn_check_wait_status(status, NULL))
-    g_error("%s failed: %s", line, errout);
+  char *out = el_launch_pipeline("score-file.txt", in, m);
+  if (!out) {
+    g_remove(in);
+    tu_remove(m);
+    g_free(m);
+    return;
+  }
   g_autofree char *cli = txl_score(m, in);
   assert_same_as_cli(out, cli, TRUE);
   g_free(out);
-  g_free(errout);
   g_remove(in);
   tu_remove(m);
   g_free(m);
@@ -342,17 +308,8 @@ test_bad_location(void)
 {
   GstElement *sink = gst_element_factory_make("txlsink", NULL);
   g_object_set(sink, "location", "/nonexistent/dir/out.jsonl", NULL);
-  GstBus *bus = gst_bus_new();
-  gst_element_set_bus(sink, bus);
-  g_assert_cmpint(gst_element_set_state(sink, GST_STATE_PAUSED), ==,
-                  GST_STATE_CHANGE_FAILURE);
-  g_autofree char *msg = el_bus_error(bus);
-  g_assert_nonnull(msg);
+  g_autofree char *msg = el_start_error(sink, GST_STATE_PAUSED);
   g_assert_nonnull(strstr(msg, "/nonexistent/dir/out.jsonl"));
-  gst_element_set_state(sink, GST_STATE_NULL);
-  gst_element_set_bus(sink, NULL);
-  gst_object_unref(bus);
-  gst_object_unref(sink);
 }
 
 /* threshold-mode mad and quantile: nothing is judged during the warm-up,
