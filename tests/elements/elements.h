@@ -130,20 +130,27 @@ el_text_of(GList *buffers)
 
 /* An element with its model set, in a harness (started). */
 G_GNUC_UNUSED static GstHarness *
-el_harness(const char *factory, const char *model, const char *first_prop,
-           ...)
+el_harness_valist(const char *factory, const char *model,
+                  const char *first_prop, va_list ap)
 {
   GstElement *e = gst_element_factory_make(factory, NULL);
   g_assert_nonnull(e);
   g_object_set(e, "model", model, NULL);
-  if (first_prop) {
-    va_list ap;
-    va_start(ap, first_prop);
+  if (first_prop)
     g_object_set_valist(G_OBJECT(e), first_prop, ap);
-    va_end(ap);
-  }
   GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
   gst_object_unref(e);
+  return h;
+}
+
+G_GNUC_UNUSED static GstHarness *
+el_harness(const char *factory, const char *model, const char *first_prop,
+           ...)
+{
+  va_list ap;
+  va_start(ap, first_prop);
+  GstHarness *h = el_harness_valist(factory, model, first_prop, ap);
+  va_end(ap);
   return h;
 }
 

@@ -493,26 +493,22 @@ main(int argc, char **argv)
   g_test_init(&argc, &argv, NULL);
   gst_init(&argc, &argv);
   static const char *elements[] = { "txlmodel", "txlsessions" };
-  for (int i = 0; i < 2; i++) {
-    char *n;
-    n = g_strdup_printf("/snapshots/%s/signals", elements[i]);
-    g_test_add_data_func(n, elements[i], test_signals);
-    g_free(n);
-    n = g_strdup_printf("/snapshots/%s/periodic", elements[i]);
-    g_test_add_data_func(n, elements[i], test_periodic);
-    g_free(n);
-    n = g_strdup_printf("/snapshots/%s/refused-at-start", elements[i]);
-    g_test_add_data_func(n, elements[i], test_refused_at_start);
-    g_free(n);
-    n = g_strdup_printf("/snapshots/%s/failed-push-kept", elements[i]);
-    g_test_add_data_func(n, elements[i], test_failed_push_kept);
-    g_free(n);
-    n = g_strdup_printf("/snapshots/%s/writer", elements[i]);
-    g_test_add_data_func(n, elements[i], test_writer);
-    g_free(n);
-    n = g_strdup_printf("/snapshots/%s/stale-temporaries", elements[i]);
-    g_test_add_data_func(n, elements[i], test_stale_temporaries);
-    g_free(n);
-  }
+  static const struct {
+    const char *name;
+    GTestDataFunc func;
+  } tests[] = {
+    { "signals", test_signals },
+    { "periodic", test_periodic },
+    { "refused-at-start", test_refused_at_start },
+    { "failed-push-kept", test_failed_push_kept },
+    { "writer", test_writer },
+    { "stale-temporaries", test_stale_temporaries },
+  };
+  for (int i = 0; i < 2; i++)
+    for (gsize t = 0; t < G_N_ELEMENTS(tests); t++) {
+      g_autofree char *n = g_strdup_printf("/snapshots/%s/%s", elements[i],
+                                           tests[t].name);
+      g_test_add_data_func(n, elements[i], tests[t].func);
+    }
   return g_test_run();
 }

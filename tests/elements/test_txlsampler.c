@@ -10,14 +10,10 @@ run(const char *model, const int32_t *ids, const gint64 *lines,
     const guint32 *flags, gsize n, int *n_buffers, const char *first_prop,
     ...)
 {
-  GstElement *e = gst_element_factory_make("txlsampler", NULL);
-  g_object_set(e, "model", model, NULL);
   va_list ap;
   va_start(ap, first_prop);
-  g_object_set_valist(G_OBJECT(e), first_prop, ap);
+  GstHarness *h = el_harness_valist("txlsampler", model, first_prop, ap);
   va_end(ap);
-  GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
-  gst_object_unref(e);
   gst_harness_set_src_caps(h, el_token_caps(model));
   g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, lines, flags, n, 0)),
                   ==, GST_FLOW_OK);
