@@ -117,16 +117,10 @@ save_snapshot(GstTxlSampler *self, const gchar *path, const gchar *reason)
   GError *err = NULL;
   gboolean ok = txl_generator_save(self->gen, path, NULL, sect, &bytes, &err);
   g_hash_table_unref(sect);
-  if (!ok) {
-    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
-                        ("Could not write the snapshot: %s", err->message),
-                        (NULL));
-    g_error_free(err);
+  if (!txl_parts_written(GST_ELEMENT(self), ok, err, path, bytes, t0,
+                         self->received, reason))
     return FALSE;
-  }
   self->dirty = FALSE;
-  txl_parts_post(GST_ELEMENT(self), path, bytes,
-                 (g_get_monotonic_time() - t0) / 1e6, self->received, reason);
   return TRUE;
 }
 

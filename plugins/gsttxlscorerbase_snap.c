@@ -57,18 +57,11 @@ gst_txl_scorer_base_snapshot(GstTxlScorerBase *self, const gchar *path,
   GError *err = NULL;
   gboolean ok = CLASS(self)->save(self, path, &o, sect, &bytes, &err);
   g_hash_table_unref(sect);
-  if (!ok) {
-    GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
-                        ("Could not write the snapshot: %s", err->message),
-                        (NULL));
-    g_error_free(err);
+  /* the position the scheduler counts from (txl_snap_sched_mark) */
+  guint64 seen = CLASS(self)->progress(self);
+  if (!txl_parts_written(e, ok, err, path, bytes, t0, seen, reason))
     return TXL_SNAP_FAIL;
-  }
-  gint64 t1 = g_get_monotonic_time();
   txl_snap_sched_mark(&self->snap);
-  GST_INFO_OBJECT(self, "snapshot %s (%s): %" G_GSIZE_FORMAT " bytes in "
-                  "%.1f ms", path, reason, bytes, (t1 - t0) / 1e3);
-  txl_parts_post(e, path, bytes, (t1 - t0) / 1e6, self->snap.seen, reason);
   return TXL_SNAP_OK;
 }
 

@@ -82,6 +82,25 @@ txl_parts_answer(GstElement *e, const TxlPart *part, GstQuery *q)
   return FALSE;
 }
 
+gboolean
+txl_parts_written(GstElement *element, gboolean ok, GError *err,
+                  const gchar *path, gsize bytes, gint64 t0, guint64 tokens,
+                  const gchar *reason)
+{
+  if (!ok) {
+    GST_ELEMENT_WARNING(element, RESOURCE, WRITE,
+                        ("Could not write the snapshot: %s", err->message),
+                        (NULL));
+    g_error_free(err);
+    return FALSE;
+  }
+  gdouble s = (g_get_monotonic_time() - t0) / 1e6;
+  GST_INFO_OBJECT(element, "snapshot %s (%s): %" G_GSIZE_FORMAT " bytes in "
+                  "%.1f ms", path, reason, bytes, s * 1e3);
+  txl_parts_post(element, path, bytes, s, tokens, reason);
+  return TRUE;
+}
+
 void
 txl_parts_post(GstElement *element, const gchar *path, guint64 bytes,
                gdouble duration, guint64 tokens, const gchar *reason)

@@ -106,6 +106,12 @@ gboolean txl_parts_give_sink_pending(GstElement *element, GstPad *srcpad,
                                      GHashTable *restored);
 /* The element messages "txl-snapshot" (reason set) and "txl-restore"
  * (reason NULL): path, bytes, duration (seconds), tokens. */
+/* After a snapshot's write (ok, or err, taken): FALSE with an element
+ * warning (the stream goes on), else TRUE and "txl-snapshot" posted with
+ * the time since t0 (monotonic, us) and tokens, the stream position. */
+gboolean txl_parts_written(GstElement *element, gboolean ok, GError *err,
+                           const gchar *path, gsize bytes, gint64 t0,
+                           guint64 tokens, const gchar *reason);
 void txl_parts_post(GstElement *element, const gchar *path, guint64 bytes,
                     gdouble duration, guint64 tokens, const gchar *reason);
 /* The query's structure for writing (queries made by the above are
