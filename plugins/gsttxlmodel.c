@@ -69,7 +69,7 @@ enum {
 
 G_DEFINE_TYPE(GstTxlModel, gst_txl_model, GST_TYPE_TXL_SCORER_BASE)
 
-/* ---- scoring ------------------------------------------------------------- */
+/* ---- scoring ---------------------------------------------------------- */
 
 static void
 close_line(GstTxlModel *self)
@@ -108,7 +108,8 @@ emit(GstTxlModel *self, const TxlScoreRecord *r)
   guint at = self->out->len;
   g_byte_array_set_size(self->out, at + TXL_SCORE_RECORD_SIZE);
   txl_score_record_write(self->out->data + at, r);
-  B(self)->text.frontier = MAX(B(self)->text.frontier, r->byte_start + r->byte_len);
+  GstTxlText *text = &B(self)->text;
+  text->frontier = MAX(text->frontier, r->byte_start + r->byte_len);
 }
 
 static void
@@ -291,7 +292,7 @@ push_scored(GstTxlScorerBase *base)
   return push_out(GST_TXL_MODEL(base), FALSE);
 }
 
-/* ---- snapshots: this element's section ------------------------------------ */
+/* ---- snapshots: this element's section -------------------------------- */
 
 #define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
 #define MAX_STATE_TEXT (1u << 30)
@@ -503,7 +504,7 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   own_state_free(o);
 }
 
-/* ---- snapshots: the library's part ---------------------------------------- */
+/* ---- snapshots: the library's part ------------------------------------ */
 
 static gboolean
 save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
@@ -564,7 +565,7 @@ publish(GstTxlScorerBase *base)
   GST_OBJECT_UNLOCK(self);
 }
 
-/* ---- latency bound ----------------------------------------------------- */
+/* ---- latency bound ---------------------------------------------------- */
 
 static void
 cancel_timer(GstTxlModel *self)
@@ -614,7 +615,8 @@ on_latency(GstClock *clock, GstClockTime time, GstClockID id, gpointer data)
     self->in_flush = TRUE;
     gboolean ok = txl_scorer_finish(self->scorer, &err);
     self->in_flush = FALSE;
-    GstFlowReturn ret = ok ? push_out(self, FALSE) : gst_txl_scorer_base_score_error(B(self), err);
+    GstFlowReturn ret = ok ? push_out(self, FALSE)
+                           : gst_txl_scorer_base_score_error(B(self), err);
     GST_DEBUG_OBJECT(self, "latency bound reached: %s", gst_flow_get_name(ret));
   }
   GST_PAD_STREAM_UNLOCK(B(self)->sinkpad);
@@ -641,7 +643,7 @@ arm_timer(GstTxlModel *self, GstClockTime delay)
   gst_clock_id_unref(id);
 }
 
-/* ---- scoring a buffer ------------------------------------------------------ */
+/* ---- scoring a buffer ------------------------------------------------- */
 
 static GstFlowReturn
 score(GstTxlScorerBase *base, const guint8 *records, gsize n)
@@ -717,7 +719,7 @@ stream_start(GstTxlScorerBase *base, GError **error)
   return TRUE;
 }
 
-/* ---- element ------------------------------------------------------------- */
+/* ---- element ---------------------------------------------------------- */
 
 static void
 opened(GstTxlScorerBase *base)

@@ -132,7 +132,7 @@ quiet(GstTxlScorerBase *self)
     CLASS(self)->quiet(self);
 }
 
-/* ---- streaming ------------------------------------------------------------- */
+/* ---- streaming -------------------------------------------------------- */
 
 static GstFlowReturn
 gst_txl_scorer_base_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
@@ -347,7 +347,7 @@ gst_txl_scorer_base_src_query(GstPad *pad, GstObject *parent,
   return gst_pad_query_default(pad, parent, query);
 }
 
-/* ---- states ---------------------------------------------------------------- */
+/* ---- states ----------------------------------------------------------- */
 
 /* READY_TO_PAUSED: a fresh stream, then the snapshot's when there is one
  * to continue. */
@@ -437,7 +437,7 @@ gst_txl_scorer_base_change_state(GstElement *element,
   return ret;
 }
 
-/* ---- properties ------------------------------------------------------------ */
+/* ---- properties ------------------------------------------------------- */
 
 #define F(id, field) TXL_PROP(id, GstTxlScorerBase, field)
 static const TxlPropField prop_fields[] = {
