@@ -28,9 +28,9 @@
  * Its unfinished lines and anomaly baseline travel in txlmodel's
  * snapshots (txlstate.h); with append=true a resumed run adds to the
  * output file instead of replacing it. */
-#include "baseline.h"
+#include "txl_anomaly.h"
 #include "gsttxlcommon.h"
-#include "jsonstr.h"
+#include "txl_formats.h"
 #include "txlstate.h"
 
 #include <errno.h>
