@@ -75,8 +75,8 @@ def check_includes():
 
 
 def main():
-    if not LIBTXL or shutil.which('nm') is None:
-        print('SKIP: needs LIBTXL and nm (binutils)')
+    if '.so' not in os.path.basename(LIBTXL) or shutil.which('nm') is None:
+        print('SKIP: needs LIBTXL (shared) and nm (binutils)')
         sys.exit(77)
     check_exports()
     check_includes()
