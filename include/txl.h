@@ -12,10 +12,21 @@
 #include <glib.h>
 #include <stdint.h>
 
+/* What libtxl.so exports: it is built with hidden symbol visibility, so
+ * only the functions this header marks TXL_API are its ABI; the rest of
+ * lib/ is internal (docs/api.md). */
+#ifndef TXL_API
+#if defined(__GNUC__) || defined(__clang__)
+#define TXL_API __attribute__((visibility("default")))
+#else
+#define TXL_API
+#endif
+#endif
+
 G_BEGIN_DECLS
 
 #define TXL_ERROR (txl_error_quark())
-GQuark txl_error_quark(void);
+TXL_API GQuark txl_error_quark(void);
 
 typedef enum {
   TXL_ERROR_IO,          /* a file could not be read or written */
@@ -66,19 +77,19 @@ typedef struct _TxlTokenizer TxlTokenizer;
 /* libtxl splits each segment's work over a process-wide pool of threads
  * (TXL_NUM_THREADS, default: every core) and runs OpenBLAS single-threaded
  * inside it.  Returns the number of threads, the caller's included. */
-int txl_num_threads(void);
+TXL_API int txl_num_threads(void);
 
 /* ---- model ---------------------------------------------------------- */
 
-TxlModel *txl_model_load(const char *path, GError **error);
-TxlModel *txl_model_ref(TxlModel *model);
-void txl_model_unref(TxlModel *model);
-const TxlConfig *txl_model_config(const TxlModel *model);
+TXL_API TxlModel *txl_model_load(const char *path, GError **error);
+TXL_API TxlModel *txl_model_ref(TxlModel *model);
+TXL_API void txl_model_unref(TxlModel *model);
+TXL_API const TxlConfig *txl_model_config(const TxlModel *model);
 /* The tokenizer stored in the model file (owned by the model). */
-const TxlTokenizer *txl_model_tokenizer(const TxlModel *model);
+TXL_API const TxlTokenizer *txl_model_tokenizer(const TxlModel *model);
 /* Hex digest identifying config + weights, and the vocabulary. */
-const char *txl_model_id(const TxlModel *model);
-const char *txl_model_vocab_id(const TxlModel *model);
+TXL_API const char *txl_model_id(const TxlModel *model);
+TXL_API const char *txl_model_vocab_id(const TxlModel *model);
 /* Anomaly calibration a model file may carry (`txl eval` writes it; keys
  * txl.anomaly.*), so that the scoring elements flag what the evaluation
  * measured without thresholds copied by hand.  A file whose calibration is
@@ -96,14 +107,14 @@ typedef struct {
 } TxlCalibration;
 
 /* NULL when the model file carries none (owned by the model). */
-const TxlCalibration *txl_model_calibration(const TxlModel *model);
+TXL_API const TxlCalibration *txl_model_calibration(const TxlModel *model);
 /* Copies the model file in to out (may be the same path; written
  * atomically) with its calibration replaced by c (NULL: removed). */
-gboolean txl_model_file_set_calibration(const char *in, const char *out,
-                                        const TxlCalibration *c,
-                                        GError **error);
+TXL_API gboolean txl_model_file_set_calibration(const char *in, const char *out,
+                                                const TxlCalibration *c,
+                                                GError **error);
 /* Checks a config for internal consistency; names the offending field. */
-gboolean txl_config_validate(const TxlConfig *cfg, GError **error);
+TXL_API gboolean txl_config_validate(const TxlConfig *cfg, GError **error);
 
 /* ---- stream state --------------------------------------------------- */
 
@@ -126,30 +137,33 @@ typedef struct {
 } TxlStreamOptions;
 
 #define TXL_STREAM_OPTIONS_DEFAULT { -1, -1, -1, 0, TXL_MEMORY_KV }
+/* The same defaults from a function, which stays right when fields are
+ * added (as are txl_snapshot_options_default, txl_session_options_default). */
+TXL_API TxlStreamOptions txl_stream_options_default(void);
 
-TxlStream *txl_stream_new(TxlModel *model, const TxlStreamOptions *opts,
-                          GError **error);
-void txl_stream_free(TxlStream *stream);
+TXL_API TxlStream *txl_stream_new(TxlModel *model, const TxlStreamOptions *opts,
+                                  GError **error);
+TXL_API void txl_stream_free(TxlStream *stream);
 /* Forget the memory: the next segment starts a new stream. */
-void txl_stream_reset(TxlStream *stream);
-int txl_stream_mem_len(const TxlStream *stream);  /* configured */
-int txl_stream_mem_used(const TxlStream *stream); /* positions held now */
-int txl_stream_max_segment(const TxlStream *stream);
+TXL_API void txl_stream_reset(TxlStream *stream);
+TXL_API int txl_stream_mem_len(const TxlStream *stream);  /* configured */
+TXL_API int txl_stream_mem_used(const TxlStream *stream); /* positions held now */
+TXL_API int txl_stream_max_segment(const TxlStream *stream);
 /* Bytes of recurrent state (memory only, scratch excluded). */
-gsize txl_stream_state_bytes(const TxlStream *stream);
+TXL_API gsize txl_stream_state_bytes(const TxlStream *stream);
 
 /* Runs one segment of n input tokens (1 <= n <= max_segment) through the
  * model, then appends them to the memory.  When targets is not NULL,
  * logprobs[i] receives ln P(targets[i] | inputs[..i] and the memory).
  * On error the stream is left untouched. */
-gboolean txl_stream_forward(TxlStream *stream, const int32_t *inputs, int n,
-                            const int32_t *targets, float *logprobs,
-                            GError **error);
+TXL_API gboolean txl_stream_forward(TxlStream *stream, const int32_t *inputs,
+                                    int n, const int32_t *targets,
+                                    float *logprobs, GError **error);
 
 /* Log-probabilities over the whole vocabulary (n_token floats) for the
  * token after the last input of the last forward(). */
-gboolean txl_stream_next_logprobs(TxlStream *stream, float *out,
-                                  GError **error);
+TXL_API gboolean txl_stream_next_logprobs(TxlStream *stream, float *out,
+                                          GError **error);
 
 /* ---- scorer: a token stream cut into segments ----------------------- */
 
@@ -162,28 +176,29 @@ typedef struct _TxlScorer TxlScorer;
 
 /* Inputs t0..t(N-1) predict t1..tN, then the next N, as the official
  * evaluation does.  segment <= 0 means the model's tgt_len. */
-TxlScorer *txl_scorer_new(TxlModel *model, const TxlStreamOptions *opts,
-                          int segment, TxlScoreFunc func, gpointer user_data,
-                          GError **error);
-void txl_scorer_free(TxlScorer *scorer);
+TXL_API TxlScorer *txl_scorer_new(TxlModel *model, const TxlStreamOptions *opts,
+                                  int segment, TxlScoreFunc func,
+                                  gpointer user_data, GError **error);
+TXL_API void txl_scorer_free(TxlScorer *scorer);
 /* Any number of tokens, any split: results do not depend on the split. */
-gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens, gsize n,
-                         GError **error);
+TXL_API gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens,
+                                 gsize n, GError **error);
 /* Scores the pending partial segment (end of stream). */
-gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
-gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
+TXL_API gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
+TXL_API gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
 /* Tokens pushed whose segment has not run yet, the last scored input
  * included (its target is scored, it still feeds the next segment). */
-int txl_scorer_pending_count(const TxlScorer *scorer);
+TXL_API int txl_scorer_pending_count(const TxlScorer *scorer);
 /* Snapshots (docs/snapshots.md): everything needed to continue the token
  * stream exactly (memory, pending tokens, counters) in one zstd-compressed
  * file with the model's identity and a checksum, written atomically.  A
  * truncated, corrupt or other-model file is refused before anything is
  * built.  A loaded scorer continues bit for bit as the saved one would. */
-gboolean txl_scorer_save(TxlScorer *scorer, const char *path, GError **error);
-TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
-                           TxlScoreFunc func, gpointer user_data,
-                           GError **error);
+TXL_API gboolean txl_scorer_save(TxlScorer *scorer, const char *path,
+                                 GError **error);
+TXL_API TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
+                                   TxlScoreFunc func, gpointer user_data,
+                                   GError **error);
 
 typedef enum {
   TXL_SNAPSHOT_F32 = 0,  /* lossless: resumes bit for bit */
@@ -198,26 +213,27 @@ typedef struct {
 } TxlSnapshotOptions;
 
 #define TXL_SNAPSHOT_OPTIONS_DEFAULT { TXL_SNAPSHOT_F32, TRUE, 0 }
+TXL_API TxlSnapshotOptions txl_snapshot_options_default(void);
 
 /* As txl_scorer_save, with options (NULL: the defaults) and named extra
  * sections stored beside the stream (char * -> GBytes *, may be NULL): the
  * state of whatever surrounds the scorer (a tokenizer's pending bytes, a
  * baseline), kept in the same atomic, checksummed file.  *file_bytes (may
  * be NULL) receives the size written. */
-gboolean txl_scorer_save_full(TxlScorer *scorer, const char *path,
-                              const TxlSnapshotOptions *opts,
-                              GHashTable *sections, gsize *file_bytes,
-                              GError **error);
+TXL_API gboolean txl_scorer_save_full(TxlScorer *scorer, const char *path,
+                                      const TxlSnapshotOptions *opts,
+                                      GHashTable *sections, gsize *file_bytes,
+                                      GError **error);
 /* As txl_scorer_load; *sections (may be NULL) receives a new table of the
  * file's sections (char * -> GBytes *, g_hash_table_unref it). */
-TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
-                                TxlScoreFunc func, gpointer user_data,
-                                GHashTable **sections, GError **error);
+TXL_API TxlScorer *txl_scorer_load_full(TxlModel *model, const char *path,
+                                        TxlScoreFunc func, gpointer user_data,
+                                        GHashTable **sections, GError **error);
 /* Verifies a snapshot's integrity (checksum, sizes, decompression) without
  * its model, and appends its header as one JSON object to out. */
-gboolean txl_snapshot_describe(const char *path, GString *out,
-                               GError **error);
-TxlStream *txl_scorer_stream(TxlScorer *scorer);
+TXL_API gboolean txl_snapshot_describe(const char *path, GString *out,
+                                       GError **error);
+TXL_API TxlStream *txl_scorer_stream(TxlScorer *scorer);
 /* What a file may make txl allocate (docs/limits.md): every size a model
  * or a snapshot declares is checked against it before anything is
  * allocated.  Bytes, or with a K, M, G or T suffix.  For a model, one
@@ -232,14 +248,15 @@ TxlStream *txl_scorer_stream(TxlScorer *scorer);
 #define TXL_SNAPSHOT_WRITER_SECTION "txl.writer"
 /* FALSE with an error naming both when sections (as loaded) record
  * another writer than writer; TRUE when they record none (older files). */
-gboolean txl_snapshot_check_writer(const char *path, GHashTable *sections,
-                                   const char *writer, GError **error);
+TXL_API gboolean txl_snapshot_check_writer(const char *path,
+                                           GHashTable *sections,
+                                           const char *writer, GError **error);
 /* Removes what a writer killed while writing path left behind: regular
  * files of this user named path + '.' + six letters or digits (the
  * atomic write's temporaries) that no live writer holds locked.
  * *removed (may be NULL) receives the count. */
-gboolean txl_snapshot_remove_stale(const char *path, guint *removed,
-                                   GError **error);
+TXL_API gboolean txl_snapshot_remove_stale(const char *path, guint *removed,
+                                           GError **error);
 
 /* ---- tokenizer ------------------------------------------------------ */
 
@@ -251,41 +268,44 @@ typedef enum {
                            * with log normalisation (docs/tokenizers.md) */
 } TxlTokenizerType;
 
-TxlTokenizerType txl_tokenizer_type(const TxlTokenizer *tok);
+TXL_API TxlTokenizerType txl_tokenizer_type(const TxlTokenizer *tok);
 /* "byte", "word", "none", "bpe" (the tokenizer.type key). */
-const char *txl_tokenizer_type_name(TxlTokenizerType type);
-int txl_tokenizer_n_tokens(const TxlTokenizer *tok);
+TXL_API const char *txl_tokenizer_type_name(TxlTokenizerType type);
+TXL_API int txl_tokenizer_n_tokens(const TxlTokenizer *tok);
 /* The end-of-sequence id (a word vocabulary's <eos>), or -1 when there is
  * none (byte and BPE tokenizers end lines with the '\n' byte). */
-int txl_tokenizer_eos_id(const TxlTokenizer *tok);
+TXL_API int txl_tokenizer_eos_id(const TxlTokenizer *tok);
 /* Symbol text of an id (may contain any byte; len returned). */
-const char *txl_tokenizer_symbol(const TxlTokenizer *tok, int id, gsize *len);
+TXL_API const char *txl_tokenizer_symbol(const TxlTokenizer *tok, int id,
+                                         gsize *len);
 /* Appends the text of ids to out.  byte and bpe: the bytes themselves, so
  * decoding inverts encoding (a normalised field decodes to its placeholder
  * name, e.g. "<NUM>"); word: symbols joined by ' ', <eos> as '\n'.  Fails
  * on an id outside the vocabulary. */
-gboolean txl_tokenizer_decode(const TxlTokenizer *tok, const int32_t *ids,
-                              gsize n, GByteArray *out, GError **error);
+TXL_API gboolean txl_tokenizer_decode(const TxlTokenizer *tok,
+                                      const int32_t *ids, gsize n,
+                                      GByteArray *out, GError **error);
 
 /* Streaming encoder: text arrives in arbitrary pieces; ids only depend on
  * the concatenated text.  A line end is always a token boundary. */
 typedef struct _TxlEncoder TxlEncoder;
 typedef void (*TxlTokenFunc)(int32_t id, gint64 line, gsize byte_start,
                              gsize byte_end, gpointer user_data);
-TxlEncoder *txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func,
-                            gpointer user_data);
-void txl_encoder_free(TxlEncoder *enc);
-void txl_encoder_push(TxlEncoder *enc, const char *data, gsize len);
-void txl_encoder_finish(TxlEncoder *enc);
+TXL_API TxlEncoder *txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func,
+                                    gpointer user_data);
+TXL_API void txl_encoder_free(TxlEncoder *enc);
+TXL_API void txl_encoder_push(TxlEncoder *enc, const char *data, gsize len);
+TXL_API void txl_encoder_finish(TxlEncoder *enc);
 /* The encoder's whole state (bytes held back, line and offset counters)
  * as bytes, and an encoder continuing from them: the ids that follow are
  * those the saved encoder would have produced.  Restore checks the bytes
  * against the tokenizer and changes nothing on error. */
-GBytes *txl_encoder_save(const TxlEncoder *enc);
-gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state, GError **error);
+TXL_API GBytes *txl_encoder_save(const TxlEncoder *enc);
+TXL_API gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state,
+                                     GError **error);
 /* Line (1-based) of the next byte, and the stream offset of the next byte. */
-gint64 txl_encoder_line(const TxlEncoder *enc);
-guint64 txl_encoder_offset(const TxlEncoder *enc);
+TXL_API gint64 txl_encoder_line(const TxlEncoder *enc);
+TXL_API guint64 txl_encoder_offset(const TxlEncoder *enc);
 
 /* ---- sessions: one recurrent memory per session key ------------------ */
 
@@ -363,6 +383,7 @@ typedef struct {
 #define TXL_SESSION_OPTIONS_DEFAULT                                         \
   { NULL, 0, 0, TXL_STREAM_OPTIONS_DEFAULT, FALSE, TRUE, FALSE, 0, 0, 0,     \
     TXL_SESSION_SCORE_MAX_LINE, NULL, 0, FALSE }
+TXL_API TxlSessionOptions txl_session_options_default(void);
 
 /* One scored line. */
 typedef struct {
@@ -408,41 +429,44 @@ typedef void (*TxlSessionEndFunc)(const TxlSessionResult *result,
 /* opts NULL: TXL_SESSION_OPTIONS_DEFAULT.  Fails on a bad regex or group,
  * stream options the model refuses, or a max_bytes below what one session
  * can need (txl_sessions_session_max_bytes()). */
-TxlSessions *txl_sessions_new(TxlModel *model, const TxlSessionOptions *opts,
-                              TxlSessionLineFunc line_func,
-                              TxlSessionEndFunc end_func, gpointer user_data,
-                              GError **error);
+TXL_API TxlSessions *txl_sessions_new(TxlModel *model,
+                                      const TxlSessionOptions *opts,
+                                      TxlSessionLineFunc line_func,
+                                      TxlSessionEndFunc end_func,
+                                      gpointer user_data, GError **error);
 /* Frees without reporting open sessions: call txl_sessions_finish() first. */
-void txl_sessions_free(TxlSessions *s);
+TXL_API void txl_sessions_free(TxlSessions *s);
 /* One line of text (len < 0: NUL-terminated; a final '\n' is optional and
  * implied), tokenised by the model's tokenizer.  Returns the line's number
  * (1, 2, ...), or -1 with error set. */
-gint64 txl_sessions_push_line(TxlSessions *s, const char *line, gssize len,
-                              GError **error);
+TXL_API gint64 txl_sessions_push_line(TxlSessions *s, const char *line,
+                                      gssize len, GError **error);
 /* The same for a line already tokenised (its line end token included) with
  * its key found by the caller (NULL: ""); bytes is only reported back. */
-gint64 txl_sessions_push_tokens(TxlSessions *s, const char *key,
-                                const int32_t *ids, gsize n, gsize bytes,
-                                GError **error);
+TXL_API gint64 txl_sessions_push_tokens(TxlSessions *s, const char *key,
+                                        const int32_t *ids, gsize n,
+                                        gsize bytes, GError **error);
 /* The session key the regex finds in a line (newly allocated), "" without
  * a regex, NULL when a regex finds nothing. */
-char *txl_sessions_key(TxlSessions *s, const char *line, gssize len);
+TXL_API char *txl_sessions_key(TxlSessions *s, const char *line, gssize len);
 /* Advances the clock of idle_after to t (log time, e.g. seconds; it never
  * goes back) and ends the sessions idle beyond their timeout.  Call it
  * before pushing a line with that line's time. */
-gboolean txl_sessions_set_time(TxlSessions *s, double t, GError **error);
+TXL_API gboolean txl_sessions_set_time(TxlSessions *s, double t,
+                                       GError **error);
 /* Ends one session now (no-op for an unknown key), or all of them. */
-gboolean txl_sessions_end(TxlSessions *s, const char *key, GError **error);
-gboolean txl_sessions_finish(TxlSessions *s, GError **error);
-guint txl_sessions_count(const TxlSessions *s);
+TXL_API gboolean txl_sessions_end(TxlSessions *s, const char *key,
+                                  GError **error);
+TXL_API gboolean txl_sessions_finish(TxlSessions *s, GError **error);
+TXL_API guint txl_sessions_count(const TxlSessions *s);
 /* Bytes held by the open sessions: memory rows, pending tokens and lines,
  * key, bookkeeping.  The worker stream's scratch (one stream's worth,
  * fixed) is not included. */
-guint64 txl_sessions_bytes(const TxlSessions *s);
+TXL_API guint64 txl_sessions_bytes(const TxlSessions *s);
 /* The most one session can hold (full memory, 64-byte key). */
-guint64 txl_sessions_session_max_bytes(const TxlSessions *s);
+TXL_API guint64 txl_sessions_session_max_bytes(const TxlSessions *s);
 /* Sessions ended so far for a reason. */
-guint64 txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason);
+TXL_API guint64 txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason);
 
 /* Snapshots of every open session (docs/snapshots.md): each session's
  * memory, pending tokens and unfinished lines, its counters, key, idle
@@ -451,10 +475,10 @@ guint64 txl_sessions_ended(const TxlSessions *s, TxlSessionEnd reason);
  * checksum, atomic write, named sections beside it: char * -> GBytes *,
  * may be NULL).  Saving changes nothing.  opts: NULL for the defaults;
  * with F16/BF16 the memories are rounded.  *file_bytes may be NULL. */
-gboolean txl_sessions_save(TxlSessions *s, const char *path,
-                           const TxlSnapshotOptions *opts,
-                           GHashTable *sections, gsize *file_bytes,
-                           GError **error);
+TXL_API gboolean txl_sessions_save(TxlSessions *s, const char *path,
+                                   const TxlSnapshotOptions *opts,
+                                   GHashTable *sections, gsize *file_bytes,
+                                   GError **error);
 /* A TxlSessions continuing a saved one: fed the same lines after it, it
  * reports every line and session the saved one would have, bit for bit.
  * opts as for txl_sessions_new() (the regex, bounds and callbacks are the
@@ -462,12 +486,12 @@ gboolean txl_sessions_save(TxlSessions *s, const char *path,
  * A corrupt, truncated, other-model or single-stream (txlmodel, `txl
  * score`) snapshot is refused with an error.  *sections (may be NULL)
  * receives the file's other sections. */
-TxlSessions *txl_sessions_load(TxlModel *model, const char *path,
-                               const TxlSessionOptions *opts,
-                               TxlSessionLineFunc line_func,
-                               TxlSessionEndFunc end_func,
-                               gpointer user_data, GHashTable **sections,
-                               GError **error);
+TXL_API TxlSessions *txl_sessions_load(TxlModel *model, const char *path,
+                                       const TxlSessionOptions *opts,
+                                       TxlSessionLineFunc line_func,
+                                       TxlSessionEndFunc end_func,
+                                       gpointer user_data,
+                                       GHashTable **sections, GError **error);
 
 G_END_DECLS
 

@@ -188,6 +188,6 @@ plugin_init(GstPlugin *plugin)
 GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, txl,
                   "Transformer-XL language-model scoring of text and log "
                   "streams",
-                  plugin_init, TXL_PLUGIN_VERSION, "MIT", "txl",
+                  plugin_init, TXL_PLUGIN_VERSION, "LGPL", "txl",
                   "the txl source tree")
 #pragma GCC diagnostic pop

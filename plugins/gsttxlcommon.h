@@ -5,7 +5,7 @@
 
 #include <gst/gst.h>
 
-#include "lines.h"
+#include "txl_anomaly.h"
 #include "txl.h"
 #include "txltokens.h"
 

@@ -11,7 +11,7 @@
  * at end of stream, at shutdown and on the "snapshot" signal, and restored
  * when the element starts: a resumed run samples what an uninterrupted one
  * would have. */
-#include "generate.h"
+#include "txl_engine.h"
 #include "gsttxlcommon.h"
 #include "txlparts.h"
 #include "txlprops.h"

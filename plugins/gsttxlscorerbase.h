@@ -12,7 +12,7 @@
 #ifndef GST_TXL_SCORER_BASE_H
 #define GST_TXL_SCORER_BASE_H
 
-#include "bytes.h"
+#include "txl_state.h"
 #include "gsttxlcommon.h"
 #include "txlsnapsched.h"
 

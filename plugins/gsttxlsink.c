@@ -29,7 +29,7 @@
  * snapshots (txlparts.h); with append=true a resumed run adds to the
  * output file instead of replacing it. */
 #include "gsttxlsink.h"
-#include "jsonstr.h"
+#include "txl_formats.h"
 #include "txlprops.h"
 
 #include <errno.h>

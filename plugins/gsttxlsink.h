@@ -4,7 +4,7 @@
 #ifndef GST_TXL_SINK_H
 #define GST_TXL_SINK_H
 
-#include "baseline.h"
+#include "txl_anomaly.h"
 #include "gsttxlcommon.h"
 #include "txlparts.h"
 

@@ -4,7 +4,7 @@
  * session is flagged: a session whose score broke must not read as a
  * quiet one (docs/line-scores.md). */
 #include "gsttxlcommon.h"
-#include "jsonstr.h"
+#include "txl_formats.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 #include "generate.h"
 #include "model_internal.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include <string.h>
 

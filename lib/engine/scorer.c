@@ -3,7 +3,7 @@
  * A segment runs once its last target has arrived, so results never depend
  * on how the tokens were handed over. */
 #include "model_internal.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include <string.h>
 

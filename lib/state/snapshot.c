@@ -18,7 +18,7 @@
 #include "jsonstr.h"
 #include "snapcodec.h"
 #include "snapfile.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * sgemm peak measured in the same run (shared machines are noisy, so only
  * ratios taken together mean anything). */
 #include "cmd.h"
-#include "gemm.h"
+#include "txl_kernels.h"
 #include "txl.h"
 
 #include <cblas.h>

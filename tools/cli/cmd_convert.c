@@ -1,9 +1,8 @@
 /* txl convert --hf DIR -o MODEL: import a Hugging Face checkpoint.
  * Exit status: 0 written, 1 conversion refused or failed, 2 usage. */
 #include "cmd.h"
-#include "config.h"
-#include "convert_hf.h"
-#include "gguf.h"
+#include "txl_formats.h"
+#include "txl_import.h"
 #include "txl.h"
 
 #include <stdio.h>

@@ -20,7 +20,7 @@
  * DIR/model.gguf unless --model is given). */
 #include "cmd.h"
 #include "eval_dev.h"
-#include "jsonstr.h"
+#include "txl_formats.h"
 #include "txl.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * time; every sampled token is fed back into the stream's memory, so the
  * text continues coherently from everything before it. */
 #include "cmd.h"
-#include "generate.h"
+#include "txl_engine.h"
 #include "txl.h"
 
 #include <errno.h>

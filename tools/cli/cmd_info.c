@@ -1,5 +1,5 @@
 #include "cmd.h"
-#include "jsonstr.h"
+#include "txl_formats.h"
 #include "txl.h"
 
 #include <string.h>

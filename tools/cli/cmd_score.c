@@ -2,8 +2,8 @@
  * text through the model's tokenizer. */
 #include "cmd.h"
 #include "txl.h"
-#include "jsonstr.h"
-#include "lines.h"
+#include "txl_formats.h"
+#include "txl_anomaly.h"
 
 #include <errno.h>
 #include <math.h>

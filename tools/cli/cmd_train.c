@@ -6,10 +6,9 @@
  * together with MODEL.train, which holds what --resume needs to continue
  * bit for bit: optimiser moments, step, data position, memory and the
  * dropout generator. */
-#include "batcher.h"
+#include "txl_train.h"
 #include "cmd.h"
-#include "gguf.h"
-#include "optim.h"
+#include "txl_formats.h"
 #include "train_core.h"
 #include "train_data.h"
 

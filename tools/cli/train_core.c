@@ -1,8 +1,8 @@
 /* train_core.h over libtxl's training core (lib/engine/params.h, lib/train/train.h). */
 #include "train_core.h"
 
-#include "params.h"
-#include "train.h"
+#include "txl_engine.h"
+#include "txl_train.h"
 
 #include <string.h>
 

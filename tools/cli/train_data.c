@@ -1,8 +1,7 @@
 #include "train_data.h"
 
-#include "bpe.h"
-#include "gguf.h"
-#include "normalize.h"
+#include "txl_text.h"
+#include "txl_formats.h"
 
 #include <string.h>
 

@@ -18,7 +18,7 @@
 #include "txld_log.h"
 #include "txld_page.h"
 
-#include "jsonstr.h"
+#include "txl_formats.h"
 
 #include <libsoup/soup.h>
 #include <math.h>

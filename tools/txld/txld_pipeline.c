@@ -16,7 +16,7 @@
 #include "txld_pipeline.h"
 #include "txld_log.h"
 
-#include "jsonstr.h"
+#include "txl_formats.h"
 #include "txl.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* Internal: a stream's and a scorer's complete state as plain data, for
  * snapshots (lib/state/snapshot.c).  Export never changes the object; import
  * checks everything before it touches anything. */
-#ifndef TXL_STATE_H
-#define TXL_STATE_H
+#ifndef TXL_STREAM_STATE_H
+#define TXL_STREAM_STATE_H
 
 #include "txl.h"
 

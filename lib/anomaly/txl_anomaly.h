@@ -1,0 +1,9 @@
+/* The anomaly layer as the tools and plugins see it (docs/layout.md):
+ * scored lines and baselines.  Internal to txl, not installed. */
+#ifndef TXL_LAYER_ANOMALY_H
+#define TXL_LAYER_ANOMALY_H
+
+#include "baseline.h"
+#include "lines.h"
+
+#endif

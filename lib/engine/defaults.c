@@ -1,0 +1,25 @@
+/* The option structs' defaults as functions (include/txl.h): a caller
+ * gets the defaults of the libtxl it runs with, and does not depend on
+ * the fields' order as the positional TXL_*_DEFAULT initialisers do. */
+#include "txl.h"
+
+TxlStreamOptions
+txl_stream_options_default(void)
+{
+  TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
+  return o;
+}
+
+TxlSnapshotOptions
+txl_snapshot_options_default(void)
+{
+  TxlSnapshotOptions o = TXL_SNAPSHOT_OPTIONS_DEFAULT;
+  return o;
+}
+
+TxlSessionOptions
+txl_session_options_default(void)
+{
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  return o;
+}

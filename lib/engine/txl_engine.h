@@ -1,0 +1,10 @@
+/* The engine layer as the tools and plugins see it (docs/layout.md): a
+ * model's trainable parameters, sampling and generation.  Internal to txl,
+ * not installed. */
+#ifndef TXL_LAYER_ENGINE_H
+#define TXL_LAYER_ENGINE_H
+
+#include "generate.h"
+#include "params.h"
+
+#endif

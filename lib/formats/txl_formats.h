@@ -1,0 +1,11 @@
+/* The formats layer as the tools and plugins see it (docs/layout.md): the
+ * GGUF reader and writer, the model's hyperparameters in a file, JSON
+ * writing.  Internal to txl, not installed. */
+#ifndef TXL_LAYER_FORMATS_H
+#define TXL_LAYER_FORMATS_H
+
+#include "config.h"
+#include "gguf.h"
+#include "jsonstr.h"
+
+#endif

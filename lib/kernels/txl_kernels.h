@@ -1,0 +1,8 @@
+/* The kernels layer as the tools see it (docs/layout.md): the matrix
+ * products, for `txl bench`.  Internal to txl, not installed. */
+#ifndef TXL_LAYER_KERNELS_H
+#define TXL_LAYER_KERNELS_H
+
+#include "gemm.h"
+
+#endif
