@@ -185,6 +185,19 @@ TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
                            TxlScoreFunc func, gpointer user_data,
                            GError **error);
 
+/* State as bytes (docs/api.md): the scorer's whole state (its stream's
+ * memory, the tokens waiting for their segment, the count seen) over a
+ * caller's buffer, as llama.h's llama_state_get_size/get_data/set_data.
+ * get_data writes get_size bytes and returns that count, or 0 when size
+ * is smaller.  set_data takes bytes from a scorer of the same model and
+ * settings (segment, memory kind, mem_len, clamp_len, same_length); it
+ * checks every field and value first and, refusing, leaves the scorer as
+ * it was.  Snapshot files are written on top of these bytes. */
+gsize txl_scorer_state_get_size(TxlScorer *scorer);
+gsize txl_scorer_state_get_data(TxlScorer *scorer, guint8 *dst, gsize size);
+gboolean txl_scorer_state_set_data(TxlScorer *scorer, const guint8 *src,
+                                   gsize size, GError **error);
+
 typedef enum {
   TXL_SNAPSHOT_F32 = 0,  /* lossless: resumes bit for bit */
   TXL_SNAPSHOT_F16 = 1,  /* memory rounded to float16: about half the size */

@@ -15,7 +15,7 @@
  * at each line end, as txl_scorer_finish() would, so a line's score is
  * known when the line is pushed. */
 #include "sessions_internal.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include <math.h>
 #include <string.h>

@@ -26,7 +26,7 @@
  * bytes left before anything is allocated for it. */
 #include "sessions_internal.h"
 #include "snapcodec.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include "bytes.h"
 

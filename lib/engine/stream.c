@@ -16,7 +16,7 @@
 #include "model_internal.h"
 #include "ops.h"
 #include "parallel.h"
-#include "state.h"
+#include "stream_state.h"
 
 #include <math.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * line and every session exactly as the uninterrupted run, in the same
  * order, bit for bit; damaged, truncated, other-model and single-stream
  * files are refused with an error. */
-#include "state.h"
+#include "stream_state.h"
 #include "testutil.h"
 
 #include <math.h>
