@@ -296,6 +296,14 @@ void txl_encoder_finish(TxlEncoder *enc);
  * against the tokenizer and changes nothing on error. */
 GBytes *txl_encoder_save(const TxlEncoder *enc);
 gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state, GError **error);
+/* The same bytes over a caller's buffer (docs/api.md, "State as bytes"):
+ * get_data returns the count written, 0 when size is too small; set_data
+ * is txl_encoder_restore over a pointer and a size. */
+gsize txl_encoder_state_get_size(const TxlEncoder *enc);
+gsize txl_encoder_state_get_data(const TxlEncoder *enc, guint8 *dst,
+                                 gsize size);
+gboolean txl_encoder_state_set_data(TxlEncoder *enc, const guint8 *src,
+                                    gsize size, GError **error);
 /* Line (1-based) of the next byte, and the stream offset of the next byte. */
 gint64 txl_encoder_line(const TxlEncoder *enc);
 guint64 txl_encoder_offset(const TxlEncoder *enc);
