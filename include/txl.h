@@ -489,6 +489,15 @@ TxlSessions *txl_sessions_load(TxlModel *model, const char *path,
                                TxlSessionEndFunc end_func,
                                gpointer user_data, GHashTable **sections,
                                GError **error);
+/* The same state over a caller's buffer (docs/api.md, "State as bytes"),
+ * memories as float32: get_data returns the count written (0 when size is
+ * too small); set_data takes bytes from a TxlSessions of the same model
+ * and settings, checks all of them first and, refusing, leaves s as it
+ * was.  Callbacks are not called by either. */
+gsize txl_sessions_state_get_size(TxlSessions *s);
+gsize txl_sessions_state_get_data(TxlSessions *s, guint8 *dst, gsize size);
+gboolean txl_sessions_state_set_data(TxlSessions *s, const guint8 *src,
+                                     gsize size, GError **error);
 
 G_END_DECLS
 
