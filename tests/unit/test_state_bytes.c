@@ -18,6 +18,20 @@ typedef struct {
   gboolean (*set)(gpointer o, const guint8 *src, gsize n, GError **e);
 } Api;
 
+/* The three calls of one kind, over gpointer. */
+#define STATE_API(api, fn)                                                  \
+  static gsize api##_size(gpointer o) { return fn##_get_size(o); }          \
+  static gsize api##_get(gpointer o, guint8 *d, gsize n)                    \
+  {                                                                         \
+    return fn##_get_data(o, d, n);                                          \
+  }                                                                         \
+  static gboolean api##_set(gpointer o, const guint8 *s, gsize n,           \
+                            GError **e)                                     \
+  {                                                                         \
+    return fn##_set_data(o, s, n, e);                                       \
+  }                                                                         \
+  static const Api api = { api##_size, api##_get, api##_set };
+
 static GBytes *
 state_of(const Api *a, gpointer o)
 {
@@ -75,6 +89,26 @@ sweep(const Api *a, gpointer o, GBytes *st, gsize limit)
   g_free(m);
 }
 
+/* A small byte-tokenizer model written for the test (*path: its file). */
+static TxlModel *
+small_model(guint32 seed, char **path)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  *path = tu_write_model(&c, seed, NULL);
+  TxlModel *m = txl_model_load(*path, NULL);
+  g_assert_nonnull(m);
+  return m;
+}
+
+static void
+drop_model(TxlModel *m, char *path)
+{
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
+}
+
 /* ---- scorer ----------------------------------------------------------- */
 
 static void
@@ -85,25 +119,7 @@ collect(gint64 pos, int32_t tok, float lp, gpointer data)
   g_string_append_printf(data, "%" G_GINT64_FORMAT ":%d:%08x ", pos, tok, u);
 }
 
-static gsize
-sc_size(gpointer o)
-{
-  return txl_scorer_state_get_size(o);
-}
-
-static gsize
-sc_get(gpointer o, guint8 *d, gsize n)
-{
-  return txl_scorer_state_get_data(o, d, n);
-}
-
-static gboolean
-sc_set(gpointer o, const guint8 *s, gsize n, GError **e)
-{
-  return txl_scorer_state_set_data(o, s, n, e);
-}
-
-static const Api scorer_api = { sc_size, sc_get, sc_set };
+STATE_API(scorer_api, txl_scorer_state)
 
 static void
 push_ids(TxlScorer *sc, int from, int n)
@@ -117,11 +133,8 @@ push_ids(TxlScorer *sc, int from, int n)
 static void
 test_scorer(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 11, NULL);
-  TxlModel *m = txl_model_load(path, NULL);
-  g_assert_nonnull(m);
+  char *path;
+  TxlModel *m = small_model(11, &path);
   for (int kind = TXL_MEMORY_KV; kind <= TXL_MEMORY_HIDDEN; kind++) {
     TxlStreamOptions so = TXL_STREAM_OPTIONS_DEFAULT;
     so.memory = kind;
@@ -165,9 +178,7 @@ test_scorer(void)
     g_string_free(a, TRUE);
     g_string_free(b, TRUE);
   }
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  drop_model(m, path);
 }
 
 /* ---- encoder ---------------------------------------------------------- */
@@ -179,25 +190,7 @@ on_token(int32_t id, gint64 line, gsize s, gsize e, gpointer data)
                          s, e);
 }
 
-static gsize
-enc_size(gpointer o)
-{
-  return txl_encoder_state_get_size(o);
-}
-
-static gsize
-enc_get(gpointer o, guint8 *d, gsize n)
-{
-  return txl_encoder_state_get_data(o, d, n);
-}
-
-static gboolean
-enc_set(gpointer o, const guint8 *s, gsize n, GError **e)
-{
-  return txl_encoder_state_set_data(o, s, n, e);
-}
-
-static const Api encoder_api = { enc_size, enc_get, enc_set };
+STATE_API(encoder_api, txl_encoder_state)
 
 static void
 test_encoder(void)
@@ -232,32 +225,12 @@ test_encoder(void)
   txl_encoder_free(e2);
   g_string_free(a, TRUE);
   g_string_free(b, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  drop_model(m, path);
 }
 
 /* ---- baseline and sampler --------------------------------------------- */
 
-static gsize
-bl_size(gpointer o)
-{
-  return txl_baseline_state_get_size(o);
-}
-
-static gsize
-bl_get(gpointer o, guint8 *d, gsize n)
-{
-  return txl_baseline_state_get_data(o, d, n);
-}
-
-static gboolean
-bl_set(gpointer o, const guint8 *s, gsize n, GError **e)
-{
-  return txl_baseline_state_set_data(o, s, n, e);
-}
-
-static const Api baseline_api = { bl_size, bl_get, bl_set };
+STATE_API(baseline_api, txl_baseline_state)
 
 static void
 test_baseline(void)
@@ -292,25 +265,7 @@ test_baseline(void)
   }
 }
 
-static gsize
-sm_size(gpointer o)
-{
-  return txl_sampler_state_get_size(o);
-}
-
-static gsize
-sm_get(gpointer o, guint8 *d, gsize n)
-{
-  return txl_sampler_state_get_data(o, d, n);
-}
-
-static gboolean
-sm_set(gpointer o, const guint8 *s, gsize n, GError **e)
-{
-  return txl_sampler_state_set_data(o, s, n, e);
-}
-
-static const Api sampler_api = { sm_size, sm_get, sm_set };
+STATE_API(sampler_api, txl_sampler_state)
 
 static void
 test_sampler(void)
@@ -350,25 +305,7 @@ on_end(const TxlSessionResult *r, gpointer data)
   g_string_append_printf(data, "end %s %d %a\n", r->key, r->reason, r->nll);
 }
 
-static gsize
-ss_size(gpointer o)
-{
-  return txl_sessions_state_get_size(o);
-}
-
-static gsize
-ss_get(gpointer o, guint8 *d, gsize n)
-{
-  return txl_sessions_state_get_data(o, d, n);
-}
-
-static gboolean
-ss_set(gpointer o, const guint8 *s, gsize n, GError **e)
-{
-  return txl_sessions_state_set_data(o, s, n, e);
-}
-
-static const Api sessions_api = { ss_size, ss_get, ss_set };
+STATE_API(sessions_api, txl_sessions_state)
 
 static void
 push_lines(TxlSessions *s, int from, int n)
@@ -384,10 +321,8 @@ push_lines(TxlSessions *s, int from, int n)
 static void
 test_sessions(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 12, NULL);
-  TxlModel *m = txl_model_load(path, NULL);
+  char *path;
+  TxlModel *m = small_model(12, &path);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "k=(s[0-9]+)";
   o.key_group = 1;
@@ -420,9 +355,7 @@ test_sessions(void)
   txl_sessions_free(s2);
   g_string_free(a, TRUE);
   g_string_free(b, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  drop_model(m, path);
 }
 
 /* ---- the codec -------------------------------------------------------- */
