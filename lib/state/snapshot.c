@@ -44,35 +44,6 @@ enum { F_NLAYER = TXL_STATE_NLAYER, F_DMODEL = TXL_STATE_DMODEL,
        F_SEG = TXL_STATE_SEG, F_NPEND = TXL_STATE_NPEND,
        F_PREC = TXL_STATE_N_FIELDS, F_SHUF, F_NSECT };
 
-/* Cursor forms of the codec (bytes.h) for the fixed header. */
-static void
-put32(guint8 **p, guint32 v)
-{
-  txl_le_put32(*p, v);
-  *p += 4;
-}
-
-static void
-put64(guint8 **p, guint64 v)
-{
-  txl_le_put64(*p, v);
-  *p += 8;
-}
-
-static guint32
-get32(const guint8 **p)
-{
-  *p += 4;
-  return txl_le_get32(*p - 4);
-}
-
-static guint64
-get64(const guint8 **p)
-{
-  *p += 8;
-  return txl_le_get64(*p - 8);
-}
-
 static void
 sha256(const guint8 *data, gsize len, guint8 *out)
 {
@@ -147,12 +118,12 @@ static void
 feed_section_head(Zout *z, const char *name, gsize n)
 {
   gsize nl = strlen(name);
-  guint8 head[4 + MAX_NAME + 8], *p = head;
-  put32(&p, (guint32)nl);
-  memcpy(p, name, nl);
-  p += nl;
-  put64(&p, n);
-  zout_feed(z, head, (gsize)(p - head), ZSTD_e_continue);
+  guint8 head[4 + MAX_NAME + 8];
+  TxlWriter w = { head };
+  txl_w_u32(&w, (guint32)nl);
+  txl_w_raw(&w, name, nl);
+  txl_w_u64(&w, n);
+  zout_feed(z, head, (gsize)(w.p - head), ZSTD_e_continue);
 }
 
 /* Sorted by name so that the same state always gives the same bytes; the
@@ -286,24 +257,21 @@ txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
     return FALSE;
   }
   const TxlModel *model = txl_stream_model(txl_scorer_stream(sc));
-  p = file;
-  memcpy(p, MAGIC, 8);
-  p += 8;
-  put32(&p, VERSION);
-  put32(&p, HEADER_SIZE);
-  memcpy(p, txl_model_id(model), 64);
-  p += 64;
-  memcpy(p, txl_model_vocab_id(model), 64);
-  p += 64;
+  TxlWriter hw = { file };
+  txl_w_raw(&hw, MAGIC, 8);
+  txl_w_u32(&hw, VERSION);
+  txl_w_u32(&hw, HEADER_SIZE);
+  txl_w_raw(&hw, txl_model_id(model), 64);
+  txl_w_raw(&hw, txl_model_vocab_id(model), 64);
   f[F_PREC] = (gint32)so.precision;
   f[F_SHUF] = so.shuffle ? 1 : 0;
   f[F_NSECT] = (gint32)nsect;
   for (int i = 0; i < N_INTS; i++)
-    put32(&p, (guint32)f[i]);
-  put64(&p, (guint64)seen);
-  put64(&p, sbytes);
-  put64(&p, raw);
-  put64(&p, comp);
+    txl_w_u32(&hw, (guint32)f[i]);
+  txl_w_u64(&hw, (guint64)seen);
+  txl_w_u64(&hw, sbytes);
+  txl_w_u64(&hw, raw);
+  txl_w_u64(&hw, comp);
   sha256(file, HEADER_SIZE + comp, file + HEADER_SIZE + comp);
   gboolean ok = txl_snapfile_write_atomic(path, file,
                                           HEADER_SIZE + comp + DIGEST, error);
@@ -406,16 +374,16 @@ check_budget(const char *path, const TxlModel *m, const Parsed *ps,
 static void
 read_header(Parsed *ps, const guint8 *head)
 {
-  const guint8 *p = head + 16;
-  memcpy(ps->model, p, 64);
-  memcpy(ps->vocab, p + 64, 64);
-  p += 128;
+  TxlReader r;
+  txl_reader_init_data(&r, head + 16, HEADER_SIZE - 16);
+  memcpy(ps->model, txl_get_raw(&r, 64), 64);
+  memcpy(ps->vocab, txl_get_raw(&r, 64), 64);
   for (int i = 0; i < N_INTS; i++)
-    ps->f[i] = (gint32)get32(&p);
-  ps->seen = (gint64)get64(&p);
-  ps->sbytes = get64(&p);
-  ps->raw = get64(&p);
-  ps->comp = get64(&p);
+    ps->f[i] = (gint32)txl_get_u32(&r);
+  ps->seen = (gint64)txl_get_u64(&r);
+  ps->sbytes = txl_get_u64(&r);
+  ps->raw = txl_get_u64(&r);
+  ps->comp = txl_get_u64(&r);
 }
 
 /* Reads a snapshot: only a regular file; the header first, and the rest
@@ -439,8 +407,7 @@ read_file(const char *path, const TxlModel *m, Parsed *ps, GError **error)
                          : "not a txl snapshot (bad magic)");
     goto out;
   }
-  const guint8 *p = head + 8;
-  guint32 version = get32(&p), hsize = get32(&p);
+  guint32 version = txl_le_get32(head + 8), hsize = txl_le_get32(head + 12);
   if (version != VERSION || hsize != HEADER_SIZE) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
                 "%s: snapshot format version %u (header %u bytes); this "
@@ -544,19 +511,19 @@ read_sections(const char *path, GBytes *payload, gsize off, gsize n,
   GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                         (GDestroyNotify)g_bytes_unref);
   const guint8 *base = g_bytes_get_data(payload, NULL);
-  const guint8 *p = base + off;
-  const guint8 *end = p + n;
+  TxlReader r;
+  txl_reader_init_data(&r, base + off, n);
   for (int i = 0; i < count; i++) {
-    if ((gsize)(end - p) < 4)
+    guint32 nl = txl_get_u32(&r);
+    if (!r.ok || nl == 0 || nl > MAX_NAME)
       goto fail;
-    guint32 nl = get32(&p);
-    if (nl == 0 || nl > MAX_NAME || (gsize)(end - p) < nl + 8)
+    const guint8 *np = txl_get_raw(&r, nl);
+    gsize len;
+    const guint8 *d = txl_get_blob(&r, &len, txl_reader_left(&r));
+    if (!r.ok)
       goto fail;
-    char *name = g_strndup((const char *)p, nl);
-    p += nl;
-    guint64 len = get64(&p);
-    if (strlen(name) != nl || len > (guint64)(end - p) ||
-        g_hash_table_contains(t, name)) {
+    char *name = g_strndup((const char *)np, nl);
+    if (strlen(name) != nl || g_hash_table_contains(t, name)) {
       g_free(name);
       goto fail;
     }
@@ -565,11 +532,10 @@ read_sections(const char *path, GBytes *payload, gsize off, gsize n,
      * whole payload */
     g_hash_table_insert(t, name, strcmp(name, TXL_SESSIONS_SECTION) == 0
                                      ? g_bytes_new_from_bytes(
-                                           payload, (gsize)(p - base), len)
-                                     : g_bytes_new(p, len));
-    p += len;
+                                           payload, (gsize)(d - base), len)
+                                     : g_bytes_new(d, len));
   }
-  if (p == end)
+  if (txl_reader_done(&r))
     return t;
 fail:
   g_hash_table_unref(t);
