@@ -200,6 +200,19 @@ TXL_API TxlScorer *txl_scorer_load(TxlModel *model, const char *path,
                                    TxlScoreFunc func, gpointer user_data,
                                    GError **error);
 
+/* State as bytes (docs/api.md): the scorer's whole state (its stream's
+ * memory, the tokens waiting for their segment, the count seen) over a
+ * caller's buffer, as llama.h's llama_state_get_size/get_data/set_data.
+ * get_data writes get_size bytes and returns that count, or 0 when size
+ * is smaller.  set_data takes bytes from a scorer of the same model and
+ * settings (segment, memory kind, mem_len, clamp_len, same_length); it
+ * checks every field and value first and, refusing, leaves the scorer as
+ * it was.  Snapshot files are written on top of these bytes. */
+TXL_API gsize txl_scorer_state_get_size(TxlScorer *scorer);
+TXL_API gsize txl_scorer_state_get_data(TxlScorer *scorer, guint8 *dst, gsize size);
+TXL_API gboolean txl_scorer_state_set_data(TxlScorer *scorer, const guint8 *src,
+                                   gsize size, GError **error);
+
 typedef enum {
   TXL_SNAPSHOT_F32 = 0,  /* lossless: resumes bit for bit */
   TXL_SNAPSHOT_F16 = 1,  /* memory rounded to float16: about half the size */
@@ -301,8 +314,15 @@ TXL_API void txl_encoder_finish(TxlEncoder *enc);
  * those the saved encoder would have produced.  Restore checks the bytes
  * against the tokenizer and changes nothing on error. */
 TXL_API GBytes *txl_encoder_save(const TxlEncoder *enc);
-TXL_API gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state,
-                                     GError **error);
+TXL_API gboolean txl_encoder_restore(TxlEncoder *enc, GBytes *state, GError **error);
+/* The same bytes over a caller's buffer (docs/api.md, "State as bytes"):
+ * get_data returns the count written, 0 when size is too small; set_data
+ * is txl_encoder_restore over a pointer and a size. */
+TXL_API gsize txl_encoder_state_get_size(const TxlEncoder *enc);
+TXL_API gsize txl_encoder_state_get_data(const TxlEncoder *enc, guint8 *dst,
+                                 gsize size);
+TXL_API gboolean txl_encoder_state_set_data(TxlEncoder *enc, const guint8 *src,
+                                    gsize size, GError **error);
 /* Line (1-based) of the next byte, and the stream offset of the next byte. */
 TXL_API gint64 txl_encoder_line(const TxlEncoder *enc);
 TXL_API guint64 txl_encoder_offset(const TxlEncoder *enc);
@@ -487,11 +507,20 @@ TXL_API gboolean txl_sessions_save(TxlSessions *s, const char *path,
  * score`) snapshot is refused with an error.  *sections (may be NULL)
  * receives the file's other sections. */
 TXL_API TxlSessions *txl_sessions_load(TxlModel *model, const char *path,
-                                       const TxlSessionOptions *opts,
-                                       TxlSessionLineFunc line_func,
-                                       TxlSessionEndFunc end_func,
-                                       gpointer user_data,
-                                       GHashTable **sections, GError **error);
+                               const TxlSessionOptions *opts,
+                               TxlSessionLineFunc line_func,
+                               TxlSessionEndFunc end_func,
+                               gpointer user_data, GHashTable **sections,
+                               GError **error);
+/* The same state over a caller's buffer (docs/api.md, "State as bytes"),
+ * memories as float32: get_data returns the count written (0 when size is
+ * too small); set_data takes bytes from a TxlSessions of the same model
+ * and settings, checks all of them first and, refusing, leaves s as it
+ * was.  Callbacks are not called by either. */
+TXL_API gsize txl_sessions_state_get_size(TxlSessions *s);
+TXL_API gsize txl_sessions_state_get_data(TxlSessions *s, guint8 *dst, gsize size);
+TXL_API gboolean txl_sessions_state_set_data(TxlSessions *s, const guint8 *src,
+                                     gsize size, GError **error);
 
 G_END_DECLS
 

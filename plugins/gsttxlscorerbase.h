@@ -12,7 +12,7 @@
 #ifndef GST_TXL_SCORER_BASE_H
 #define GST_TXL_SCORER_BASE_H
 
-#include "txl_state.h"
+#include "txl_formats.h"
 #include "gsttxlcommon.h"
 #include "txlsnapsched.h"
 

@@ -37,7 +37,7 @@
 
 #include <gst/gst.h>
 
-#include "txl_state.h" /* the records' fields */
+#include "txl_formats.h" /* bytes.h: the records' fields */
 
 G_BEGIN_DECLS
 

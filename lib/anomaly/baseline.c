@@ -1,4 +1,5 @@
 #include "baseline.h"
+#include "bytes.h"
 
 #include <math.h>
 #include <string.h>
@@ -140,46 +141,48 @@ txl_baseline_add(TxlBaseline *b, double x)
 }
 
 /* state: i32 kind, window, warmup, n, next; f64 q; f64 ring[n] (LE) */
+gsize
+txl_baseline_state_get_size(const TxlBaseline *b)
+{
+  return 5 * 4 + 8 + (gsize)b->n * 8;
+}
+
+gsize
+txl_baseline_state_get_data(const TxlBaseline *b, guint8 *dst, gsize size)
+{
+  gsize len = txl_baseline_state_get_size(b);
+  if (size < len)
+    return 0;
+  TxlWriter w = { dst };
+  gint32 h[5] = { (gint32)b->kind, b->window, b->warmup, b->n, b->next };
+  for (int i = 0; i < 5; i++)
+    txl_w_u32(&w, (guint32)h[i]);
+  for (int i = -1; i < b->n; i++)
+    txl_w_u64(&w, txl_f64_bits(i < 0 ? b->q : b->ring[i]));
+  return len;
+}
+
 GBytes *
 txl_baseline_save(const TxlBaseline *b)
 {
-  gsize len = 5 * 4 + 8 + (gsize)b->n * 8;
-  guint8 *out = g_malloc(len), *p = out;
-  gint32 h[5] = { (gint32)b->kind, b->window, b->warmup, b->n, b->next };
-  for (int i = 0; i < 5; i++) {
-    guint32 v = GUINT32_TO_LE((guint32)h[i]);
-    memcpy(p, &v, 4);
-    p += 4;
-  }
-  for (int i = -1; i < b->n; i++) {
-    double d = i < 0 ? b->q : b->ring[i];
-    guint64 v;
-    memcpy(&v, &d, 8);
-    v = GUINT64_TO_LE(v);
-    memcpy(p, &v, 8);
-    p += 8;
-  }
+  gsize len = txl_baseline_state_get_size(b);
+  guint8 *out = g_malloc(len);
+  txl_baseline_state_get_data(b, out, len);
   return g_bytes_new_take(out, len);
 }
 
 gboolean
-txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
+txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
+                            GError **error)
 {
-  gsize len;
-  const guint8 *p = g_bytes_get_data(state, &len);
+  const guint8 *p = src;
   gint32 h[5];
   double q;
-  if (len < 28)
+  if (len < 28 || !src)
     goto bad;
-  for (int i = 0; i < 5; i++) {
-    guint32 v;
-    memcpy(&v, p + 4 * i, 4);
-    h[i] = (gint32)GUINT32_FROM_LE(v);
-  }
-  guint64 qv;
-  memcpy(&qv, p + 20, 8);
-  qv = GUINT64_FROM_LE(qv);
-  memcpy(&q, &qv, 8);
+  for (int i = 0; i < 5; i++)
+    h[i] = (gint32)txl_le_get32(p + 4 * i);
+  q = txl_f64_from_bits(txl_le_get64(p + 20));
   if (h[3] < 0 || h[3] > b->window || h[4] < 0 || h[4] >= b->window ||
       len != 28 + (gsize)h[3] * 8 || (h[3] < b->window && h[4] != h[3]))
     goto bad;
@@ -191,11 +194,7 @@ txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
     return FALSE;
   }
   for (int i = 0; i < h[3]; i++) {
-    guint64 v;
-    memcpy(&v, p + 28 + 8 * i, 8);
-    v = GUINT64_FROM_LE(v);
-    double d;
-    memcpy(&d, &v, 8);
+    double d = txl_f64_from_bits(txl_le_get64(p + 28 + 8 * i));
     if (!isfinite(d)) { /* add() never keeps one; selection needs an order */
       g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                   "baseline state: value %d of %d is not a finite number "
@@ -203,12 +202,8 @@ txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
       return FALSE;
     }
   }
-  for (int i = 0; i < h[3]; i++) {
-    guint64 v;
-    memcpy(&v, p + 28 + 8 * i, 8);
-    v = GUINT64_FROM_LE(v);
-    memcpy(&b->ring[i], &v, 8);
-  }
+  for (int i = 0; i < h[3]; i++)
+    b->ring[i] = txl_f64_from_bits(txl_le_get64(p + 28 + 8 * i));
   b->n = h[3];
   b->next = h[4];
   return TRUE;
@@ -216,4 +211,12 @@ bad:
   g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
               "baseline state: malformed");
   return FALSE;
+}
+
+gboolean
+txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
+{
+  gsize len = 0;
+  const guint8 *p = state ? g_bytes_get_data(state, &len) : NULL;
+  return txl_baseline_state_set_data(b, p, len, error);
 }

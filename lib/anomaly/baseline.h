@@ -32,6 +32,15 @@ void txl_baseline_reset(TxlBaseline *b);
 /* The window's values and position, for snapshots.  Restore refuses (and
  * leaves b alone) state saved with another kind, window or warm-up. */
 GBytes *txl_baseline_save(const TxlBaseline *b);
+/* The same state over a caller's buffer (docs/api.md, "State as bytes"):
+ * its size, the bytes (0 when size is too small, else the bytes
+ * written), and a baseline continuing from them; set refuses malformed
+ * or foreign bytes and then leaves b untouched. */
+gsize txl_baseline_state_get_size(const TxlBaseline *b);
+gsize txl_baseline_state_get_data(const TxlBaseline *b, guint8 *dst,
+                                  gsize size);
+gboolean txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src,
+                                     gsize size, GError **error);
 gboolean txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error);
 
 #endif

@@ -76,7 +76,7 @@ gboolean txl_line_flag(const TxlLineScore *s, double threshold);
  * "ppl", "bpb", "worst"; a non-finite number is null (RFC 8259). */
 void txl_line_append_json(GString *o, const TxlLineScore *s);
 
-/* Snapshot fields (little-endian, lib/state/bytes.h). */
+/* Snapshot fields (little-endian, lib/formats/bytes.h). */
 void txl_line_score_put(GByteArray *b, const TxlLineScore *s);
 /* FALSE (r->ok too) on values no scoring could produce. */
 gboolean txl_line_score_get(TxlReader *r, TxlLineScore *s);

@@ -446,3 +446,142 @@ fail:
   g_clear_pointer(&sect, g_hash_table_unref);
   return NULL;
 }
+
+/* ---- state as bytes ----------------------------------------------------
+ *
+ * The same state over a caller's buffer (docs/api.md): "TXLN", u32
+ * version, u64 length and the worker's scorer state bytes (the resident
+ * session's memory, engine/scorer_state.c), then the sessions section
+ * above with float32 memories, unshuffled. */
+
+#define SESS_MAGIC "TXLN"
+#define SESS_VERSION 1u
+
+static const TxlSnapshotOptions state_opts = { TXL_SNAPSHOT_F32, FALSE, 0 };
+
+gsize
+txl_sessions_state_get_size(TxlSessions *s)
+{
+  gsize nf = 0;
+  GByteArray *head = section_head(s, &state_opts, &nf);
+  TxlScorer *wrap = txl_scorer_wrap(s->worker, 0);
+  gsize n = 16 + txl_scorer_state_get_size(wrap) + head->len + 4 * nf;
+  txl_scorer_unwrap(wrap);
+  g_byte_array_unref(head);
+  return n;
+}
+
+static void
+emit_copy(gpointer ctx, const void *data, gsize n)
+{
+  guint8 **p = ctx;
+  memcpy(*p, data, n);
+  *p += n;
+}
+
+gsize
+txl_sessions_state_get_data(TxlSessions *s, guint8 *dst, gsize size)
+{
+  gsize len = txl_sessions_state_get_size(s);
+  if (!dst || size < len)
+    return 0;
+  TxlScorer *wrap = txl_scorer_wrap(s->worker, 0);
+  gsize wn = txl_scorer_state_get_size(wrap);
+  TxlWriter w = { dst };
+  txl_w_raw(&w, SESS_MAGIC, 4);
+  txl_w_u32(&w, SESS_VERSION);
+  txl_w_u64(&w, wn);
+  txl_scorer_state_get_data(wrap, w.p, wn);
+  txl_scorer_unwrap(wrap);
+  guint8 *p = w.p + wn;
+  gsize nf = 0;
+  SectionFeed feed = { s, &state_opts, section_head(s, &state_opts, &nf) };
+  section_feed(&feed, emit_copy, &p);
+  g_byte_array_unref(feed.head);
+  return len;
+}
+
+/* Moves the loaded state of trial into s (and s's old state into trial,
+ * to be freed with it); the encoder's state is copied, since its callback
+ * belongs to its TxlSessions. */
+static void
+swap_state(TxlSessions *s, TxlSessions *trial)
+{
+#define SWAP(field)                                                         \
+  do {                                                                      \
+    __typeof__(s->field) t_ = s->field;                                     \
+    s->field = trial->field;                                                \
+    trial->field = t_;                                                      \
+  } while (0)
+  SWAP(worker);
+  SWAP(resident);
+  SWAP(by_key);
+  SWAP(lru);
+  SWAP(bytes);
+  SWAP(seq);
+  SWAP(deadlines);
+  SWAP(now);
+  SWAP(time_set);
+  for (int i = 0; i < 4; i++)
+    SWAP(ended[i]);
+#undef SWAP
+  if (s->enc) {
+    GBytes *eb = txl_encoder_save(trial->enc);
+    txl_encoder_restore(s->enc, eb, NULL); /* checked on the trial */
+    g_bytes_unref(eb);
+  }
+}
+
+gboolean
+txl_sessions_state_set_data(TxlSessions *s, const guint8 *src, gsize size,
+                            GError **error)
+{
+  TxlReader r;
+  txl_reader_init_data(&r, src, size);
+  const guint8 *magic = txl_get_raw(&r, 4);
+  guint32 version = txl_get_u32(&r);
+  guint64 wn = txl_get_u64(&r);
+  if (!r.ok || memcmp(magic, SESS_MAGIC, 4) != 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "sessions state: not one (bad magic or truncated)");
+    return FALSE;
+  }
+  if (version != SESS_VERSION) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
+                "sessions state: version %u; this reader knows version %u",
+                version, SESS_VERSION);
+    return FALSE;
+  }
+  const guint8 *wb = txl_get_raw(&r, wn <= size ? (gsize)wn : G_MAXSIZE);
+  if (!wb) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "sessions state: truncated");
+    return FALSE;
+  }
+  /* everything goes into a trial TxlSessions with s's settings, and
+   * moves into s only once all of it was good */
+  TxlSessionOptions o = s->o;
+  o.idle_after = s->idle_after;
+  TxlSessions *trial = txl_sessions_new(s->m, &o, NULL, NULL, NULL, error);
+  if (!trial)
+    return FALSE;
+  TxlScorer *wrap = txl_scorer_wrap(trial->worker, 0);
+  gboolean ok = txl_scorer_state_set_data(wrap, wb, (gsize)wn, error);
+  txl_scorer_unwrap(wrap);
+  if (ok) {
+    GBytes *sb = g_bytes_new_static(r.p, txl_reader_left(&r));
+    gboolean nonfinite = FALSE;
+    ok = load_section(trial, sb, txl_stream_mem_used(trial->worker),
+                      &nonfinite);
+    g_bytes_unref(sb);
+    if (!ok)
+      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                  nonfinite ? "sessions state: a session's memory holds a "
+                              "value that is not a finite number: refused"
+                            : "sessions state: malformed sessions");
+  }
+  if (ok)
+    swap_state(s, trial);
+  txl_sessions_free(trial);
+  return ok;
+}

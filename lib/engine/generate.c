@@ -105,8 +105,9 @@ txl_generator_save(TxlGenerator *g, const char *path,
     while (g_hash_table_iter_next(&it, &k, &v))
       g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
   }
-  guint64 st = GUINT64_TO_LE(txl_sampler_state(g->smp));
-  g_hash_table_insert(all, g_strdup("sampler"), g_bytes_new(&st, 8));
+  guint8 st[8];
+  gsize stn = txl_sampler_state_get_data(g->smp, st, sizeof st);
+  g_hash_table_insert(all, g_strdup("sampler"), g_bytes_new(st, stn));
   TxlScorer *w = txl_scorer_wrap(g->s, g->fed);
   gboolean ok = txl_scorer_save_full(w, path, opts, all, file_bytes, error);
   txl_scorer_unwrap(w);
@@ -144,9 +145,8 @@ txl_generator_load(TxlModel *m, const char *path,
   g->fed = txl_scorer_tokens_seen(sc);
   g->s = txl_scorer_steal_stream(sc);
   g->lp = g_new(float, n);
-  guint64 st;
-  memcpy(&st, g_bytes_get_data(rng, NULL), 8);
-  txl_sampler_set_state(g->smp, GUINT64_FROM_LE(st));
+  /* the size was checked above: this cannot fail */
+  txl_sampler_state_set_data(g->smp, g_bytes_get_data(rng, NULL), 8, NULL);
   g_hash_table_remove(sect, "sampler");
   if (sections)
     *sections = sect;

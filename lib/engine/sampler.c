@@ -1,4 +1,5 @@
 #include "sampler.h"
+#include "bytes.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +51,37 @@ void
 txl_sampler_set_state(TxlSampler *s, guint64 state)
 {
   s->state = state;
+}
+
+/* The byte form: the generator's u64, little endian (any value is a valid
+ * state of splitmix64, so only the size can be wrong). */
+gsize
+txl_sampler_state_get_size(const TxlSampler *s)
+{
+  (void)s;
+  return 8;
+}
+
+gsize
+txl_sampler_state_get_data(const TxlSampler *s, guint8 *dst, gsize size)
+{
+  if (size < 8)
+    return 0;
+  txl_le_put64(dst, s->state);
+  return 8;
+}
+
+gboolean
+txl_sampler_state_set_data(TxlSampler *s, const guint8 *src, gsize size,
+                           GError **error)
+{
+  if (!src || size != 8) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "sampler state: %" G_GSIZE_FORMAT " bytes, expected 8", size);
+    return FALSE;
+  }
+  s->state = txl_le_get64(src);
+  return TRUE;
 }
 
 /* splitmix64: tiny, fast, and the same everywhere (unlike rand()) */

@@ -26,5 +26,13 @@ int txl_sampler_sample(TxlSampler *s, const float *logprobs);
 /* The generator's state, to snapshot and resume a generation. */
 guint64 txl_sampler_state(const TxlSampler *s);
 void txl_sampler_set_state(TxlSampler *s, guint64 state);
+/* The same as bytes (docs/api.md, "State as bytes"): get_data returns the
+ * bytes written (0: size too small); set refuses a wrong size and leaves
+ * the sampler as it was. */
+gsize txl_sampler_state_get_size(const TxlSampler *s);
+gsize txl_sampler_state_get_data(const TxlSampler *s, guint8 *dst,
+                                 gsize size);
+gboolean txl_sampler_state_set_data(TxlSampler *s, const guint8 *src,
+                                    gsize size, GError **error);
 
 #endif

@@ -126,8 +126,8 @@ txl_scorer_pending(const TxlScorer *s, int *n)
 }
 
 gboolean
-txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend, gint64 seen,
-                   GError **error)
+txl_scorer_check_pending(const TxlScorer *s, const int32_t *pend, int npend,
+                         gint64 seen, GError **error)
 {
   /* a full segment and its next token never wait: run() takes them */
   if (npend < 0 || npend > s->seg || seen < npend) {
@@ -144,6 +144,15 @@ txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend, gint64 seen,
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+gboolean
+txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend, gint64 seen,
+                   GError **error)
+{
+  if (!txl_scorer_check_pending(s, pend, npend, seen, error))
+    return FALSE;
   memcpy(s->pend, pend, sizeof(int32_t) * npend);
   s->npend = npend;
   s->seen = seen;

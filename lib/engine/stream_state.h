@@ -1,4 +1,5 @@
-/* Internal: a stream's and a scorer's complete state as plain data, for
+/* Internal (engine/stream_state.h, not the snapshot files of lib/state/):
+ * a stream's and a scorer's complete state as plain data, for
  * snapshots (lib/state/snapshot.c).  Export never changes the object; import
  * checks everything before it touches anything. */
 #ifndef TXL_STREAM_STATE_H
@@ -17,6 +18,24 @@ gboolean txl_stream_state_import(TxlStream *s, const float *in, int mlen,
                                  gboolean has_last, GError **error);
 
 int txl_scorer_segment(const TxlScorer *s);
+/* The checks of txl_scorer_restore() alone: FALSE, changing nothing. */
+gboolean txl_scorer_check_pending(const TxlScorer *s, const int32_t *pend,
+                                  int npend, gint64 seen, GError **error);
+
+/* The fixed fields of a scorer's state bytes (engine/scorer_state.c), in
+ * their order; snapshot files store the same ones in their header. */
+enum { TXL_STATE_NLAYER, TXL_STATE_DMODEL, TXL_STATE_HD, TXL_STATE_KIND,
+       TXL_STATE_MEMLEN, TXL_STATE_CLAMP, TXL_STATE_SAME, TXL_STATE_MAXSEG,
+       TXL_STATE_MLEN, TXL_STATE_HASLAST, TXL_STATE_SEG, TXL_STATE_NPEND,
+       TXL_STATE_N_FIELDS };
+/* Bytes before the floats: magic, version, the fields, tokens seen. */
+#define TXL_STATE_HEADER (4 + 4 + 4 * TXL_STATE_N_FIELDS + 8)
+/* Writes that header (TXL_STATE_HEADER bytes at dst). */
+void txl_scorer_state_header(guint8 *dst, const gint32 *f, gint64 seen);
+/* Reads it back (magic and version checked, nothing else); an error names
+ * a refused version. */
+gboolean txl_scorer_state_parse(const guint8 *src, gsize size, gint32 *f,
+                                gint64 *seen, GError **error);
 const int32_t *txl_scorer_pending(const TxlScorer *s, int *n);
 gboolean txl_scorer_restore(TxlScorer *s, const int32_t *pend, int npend,
                             gint64 seen, GError **error);

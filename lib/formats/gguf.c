@@ -7,6 +7,7 @@
  * tensors.  The getters afterwards only decode values that are known to lie
  * inside the buffer, so they need no bounds checks of their own. */
 #include "gguf.h"
+#include "bytes.h"
 #include "filemap.h"
 
 #include <errno.h>
@@ -59,27 +60,6 @@ struct _GgufFile {
   gsize n_tensors;
   GHashTable *tensor_index; /* name -> GgufTensor* */
 };
-
-/* ---- little-endian decoding over validated bytes -------------------- */
-
-static uint16_t
-le16(const guint8 *p)
-{
-  return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t
-le32(const guint8 *p)
-{
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-
-static uint64_t
-le64(const guint8 *p)
-{
-  return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32);
-}
 
 /* ---- types ---------------------------------------------------------- */
 
@@ -171,7 +151,7 @@ take_u32(Cursor *c, uint32_t *v)
   const guint8 *b;
   if (!take(c, 4, &b))
     return FALSE;
-  *v = le32(b);
+  *v = txl_le_get32(b);
   return TRUE;
 }
 
@@ -181,7 +161,7 @@ take_u64(Cursor *c, uint64_t *v)
   const guint8 *b;
   if (!take(c, 8, &b))
     return FALSE;
-  *v = le64(b);
+  *v = txl_le_get64(b);
   return TRUE;
 }
 
@@ -407,7 +387,7 @@ read_alignment(GgufFile *f, GError **error)
          type_name(kv->type));
     return FALSE;
   }
-  uint32_t a = le32(kv->val);
+  uint32_t a = txl_le_get32(kv->val);
   if (a == 0 || (a & (a - 1)) != 0 || a > MAX_ALIGNMENT) {
     fail(error, TXL_ERROR_FORMAT,
          "key 'general.alignment' = %" G_GUINT32_FORMAT
@@ -745,13 +725,13 @@ decode_int(uint32_t t, const guint8 *p, gboolean *big, uint64_t *raw)
   switch (t) {
   case GGUF_TYPE_UINT8: return p[0];
   case GGUF_TYPE_INT8: return (int8_t)p[0];
-  case GGUF_TYPE_UINT16: return le16(p);
-  case GGUF_TYPE_INT16: return (int16_t)le16(p);
-  case GGUF_TYPE_UINT32: return le32(p);
-  case GGUF_TYPE_INT32: return (int32_t)le32(p);
-  case GGUF_TYPE_INT64: return (gint64)le64(p);
+  case GGUF_TYPE_UINT16: return txl_le_get16(p);
+  case GGUF_TYPE_INT16: return (int16_t)txl_le_get16(p);
+  case GGUF_TYPE_UINT32: return txl_le_get32(p);
+  case GGUF_TYPE_INT32: return (int32_t)txl_le_get32(p);
+  case GGUF_TYPE_INT64: return (gint64)txl_le_get64(p);
   case GGUF_TYPE_UINT64:
-    *raw = le64(p);
+    *raw = txl_le_get64(p);
     if (*raw > (uint64_t)G_MAXINT64) {
       *big = TRUE;
       return G_MAXINT64;
@@ -843,12 +823,12 @@ gguf_get_float(const GgufFile *f, const char *key, double *out,
   if (!kv)
     return FALSE;
   if (kv->type == GGUF_TYPE_FLOAT32) {
-    uint32_t u = le32(kv->val);
+    uint32_t u = txl_le_get32(kv->val);
     float x;
     memcpy(&x, &u, sizeof x);
     *out = x;
   } else if (kv->type == GGUF_TYPE_FLOAT64) {
-    uint64_t u = le64(kv->val);
+    uint64_t u = txl_le_get64(kv->val);
     double x;
     memcpy(&x, &u, sizeof x);
     *out = x;
@@ -966,7 +946,7 @@ gguf_get_string_array(const GgufFile *f, const char *key, const char ***strs,
   gsize *l = g_new0(gsize, kv->count + 1);
   const guint8 *p = kv->val;
   for (uint64_t i = 0; i < kv->count; i++) {
-    uint64_t len = le64(p);
+    uint64_t len = txl_le_get64(p);
     s[i] = (const char *)p + 8;
     l[i] = (gsize)len;
     p += 8 + len;

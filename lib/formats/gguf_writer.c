@@ -4,6 +4,7 @@
  * remembered and reported by gguf_writer_write(), which then writes
  * nothing.  Everything the writer accepts is something the strict reader
  * accepts too. */
+#include "bytes.h"
 #include "gguf.h"
 
 #include <errno.h>
@@ -97,23 +98,9 @@ remember_error(GgufWriter *w, const char *fmt, ...)
 /* ---- encoding ------------------------------------------------------- */
 
 static void
-put_u32(GByteArray *b, uint32_t v)
-{
-  guint8 le[4] = { v, v >> 8, v >> 16, v >> 24 };
-  g_byte_array_append(b, le, 4);
-}
-
-static void
-put_u64(GByteArray *b, uint64_t v)
-{
-  put_u32(b, (uint32_t)v);
-  put_u32(b, (uint32_t)(v >> 32));
-}
-
-static void
 put_str(GByteArray *b, const void *s, gsize len)
 {
-  put_u64(b, len);
+  txl_put_u64(b, len);
   g_byte_array_append(b, s, (guint)len);
 }
 
@@ -150,7 +137,7 @@ gguf_writer_add_u32(GgufWriter *w, const char *key, uint32_t v)
   GByteArray *b = new_kv(w, key, GGUF_TYPE_UINT32);
   if (!b)
     return;
-  put_u32(b, v);
+  txl_put_u32(b, v);
   /* The reader lays tensors out by this key, so the writer must too. */
   if (strcmp(key, "general.alignment") == 0) {
     if (v == 0 || (v & (v - 1)) != 0 || v > MAX_ALIGNMENT)
@@ -178,8 +165,7 @@ gguf_writer_add_raw(GgufWriter *w, const char *key, uint32_t type,
     if (type != GGUF_TYPE_UINT32 || raw_len != 4)
       remember_error(w, "general.alignment must be written as u32");
     else
-      gguf_writer_add_u32(w, key, (uint32_t)(b[0] | b[1] << 8 | b[2] << 16 |
-                                             (uint32_t)b[3] << 24));
+      gguf_writer_add_u32(w, key, txl_le_get32(b));
     return;
   }
   if (raw_len > G_MAXUINT) {
@@ -197,7 +183,7 @@ gguf_writer_add_i32(GgufWriter *w, const char *key, int32_t v)
   check_not_alignment(w, key);
   GByteArray *b = new_kv(w, key, GGUF_TYPE_INT32);
   if (b)
-    put_u32(b, (uint32_t)v);
+    txl_put_u32(b, (uint32_t)v);
 }
 
 void
@@ -209,7 +195,7 @@ gguf_writer_add_f32(GgufWriter *w, const char *key, float v)
     return;
   uint32_t u;
   memcpy(&u, &v, sizeof u);
-  put_u32(b, u);
+  txl_put_u32(b, u);
 }
 
 void
@@ -221,7 +207,7 @@ gguf_writer_add_f64(GgufWriter *w, const char *key, double v)
     return;
   uint64_t u;
   memcpy(&u, &v, sizeof u);
-  put_u64(b, u);
+  txl_put_u64(b, u);
 }
 
 void
@@ -260,8 +246,8 @@ new_array(GgufWriter *w, const char *key, uint32_t elem_type, gsize n,
   GByteArray *b = new_kv(w, key, GGUF_TYPE_ARRAY);
   if (!b)
     return NULL;
-  put_u32(b, elem_type);
-  put_u64(b, n);
+  txl_put_u32(b, elem_type);
+  txl_put_u64(b, n);
   return b;
 }
 
@@ -273,7 +259,7 @@ gguf_writer_add_u32_array(GgufWriter *w, const char *key, const uint32_t *v,
   if (!b)
     return;
   for (gsize i = 0; i < n; i++)
-    put_u32(b, v[i]);
+    txl_put_u32(b, v[i]);
 }
 
 void
@@ -382,14 +368,14 @@ encode_header(GgufWriter *w)
 {
   GByteArray *b = g_byte_array_new();
   g_byte_array_append(b, (const guint8 *)"GGUF", 4);
-  put_u32(b, 3);
-  put_u64(b, w->tensors->len);
-  put_u64(b, w->keys->len);
+  txl_put_u32(b, 3);
+  txl_put_u64(b, w->tensors->len);
+  txl_put_u64(b, w->keys->len);
   for (guint i = 0; i < w->keys->len; i++) {
     const char *key = w->keys->pdata[i];
     const WriterKv *kv = g_hash_table_lookup(w->kvs, key);
     put_str(b, key, strlen(key));
-    put_u32(b, kv->type);
+    txl_put_u32(b, kv->type);
     g_byte_array_append(b, kv->value->data, kv->value->len);
   }
   uint64_t off = 0;
@@ -399,11 +385,11 @@ encode_header(GgufWriter *w)
     t->offset = off;
     off += t->nbytes;
     put_str(b, t->name, strlen(t->name));
-    put_u32(b, t->n_dims);
+    txl_put_u32(b, t->n_dims);
     for (uint32_t d = 0; d < t->n_dims; d++)
-      put_u64(b, t->ne[d]);
-    put_u32(b, t->type);
-    put_u64(b, t->offset);
+      txl_put_u64(b, t->ne[d]);
+    txl_put_u32(b, t->type);
+    txl_put_u64(b, t->offset);
   }
   static const guint8 zeros[64];
   gsize end = align_up(b->len, w->alignment);

@@ -7,6 +7,7 @@
  * must not be able to make us read outside the mapping, overflow a size
  * computation or allocate absurd amounts of memory. */
 #include "safetensors.h"
+#include "bytes.h"
 #include "filemap.h"
 #include "jsondepth.h"
 
@@ -316,9 +317,7 @@ parse_buffer(const guint8 *data, size_t size, const char *label,
                      "header length alone takes 8)", size);
     return NULL;
   }
-  uint64_t hlen = 0;
-  for (int i = 7; i >= 0; i--)
-    hlen = (hlen << 8) | data[i];
+  uint64_t hlen = txl_le_get64(data);
   if (hlen > size - 8) {
     set_format_error(error, label,
                      "header length %" G_GUINT64_FORMAT " exceeds the %zu "
@@ -484,25 +483,6 @@ half_to_float(uint16_t h)
   return bits_to_float(sign | ((exp - 15 + 127) << 23) | (man << 13));
 }
 
-static inline uint16_t
-rd16(const guint8 *p)
-{
-  return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static inline uint32_t
-rd32(const guint8 *p)
-{
-  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-         ((uint32_t)p[3] << 24);
-}
-
-static inline uint64_t
-rd64(const guint8 *p)
-{
-  return (uint64_t)rd32(p) | ((uint64_t)rd32(p + 4) << 32);
-}
-
 float *
 st_to_f32(const StTensor *t, gsize *n, GError **error)
 {
@@ -539,19 +519,19 @@ st_to_f32(const StTensor *t, gsize *n, GError **error)
   switch (t->dtype) {
   case ST_F32:
     for (uint64_t i = 0; i < count; i++)
-      out[i] = bits_to_float(rd32(p + 4 * i));
+      out[i] = bits_to_float(txl_le_get32(p + 4 * i));
     break;
   case ST_F16:
     for (uint64_t i = 0; i < count; i++)
-      out[i] = half_to_float(rd16(p + 2 * i));
+      out[i] = half_to_float(txl_le_get16(p + 2 * i));
     break;
   case ST_BF16:
     for (uint64_t i = 0; i < count; i++)
-      out[i] = bits_to_float((uint32_t)rd16(p + 2 * i) << 16);
+      out[i] = bits_to_float((uint32_t)txl_le_get16(p + 2 * i) << 16);
     break;
   case ST_F64:
     for (uint64_t i = 0; i < count; i++) {
-      uint64_t u = rd64(p + 8 * i);
+      uint64_t u = txl_le_get64(p + 8 * i);
       double d;
       memcpy(&d, &u, sizeof d);
       /* Out-of-range double -> float is undefined behaviour in C. */

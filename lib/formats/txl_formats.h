@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "gguf.h"
+#include "bytes.h"
 #include "jsonstr.h"
 
 #endif

@@ -15,6 +15,7 @@
  * before a single field is believed; every field is then checked against
  * the model and the sizes it implies. */
 #include "model_internal.h"
+#include "bytes.h"
 #include "jsonstr.h"
 #include "snapcodec.h"
 #include "snapfile.h"
@@ -33,42 +34,15 @@
 #define MAX_NAME 64
 #define DIGEST 32
 
-enum { F_NLAYER, F_DMODEL, F_HD, F_KIND, F_MEMLEN, F_CLAMP, F_SAME, F_MAXSEG,
-       F_MLEN, F_HASLAST, F_SEG, F_NPEND, F_PREC, F_SHUF, F_NSECT };
-
-static void
-put32(guint8 **p, guint32 v)
-{
-  v = GUINT32_TO_LE(v);
-  memcpy(*p, &v, 4);
-  *p += 4;
-}
-
-static void
-put64(guint8 **p, guint64 v)
-{
-  v = GUINT64_TO_LE(v);
-  memcpy(*p, &v, 8);
-  *p += 8;
-}
-
-static guint32
-get32(const guint8 **p)
-{
-  guint32 v;
-  memcpy(&v, *p, 4);
-  *p += 4;
-  return GUINT32_FROM_LE(v);
-}
-
-static guint64
-get64(const guint8 **p)
-{
-  guint64 v;
-  memcpy(&v, *p, 8);
-  *p += 8;
-  return GUINT64_FROM_LE(v);
-}
+/* The header's fields: the scorer state's own (stream_state.h), then the
+ * file's coding of them. */
+enum { F_NLAYER = TXL_STATE_NLAYER, F_DMODEL = TXL_STATE_DMODEL,
+       F_HD = TXL_STATE_HD, F_KIND = TXL_STATE_KIND,
+       F_MEMLEN = TXL_STATE_MEMLEN, F_CLAMP = TXL_STATE_CLAMP,
+       F_SAME = TXL_STATE_SAME, F_MAXSEG = TXL_STATE_MAXSEG,
+       F_MLEN = TXL_STATE_MLEN, F_HASLAST = TXL_STATE_HASLAST,
+       F_SEG = TXL_STATE_SEG, F_NPEND = TXL_STATE_NPEND,
+       F_PREC = TXL_STATE_N_FIELDS, F_SHUF, F_NSECT };
 
 static void
 sha256(const guint8 *data, gsize len, guint8 *out)
@@ -78,12 +52,6 @@ sha256(const guint8 *data, gsize len, guint8 *out)
   gsize n = DIGEST;
   g_checksum_get_digest(cs, out, &n);
   g_checksum_free(cs);
-}
-
-static gsize
-c_dmodel(TxlStream *st)
-{
-  return (gsize)txl_model_config(txl_stream_model(st))->d_model;
 }
 
 static gsize
@@ -150,12 +118,12 @@ static void
 feed_section_head(Zout *z, const char *name, gsize n)
 {
   gsize nl = strlen(name);
-  guint8 head[4 + MAX_NAME + 8], *p = head;
-  put32(&p, (guint32)nl);
-  memcpy(p, name, nl);
-  p += nl;
-  put64(&p, n);
-  zout_feed(z, head, (gsize)(p - head), ZSTD_e_continue);
+  guint8 head[4 + MAX_NAME + 8];
+  TxlWriter w = { head };
+  txl_w_u32(&w, (guint32)nl);
+  txl_w_raw(&w, name, nl);
+  txl_w_u64(&w, n);
+  zout_feed(z, head, (gsize)(w.p - head), ZSTD_e_continue);
 }
 
 /* Sorted by name so that the same state always gives the same bytes; the
@@ -244,27 +212,25 @@ txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
     nsect++;
     sbytes += 4 + nl + 8 + prod->size;
   }
-  TxlStream *st = txl_scorer_stream(sc);
-  TxlStreamOptions o;
-  txl_stream_get_options(st, &o);
-  int mlen_now = txl_stream_mem_used(st);
-  gsize nf = txl_stream_state_floats(st, mlen_now);
+  /* the file codes the scorer's state bytes: its fields go to the
+   * header, its floats through the codec, its pending tokens as they are */
+  gsize slen = txl_scorer_state_get_size(sc);
+  guint8 *sb = g_malloc(slen);
+  txl_scorer_state_get_data(sc, sb, slen);
+  gint32 f[N_INTS];
+  gint64 seen;
+  txl_scorer_state_parse(sb, slen, f, &seen, NULL);
+  int npend = f[F_NPEND];
+  gsize nf = (slen - TXL_STATE_HEADER) / 4 - (gsize)npend;
   gsize w = txl_snapcodec_width(so.precision);
-  int npend;
-  const int32_t *pend = txl_scorer_pending(sc, &npend);
   gsize raw = nf * w + (gsize)npend * 4 + sbytes;
   guint8 *coded = g_malloc(nf * w + (gsize)npend * 4 + 1);
-  float *state = g_new(float, nf ? nf : 1);
-  int mlen;
-  gboolean has_last;
-  txl_stream_state_export(st, state, &mlen, &has_last);
-  if (!has_last) /* not a state, only scratch: stored as zeros */
-    memset(state + nf - c_dmodel(st), 0, sizeof(float) * c_dmodel(st));
-  txl_snapcodec_encode(state, nf, so.precision, so.shuffle, coded);
-  g_free(state);
-  guint8 *p = coded + nf * w;
-  for (int i = 0; i < npend; i++)
-    put32(&p, (guint32)pend[i]);
+  txl_le_f32_inplace(sb + TXL_STATE_HEADER, nf); /* back to host floats */
+  txl_snapcodec_encode((const float *)(const void *)(sb + TXL_STATE_HEADER),
+                       nf, so.precision, so.shuffle, coded);
+  memcpy(coded + nf * w, sb + TXL_STATE_HEADER + 4 * nf, (gsize)npend * 4);
+  g_free(sb);
+  guint8 *p = coded + nf * w + (gsize)npend * 4;
   /* the bound is reserved, not touched: only the compressed bytes become
    * resident */
   gsize bound = ZSTD_compressBound(raw);
@@ -290,28 +256,22 @@ txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
     g_free(file);
     return FALSE;
   }
-  const TxlModel *model = txl_stream_model(st);
-  const TxlConfig *c = txl_model_config(model);
-  p = file;
-  memcpy(p, MAGIC, 8);
-  p += 8;
-  put32(&p, VERSION);
-  put32(&p, HEADER_SIZE);
-  memcpy(p, txl_model_id(model), 64);
-  p += 64;
-  memcpy(p, txl_model_vocab_id(model), 64);
-  p += 64;
-  gint32 f[N_INTS] = { c->n_layer, c->d_model, c->n_head * c->d_head,
-                       (gint32)o.memory, o.mem_len, o.clamp_len,
-                       o.same_length, o.max_segment, mlen, has_last,
-                       txl_scorer_segment(sc), npend, (gint32)so.precision,
-                       so.shuffle ? 1 : 0, (gint32)nsect };
+  const TxlModel *model = txl_stream_model(txl_scorer_stream(sc));
+  TxlWriter hw = { file };
+  txl_w_raw(&hw, MAGIC, 8);
+  txl_w_u32(&hw, VERSION);
+  txl_w_u32(&hw, HEADER_SIZE);
+  txl_w_raw(&hw, txl_model_id(model), 64);
+  txl_w_raw(&hw, txl_model_vocab_id(model), 64);
+  f[F_PREC] = (gint32)so.precision;
+  f[F_SHUF] = so.shuffle ? 1 : 0;
+  f[F_NSECT] = (gint32)nsect;
   for (int i = 0; i < N_INTS; i++)
-    put32(&p, (guint32)f[i]);
-  put64(&p, (guint64)txl_scorer_tokens_seen(sc));
-  put64(&p, sbytes);
-  put64(&p, raw);
-  put64(&p, comp);
+    txl_w_u32(&hw, (guint32)f[i]);
+  txl_w_u64(&hw, (guint64)seen);
+  txl_w_u64(&hw, sbytes);
+  txl_w_u64(&hw, raw);
+  txl_w_u64(&hw, comp);
   sha256(file, HEADER_SIZE + comp, file + HEADER_SIZE + comp);
   gboolean ok = txl_snapfile_write_atomic(path, file,
                                           HEADER_SIZE + comp + DIGEST, error);
@@ -414,16 +374,16 @@ check_budget(const char *path, const TxlModel *m, const Parsed *ps,
 static void
 read_header(Parsed *ps, const guint8 *head)
 {
-  const guint8 *p = head + 16;
-  memcpy(ps->model, p, 64);
-  memcpy(ps->vocab, p + 64, 64);
-  p += 128;
+  TxlReader r;
+  txl_reader_init_data(&r, head + 16, HEADER_SIZE - 16);
+  memcpy(ps->model, txl_get_raw(&r, 64), 64);
+  memcpy(ps->vocab, txl_get_raw(&r, 64), 64);
   for (int i = 0; i < N_INTS; i++)
-    ps->f[i] = (gint32)get32(&p);
-  ps->seen = (gint64)get64(&p);
-  ps->sbytes = get64(&p);
-  ps->raw = get64(&p);
-  ps->comp = get64(&p);
+    ps->f[i] = (gint32)txl_get_u32(&r);
+  ps->seen = (gint64)txl_get_u64(&r);
+  ps->sbytes = txl_get_u64(&r);
+  ps->raw = txl_get_u64(&r);
+  ps->comp = txl_get_u64(&r);
 }
 
 /* Reads a snapshot: only a regular file; the header first, and the rest
@@ -447,8 +407,7 @@ read_file(const char *path, const TxlModel *m, Parsed *ps, GError **error)
                          : "not a txl snapshot (bad magic)");
     goto out;
   }
-  const guint8 *p = head + 8;
-  guint32 version = get32(&p), hsize = get32(&p);
+  guint32 version = txl_le_get32(head + 8), hsize = txl_le_get32(head + 12);
   if (version != VERSION || hsize != HEADER_SIZE) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
                 "%s: snapshot format version %u (header %u bytes); this "
@@ -552,19 +511,19 @@ read_sections(const char *path, GBytes *payload, gsize off, gsize n,
   GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                         (GDestroyNotify)g_bytes_unref);
   const guint8 *base = g_bytes_get_data(payload, NULL);
-  const guint8 *p = base + off;
-  const guint8 *end = p + n;
+  TxlReader r;
+  txl_reader_init_data(&r, base + off, n);
   for (int i = 0; i < count; i++) {
-    if ((gsize)(end - p) < 4)
+    guint32 nl = txl_get_u32(&r);
+    if (!r.ok || nl == 0 || nl > MAX_NAME)
       goto fail;
-    guint32 nl = get32(&p);
-    if (nl == 0 || nl > MAX_NAME || (gsize)(end - p) < nl + 8)
+    const guint8 *np = txl_get_raw(&r, nl);
+    gsize len;
+    const guint8 *d = txl_get_blob(&r, &len, txl_reader_left(&r));
+    if (!r.ok)
       goto fail;
-    char *name = g_strndup((const char *)p, nl);
-    p += nl;
-    guint64 len = get64(&p);
-    if (strlen(name) != nl || len > (guint64)(end - p) ||
-        g_hash_table_contains(t, name)) {
+    char *name = g_strndup((const char *)np, nl);
+    if (strlen(name) != nl || g_hash_table_contains(t, name)) {
       g_free(name);
       goto fail;
     }
@@ -573,11 +532,10 @@ read_sections(const char *path, GBytes *payload, gsize off, gsize n,
      * whole payload */
     g_hash_table_insert(t, name, strcmp(name, TXL_SESSIONS_SECTION) == 0
                                      ? g_bytes_new_from_bytes(
-                                           payload, (gsize)(p - base), len)
-                                     : g_bytes_new(p, len));
-    p += len;
+                                           payload, (gsize)(d - base), len)
+                                     : g_bytes_new(d, len));
   }
-  if (p == end)
+  if (txl_reader_done(&r))
     return t;
 fail:
   g_hash_table_unref(t);
@@ -594,7 +552,7 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
   guint8 *payload = NULL;
   GBytes *pb = NULL;
   GHashTable *sect = NULL;
-  float *state = NULL;
+  guint8 *state = NULL;
   if (!parse(path, m, &ps, error))
     goto out;
   const gint32 *f = ps.f;
@@ -631,43 +589,29 @@ load_impl(TxlModel *m, const char *path, TxlScoreFunc func, gpointer data,
           "it with txlsessions or txl_sessions_load(), not as one stream");
     goto out;
   }
-  /* decoded and checked before a stream is built: a memory holding NaN
-   * or infinity would make every later score NaN (the last hidden row
-   * counts only when the file says there is one) */
-  if (!(state = g_try_new(float, MAX(nf, 1)))) {
+  /* the scorer's state bytes, decoded from the file: txl_scorer_state_set_data
+   * checks every value (finite memory, ids in the vocabulary) before it
+   * changes anything (the last hidden row counts only when there is one) */
+  gsize slen = TXL_STATE_HEADER + 4 * (nf + (gsize)f[F_NPEND]);
+  if (!(state = g_try_malloc(slen))) {
     bad(error, path, "not enough memory for the state");
     goto out;
   }
-  gsize first_bad = txl_snapcodec_decode(payload, nf, f[F_PREC], f[F_SHUF],
-                                         NULL, state);
-  if (first_bad < nf - (f[F_HASLAST] ? 0 : MIN(nf, (gsize)c->d_model))) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%s: the memory holds a value that is not a finite number "
-                "(%g at float %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT "): "
-                "refused, a stream continued from it would score NaN",
-                path, (double)state[first_bad], first_bad, nf);
-    goto out;
-  }
+  txl_scorer_state_header(state, f, ps.seen);
+  txl_snapcodec_decode(payload, nf, f[F_PREC], f[F_SHUF], NULL,
+                       (float *)(void *)(state + TXL_STATE_HEADER));
+  txl_le_f32_inplace(state + TXL_STATE_HEADER, nf);
+  memcpy(state + TXL_STATE_HEADER + 4 * nf, payload + nf * w,
+         (gsize)f[F_NPEND] * 4);
   TxlStreamOptions o = { f[F_MEMLEN], f[F_CLAMP], f[F_SAME], f[F_MAXSEG],
                          (TxlMemoryKind)f[F_KIND] };
   sc = txl_scorer_new(m, &o, f[F_SEG], func, data, error);
   if (!sc)
     goto out;
-  TxlStream *st = txl_scorer_stream(sc);
-  if (nf != txl_stream_state_floats(st, f[F_MLEN])) {
-    bad(error, path, "payload size does not match the header");
+  if (!txl_scorer_state_set_data(sc, state, slen, error)) {
+    g_prefix_error(error, "%s: ", path);
     goto fail;
   }
-  int32_t *pend = g_new(int32_t, f[F_NPEND] + 1);
-  const guint8 *pp = payload + nf * w;
-  for (int i = 0; i < f[F_NPEND]; i++)
-    pend[i] = (int32_t)get32(&pp);
-  gboolean ok = txl_stream_state_import(st, state, f[F_MLEN],
-                                        f[F_HASLAST] != 0, error) &&
-                txl_scorer_restore(sc, pend, f[F_NPEND], ps.seen, error);
-  g_free(pend);
-  if (!ok)
-    goto fail;
   if (sections)
     *sections = g_steal_pointer(&sect);
   goto out;

@@ -1,8 +1,9 @@
 /* The state layer as the tools and plugins see it (docs/layout.md): the
- * little-endian fields of state records.  Internal to txl, not installed. */
+ snapshot files and their float codecs.  Internal to txl, not installed. */
 #ifndef TXL_LAYER_STATE_H
 #define TXL_LAYER_STATE_H
 
-#include "bytes.h"
+#include "snapcodec.h"
+#include "snapfile.h"
 
 #endif

@@ -1,6 +1,7 @@
 /* Byte-level BPE: vocabulary, model-file keys, pre-tokenizer, encoder and
  * trainer.  See docs/tokenizers.md for the design and its reasons. */
 #include "bpe.h"
+#include "bytes.h"
 
 #include <string.h>
 
@@ -677,58 +678,44 @@ txl_pretok_finish(TxlPretok *p)
   chunk_flush(p);
 }
 
-static void
-put_le(GByteArray *out, guint64 v, int n)
+gsize
+txl_pretok_state_size(const TxlPretok *p)
 {
-  guint8 b[8];
-  for (int i = 0; i < n; i++)
-    b[i] = (guint8)(v >> (8 * i));
-  g_byte_array_append(out, b, (guint)n);
-}
-
-static gboolean
-get_le(const guint8 **in, const guint8 *end, int n, guint64 *v)
-{
-  if (end - *in < n)
-    return FALSE;
-  *v = 0;
-  for (int i = 0; i < n; i++)
-    *v |= (guint64)(*in)[i] << (8 * i);
-  *in += n;
-  return TRUE;
+  return 8 + 8 + 4 + 4 + p->clen + 8 + 4 + p->line->len;
 }
 
 void
 txl_pretok_save(const TxlPretok *p, GByteArray *out)
 {
-  put_le(out, p->offset, 8);
-  put_le(out, p->cstart, 8);
-  put_le(out, p->clen, 4);
-  put_le(out, (guint32)p->ckind, 4);
+  txl_put_u64(out, p->offset);
+  txl_put_u64(out, p->cstart);
+  txl_put_u32(out, (guint32)p->clen);
+  txl_put_u32(out, (guint32)p->ckind);
   g_byte_array_append(out, p->chunk, (guint)p->clen);
-  put_le(out, p->line_start, 8);
-  put_le(out, p->line->len, 4);
+  txl_put_u64(out, p->line_start);
+  txl_put_u32(out, p->line->len);
   g_byte_array_append(out, p->line->data, p->line->len);
 }
 
 gboolean
-txl_pretok_restore(TxlPretok *p, const guint8 **in, const guint8 *end)
+txl_pretok_restore(TxlPretok *p, TxlReader *r)
 {
-  guint64 offset, cstart, clen, ckind, line_start, llen;
-  const guint8 *q = *in;
-  if (!get_le(&q, end, 8, &offset) || !get_le(&q, end, 8, &cstart) ||
-      !get_le(&q, end, 4, &clen) || !get_le(&q, end, 4, &ckind))
+  guint64 offset = txl_get_u64(r), cstart = txl_get_u64(r);
+  guint32 clen = txl_get_u32(r), ckind = txl_get_u32(r);
+  if (!r->ok)
     return FALSE;
   /* chunk_byte reads chunk[clen - 1] of a space run: a held chunk is
    * never empty, and an empty one has no kind */
-  if (clen > TXL_BPE_MAX_CHUNK || ckind >= K_NL || (clen == 0) != (ckind == K_NONE) ||
-      (guint64)(end - q) < clen)
+  if (clen > TXL_BPE_MAX_CHUNK || ckind >= K_NL || (clen == 0) != (ckind == K_NONE))
     return FALSE;
-  const guint8 *chunk = q;
-  q += clen;
-  if (!get_le(&q, end, 8, &line_start) || !get_le(&q, end, 4, &llen) ||
-      llen >= TXL_NORM_SEGMENT || (guint64)(end - q) < llen ||
-      (llen && !p->rules) || cstart > offset || line_start > offset)
+  const guint8 *chunk = txl_get_raw(r, clen);
+  guint64 line_start = txl_get_u64(r);
+  guint32 llen = txl_get_u32(r);
+  if (!r->ok || llen >= TXL_NORM_SEGMENT || (llen && !p->rules) ||
+      cstart > offset || line_start > offset)
+    return FALSE;
+  const guint8 *line = txl_get_raw(r, llen);
+  if (!line)
     return FALSE;
   memcpy(p->chunk, chunk, clen);
   p->clen = clen;
@@ -737,8 +724,7 @@ txl_pretok_restore(TxlPretok *p, const guint8 **in, const guint8 *end)
   p->offset = offset;
   p->line_start = line_start;
   g_byte_array_set_size(p->line, 0);
-  g_byte_array_append(p->line, q, (guint)llen);
-  *in = q + llen;
+  g_byte_array_append(p->line, line, llen);
   return TRUE;
 }
 

@@ -7,6 +7,7 @@
 #include "gguf.h"
 #include "normalize.h"
 #include "txl.h"
+#include "bytes.h"
 
 /* Pre-tokenizer version stored as tokenizer.pre; bumped whenever chunking
  * changes, since a model's merges are only valid for the chunks they were
@@ -98,12 +99,12 @@ void txl_pretok_free(TxlPretok *p);
 void txl_pretok_push(TxlPretok *p, const guchar *data, gsize len);
 /* End of input: flushes what is held back. */
 void txl_pretok_finish(TxlPretok *p);
-/* The bytes held back and the offsets, appended to out; restore reads
- * them back from *p (advanced) up to end, checking every field, and
- * changes nothing when they are malformed. */
+/* The bytes held back and the offsets (txl_pretok_state_size() bytes),
+ * appended to out; restore reads them back from r, checking every field,
+ * and changes nothing when they are malformed. */
+gsize txl_pretok_state_size(const TxlPretok *p);
 void txl_pretok_save(const TxlPretok *p, GByteArray *out);
-gboolean txl_pretok_restore(TxlPretok *p, const guint8 **in,
-                            const guint8 *end);
+gboolean txl_pretok_restore(TxlPretok *p, TxlReader *r);
 
 /* ---- chunk encoder ----------------------------------------------------- */
 

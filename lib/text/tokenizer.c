@@ -397,61 +397,66 @@ txl_encoder_finish(TxlEncoder *e)
 /* ---- encoder state ---------------------------------------------------- */
 
 #define ENC_STATE_VERSION 1u
+#define ENC_STATE_FIXED (4 + 4 + 8 + 8 + 4 + 8 + 8)
 
-static void
-put_u(GByteArray *out, guint64 v, int n)
+/* Layout (little endian): u32 version, u32 tokenizer type, i64 line,
+ * u64 offset, u32 line has text, u64 word start, u64 word length and its
+ * bytes, then the BPE pre-tokenizer's part (bpe.h) when there is one. */
+gsize
+txl_encoder_state_get_size(const TxlEncoder *e)
 {
-  guint8 b[8];
-  for (int i = 0; i < n; i++)
-    b[i] = (guint8)(v >> (8 * i));
-  g_byte_array_append(out, b, (guint)n);
+  return ENC_STATE_FIXED + e->word->len +
+         (e->pretok ? txl_pretok_state_size(e->pretok) : 0);
 }
 
-static gboolean
-get_u(const guint8 **in, const guint8 *end, int n, guint64 *v)
+static GByteArray *
+encoder_bytes(const TxlEncoder *e)
 {
-  if (end - *in < n)
-    return FALSE;
-  *v = 0;
-  for (int i = 0; i < n; i++)
-    *v |= (guint64)(*in)[i] << (8 * i);
-  *in += n;
-  return TRUE;
+  GByteArray *out = g_byte_array_sized_new(txl_encoder_state_get_size(e));
+  txl_put_u32(out, ENC_STATE_VERSION);
+  txl_put_u32(out, (guint32)e->tok->type);
+  txl_put_u64(out, (guint64)e->line);
+  txl_put_u64(out, e->offset);
+  txl_put_u32(out, e->line_has_text ? 1 : 0);
+  txl_put_u64(out, e->word_start);
+  txl_put_u64(out, e->word->len);
+  g_byte_array_append(out, (const guint8 *)e->word->str, (guint)e->word->len);
+  if (e->pretok)
+    txl_pretok_save(e->pretok, out);
+  return out;
+}
+
+gsize
+txl_encoder_state_get_data(const TxlEncoder *e, guint8 *dst, gsize size)
+{
+  gsize len = txl_encoder_state_get_size(e);
+  if (!dst || size < len)
+    return 0;
+  GByteArray *b = encoder_bytes(e);
+  memcpy(dst, b->data, len);
+  g_byte_array_unref(b);
+  return len;
 }
 
 GBytes *
 txl_encoder_save(const TxlEncoder *e)
 {
-  GByteArray *out = g_byte_array_new();
-  put_u(out, ENC_STATE_VERSION, 4);
-  put_u(out, (guint32)e->tok->type, 4);
-  put_u(out, (guint64)e->line, 8);
-  put_u(out, e->offset, 8);
-  put_u(out, e->line_has_text ? 1 : 0, 4);
-  put_u(out, e->word_start, 8);
-  put_u(out, e->word->len, 8);
-  g_byte_array_append(out, (const guint8 *)e->word->str, (guint)e->word->len);
-  if (e->pretok)
-    txl_pretok_save(e->pretok, out);
-  return g_byte_array_free_to_bytes(out);
+  return g_byte_array_free_to_bytes(encoder_bytes(e));
 }
 
 gboolean
-txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
+txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
+                           GError **error)
 {
-  gsize n;
-  static const guint8 none[1];
-  const guint8 *p = g_bytes_get_data(state, &n);
-  if (!p) /* empty: no pointer to offset */
-    p = none;
-  const guint8 *end = p + n;
-  guint64 version, type, line, offset, has_text, wstart, wlen;
-  if (!get_u(&p, end, 4, &version) || version != ENC_STATE_VERSION ||
-      !get_u(&p, end, 4, &type) || !get_u(&p, end, 8, &line) ||
-      !get_u(&p, end, 8, &offset) || !get_u(&p, end, 4, &has_text) ||
-      !get_u(&p, end, 8, &wstart) || !get_u(&p, end, 8, &wlen))
+  TxlReader r;
+  txl_reader_init_data(&r, src, size);
+  guint32 version = txl_get_u32(&r), type = txl_get_u32(&r);
+  guint64 line = txl_get_u64(&r), offset = txl_get_u64(&r);
+  guint32 has_text = txl_get_u32(&r);
+  guint64 wstart = txl_get_u64(&r), wlen = txl_get_u64(&r);
+  if (!r.ok || version != ENC_STATE_VERSION)
     goto bad;
-  if (type != (guint64)e->tok->type) {
+  if (type != (guint32)e->tok->type) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "tokenizer state: saved by a %s tokenizer, this one is %s",
                 type <= TXL_TOKENIZER_BPE ? txl_tokenizer_type_name(type)
@@ -459,21 +464,21 @@ txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
                 txl_tokenizer_type_name(e->tok->type));
     return FALSE;
   }
-  if (line < 1 || line > G_MAXINT64 || has_text > 1 || wlen > (guint64)(end - p) ||
+  if (line < 1 || line > G_MAXINT64 || has_text > 1 ||
+      wlen > txl_reader_left(&r) ||
       (wlen && e->tok->type != TXL_TOKENIZER_WORD) || wstart > offset)
     goto bad;
-  const guint8 *word = p;
-  p += wlen;
+  const guint8 *word = txl_get_raw(&r, (gsize)wlen);
   if (e->pretok) {
     /* a trial copy, so that nothing changes unless all of it is good */
     TxlPretok *trial = txl_pretok_new(e->tok->bpe, bpe_piece, e);
-    if (!txl_pretok_restore(trial, &p, end) || p != end) {
+    if (!txl_pretok_restore(trial, &r) || !txl_reader_done(&r)) {
       txl_pretok_free(trial);
       goto bad;
     }
     txl_pretok_free(e->pretok);
     e->pretok = trial;
-  } else if (p != end) {
+  } else if (!txl_reader_done(&r)) {
     goto bad;
   }
   e->line = (gint64)line;
@@ -487,6 +492,14 @@ bad:
   g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
               "tokenizer state: malformed or from another version");
   return FALSE;
+}
+
+gboolean
+txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
+{
+  gsize n = 0;
+  const guint8 *p = state ? g_bytes_get_data(state, &n) : NULL;
+  return txl_encoder_state_set_data(e, p, n, error);
 }
 
 gint64

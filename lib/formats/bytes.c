@@ -1,14 +1,11 @@
-/* Little-endian state fields (bytes.h). */
+/* The little-endian byte codec's growing and bounded forms (bytes.h). */
 #include "bytes.h"
-
-#include <string.h>
 
 static void
 put_le(GByteArray *b, guint64 v, int n)
 {
   guint8 x[8];
-  for (int i = 0; i < n; i++)
-    x[i] = (guint8)(v >> (8 * i));
+  txl_le_put64(x, v);
   g_byte_array_append(b, x, (guint)n);
 }
 
@@ -27,9 +24,7 @@ txl_put_u64(GByteArray *b, guint64 v)
 void
 txl_put_f64(GByteArray *b, gdouble v)
 {
-  guint64 u;
-  memcpy(&u, &v, 8);
-  put_le(b, u, 8);
+  put_le(b, txl_f64_bits(v), 8);
 }
 
 void
@@ -41,62 +36,64 @@ txl_put_blob(GByteArray *b, const void *data, gsize len)
 }
 
 void
-txl_reader_init(TxlReader *r, GBytes *bytes)
+txl_reader_init_data(TxlReader *r, const void *data, gsize n)
 {
-  gsize n = 0;
-  r->p = bytes ? g_bytes_get_data(bytes, &n) : NULL;
+  r->p = data;
   r->end = r->p ? r->p + n : NULL;
   r->ok = r->p != NULL || n == 0;
 }
 
-static guint64
-get_le(TxlReader *r, int n)
+void
+txl_reader_init(TxlReader *r, GBytes *bytes)
 {
-  if (!r->ok || r->end - r->p < n) {
+  gsize n = 0;
+  const void *d = bytes ? g_bytes_get_data(bytes, &n) : NULL;
+  txl_reader_init_data(r, d, n);
+}
+
+const guint8 *
+txl_get_raw(TxlReader *r, gsize n)
+{
+  if (!r->ok || (gsize)(r->end - r->p) < n) {
     r->ok = FALSE;
-    return 0;
+    return NULL;
   }
-  guint64 v = 0;
-  for (int i = 0; i < n; i++)
-    v |= (guint64)r->p[i] << (8 * i);
+  const guint8 *d = r->p;
   r->p += n;
-  return v;
+  return d;
 }
 
 guint32
 txl_get_u32(TxlReader *r)
 {
-  return (guint32)get_le(r, 4);
+  const guint8 *d = txl_get_raw(r, 4);
+  return d ? txl_le_get32(d) : 0;
 }
 
 guint64
 txl_get_u64(TxlReader *r)
 {
-  return get_le(r, 8);
+  const guint8 *d = txl_get_raw(r, 8);
+  return d ? txl_le_get64(d) : 0;
 }
 
 gdouble
 txl_get_f64(TxlReader *r)
 {
-  guint64 u = get_le(r, 8);
-  gdouble v;
-  memcpy(&v, &u, 8);
-  return v;
+  return txl_f64_from_bits(txl_get_u64(r));
 }
 
 const guint8 *
 txl_get_blob(TxlReader *r, gsize *len, gsize max)
 {
-  guint64 n = get_le(r, 8);
+  guint64 n = txl_get_u64(r);
   if (!r->ok || n > max || n > (guint64)(r->end - r->p)) {
     r->ok = FALSE;
     *len = 0;
     return NULL;
   }
-  const guint8 *d = r->p;
-  r->p += n;
   *len = (gsize)n;
-  return d;
+  return txl_get_raw(r, (gsize)n);
 }
 
 gsize
