@@ -1,5 +1,5 @@
 /* The state layer as the tools and plugins see it (docs/layout.md): the
- snapshot files and their float codecs.  Internal to txl, not installed. */
+ * snapshot files and their float codecs.  Internal to txl, not installed. */
 #ifndef TXL_LAYER_STATE_H
 #define TXL_LAYER_STATE_H
 

@@ -65,7 +65,7 @@ void txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first);
 guint64 txl_dropout_key(guint64 seed, guint64 step, int site, int layer);
 
 /* Relative attention of B streams over [memory; segment] (K = mlen + T
- * keys), as docs/architecture.md defines it.  q: (B*T, HD) rows; kv:
+ * keys), as docs/model.md defines it.  q: (B*T, HD) rows; kv:
  * (B*K, 2*HD) rows, keys then values; rk: (K, HD) projected positions,
  * row m at distance K-1-m (already clamped).  Saves the probabilities
  * (B, H, T, K), before attention dropout, for backward. */
