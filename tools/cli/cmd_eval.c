@@ -21,6 +21,7 @@
 #include "cmd.h"
 #include "eval_dev.h"
 #include "jsonstr.h"
+#include "train_run.h"
 #include "txl.h"
 
 #include <errno.h>
@@ -777,47 +778,47 @@ write_sessions_text(Eval *ev, int split, const char *path, gint64 *n_out,
   return TRUE;
 }
 
+/* Trains the model as `txl train --tokenizer bpe --normalize` would, with
+ * this command's model options and validation on val_txt. */
 static int
 run_train(const Opts *o, const char *model, const char *train_txt,
           const char *val_txt)
 {
-  GPtrArray *a = g_ptr_array_new_with_free_func(g_free);
-#define ARG(...) g_ptr_array_add(a, g_strdup_printf(__VA_ARGS__))
-  ARG("train");
-  ARG("-o"); ARG("%s", model);
-  ARG("--val"); ARG("%s", val_txt);
-  ARG("--tokenizer"); ARG("bpe");
-  ARG("--normalize");
-  ARG("--vocab"); ARG("%d", o->vocab);
-  ARG("--layers"); ARG("%d", o->layers);
-  ARG("--d-model"); ARG("%d", o->d_model);
-  ARG("--heads"); ARG("%d", o->heads);
-  ARG("--d-head"); ARG("%d", o->d_head);
-  ARG("--d-inner"); ARG("%d", o->d_inner);
-  ARG("--mem-len"); ARG("%d", o->mem_len);
-  ARG("--segment"); ARG("%d", o->segment);
-  ARG("--batch"); ARG("%d", o->batch);
-  ARG("--steps"); ARG("%" G_GINT64_FORMAT, o->steps);
-  ARG("--warmup"); ARG("%d", (int)MIN(100, o->steps / 10));
-  ARG("--lr"); ARG("%g", o->lr);
-  ARG("--dropout"); ARG("%g", o->dropout);
-  ARG("--seed"); ARG("%" G_GINT64_FORMAT, o->seed);
-  ARG("--eval-every"); ARG("0");
-  ARG("--eval-tokens"); ARG("20000");
-  ARG("--checkpoint-every"); ARG("0");
-  ARG("--log-every"); ARG("100");
-  if (o->time_limit > 0) {
-    ARG("--time-limit"); ARG("%g", o->time_limit);
+  TrainOptions t;
+  train_options_init(&t);
+  char *inputs[] = { (char *)train_txt, NULL };
+  t.inputs = inputs;
+  t.n_inputs = 1;
+  t.output = (char *)model;
+  t.val_path = (char *)val_txt;
+  t.val_fraction = 0.0;
+  t.tokenizer = (char *)"bpe";
+  t.normalize = TRUE;
+  t.vocab = o->vocab;
+  t.layers = o->layers;
+  t.d_model = o->d_model;
+  t.heads = o->heads;
+  t.d_head = o->d_head;
+  t.d_inner = o->d_inner;
+  t.mem_len = o->mem_len;
+  t.segment = o->segment;
+  t.batch = o->batch;
+  t.steps = o->steps;
+  t.warmup = (int)MIN(100, o->steps / 10);
+  t.lr = o->lr;
+  t.dropout = o->dropout;
+  t.seed = o->seed;
+  t.eval_every = 0;
+  t.eval_tokens = 20000;
+  t.checkpoint_every = 0;
+  t.log_every = 100;
+  t.time_limit_min = o->time_limit > 0 ? o->time_limit : 0;
+  g_autoptr(GError) err = NULL;
+  if (!train_options_check(&t, &err)) {
+    fprintf(stderr, "txl train: %s\n", err->message);
+    return 2;
   }
-  ARG("%s", train_txt);
-#undef ARG
-  int argc = (int)a->len;
-  char **argv = g_new0(char *, argc + 1);
-  memcpy(argv, a->pdata, sizeof(char *) * argc); /* parsing may reorder */
-  int rc = txl_cmd_train(argc, argv);
-  g_free(argv);
-  g_ptr_array_free(a, TRUE);
-  return rc;
+  return train_run(&t);
 }
 
 /* ---- output ---------------------------------------------------------- */
