@@ -276,6 +276,40 @@ progress(gboolean tty, gint64 step, gint64 total, double loss, double tps,
             tps, lr, eta);
 }
 
+/* s, owned by keep from now on */
+static char *
+kept(GPtrArray *keep, char *s)
+{
+  g_ptr_array_add(keep, s);
+  return s;
+}
+
+void
+train_options_add_entries(GOptionContext *ctx, TrainOptions *o,
+                          GPtrArray *keep)
+{
+#define HELP(...) kept(keep, g_strdup_printf(__VA_ARGS__))
+  const GOptionEntry e[] = {
+    { "vocab", 0, 0, G_OPTION_ARG_INT, &o->vocab, HELP("BPE vocabulary size (default %d)", o->vocab), "N" },
+    { "layers", 0, 0, G_OPTION_ARG_INT, &o->layers, HELP("Layers (default %d)", o->layers), "N" },
+    { "d-model", 0, 0, G_OPTION_ARG_INT, &o->d_model, HELP("Hidden size (default %d)", o->d_model), "N" },
+    { "heads", 0, 0, G_OPTION_ARG_INT, &o->heads, HELP("Attention heads (default %d)", o->heads), "N" },
+    { "d-head", 0, 0, G_OPTION_ARG_INT, &o->d_head, HELP("Size of each head (default %d)", o->d_head), "N" },
+    { "d-inner", 0, 0, G_OPTION_ARG_INT, &o->d_inner, HELP("Feed-forward size (default %d)", o->d_inner), "N" },
+    { "mem-len", 0, 0, G_OPTION_ARG_INT, &o->mem_len, HELP("Memory length in positions (default %d)", o->mem_len), "N" },
+    { "segment", 0, 0, G_OPTION_ARG_INT, &o->segment, HELP("Segment length in tokens (default %d)", o->segment), "N" },
+    { "dropout", 0, 0, G_OPTION_ARG_DOUBLE, &o->dropout, HELP("Dropout rate (default %g)", o->dropout), "P" },
+    { "batch", 0, 0, G_OPTION_ARG_INT, &o->batch, HELP("Parallel streams (default %d)", o->batch), "N" },
+    { "steps", 0, 0, G_OPTION_ARG_INT64, &o->steps, HELP("Optimiser steps (default %" G_GINT64_FORMAT ")", o->steps), "N" },
+    { "lr", 0, 0, G_OPTION_ARG_DOUBLE, &o->lr, HELP("Peak learning rate (default %g)", o->lr), "LR" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &o->seed, HELP("Random seed (default %" G_GINT64_FORMAT ")", o->seed), "N" },
+    { "time-limit", 0, 0, G_OPTION_ARG_DOUBLE, &o->time_limit_min, "Stop (with a checkpoint) after this many minutes", "MIN" },
+    { NULL },
+  };
+#undef HELP
+  g_option_context_add_main_entries(ctx, e, NULL);
+}
+
 /* A resumed run must continue the same run: everything that shapes the
  * weights goes into this fingerprint. */
 static void

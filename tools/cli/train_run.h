@@ -34,6 +34,12 @@ typedef struct {
 
 /* The defaults `txl train --help` lists. */
 void train_options_init(TrainOptions *o);
+/* Adds to ctx the options txl train and txl eval share (the model's shape,
+ * --vocab, --batch, --steps, --lr, --dropout, --seed, --time-limit),
+ * bound to o's fields; their help shows o's current values as defaults.
+ * The help strings go to keep, which must outlive ctx. */
+void train_options_add_entries(GOptionContext *ctx, TrainOptions *o,
+                               GPtrArray *keep);
 /* Range checks of every option; the error names the option. */
 gboolean train_options_check(const TrainOptions *o, GError **error);
 /* Trains and writes o->output (and o->output.train); messages go to stderr
