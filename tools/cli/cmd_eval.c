@@ -333,7 +333,7 @@ line_step(const Eval *ev, const Opts *o, Result *r)
 }
 
 /* One odd normal validation session can carry a maximum-based threshold
- * far from the rest (docs/anomaly.md: HDFS at other split points); it
+ * far from the rest (docs/notes/anomaly-experiments.md: HDFS at other split points); it
  * shows without test labels, so say so. */
 static void
 outlier_step(const Eval *ev, const Opts *o, Result *r)
