@@ -333,8 +333,9 @@ line_step(const Eval *ev, const Opts *o, Result *r)
 }
 
 /* One odd normal validation session can carry a maximum-based threshold
- * far from the rest (docs/notes/anomaly-experiments.md: HDFS at other split points); it
- * shows without test labels, so say so. */
+ * far from the rest (HDFS at other split points:
+ * docs/notes/anomaly-experiments.md); it shows without test labels, so
+ * say so. */
 static void
 outlier_step(const Eval *ev, const Opts *o, Result *r)
 {
