@@ -494,6 +494,112 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
   return TRUE;
 }
 
+/* --snapshot-precision and --memory; FALSE (a message printed) when bad. */
+static gboolean
+parse_kinds(const char *snap_prec, const char *save_snap, const char *memory,
+            TxlSnapshotOptions *snap_opts, TxlMemoryKind *kind)
+{
+  if (snap_prec) {
+    if (!strcmp(snap_prec, "f16"))
+      snap_opts->precision = TXL_SNAPSHOT_F16;
+    else if (!strcmp(snap_prec, "bf16"))
+      snap_opts->precision = TXL_SNAPSHOT_BF16;
+    else if (strcmp(snap_prec, "f32") != 0) {
+      fprintf(stderr, "txl score: --snapshot-precision takes f32, f16 or "
+                      "bf16, not '%s'\n", snap_prec);
+      return FALSE;
+    }
+    if (!save_snap) {
+      fprintf(stderr, "txl score: --snapshot-precision goes with "
+                      "--save-snapshot\n");
+      return FALSE;
+    }
+  }
+  if (memory && !strcmp(memory, "hidden"))
+    *kind = TXL_MEMORY_HIDDEN;
+  else if (memory && strcmp(memory, "kv") != 0) {
+    fprintf(stderr, "txl score: --memory takes kv or hidden, not '%s'\n",
+            memory);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A new scorer, or the one saved in load_snap when it was written by
+ * txl score (a snapshot of an element continues in its pipeline); NULL
+ * with t->c.error set. */
+static TxlScorer *
+open_scorer(TextScore *t, TxlModel *m, const TxlStreamOptions *o, int segment,
+            gboolean ids, const char *load_snap, GHashTable **loaded)
+{
+  if (load_snap) {
+    t->c.scorer = txl_scorer_load_full(m, load_snap,
+                                       ids ? print_token : text_scored,
+                                       ids ? (gpointer)&t->c : (gpointer)t,
+                                       loaded, &t->c.error);
+    /* a snapshot is continued by what made it: its other sections would
+     * be dropped otherwise */
+    gboolean element = t->c.scorer &&
+        (g_hash_table_contains(*loaded, "txlmodel") ||
+         g_hash_table_contains(*loaded, "sampler"));
+    if (t->c.scorer && !element &&
+        !txl_snapshot_check_writer(load_snap, *loaded, SCORE_WRITER,
+                                   &t->c.error)) {
+      g_clear_pointer(&t->c.scorer, txl_scorer_free);
+    } else if (element) {
+      g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                          "the snapshot was written by a GStreamer element "
+                          "(txlmodel or txlsampler); continue it with the "
+                          "pipeline (snapshot-location=...)");
+      g_clear_pointer(&t->c.scorer, txl_scorer_free);
+    } else if (t->c.scorer && ids &&
+               g_hash_table_contains(*loaded, "tokenizer")) {
+      g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                          "the snapshot holds a text stream; continue it "
+                          "without --ids");
+      g_clear_pointer(&t->c.scorer, txl_scorer_free);
+    }
+  } else
+    t->c.scorer = txl_scorer_new(m, o, segment,
+                                 ids ? print_token : text_scored,
+                                 ids ? (gpointer)&t->c : (gpointer)t,
+                                 &t->c.error);
+  return t->c.scorer;
+}
+
+/* The run's summary on standard error, or its error; FALSE for an error
+ * (scores that were not finite make the run one). */
+static gboolean
+report(TextScore *t, gboolean ok, gboolean ids, const char *path)
+{
+  if (ok && t->c.nonfinite > 0) {
+    /* every line and token went out, as valid JSON (null), its line
+     * flagged; the run itself is an error: such scores mean nothing */
+    g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%" G_GINT64_FORMAT " token scores were not finite (NaN or "
+                "infinite: the model's weights or its arithmetic overflowed); "
+                "printed as null%s", t->c.nonfinite,
+                ids ? "" : ", their lines marked \"nonfinite\" (and flagged)");
+    ok = FALSE;
+  }
+  if (!ok) {
+    fprintf(stderr, "txl score: %s%s%s\n", path[0] == '-' ? "" : path,
+            path[0] == '-' ? "" : ": ", t->c.error->message);
+  } else {
+    double mean = t->c.nll_sum / MAX(t->c.scored, 1);
+    fprintf(stderr, "txl score: %" G_GINT64_FORMAT " tokens scored, mean NLL "
+                    "%.4f nats/token, perplexity %.3f", t->c.scored, mean,
+            exp(mean));
+    if (!ids && t->c.bytes)
+      fprintf(stderr, ", %.4f bits/byte", t->c.nll_sum / G_LN2 / t->c.bytes);
+    if (!ids && t->flag_bpb > 0)
+      fprintf(stderr, ", %" G_GINT64_FORMAT " lines above %g bits/byte",
+              t->flagged, t->flag_bpb);
+    fprintf(stderr, "\n");
+  }
+  return ok;
+}
+
 int
 txl_cmd_score(int argc, char **argv)
 {
@@ -570,30 +676,9 @@ txl_cmd_score(int argc, char **argv)
     return 2;
   }
   TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
-  if (snap_prec) {
-    if (!strcmp(snap_prec, "f16"))
-      snap_opts.precision = TXL_SNAPSHOT_F16;
-    else if (!strcmp(snap_prec, "bf16"))
-      snap_opts.precision = TXL_SNAPSHOT_BF16;
-    else if (strcmp(snap_prec, "f32") != 0) {
-      fprintf(stderr, "txl score: --snapshot-precision takes f32, f16 or "
-                      "bf16, not '%s'\n", snap_prec);
-      return 2;
-    }
-    if (!save_snap) {
-      fprintf(stderr, "txl score: --snapshot-precision goes with "
-                      "--save-snapshot\n");
-      return 2;
-    }
-  }
   TxlMemoryKind kind = TXL_MEMORY_KV;
-  if (memory && !strcmp(memory, "hidden"))
-    kind = TXL_MEMORY_HIDDEN;
-  else if (memory && strcmp(memory, "kv") != 0) {
-    fprintf(stderr, "txl score: --memory takes kv or hidden, not '%s'\n",
-            memory);
+  if (!parse_kinds(snap_prec, save_snap, memory, &snap_opts, &kind))
     return 2;
-  }
   const char *path = argc == 2 ? argv[1] : "-";
   FILE *in = stdin;
   if (strcmp(path, "-") != 0 && !(in = fopen(path, "rb"))) {
@@ -634,70 +719,13 @@ txl_cmd_score(int argc, char **argv)
   t.cur_line = 1;
   gboolean ok = FALSE;
   GHashTable *loaded = NULL;
-  if (load_snap) {
-    t.c.scorer = txl_scorer_load_full(m, load_snap,
-                                      ids ? print_token : text_scored,
-                                      ids ? (gpointer)&t.c : (gpointer)&t,
-                                      &loaded, &t.c.error);
-    /* a snapshot is continued by what made it: its other sections would
-     * be dropped otherwise */
-    gboolean element = t.c.scorer &&
-        (g_hash_table_contains(loaded, "txlmodel") ||
-         g_hash_table_contains(loaded, "sampler"));
-    if (t.c.scorer && !element &&
-        !txl_snapshot_check_writer(load_snap, loaded, SCORE_WRITER,
-                                   &t.c.error)) {
-      g_clear_pointer(&t.c.scorer, txl_scorer_free);
-    } else if (element) {
-      g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
-                          "the snapshot was written by a GStreamer element "
-                          "(txlmodel or txlsampler); continue it with the "
-                          "pipeline (snapshot-location=...)");
-      g_clear_pointer(&t.c.scorer, txl_scorer_free);
-    } else if (t.c.scorer && ids &&
-               g_hash_table_contains(loaded, "tokenizer")) {
-      g_set_error_literal(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
-                          "the snapshot holds a text stream; continue it "
-                          "without --ids");
-      g_clear_pointer(&t.c.scorer, txl_scorer_free);
-    }
-  } else
-    t.c.scorer = txl_scorer_new(m, &o, segment,
-                                ids ? print_token : text_scored,
-                                ids ? (gpointer)&t.c : (gpointer)&t,
-                                &t.c.error);
+  t.c.scorer = open_scorer(&t, m, &o, segment, ids, load_snap, &loaded);
   if (t.c.scorer)
     ok = ids ? score_ids(&t.c, in, save_snap, load_snap != NULL)
              : score_text(&t, tok, in, save_snap, loaded);
   g_clear_pointer(&loaded, g_hash_table_unref);
   fflush(stdout);
-  int rc = 0;
-  if (ok && t.c.nonfinite > 0) {
-    /* every line and token went out, as valid JSON (null), its line
-     * flagged; the run itself is an error: such scores mean nothing */
-    g_set_error(&t.c.error, TXL_ERROR, TXL_ERROR_INVALID,
-                "%" G_GINT64_FORMAT " token scores were not finite (NaN or "
-                "infinite: the model's weights or its arithmetic overflowed); "
-                "printed as null%s", t.c.nonfinite,
-                ids ? "" : ", their lines marked \"nonfinite\" (and flagged)");
-    ok = FALSE;
-  }
-  if (!ok) {
-    fprintf(stderr, "txl score: %s%s%s\n", path[0] == '-' ? "" : path,
-            path[0] == '-' ? "" : ": ", t.c.error->message);
-    rc = 1;
-  } else {
-    double mean = t.c.nll_sum / MAX(t.c.scored, 1);
-    fprintf(stderr, "txl score: %" G_GINT64_FORMAT " tokens scored, mean NLL "
-                    "%.4f nats/token, perplexity %.3f", t.c.scored, mean,
-            exp(mean));
-    if (!ids && t.c.bytes)
-      fprintf(stderr, ", %.4f bits/byte", t.c.nll_sum / G_LN2 / t.c.bytes);
-    if (!ids && flag_bpb > 0)
-      fprintf(stderr, ", %" G_GINT64_FORMAT " lines above %g bits/byte",
-              t.flagged, flag_bpb);
-    fprintf(stderr, "\n");
-  }
+  int rc = report(&t, ok, ids, path) ? 0 : 1;
   g_clear_error(&t.c.error);
   txl_scorer_free(t.c.scorer);
   g_queue_clear_full(&t.lines, line_free);
