@@ -244,6 +244,66 @@ load_rules(TxlBpe *b, const GgufFile *f, GError **error)
   return ok;
 }
 
+/* tokenizer.merges (nm ids, in pairs) into b->merges, each checked: ids
+ * in range, not special, created by the bytes or an earlier merge, and
+ * concatenating to a listed token.  made[id] is set for every result. */
+static gboolean
+load_merges(TxlBpe *b, const char **toks, const gsize *tlen, gsize n,
+            const gint64 *merges, gsize nm, const guint8 *is_sp, guint8 *made,
+            int n_token, GError **error)
+{
+  /* A merge may only use tokens that exist by then: bytes, or results of
+   * earlier merges.  This orders the merges and so rules out cycles. */
+  guint8 *avail = g_new0(guint8, n);
+  for (int c = 0; c < 256; c++)
+    avail[b->byte_id[c]] = 1;
+  GByteArray *cat = g_byte_array_new();
+  for (gsize k = 0; k < nm / 2; k++) {
+    gint64 l = merges[2 * k], r = merges[2 * k + 1];
+    for (int side = 0; side < 2; side++) {
+      gint64 id = side ? r : l;
+      if (id < 0 || id >= n_token) {
+        fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.merges[%zu] = %" G_GINT64_FORMAT
+             " is not a token id (n_token %d)", 2 * k + side, id, n_token);
+        g_byte_array_unref(cat);
+        g_free(avail);
+        return FALSE;
+      }
+      if (is_sp[id] || !avail[id]) {
+        fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.merges[%zu] uses id %" G_GINT64_FORMAT
+             ", which is %s", 2 * k + side, id,
+             is_sp[id] ? "a special token"
+                       : "not created by any earlier merge (merges must be "
+                         "in rank order, without cycles)");
+        g_byte_array_unref(cat);
+        g_free(avail);
+        return FALSE;
+      }
+    }
+    g_byte_array_set_size(cat, 0);
+    g_byte_array_append(cat, (const guint8 *)toks[l], (guint)tlen[l]);
+    g_byte_array_append(cat, (const guint8 *)toks[r], (guint)tlen[r]);
+    int res = cat->len <= TXL_BPE_MAX_TOKEN ? bpe_find(b, cat->data, cat->len)
+                                            : -1;
+    if (res < 0) {
+      fail(error, TXL_ERROR_FORMAT,
+           "tokenizer.merges pair %zu (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+           "): their concatenation is not in tokenizer.tokens", k, l, r);
+      g_byte_array_unref(cat);
+      g_free(avail);
+      return FALSE;
+    }
+    avail[res] = made[res] = 1;
+    guint32 tri[3] = { (guint32)l, (guint32)r, (guint32)res };
+    g_array_append_vals(b->merges, tri, 3);
+  }
+  g_byte_array_unref(cat);
+  g_free(avail);
+  return TRUE;
+}
+
 TxlBpe *
 txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
 {
@@ -251,7 +311,7 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
   const char **toks = NULL;
   gsize *tlen = NULL, n = 0, nm = 0, ns = 0;
   gint64 *merges = NULL, *specials = NULL;
-  guint8 *avail = NULL, *made = NULL, *is_sp = NULL;
+  guint8 *made = NULL, *is_sp = NULL;
   gboolean ok = FALSE;
   g_autofree char *pre = gguf_get_string(f, "tokenizer.pre", error);
   if (!pre)
@@ -316,52 +376,9 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
          "tokenizer.merges has %zu ids, not a whole number of pairs", nm);
     goto out;
   }
-  /* A merge may only use tokens that exist by then: bytes, or results of
-   * earlier merges.  This orders the merges and so rules out cycles. */
-  avail = g_new0(guint8, n);
   made = g_new0(guint8, n);
-  for (int c = 0; c < 256; c++)
-    avail[b->byte_id[c]] = 1;
-  GByteArray *cat = g_byte_array_new();
-  for (gsize k = 0; k < nm / 2; k++) {
-    gint64 l = merges[2 * k], r = merges[2 * k + 1];
-    for (int side = 0; side < 2; side++) {
-      gint64 id = side ? r : l;
-      if (id < 0 || id >= n_token) {
-        fail(error, TXL_ERROR_FORMAT,
-             "tokenizer.merges[%zu] = %" G_GINT64_FORMAT
-             " is not a token id (n_token %d)", 2 * k + side, id, n_token);
-        g_byte_array_unref(cat);
-        goto out;
-      }
-      if (is_sp[id] || !avail[id]) {
-        fail(error, TXL_ERROR_FORMAT,
-             "tokenizer.merges[%zu] uses id %" G_GINT64_FORMAT
-             ", which is %s", 2 * k + side, id,
-             is_sp[id] ? "a special token"
-                       : "not created by any earlier merge (merges must be "
-                         "in rank order, without cycles)");
-        g_byte_array_unref(cat);
-        goto out;
-      }
-    }
-    g_byte_array_set_size(cat, 0);
-    g_byte_array_append(cat, (const guint8 *)toks[l], (guint)tlen[l]);
-    g_byte_array_append(cat, (const guint8 *)toks[r], (guint)tlen[r]);
-    int res = cat->len <= TXL_BPE_MAX_TOKEN ? bpe_find(b, cat->data, cat->len)
-                                            : -1;
-    if (res < 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.merges pair %zu (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-           "): their concatenation is not in tokenizer.tokens", k, l, r);
-      g_byte_array_unref(cat);
-      goto out;
-    }
-    avail[res] = made[res] = 1;
-    guint32 tri[3] = { (guint32)l, (guint32)r, (guint32)res };
-    g_array_append_vals(b->merges, tri, 3);
-  }
-  g_byte_array_unref(cat);
+  if (!load_merges(b, toks, tlen, n, merges, nm, is_sp, made, n_token, error))
+    goto out;
   for (gsize i = 0; i < n; i++)
     if (!is_sp[i] && tlen[i] > 1 && !made[i]) {
       fail(error, TXL_ERROR_FORMAT,
@@ -397,7 +414,6 @@ out:
   g_free(tlen);
   g_free(merges);
   g_free(specials);
-  g_free(avail);
   g_free(made);
   g_free(is_sp);
   if (!ok) {
