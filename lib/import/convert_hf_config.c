@@ -93,11 +93,11 @@ cfg_number(JsonObject *o, const char *key, double def, double *out,
   return TRUE;
 }
 
-gboolean
-txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
+/* model_type, and the features of the original code base that Hugging
+ * Face never implemented (so no weights for them can exist). */
+static gboolean
+check_supported(JsonObject *o, GError **error)
 {
-  txl_config_init_default(c);
-
   JsonNode *mt = json_object_get_member(o, "model_type");
   if (mt) {
     const char *s = JSON_NODE_HOLDS_VALUE(mt) &&
@@ -112,8 +112,6 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
     }
   }
 
-  /* Features of the original code base that Hugging Face never
-   * implemented, and that we therefore cannot have weights for. */
   int attn_type, sample_softmax, ext_len;
   if (!cfg_int(o, "attn_type", FALSE, 0, &attn_type, NULL, error) ||
       !cfg_int(o, "sample_softmax", FALSE, -1, &sample_softmax, NULL, error) ||
@@ -136,6 +134,109 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
               "ext_len = %d is not supported; only 0 is", ext_len);
     return FALSE;
   }
+
+  return TRUE;
+}
+
+/* "cutoffs": the adaptive softmax's cluster boundaries (required). */
+static gboolean
+parse_cutoffs(JsonObject *o, TxlConfig *c, GError **error)
+{
+  JsonNode *cn = json_object_get_member(o, "cutoffs");
+  if (!cn) {
+    cfg_error(error, TXL_ERROR_FORMAT, "required key \"cutoffs\" is missing");
+    return FALSE;
+  }
+  if (!JSON_NODE_HOLDS_ARRAY(cn)) {
+    cfg_error(error, TXL_ERROR_FORMAT,
+              "\"cutoffs\" must be an array of integers");
+    return FALSE;
+  }
+  JsonArray *ca = json_node_get_array(cn);
+  guint nc = json_array_get_length(ca);
+  if (nc > TXL_MAX_CUTOFFS) {
+    cfg_error(error, TXL_ERROR_UNSUPPORTED,
+              "\"cutoffs\" has %u entries; at most %d are supported", nc,
+              TXL_MAX_CUTOFFS);
+    return FALSE;
+  }
+  c->n_cutoffs = (int)nc;
+  for (guint i = 0; i < nc; i++) {
+    JsonNode *e = json_array_get_element(ca, i);
+    if (!JSON_NODE_HOLDS_VALUE(e) ||
+        json_node_get_value_type(e) != G_TYPE_INT64 ||
+        json_node_get_int(e) < G_MININT || json_node_get_int(e) > G_MAXINT) {
+      cfg_error(error, TXL_ERROR_FORMAT, "\"cutoffs\"[%u] must be an integer",
+                i);
+      return FALSE;
+    }
+    c->cutoffs[i] = (int)json_node_get_int(e);
+  }
+
+  return TRUE;
+}
+
+static gboolean
+parse_tie_projs(JsonObject *o, TxlConfig *c, GError **error)
+{
+  guint nc = (guint)c->n_cutoffs;
+  /* Which output projections reuse the embedding's.  Files written by
+   * save_pretrained carry the list itself; the constructor argument
+   * proj_share_all_but_first (default true) means [false, true, ...].
+   * Versions of transformers disagree on which wins when both are
+   * present, so a contradiction is refused rather than guessed. */
+  gboolean share_but_first, has_share;
+  if (!cfg_bool(o, "proj_share_all_but_first", TRUE, &share_but_first,
+                &has_share, error))
+    return FALSE;
+  gboolean implied[TXL_MAX_CUTOFFS + 1];
+  for (int k = 0; k <= c->n_cutoffs; k++)
+    implied[k] = k > 0 && share_but_first;
+  JsonNode *tn = json_object_get_member(o, "tie_projs");
+  if (tn) {
+    if (!JSON_NODE_HOLDS_ARRAY(tn)) {
+      cfg_error(error, TXL_ERROR_FORMAT,
+                "\"tie_projs\" must be an array of booleans");
+      return FALSE;
+    }
+    JsonArray *ta = json_node_get_array(tn);
+    if (json_array_get_length(ta) != nc + 1) {
+      cfg_error(error, TXL_ERROR_FORMAT,
+                "\"tie_projs\" has %u entries, expected len(cutoffs) + 1 = %u",
+                json_array_get_length(ta), nc + 1);
+      return FALSE;
+    }
+    for (guint i = 0; i <= nc; i++) {
+      JsonNode *e = json_array_get_element(ta, i);
+      if (!JSON_NODE_HOLDS_VALUE(e) ||
+          json_node_get_value_type(e) != G_TYPE_BOOLEAN) {
+        cfg_error(error, TXL_ERROR_FORMAT,
+                  "\"tie_projs\"[%u] must be true or false", i);
+        return FALSE;
+      }
+      c->tie_projs[i] = json_node_get_boolean(e);
+      if (has_share && c->tie_projs[i] != implied[i]) {
+        cfg_error(error, TXL_ERROR_FORMAT,
+                  "\"tie_projs\" and \"proj_share_all_but_first\" disagree "
+                  "(entry %u)", i);
+        return FALSE;
+      }
+    }
+  } else {
+    for (int k = 0; k <= c->n_cutoffs; k++)
+      c->tie_projs[k] = implied[k];
+  }
+
+  return TRUE;
+}
+
+gboolean
+txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
+{
+  txl_config_init_default(c);
+
+  if (!check_supported(o, error))
+    return FALSE;
 
   /* Older files call the vocabulary size n_token. */
   gboolean has_vs, has_nt;
@@ -201,83 +302,8 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
   if (!cfg_bool(o, "adaptive", TRUE, &adaptive, NULL, error))
     return FALSE;
 
-  JsonNode *cn = json_object_get_member(o, "cutoffs");
-  if (!cn) {
-    cfg_error(error, TXL_ERROR_FORMAT, "required key \"cutoffs\" is missing");
+  if (!parse_cutoffs(o, c, error) || !parse_tie_projs(o, c, error))
     return FALSE;
-  }
-  if (!JSON_NODE_HOLDS_ARRAY(cn)) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"cutoffs\" must be an array of integers");
-    return FALSE;
-  }
-  JsonArray *ca = json_node_get_array(cn);
-  guint nc = json_array_get_length(ca);
-  if (nc > TXL_MAX_CUTOFFS) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "\"cutoffs\" has %u entries; at most %d are supported", nc,
-              TXL_MAX_CUTOFFS);
-    return FALSE;
-  }
-  c->n_cutoffs = (int)nc;
-  for (guint i = 0; i < nc; i++) {
-    JsonNode *e = json_array_get_element(ca, i);
-    if (!JSON_NODE_HOLDS_VALUE(e) ||
-        json_node_get_value_type(e) != G_TYPE_INT64 ||
-        json_node_get_int(e) < G_MININT || json_node_get_int(e) > G_MAXINT) {
-      cfg_error(error, TXL_ERROR_FORMAT, "\"cutoffs\"[%u] must be an integer",
-                i);
-      return FALSE;
-    }
-    c->cutoffs[i] = (int)json_node_get_int(e);
-  }
-
-  /* Which output projections reuse the embedding's.  Files written by
-   * save_pretrained carry the list itself; the constructor argument
-   * proj_share_all_but_first (default true) means [false, true, ...].
-   * Versions of transformers disagree on which wins when both are
-   * present, so a contradiction is refused rather than guessed. */
-  gboolean share_but_first, has_share;
-  if (!cfg_bool(o, "proj_share_all_but_first", TRUE, &share_but_first,
-                &has_share, error))
-    return FALSE;
-  gboolean implied[TXL_MAX_CUTOFFS + 1];
-  for (int k = 0; k <= c->n_cutoffs; k++)
-    implied[k] = k > 0 && share_but_first;
-  JsonNode *tn = json_object_get_member(o, "tie_projs");
-  if (tn) {
-    if (!JSON_NODE_HOLDS_ARRAY(tn)) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" must be an array of booleans");
-      return FALSE;
-    }
-    JsonArray *ta = json_node_get_array(tn);
-    if (json_array_get_length(ta) != nc + 1) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" has %u entries, expected len(cutoffs) + 1 = %u",
-                json_array_get_length(ta), nc + 1);
-      return FALSE;
-    }
-    for (guint i = 0; i <= nc; i++) {
-      JsonNode *e = json_array_get_element(ta, i);
-      if (!JSON_NODE_HOLDS_VALUE(e) ||
-          json_node_get_value_type(e) != G_TYPE_BOOLEAN) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\"[%u] must be true or false", i);
-        return FALSE;
-      }
-      c->tie_projs[i] = json_node_get_boolean(e);
-      if (has_share && c->tie_projs[i] != implied[i]) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\" and \"proj_share_all_but_first\" disagree "
-                  "(entry %u)", i);
-        return FALSE;
-      }
-    }
-  } else {
-    for (int k = 0; k <= c->n_cutoffs; k++)
-      c->tie_projs[k] = implied[k];
-  }
 
   /* tie_weight is the name used before transformers 3. */
   gboolean twe, tw, has_twe, has_tw;
