@@ -24,7 +24,7 @@ txl_linear_acc(const float *x, int n, int in, const float *W, int out,
 
 void
 txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
-               float eps, float *y)
+               float eps, float *y, float *mean_out, float *rstd_out)
 {
   for (int i = 0; i < n; i++) {
     const float *xi = x + (gsize)i * d;
@@ -44,6 +44,10 @@ txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
     float fmean = (float)mean;
     for (int j = 0; j < d; j++)
       yi[j] = (xi[j] - fmean) * rstd * w[j] + b[j];
+    if (mean_out) {
+      mean_out[i] = fmean;
+      rstd_out[i] = rstd;
+    }
   }
 }
 

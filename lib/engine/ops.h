@@ -11,8 +11,12 @@ void txl_linear(const float *x, int n, int in, const float *W, const float *b,
 /* Same, accumulating into y (y += x W^T). */
 void txl_linear_acc(const float *x, int n, int in, const float *W, int out,
                     float *y);
+/* Row-wise layer norm, the one inference and training share: with mean
+ * and rstd not NULL it also saves each row's mean and 1/std, what the
+ * backward (lib/train, txl_ln_backward) needs. */
 void txl_layer_norm(const float *x, int n, int d, const float *w,
-                    const float *b, float eps, float *y);
+                    const float *b, float eps, float *y, float *mean,
+                    float *rstd);
 void txl_relu(float *x, gsize n);
 void txl_add(float *y, const float *x, gsize n);
 /* Sinusoidal embedding of distance `dist` (d floats: sines then cosines). */

@@ -397,7 +397,7 @@ layer_forward(TxlTrainState *s, int l, float *y)
   /* queries from the segment rows, keys and values from all rows */
   const float *xin = A->x;
   if (c->pre_lnorm) {
-    txl_ln_forward(A->x, B * K, d, W->attn_ln_w, W->attn_ln_b, eps, A->xn,
+    txl_layer_norm(A->x, B * K, d, W->attn_ln_w, W->attn_ln_b, eps, A->xn,
                    A->mu1, A->rs1);
     xin = A->xn;
   }
@@ -420,10 +420,10 @@ layer_forward(TxlTrainState *s, int l, float *y)
       r[i] += xr[i];
   }
   if (c->pre_lnorm)
-    txl_ln_forward(A->res1, N, d, W->ff_ln_w, W->ff_ln_b, eps, A->ffin,
+    txl_layer_norm(A->res1, N, d, W->ff_ln_w, W->ff_ln_b, eps, A->ffin,
                    A->mu2, A->rs2);
   else
-    txl_ln_forward(A->res1, N, d, W->attn_ln_w, W->attn_ln_b, eps, A->ffin,
+    txl_layer_norm(A->res1, N, d, W->attn_ln_w, W->attn_ln_b, eps, A->ffin,
                    A->mu1, A->rs1);
 
   /* feed-forward */
@@ -435,7 +435,7 @@ layer_forward(TxlTrainState *s, int l, float *y)
   txl_dropout(f, (gsize)N * d, s->dropout, key(s, SITE_FF_OUT, l), 0);
   txl_add(f, c->pre_lnorm ? A->res1 : A->ffin, (gsize)N * d);
   if (!c->pre_lnorm)
-    txl_ln_forward(A->res2, N, d, W->ff_ln_w, W->ff_ln_b, eps, y, A->mu2,
+    txl_layer_norm(A->res2, N, d, W->ff_ln_w, W->ff_ln_b, eps, y, A->mu2,
                    A->rs2);
 }
 

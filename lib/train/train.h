@@ -48,11 +48,9 @@ void txl_linear_backward(const float *dy, const float *x, int n, int in,
                          const float *W, int out, float *dx, float beta,
                          float *dW, float *db);
 
-/* Row-wise layer norm; saves each row's mean and 1/std for backward. */
-void txl_ln_forward(const float *x, int n, int d, const float *w,
-                    const float *b, float eps, float *y, float *mean,
-                    float *rstd);
-/* dw += , db += ; dx = (beta 0) or += (beta 1) the input gradient; dx may
+/* The layer norm's forward is the engine's txl_layer_norm (ops.h), which
+ * saves each row's mean and 1/std when asked.  Its backward:
+ * dw += , db += ; dx = (beta 0) or += (beta 1) the input gradient; dx may
  * alias dy (rows are read before they are written). */
 void txl_ln_backward(const float *dy, const float *x, const float *mean,
                      const float *rstd, int n, int d, const float *w,

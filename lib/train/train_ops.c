@@ -64,29 +64,6 @@ txl_linear_backward(const float *dy, const float *x, int n, int in,
 /* ---- layer norm ------------------------------------------------------ */
 
 void
-txl_ln_forward(const float *x, int n, int d, const float *w, const float *b,
-               float eps, float *y, float *mean, float *rstd)
-{
-  for (int i = 0; i < n; i++) {
-    const float *xi = x + (gsize)i * d;
-    float *yi = y + (gsize)i * d;
-    /* double statistics, as the inference kernel, so a validation run and
-     * a training forward agree */
-    double s = 0.0, v = 0.0;
-    for (int j = 0; j < d; j++)
-      s += xi[j];
-    double mu = s / d;
-    for (int j = 0; j < d; j++)
-      v += (xi[j] - mu) * (xi[j] - mu);
-    float r = (float)(1.0 / sqrt(v / d + eps)), m = (float)mu;
-    for (int j = 0; j < d; j++)
-      yi[j] = (xi[j] - m) * r * w[j] + b[j];
-    mean[i] = m;
-    rstd[i] = r;
-  }
-}
-
-void
 txl_ln_backward(const float *dy, const float *x, const float *mean,
                 const float *rstd, int n, int d, const float *w, float *dx,
                 float beta, float *dw, float *db)

@@ -133,7 +133,7 @@ static double
 ln_loss(gpointer p)
 {
   LnCtx *c = p;
-  txl_ln_forward(c->x, c->n, c->d, c->w, c->b, 1e-5f, c->y, c->mu, c->rs);
+  txl_layer_norm(c->x, c->n, c->d, c->w, c->b, 1e-5f, c->y, c->mu, c->rs);
   return dot(c->G, c->y, (gsize)c->n * c->d);
 }
 
