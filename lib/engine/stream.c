@@ -250,7 +250,8 @@ layer_forward(TxlStream *s, int l, int n)
   if (s->kind == TXL_MEMORY_KV) {
     const float *xin = s->h;
     if (c->pre_lnorm) {
-      txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x, NULL, NULL);
+      txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b,
+                     eps, s->x, NULL, NULL);
       xin = s->x;
     }
     txl_gemm_linear(xin, n, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
@@ -270,7 +271,8 @@ layer_forward(TxlStream *s, int l, int n)
     memcpy(all + (gsize)s->mlen * d, s->h, sizeof(float) * nd);
     const float *xin = all;
     if (c->pre_lnorm) {
-      txl_layer_norm(all, klen, d, L->attn_ln_w, L->attn_ln_b, eps, s->x, NULL, NULL);
+      txl_layer_norm(all, klen, d, L->attn_ln_w, L->attn_ln_b,
+                     eps, s->x, NULL, NULL);
       xin = s->x;
     }
     txl_gemm_linear(xin, klen, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
@@ -297,7 +299,8 @@ layer_forward(TxlStream *s, int l, int n)
   txl_gemm_linear(s->attn, n, HD, P->o, d, s->h2, d, TXL_GEMM_ACC, NULL,
                   FALSE);
   if (!c->pre_lnorm) {
-    txl_layer_norm(s->h2, n, d, L->attn_ln_w, L->attn_ln_b, eps, s->x, NULL, NULL);
+    txl_layer_norm(s->h2, n, d, L->attn_ln_w, L->attn_ln_b,
+                   eps, s->x, NULL, NULL);
     memcpy(s->h2, s->x, sizeof(float) * nd);
   }
 
