@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the BPE trainer, pre-tokenizer, normaliser and
  * encoder.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the Hugging Face importer's JSON handling.
  *
  * The input is config.json, optionally followed by a NUL byte and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the whole model loader and a short run of it.
  *
  * Every input goes through txl_model_from_buffer(): the GGUF container,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the safetensors reader.
  *
  * Every input goes through st_parse().  When it is accepted, the target

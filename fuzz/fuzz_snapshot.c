@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: txl_scorer_load, txl_sessions_load and
  * txl_snapshot_describe on arbitrary bytes.  The model is a small fixed one (fuzz/corpus-snapshot/model.gguf is
  * written by fuzz/make_snapshot_seeds.sh); the input is written to a file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target: the tokenizer and baseline states that snapshots carry.
  * The first byte picks the tokenizer (byte, word, BPE, BPE with field
  * normalisation) or the baseline; the rest is the state.  A state that is

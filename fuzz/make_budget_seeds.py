@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Seeds that reach the snapshot loader's resource and finiteness checks
 (docs/fuzzing.md): forged from fuzz/corpus-snapshot/full.snap with the
 checksum recomputed, as an attacker would.  fuzz_snapshot: a header asking

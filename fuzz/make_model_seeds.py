@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes the seed corpora of fuzz_model, fuzz_safetensors and fuzz_hf_config.
 
 Usage: /usr/bin/python3 fuzz/make_model_seeds.py [TXL] (TXL: the txl tool,

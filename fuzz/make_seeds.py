@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes a few small valid GGUF v3 files as a seed corpus for fuzz_gguf.
 
 Standard library only.  Usage: make_seeds.py [OUTDIR] (default: corpus-gguf

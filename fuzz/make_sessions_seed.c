@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Writes sessions snapshots of the fuzz model as seeds for fuzz_snapshot,
  * with the options the harness loads them with (key k[0-9], segment 4).
  * Usage: make_sessions_seed MODEL OUT-PREFIX (built by hand, see

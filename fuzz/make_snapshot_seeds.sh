@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Seeds for fuzz_snapshot: the fixed model and a few valid snapshots of it.
 set -eu
 cd "$(dirname "$0")/.."

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libtxl: Transformer-XL inference over unbounded token streams.
  *
  * Opaque handles with paired create/free calls.  A txl_model holds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The txl plugin: Transformer-XL scoring of text and log streams.
  * Registers txltokenizer, txlmodel, txlsampler and txlsink, and the text meta that
  * carries each line's raw bytes alongside the records. */

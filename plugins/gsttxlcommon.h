@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Inside the txl plugin: the element types, the text meta and the
  * process-wide model cache. */
 #ifndef GST_TXL_COMMON_H

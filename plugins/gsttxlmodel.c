@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlmodel: tokens in, the log-probability of each token out.
  *
  * gst-launch-1.0 ... ! txltokenizer model=m.gguf ! txlmodel model=m.gguf !

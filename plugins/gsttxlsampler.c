@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsampler: generation.  Token records in (a prompt, or any stream of
  * text through txltokenizer) become the context of a stream of its own;
  * at the end of the input (EOS), or after every input line when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GstTxlScorerBase (gsttxlscorerbase.h): the properties, pads, events,
  * queries and states that txlmodel and txlsessions share; their
  * snapshots are in gsttxlscorerbase_snap.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GstTxlScorerBase: what txlmodel and txlsessions have in common.
  *
  * Both take token buffers from txltokenizer and send scores with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The snapshots of txlmodel and txlsessions (docs/snapshots.md): one file
  * holds the library's state of the scorer (the subclass's save/load), the
  * element's own section (its save_own/parse_own), the neighbours' parts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions: interleaved sessions, each scored in its own stream.
  *
  * gst-launch-1.0 filesrc location=hdfs.log ! txltokenizer model=m.gguf !

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions inside the plugin: the element's state, shared by
  * gsttxlsessions.c (scoring) and gsttxlsessions_snap.c (its own section of
  * the snapshots), which must see all of it.  What it shares with txlmodel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions' own section of its snapshots.
  *
  * Snapshots are GstTxlScorerBase's, as txlmodel's (docs/snapshots.md);

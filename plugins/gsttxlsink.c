@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsink: per-line scores as JSON Lines.
  *
  * gst-launch-1.0 ... ! txlmodel model=m.gguf ! txlsink location=out.jsonl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsink inside the plugin: the element's state, shared by gsttxlsink.c
  * (writing the lines) and gsttxlsink_snap.c (its part of the pipeline's
  * snapshots), which must see all of it. */

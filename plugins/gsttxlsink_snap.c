@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsink's part of the pipeline's snapshots (txlparts.h): the lines not
  * yet written, the line and record counters and the anomaly baseline, so
  * that a resumed stream writes what an uninterrupted one would. */

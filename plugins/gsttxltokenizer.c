@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txltokenizer: text or bytes in, the model's tokens out.
  *
  * gst-launch-1.0 filesrc location=app.log ! txltokenizer model=m.gguf ! ...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The process-wide model cache: path -> TxlModel, reference counted.
  * Plain GLib over libtxl so that tests can build it on its own. */
 #include "gsttxlcommon.h"

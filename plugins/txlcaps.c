@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The token caps of a model, shared by the elements that take or make
  * application/x-txl-tokens: what they are, how a CAPS query is answered,
  * and how a CAPS event from another vocabulary is refused; and the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The parts of a pipeline snapshot and the queries that move them
  * (txlparts.h). */
 #include "txlparts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The parts of a pipeline snapshot, and who owns each.
  *
  * One scoring element (txlmodel, txlsessions; txlsampler for generation)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Element properties kept in fields of the instance, set and read through
  * one table per element class instead of a switch per property: the table
  * names each property's id and field, the field's type is the property's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The JSON line txlsink writes for a session that txlsessions ended (its
  * "txl-session" structure), apart from the sink so that the sink's file
  * stays about lines.  A non-finite number is null, never 0, and such a

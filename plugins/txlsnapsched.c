@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Snapshot timing shared by txlmodel and txlsessions (txlsnapsched.h).
  * Both timers run on the system clock's thread and only try the stream
  * lock: a busy streaming thread runs the triggers after its buffer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* When a scoring element takes and restores its snapshots: the requests
  * the `snapshot`/`restore` action signals leave, the timer that serves
  * them once the streaming thread lets go of the stream lock, the periodic

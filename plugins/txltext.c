@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The input text a scoring element passes through (gsttxlscorerbase.h):
  * txltokenizer puts each buffer's bytes on it as a text meta; txlmodel
  * and txlsessions send them on with the scores that cover them, so that

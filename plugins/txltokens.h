@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Buffer formats of the txl GStreamer elements.
  *
  * application/x-txl-tokens: a packed array of TxlTokenRecord (32 bytes

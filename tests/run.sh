@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Builds and runs the whole test suite; ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Test helpers: small random models written through the GGUF writer, so
  * the C tests need no Python and no downloaded weights. */
 #ifndef TXL_TESTUTIL_H

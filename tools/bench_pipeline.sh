@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Pipeline overhead: the same model and input through `txl score` and
 # through gst-launch-1.0 (txltokenizer ! txlmodel ! txlsink), interleaved,
 # best of ROUNDS each; prints both times and their ratio.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Snapshot size, save/load time and lossy-mode drift (docs/performance.md):
 # the bundled default model with its memory full of log text, and a
 # random model with a WikiText-103-sized memory (18 layers x 1600 positions

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Training throughput of `txl train` against PyTorch on the same
 configuration, batch and thread count, measured in one run.
 

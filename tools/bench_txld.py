@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Load test for txld: N concurrent TCP scoring pipelines in one daemon.
 
     tools/bench_txld.py [--pipelines 50] [--lines 60] [--build build]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Scoring throughput of txl against the PyTorch reference on the same
 weights, measured in one run (shared machines are noisy: only ratios taken
 together are meaningful).

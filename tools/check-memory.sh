@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Runs the test suite under AddressSanitizer + UBSan, then txl score and the
 # stream tests under valgrind (a build without -march=native: valgrind does
 # not decode AVX-512).  Exits non-zero on any finding.

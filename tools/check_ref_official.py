@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Development check: our PyTorch reference (tests/reference/txl_ref.py) against
 the official Transformer-XL PyTorch release (kimiyoung/transformer-xl).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The main job: build, then run a GStreamer scoring pipeline with the bundled
 # default model (models/default.gguf, made by tools/make-default-model.sh)
 # over a log stream with a few injected anomalies, and show the lines it

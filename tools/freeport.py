@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """A free TCP port on loopback for a server txld (or a test) will start:
 one below the ephemeral range (32768-60999 on Linux), so that no outgoing
 connection takes it between this check and the server's bind.  Shared by

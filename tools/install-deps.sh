@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Installs what txl needs to build and test on Debian 12 (run as root or
 # with sudo available).
 set -e

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Synthetic multi-service logs, ours to redistribute: syslog/cron, sshd,
 kernel, web access, and HDFS-like storage-node lines with realistic
 variable fields (timestamps, pids, IPs, ports, block ids, sizes, paths,

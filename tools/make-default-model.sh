@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # Reproduces models/default.gguf, the bundled default model: a small
 # Transformer-XL over a byte-level BPE (with log-field normalisation)
 # trained by `txl train` on synthetic multi-service logs from

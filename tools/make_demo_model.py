@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Writes a small randomly initialised Hugging Face style TransfoXL
 checkpoint whose word vocabulary is taken from a text file, so the demo
 can score that text.  Usage: make_demo_model.py TEXT OUTDIR"""

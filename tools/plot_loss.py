@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Loss curve of a `txl train` log as an SVG (standard library only).
 
     /usr/bin/python3 tools/plot_loss.py TRAIN.log OUT.svg [--title T] [--target Y]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: LGPL-2.1-or-later
 # The Tiny Shakespeare recipe of docs/quality.md: character level (bytes),
 # nanoGPT's split (first 90% train, last 10% validation), at most 30
 # minutes on a 2-core machine.

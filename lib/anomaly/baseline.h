@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A robust running baseline of per-line scores, for flagging anomalies
  * without a hand-set threshold: after a warm-up, a line is compared with
  * the lines of a sliding window before it, by the median and the median

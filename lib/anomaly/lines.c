@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scored tokens -> scored lines (lines.h).  Every user of a line's scores
  * goes through here, so `txl score`, the elements, TxlSessions and
  * `txl eval`'s calibration agree bit for bit on what a line costs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scored tokens -> scored lines: the one place where the per-token
  * log-probabilities of a line become that line's scores, for `txl score`,
  * txlmodel, txlsink, TxlSessions (and through it txlsessions and

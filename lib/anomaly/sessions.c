@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Interleaved sessions: one recurrent memory per session key.
  *
  * A log such as HDFS interleaves many sessions (blocks, requests); each is

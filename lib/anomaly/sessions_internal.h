@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internal: the state of a TxlSessions, shared by lib/anomaly/sessions.c and its
  * snapshots (lib/anomaly/sessions_snapshot.c), which must see every field. */
 #ifndef TXL_SESSIONS_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Snapshots of a TxlSessions.
  *
  * The file is a scorer snapshot (lib/state/snapshot.c) of the worker stream, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Relative positional multi-head attention (Dai et al. 2019, sec. 3.3).
  * Content scores (q+u)·k and position scores (q+v)·W_R R are two products
  * per head; the position block is read shifted, so row i of the position

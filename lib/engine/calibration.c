@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Anomaly calibration in the model file.  The thresholds `txl eval`
  * measures belong to the weights they were measured with: kept beside them
  * in the GGUF metadata, a retrained model cannot be paired with a stale

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The option structs' defaults as functions (include/txl.h): a caller
  * gets the defaults of the libtxl it runs with, and does not depend on
  * the fields' order as the positional TXL_*_DEFAULT initialisers do. */

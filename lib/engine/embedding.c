@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Adaptive input embedding: each id is looked up in its cluster's table
  * and projected to d_model; all projections of a cluster share one sgemm. */
 #include "ops.h"

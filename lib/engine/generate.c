@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "generate.h"
 #include "model_internal.h"
 #include "stream_state.h"

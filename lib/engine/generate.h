@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Generation: a stream and a sampler together.  Context (a prompt, or a
  * live stream's text) is fed in; each sampled token is fed back into the
  * memory, so generation continues coherently from all that came before. */

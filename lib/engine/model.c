@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Loading a model file: config, tokenizer, and every weight checked
  * against the config, then used in place from the read-only mapping. */
 #include "model_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What loading a model checks beyond the shapes of its tensors: that every
  * weight is finite, and that the memory its declared lengths imply stays
  * within a budget before anything of that size is allocated.

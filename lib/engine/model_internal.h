@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internal view of a loaded model: pointers into the mapped weights. */
 #ifndef TXL_MODEL_INTERNAL_H
 #define TXL_MODEL_INTERNAL_H

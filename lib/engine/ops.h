@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Forward kernels of one Transformer-XL layer, on row-major float32
  * matrices.  Pure functions over caller-owned buffers: no allocation. */
 #ifndef TXL_OPS_H

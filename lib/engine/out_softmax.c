@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Projected adaptive log-softmax.  The head scores the shortlist plus one
  * column per tail cluster; a tail token's log-prob is its cluster column
  * plus its log-prob within the cluster.  Only rows whose target falls in a

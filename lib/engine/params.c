@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The flat parameter buffer: layout, initialisation, model files. */
 #include "params.h"
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Trainable parameters of a model in one flat float buffer.
  *
  * Every trainable tensor lives in `data` at a fixed offset, and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Drawing the next token from a log-distribution: temperature, top-k and
  * top-p (nucleus) truncation, with a seeded generator of our own so that a
  * seed gives the same tokens on every machine and run. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Cuts a token stream into segments the way the official evaluation does:
  * inputs t0..t(N-1) predict t1..tN, then inputs tN..t(2N-1), and so on.
  * A segment runs once its last target has arrived, so results never depend

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A scorer's state as bytes (docs/api.md, "State as bytes"): its stream's
  * memory and the tokens waiting for their segment, over a caller's buffer,
  * as llama.h's llama_state_get_size/get_data/set_data do.  Snapshot files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One stream's recurrent state and the segment forward pass.
  *
  * The memory of layer l holds the keys and values of that layer's inputs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internal (engine/stream_state.h, not the snapshot files of lib/state/):
  * a stream's and a scorer's complete state as plain data, for
  * snapshots (lib/state/snapshot.c).  Export never changes the object; import

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The engine layer as the tools and plugins see it (docs/layout.md): a
  * model's trainable parameters, sampling and generation.  Internal to txl,
  * not installed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The little-endian byte codec's growing and bounded forms (bytes.h). */
 #include "bytes.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libtxl's one little-endian byte codec: every file and state format
  * (GGUF, snapshots, the state bytes of streams, encoders, sessions,
  * baselines and samplers, an element's part of a pipeline's state) reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlConfig <-> GGUF metadata (see docs/model-format.md). */
 #ifndef TXL_CONFIG_H
 #define TXL_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Read-only whole-file mappings, shared by the readers of model and
  * checkpoint files: weights are used where they lie, never copied. */
 #ifndef TXL_FILEMAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "finite.h"
 
 /* A float is inf or NaN exactly when its exponent bits are all ones.  The

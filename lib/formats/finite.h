@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Finding inf and NaN in float weights (model loading, txl convert). */
 #ifndef TXL_FINITE_H
 #define TXL_FINITE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Strict GGUF v3 reader.
  *
  * The whole header is walked and checked once, in gguf_parse(), before any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GGUF container: a strict reader over a byte buffer (usually a read-only
  * mmap) and a writer.  The reader validates every length, offset, type and
  * count before it is used, so a truncated or hostile file yields a GError

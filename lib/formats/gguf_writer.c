@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GGUF v3 writer.
  *
  * The add_* calls cannot fail (they return void), so a bad argument is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A bound on JSON nesting, checked before a document reaches json-glib:
  * its parser recurses once per level, so a small file of brackets
  * (100,000 '[' take 100 KB) overflows the stack. */

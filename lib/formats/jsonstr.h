@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* JSON string literals and numbers for the per-line results that `txl score` and
  * txlsink write: any bytes in, valid JSON out (an invalid UTF-8 byte
  * becomes U+FFFD, control characters \u escapes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Strict safetensors reader.
  *
  * Layout: u64 little-endian header length N, N bytes of JSON, then the data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Strict reader for the safetensors format (8-byte little-endian header
  * length, a JSON header, then raw tensor bytes).  Every offset, dtype and
  * shape is checked against the buffer before use. */

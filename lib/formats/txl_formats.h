@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The formats layer as the tools and plugins see it (docs/layout.md): the
  * GGUF reader and writer, the model's hyperparameters in a file, JSON
  * writing.  Internal to txl, not installed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Import of a Hugging Face TransfoXLLMHeadModel checkpoint directory.
  *
  * Input: config.json, model.safetensors, optionally vocab.txt and

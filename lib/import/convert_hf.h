@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Import of a Hugging Face TransfoXL checkpoint directory (config.json,
  * model.safetensors, optional vocab.txt) into a txl model file. */
 #ifndef TXL_CONVERT_HF_H

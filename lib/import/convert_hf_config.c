@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* config.json of a Hugging Face TransfoXLConfig, read strictly: see
  * docs/import-hf.md for the keys and what each one must hold. */
 #include "convert_hf_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lib/import/convert_hf.c's reading of config.json (lib/import/convert_hf_config.c). */
 #ifndef TXL_CONVERT_HF_INTERNAL_H
 #define TXL_CONVERT_HF_INTERNAL_H

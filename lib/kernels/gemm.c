@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Small-M matrix products on pre-packed right operands (see gemm.h).
  *
  * The micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 8 rows

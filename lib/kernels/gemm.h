@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Single-precision matrix products for the inference forward pass, tuned
  * for what a segment is: few rows (M = segment length, typically 64) times
  * weights that never change.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A small process-wide thread pool.  libtxl does its own threading and runs
  * OpenBLAS single-threaded: the products of one segment are too small for
  * OpenBLAS's own threads to pay off (attention is 3 small products per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The kernels layer as the tools see it (docs/layout.md): the matrix
  * products, for `txl bench`.  Internal to txl, not installed. */
 #ifndef TXL_LAYER_KERNELS_H

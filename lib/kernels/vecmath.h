@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Eight-lane float helpers in GCC/Clang vector extensions: the compiler
  * emits AVX2/AVX-512 where the target has it and plain code elsewhere.
  * They exist because the scalar loops they replace (expf, max and sum

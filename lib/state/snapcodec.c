@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Snapshot float coding: float16/bfloat16 rounding (to nearest, ties to
  * even, as hardware converts) and byte shuffling.  Plain C rather than
  * F16C intrinsics so that a file written on one machine reads the same on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* How a snapshot stores its floats: float32 as they are (lossless), or
  * rounded to float16 / bfloat16 for a smaller file, and optionally
  * byte-shuffled (all first bytes, then all second bytes, ...) so that the

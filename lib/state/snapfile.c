@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Snapshot files on disk, apart from their format (lib/state/snapshot.c):
  *
  * - the memory budget a snapshot may ask for beyond what the loading

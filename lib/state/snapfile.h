@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internal: snapshot files on disk (lib/state/snapfile.c).  The public part
  * (budget variable, writer section, stale temporaries) is in txl.h. */
 #ifndef TXL_SNAPFILE_H

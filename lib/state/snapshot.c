@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scorer snapshots.  Layout (little endian):
  *
  *   header (HEADER_SIZE bytes): magic "TXLSNAP1", u32 version, u32 header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Byte-level BPE: vocabulary, model-file keys, pre-tokenizer and encoder
  * (the trainer is bpe_train.c).  See docs/tokenizers.md for the design and its reasons. */
 #include "bpe.h"

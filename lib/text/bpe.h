@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Byte-level BPE learned from data (docs/tokenizers.md): pre-tokenizer,
  * trainer, chunk encoder, and the tokenizer.* keys of the model file.
  * Internal API for libtxl and the txl tools; not installed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Internal to lib/text: the BPE vocabulary's layout, shared by bpe.c
  * (vocabulary, model file, encoder) and bpe_train.c (the trainer). */
 #ifndef TXL_BPE_INTERNAL_H

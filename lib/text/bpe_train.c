@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Learning a byte-level BPE vocabulary from text (docs/tokenizers.md):
  * counting the pre-tokenizer's pieces, then merging the most frequent
  * pair until the vocabulary is full. */

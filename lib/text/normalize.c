@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Log field recognition for the normalising tokenizer.  Every matcher is a
  * small hand-written recogniser: no regex engine, so what matches is fixed
  * by this file and TXL_NORM_VERSION alone, and the scan is linear. */

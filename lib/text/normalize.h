@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Log normalisation: variable fields (numbers, ids, addresses, times,
  * paths of ids) are recognised in a line so that the tokenizer can replace
  * each by one placeholder token.  The rules are versioned and recorded in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Tokenizers stored in the model file, and a streaming encoder whose
  * output depends only on the concatenated input, never on how it was cut
  * into pieces. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Training data as B parallel streams, read segment by segment, as the
  * official trainer does: the token array is cut into B contiguous streams
  * of equal length, and step i gives each stream's next T inputs and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Optimisation over flat float buffers: AdamW (decoupled weight decay,
  * Loshchilov & Hutter 2019), global gradient-norm clipping, and a linear
  * warm-up followed by cosine decay. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The training state and the whole-model forward and backward.
  *
  * Layout.  Layer l's input lives in x[l] as B blocks of K = mlen + T rows,

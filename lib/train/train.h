@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Training: forward with saved activations, and backward, in plain C on
  * sgemm (internal to libtxl; see docs/training.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Relative multi-head attention for training: forward saving the
  * probabilities, and backward.  Per (stream, head) everything is a handful
  * of sgemms on T x K blocks:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Training kernels: products, layer norm, dropout and cross-entropy, each
  * forward with its backward.  Row-major float32, caller-owned buffers. */
 #include "train.h"

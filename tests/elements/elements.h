@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Helpers shared by the element tests: small random models, token and
  * score records, harness plumbing.  The plugin is found through
  * GST_PLUGIN_PATH (tests/meson.build points it at build/plugins). */

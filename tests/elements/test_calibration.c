@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The calibration a model file carries (txl eval writes it) sets the
  * elements' defaults: txlsessions' key, score kind and threshold, and
  * txlsink's line threshold through the score caps; what the application

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlmodel and txlsessions snapshots in a pipeline (filesrc ! txltokenizer
  * ! txlmodel|txlsessions ! txlsink): the action signals and their bus
  * messages, periodic snapshots, restore at start, and refusals that leave

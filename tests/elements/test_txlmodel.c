@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlmodel: log-probs bit for bit those of TxlScorer on the same ids,
  * whatever the buffer boundaries; flush-on-newline; caps checks; resets;
  * latency; and the process-wide model cache. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsampler: the text it generates is what lib's TxlGenerator produces
  * for the same context, settings and seed (bit for bit); max-tokens,
  * per-line continuations; a vocabulary mismatch fails negotiation. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions: interleaved sessions scored in pipelines equal the library's
  * TxlSessions on the same lines, line for line and session for session
  * (bit for bit), with eviction by count, by memory and by idleness, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsink and whole pipelines: filesrc ! txltokenizer ! txlmodel ! txlsink
  * gives the per-line numbers of `txl score` on the same file, through
  * gst_parse_launch and through gst-launch-1.0 with pipelines/score-file.txt;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txltokenizer: the same tokens whatever the buffer boundaries, line ends
  * flagged, the input text carried in order, junk input, bad models. */
 #include "elements.h"

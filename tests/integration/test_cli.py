@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The txl command line: clear errors and exit codes on bad input, and the
 text scoring output (per-line JSON) staying consistent with --ids."""
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txl convert --hf: small Hugging Face style checkpoints built here with
 numpy, converted by the real binary ($TXL_BIN), the output read back with a
 minimal GGUF reader.  Refusals must exit non-zero and name the problem."""

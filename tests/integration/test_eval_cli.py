@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txl eval end to end on a small synthetic labelled log (tools/loggen.py
 with injected anomalies, lines dealt into interleaved sessions), and clear
 errors with a non-zero exit for bad input.  Needs no data outside the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Line scores that padding cannot dilute and that are never invalid JSON
 (issue 12, breaks 5 and 6; docs/anomaly.md "Line scores").
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """pipelines/*.txt run as written: score-live.txt following a growing
 file, generate.txt against `txl generate`, and syslog-udp.txt and
 syslog-tcp.txt

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """The public API is what include/txl.h marks TXL_API, and exactly that is
 what libtxl.so exports (docs/api.md); the plugin exports only its entry
 points; tools and plugins reach libtxl's internals only through one header

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txlsessions snapshots across processes, with gst-launch-1.0 and the
 bundled model: an interleaved HDFS-like log cut anywhere (mid-line,
 inside a UTF-8 character, between sessions), saved at end of stream by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Snapshots across processes: `txl score --ids --save-snapshot` on a prefix,
 then `--load-snapshot` on the rest in a new process, prints exactly what one
 uninterrupted run prints, at several cut points (mid-segment included);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """kill -9 while snapshots are being written never loses the snapshot:
 after every kill, the file at the path is a whole, valid snapshot (the
 previous one or the new one), and the stream keeps advancing."""

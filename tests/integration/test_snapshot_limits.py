@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Hostile snapshots against `txl score` and `txl snapshot info`: files forged
 with a recomputed checksum (it is unkeyed) that declare a huge memory or
 segment, or carry a 2 GiB section of zeros that compresses to a few hundred

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Pipeline snapshots across processes, with gst-launch-1.0 and the bundled
 model: a stream cut anywhere (mid-line, mid-field, inside a UTF-8
 character), saved at end of stream by txlmodel (hold-at-eos) and continued

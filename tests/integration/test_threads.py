@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Results do not depend on the thread count: txl score (text and ids) and
 txl train give the same bytes under TXL_NUM_THREADS = 1, 2 and 3.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txl train from the command line: it learns, --resume continues bit for
 bit (also after Ctrl-C), and bad input gets a clear error."""
 import json

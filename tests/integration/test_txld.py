@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txld, the scoring service, end to end (docs/txld.md).
 
 Three daemon lifetimes over one configuration directory, a TCP pipeline

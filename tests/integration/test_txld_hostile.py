@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """txld against hostile clients and hostile configuration (docs/txld.md,
 "HTTP limits" and "Configuration files"; issue 12, breaks 1, 2, 7 and 8).
 

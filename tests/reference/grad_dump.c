@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Test driver for tests/reference/test_grad_torch.py: one training run of a model
  * file over B streams x NSEG segments of T tokens (dropout off), with the
  * gradients of every segment's loss summed, written for comparison with

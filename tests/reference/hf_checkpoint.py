@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Random Hugging Face style TransfoXL checkpoints for tests.
 
 make_config(**overrides) -> dict with HF config.json keys

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Test driver: reads n, steps, lr, wd, max_norm and then n params and
  * steps*n grads (float32, native order) from stdin; runs clipping + AdamW
  * with a warm-up/cosine schedule; writes the final params, then the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Minimal safetensors writer/reader for tests (the format is an 8-byte
 little-endian header length, a JSON header, then raw little-endian data)."""
 import json

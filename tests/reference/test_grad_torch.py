@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Training gradients of the C engine against PyTorch autograd.
 
 For each configuration: write a random Hugging Face checkpoint, convert it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """AdamW, gradient clipping and the warm-up/cosine schedule against
 torch.optim.AdamW and torch.nn.utils.clip_grad_norm_ (tests/reference/optim_dump.c
 drives the C side)."""

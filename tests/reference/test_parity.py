@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Parity of the C engine (`txl score`) with the PyTorch reference.
 
 For each configuration: write a random Hugging Face checkpoint, convert it

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Checks of the PyTorch reference (tests/reference/txl_ref.py) itself.
 
 (a) against a naive implementation written separately below: float64, one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
 """Independent float32 PyTorch reference of Transformer-XL inference.
 
 Written from the paper (Dai et al. 2019, "Transformer-XL: Attentive Language

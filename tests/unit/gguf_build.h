@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Hand-built GGUF bytes for the reader's tests (test_gguf.c,
  * test_gguf_hostile.c): a byte builder, the smallest valid file, and
  * checks that a parse is refused with the right error or accepted. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Size and time of TxlSessions snapshots with N open sessions:
  *   sessions_snapshot_bench N [MODEL [MEM_LEN]]
  * Without MODEL, the small test model (tests/testutil.h: 2 layers, d_model

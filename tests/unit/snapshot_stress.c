@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Test driver: continues the stream saved in PATH (or starts one), scoring
  * token by token and saving a snapshot to PATH after every token, forever, printing the count saved; the test
  * kills it with SIGKILL at random moments (tests/integration/test_snapshot_kill.py). */

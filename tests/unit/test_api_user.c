@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libtxl as an outside program sees it: only include/txl.h, linked against
  * the shared library, which exports the TXL_API functions and nothing
  * else.  Scores text with the bundled model through the encoder and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The robust running baseline: warm-up, quantiles equal to a sort-based
  * computation, MAD z-scores on normal data, robustness to outliers, a
  * window that follows a shift, refusal of bad parameters. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The training batcher: B contiguous streams, consecutive segments,
  * targets shifted by one, a new pass flagged, seek for resume. */
 #include "batcher.h"

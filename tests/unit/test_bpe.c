@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Byte-level BPE: training, round trips, split invariance, speed bounds,
  * the model file keys and their validation. */
 #include "bpe.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pure steps of txl eval (tools/cli/eval/): metrics, the threshold
  * rule, labels and the split, on small hand-made data whose answers can
  * be worked out on paper. */

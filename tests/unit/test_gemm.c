@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lib/kernels/gemm.c against cblas_sgemm (in double, as the reference) over odd
  * shapes: every row count up to 70, column and depth counts that are not
  * multiples of the kernel's blocks, each way of starting C (zero, bias,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* GGUF reader and writer: round trips, truncation and random corruption
  * (hand-built hostile headers: test_gguf_hostile.c). */
 #include "gguf.h"

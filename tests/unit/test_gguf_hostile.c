@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The GGUF reader against hand-built hostile headers: each case breaks
  * exactly one thing in a copy of the smallest valid file (magic, version,
  * counts, lengths, names, duplicates, types, dims, offsets, alignment) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Gradient checks of the training kernels and of the whole model against
  * central finite differences (see docs/training.md for the method).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* lib/anomaly/lines.c, the one place where scored tokens become a scored line:
  * the mean and the worst window in bits per normalised byte, what
  * padding can and cannot do to them, non-finite token costs, snapshot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* A model file that is truncated, corrupt, inconsistent or hostile is
  * refused with a message naming what is wrong, and never crashes.  (The
  * container parser itself is covered by test_gguf and the fuzzer.) */

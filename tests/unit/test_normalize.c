@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Log normalisation rules: what each rule replaces on realistic lines,
  * what it must leave alone, and linear time on hostile lines. */
 #include "normalize.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Tests for the strict safetensors reader: valid files, every kind of
  * malformed header, truncation, and the float conversions. */
 #include "safetensors.h"

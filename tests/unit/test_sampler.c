@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The sampler draws with the probabilities it promises (temperature,
  * top-k, top-p), deterministically for a seed, and resumes from its state. */
 #include "sampler.h"

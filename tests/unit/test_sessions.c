@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlSessions: per-session results equal each session scored alone by a
  * TxlScorer; memory and count bounds hold; every session is finalised
  * exactly once. */

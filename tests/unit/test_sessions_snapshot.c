@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlSessions snapshots: a run saved at any line, freed, loaded into a
  * fresh object (with a freshly loaded model) and continued reports every
  * line and every session exactly as the uninterrupted run, in the same

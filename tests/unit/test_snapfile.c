@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What tests/integration/test_snapshot_limits.py cannot reach from the command line: a
  * txlsessions snapshot whose parked memory holds NaN or infinity (checksum
  * recomputed), a baseline state with a non-finite value, the removal of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scorer snapshots: a scorer saved at any point and loaded (with a freshly
  * loaded model, as another process would) continues bit for bit; a
  * truncated, bit-flipped or other-model snapshot is refused. */

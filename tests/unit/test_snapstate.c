@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The pieces a snapshot carries besides the memory: the float coding
  * (float16/bfloat16 rounding, byte shuffle), the streaming tokenizer's
  * state cut anywhere (mid-line, mid-field, inside a UTF-8 character), the

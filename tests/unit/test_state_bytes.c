@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* State as bytes (docs/api.md): for the scorer, the encoder, sessions,
  * the baseline and the sampler, get_data then set_data into a fresh
  * object continues exactly as the original; every truncation and a

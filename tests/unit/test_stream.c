@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Stream and scorer behaviour that must hold whatever the weights:
  * independence from how tokens arrive, errors that leave state untouched,
  * same_length independence from the segment length, reset, the full

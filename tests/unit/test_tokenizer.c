@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Tokenizers: ids, lines and offsets depend only on the concatenated
  * input, never on how it was split; byte tokens cover any bytes. */
 #include "testutil.h"

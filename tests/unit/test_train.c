@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlParams (layout, init, model files, inference view) and the training
  * state (agreement with the inference engine, memory, determinism). */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef TXL_TOOLS_CMD_H
 #define TXL_TOOLS_CMD_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl bench: scoring throughput, and how it compares with this machine's
  * sgemm peak measured in the same run (shared machines are noisy, so only
  * ratios taken together mean anything). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* `txl calibrate`: shows, sets or removes the anomaly calibration a model
  * file carries (txl eval writes one).  For a threshold chosen by hand on a
  * new log, or a model deployed without one. */

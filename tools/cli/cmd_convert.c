@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl convert --hf DIR -o MODEL: import a Hugging Face checkpoint.
  * Exit status: 0 written, 1 conversion refused or failed, 2 usage. */
 #include "cmd.h"

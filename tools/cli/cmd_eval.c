@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl eval: log anomaly detection measured against session labels.
  *
  *   txl eval LOG --labels LABELS.csv -o DIR [--key REGEX] [options]

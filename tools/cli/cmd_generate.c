@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl generate: continue a prompt with the model, one sampled token at a
  * time; every sampled token is fed back into the stream's memory, so the
  * text continues coherently from everything before it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cmd.h"
 #include "txl_formats.h"
 #include "txl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl score: per-token log-probs of an id stream, or per-line scores of a
  * text through the model's tokenizer. */
 #include "cmd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl snapshot info FILE: print a snapshot's header and verify it.
  * txl snapshot bench: size and speed of snapshots of a full memory, for
  * each storage mode, and the score drift of the lossy ones. */

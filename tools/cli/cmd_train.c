@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl train: the command line of the training run in train_run.c. */
 #include "cmd.h"
 #include "train_run.h"

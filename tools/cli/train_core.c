@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* train_core.h over libtxl's training core (lib/engine/params.h, lib/train/train.h). */
 #include "train_core.h"
 

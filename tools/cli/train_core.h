@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* What `txl train` needs from libtxl's training core, in one place: the
  * command is written against this, and train_core.c maps it onto lib/. */
 #ifndef TXL_TOOLS_TRAIN_CORE_H

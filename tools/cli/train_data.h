@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Training data for txl train: the input files tokenised once, split into
  * training and validation tokens, with what identifies them for --resume. */
 #ifndef TXL_TOOLS_TRAIN_DATA_H

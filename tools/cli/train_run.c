@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl train: train a model on text or log files, on the CPU.
  *
  * The data are tokenised once, cut into `batch` parallel streams and read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl train as a function: the options of `txl train` as a struct, with
  * their defaults, and the run itself, so that `txl eval` (and any other
  * command) trains by filling the struct rather than by building an argv. */

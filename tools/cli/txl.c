@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl: the command line over libtxl. */
 #include "cmd.h"
 #include "txl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld: runs and supervises txl scoring pipelines as a service.
  *
  *   txld --config /etc/txld [--state-dir DIR] [--listen 127.0.0.1]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld, the scoring service (docs/txld.md): the daemon's state, shared by
  * the supervisor (txld.c) and the HTTP side (txld_http.c). */
 #ifndef TXLD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld configuration files (docs/txld.md):
  *
  *   [pipeline]

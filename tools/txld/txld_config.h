@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld configuration: one small GKeyFile per pipeline in a directory.
  * Kept apart from the supervisor so that a file can be read, checked and
  * compared without touching GStreamer (SIGHUP compares old and new). */

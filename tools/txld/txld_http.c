@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld's HTTP side (libsoup 3), on the daemon's main loop, loopback by
  * default: nothing here authenticates, so exposing it is an explicit
  * --listen choice.

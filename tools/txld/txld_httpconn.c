@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See txld_httpconn.h.  Every accepted connection gets a Conn: its socket,
  * a deadline timer and the body bytes of its current request.  libsoup
  * knows the connection only as the GIOStream handed to it, so a request's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld's HTTP connections: the listening socket, accept, and the limits
  * that keep one client (or a thousand) from taking the HTTP side down
  * (docs/txld.md, "HTTP limits").  txld accepts connections itself and

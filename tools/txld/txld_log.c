@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* See txld_log.h.  The message carries the pipeline name too, because a
  * terminal or a plain log file shows only MESSAGE. */
 #include "txld_log.h"

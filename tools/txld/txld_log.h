@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld logs through GLib's structured logging (G_LOG_USE_STRUCTURED is
  * defined for every txld file): under systemd the default writer sends
  * the records to the journal with their fields, so

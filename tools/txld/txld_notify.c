@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* sd_notify without libsystemd: the protocol is a datagram of
  * newline-separated assignments to the AF_UNIX socket named by
  * $NOTIFY_SOCKET ('@' marks Linux's abstract namespace). */

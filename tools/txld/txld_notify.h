@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* systemd's readiness protocol (sd_notify), written by hand: one datagram
  * to $NOTIFY_SOCKET.  Without that variable (not under systemd Type=notify)
  * it does nothing. */

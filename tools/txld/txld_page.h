@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txld's live page, GET /: one self-contained HTML file (no external
  * script, style or font, so it works on an isolated host and under a
  * strict Content-Security-Policy proxy).  It polls /api/recent every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One supervised pipeline (txld_pipeline.h).
  *
  * Snapshots are the scoring elements' business (txlmodel, txlsessions):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* One supervised scoring pipeline of txld: built from its TxldConf with
  * gst_parse_launch, its txlmodel elements given their snapshot settings,
  * its bus watched, restarted with back-off after an error, and its

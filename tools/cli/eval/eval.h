@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The data of one txl eval run, shared by its steps: the log's lines, its
  * sessions (a key found in each line) in order of their first line, the
  * split each session belongs to, and the scores of each scored line.

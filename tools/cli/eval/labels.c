@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The labels file of txl eval (labels.h). */
 #include "labels.h"
 #include "txl.h"

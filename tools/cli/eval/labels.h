@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl eval's labels file: KEY,LABEL rows (Normal/Anomaly, 0/1, true/false;
  * a header row is skipped). */
 #ifndef TXL_EVAL_LABELS_H

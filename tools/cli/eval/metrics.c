@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Detection metrics (metrics.h). */
 #include "metrics.h"
 #include "txl_formats.h"

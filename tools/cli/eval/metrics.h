@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Detection metrics of txl eval: precision, recall and F1 at a threshold,
  * AUROC by ranks, as summary.json writes them. */
 #ifndef TXL_EVAL_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Scoring txl eval's validation and test sessions (eval.h): every session
  * in its own stream (TxlSessions), or all lines in one stream with
  * --single-stream, and a session's score of each kind from its lines. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Reading txl eval's log into sessions, and the split (eval.h).
  *
  * Sessions are the unit of the split, ordered by their first line: the

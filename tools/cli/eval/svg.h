@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* scores.svg of txl eval: histograms of normal and anomalous test session
  * scores with the threshold. */
 #ifndef TXL_EVAL_SVG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The threshold rule (threshold.h).  1.5 x the highest normal validation
  * score (margin 0.5) won on a development split of the HDFS log's training
  * part among eight rules; the others lost and are gone (their runs:

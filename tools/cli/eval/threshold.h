@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txl eval's threshold rule: from the scores of normal validation sessions
  * (or lines) alone, never from test labels. */
 #ifndef TXL_EVAL_THRESHOLD_H
