@@ -186,6 +186,11 @@ TXL_API gboolean txl_scorer_push(TxlScorer *scorer, const int32_t *tokens,
                                  gsize n, GError **error);
 /* Scores the pending partial segment (end of stream). */
 TXL_API gboolean txl_scorer_finish(TxlScorer *scorer, GError **error);
+/* Continues the stream with another model of the same shape (e.g. the
+ * same model fine-tuned), from the next segment on; the memory already
+ * held is kept.  Refuses (and changes nothing) for another shape. */
+TXL_API gboolean txl_scorer_set_model(TxlScorer *scorer, TxlModel *model,
+                                      GError **error);
 TXL_API gint64 txl_scorer_tokens_seen(const TxlScorer *scorer);
 /* Tokens pushed whose segment has not run yet, the last scored input
  * included (its target is scored, it still feeds the next segment). */

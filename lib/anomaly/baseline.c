@@ -108,19 +108,28 @@ quantile(double *v, int n, double q)
   return lo + (pos - k) * (hi - lo);
 }
 
+/* the window's median and MAD scaled to a standard deviation */
+static void
+median_sigma(TxlBaseline *b, double *med, double *sigma)
+{
+  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
+  *med = quantile(b->scratch, b->n, 0.5);
+  for (int i = 0; i < b->n; i++)
+    b->scratch[i] = fabs(b->ring[i] - *med);
+  *sigma = quantile(b->scratch, b->n, 0.5) * MAD_TO_SIGMA;
+}
+
 gboolean
 txl_baseline_score(TxlBaseline *b, double x, double *score)
 {
   gboolean ready = b->n >= b->warmup;
   if (ready) {
-    memcpy(b->scratch, b->ring, sizeof(double) * b->n);
     if (b->kind == TXL_BASELINE_QUANTILE) {
+      memcpy(b->scratch, b->ring, sizeof(double) * b->n);
       *score = x - quantile(b->scratch, b->n, b->q);
     } else {
-      double med = quantile(b->scratch, b->n, 0.5);
-      for (int i = 0; i < b->n; i++)
-        b->scratch[i] = fabs(b->ring[i] - med);
-      double mad = quantile(b->scratch, b->n, 0.5) * MAD_TO_SIGMA;
+      double med, mad;
+      median_sigma(b, &med, &mad);
       /* a window of identical values has no spread: any difference is
        * infinitely surprising, none is not */
       *score = mad > 0 ? (x - med) / mad
@@ -128,6 +137,17 @@ txl_baseline_score(TxlBaseline *b, double x, double *score)
     }
   }
   return ready;
+}
+
+gboolean
+txl_baseline_threshold(TxlBaseline *b, double *threshold)
+{
+  if (b->n < b->warmup)
+    return FALSE;
+  double med, sigma;
+  median_sigma(b, &med, &sigma);
+  *threshold = med + TXL_STREAM_RULE_K * MAX(sigma, TXL_STREAM_RULE_FLOOR);
+  return TRUE;
 }
 
 void

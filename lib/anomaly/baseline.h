@@ -28,6 +28,21 @@ gboolean txl_baseline_score(TxlBaseline *b, double x, double *score);
  * values out, so that a burst of anomalies does not raise the bar for the
  * next one. */
 void txl_baseline_add(TxlBaseline *b, double x);
+
+/* The label-free line threshold, in the unit of the values (bits per
+ * normalised byte for line scores): the window's median plus K robust
+ * standard deviations (1.4826 x the MAD), the deviation taken at least
+ * FLOOR, so that a window of near-identical lines (a log after learning
+ * is mostly templates) does not flag every small variation.  A median and
+ * a MAD move little when a few percent of the window are anomalies.  How
+ * K and FLOOR were chosen, and on which data: docs/anomaly.md.  FALSE
+ * during warm-up. */
+#define TXL_STREAM_RULE_K 6.0
+#define TXL_STREAM_RULE_FLOOR 0.1
+/* Recent lines the rule looks at, and how many it needs first. */
+#define TXL_STREAM_RULE_WINDOW 1000
+#define TXL_STREAM_RULE_WARMUP 50
+gboolean txl_baseline_threshold(TxlBaseline *b, double *threshold);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
 /* The window's values and position, for snapshots.  Restore refuses (and

@@ -202,6 +202,8 @@ model_free(TxlModel *m)
   g_free(m->path);
   g_free(m->id);
   g_free(m->vocab_id);
+  if (m->owned_free)
+    m->owned_free(m->owned);
   g_mutex_clear(&m->lock);
   g_free(m);
 }

@@ -83,6 +83,10 @@ struct _TxlModel {
   TxlLayerWeights *layers;
 
   TxlCalibration *calibration; /* NULL: the file carries none */
+  /* what a view's weights point into, freed with the model (NULL: the
+   * caller keeps it alive; see txl_model_from_params_owned) */
+  gpointer owned;
+  GDestroyNotify owned_free;
 
   GMutex lock; /* guards the lazily built fields below */
   GPtrArray *rtables;

@@ -2,6 +2,7 @@
 /* The flat parameter buffer: layout, initialisation, model files. */
 #include "params.h"
 #include "config.h"
+#include "bpe.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -344,6 +345,9 @@ txl_params_write_tokenizer(GgufWriter *w, gpointer user_data)
       gguf_writer_add_u32(w, "tokenizer.eos_id", t->eos_id);
     gguf_writer_add_bool(w, "tokenizer.lower_case", t->lower_case);
     break;
+  case TXL_TOKENIZER_BPE:
+    txl_bpe_write_gguf(txl_tokenizer_get_bpe(t), w);
+    break;
   default:
     gguf_writer_add_string(w, "tokenizer.type", "none");
     break;
@@ -395,4 +399,22 @@ txl_model_from_params(TxlParams *p)
     };
   }
   return m;
+}
+
+TxlModel *
+txl_model_from_params_owned(TxlParams *p)
+{
+  TxlModel *m = txl_model_from_params(p);
+  m->owned = p;
+  m->owned_free = (GDestroyNotify)txl_params_free;
+  return m;
+}
+
+TxlParams *
+txl_params_copy(const TxlParams *p, GError **error)
+{
+  TxlParams *q = txl_params_new(&p->cfg, NULL, 0, error);
+  if (q)
+    memcpy(q->data, p->data, sizeof(float) * p->n);
+  return q;
 }

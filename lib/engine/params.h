@@ -88,7 +88,7 @@ TxlParams *txl_params_load_gguf(const char *path, GError **error);
 
 /* Adds the tokenizer.* keys of a model file to w. */
 typedef void (*TxlMetaWriteFunc)(GgufWriter *w, gpointer user_data);
-/* A TxlMetaWriteFunc for user_data = a const TxlTokenizer * (byte, word or
+/* A TxlMetaWriteFunc for user_data = a const TxlTokenizer * (byte, word, BPE or
  * none), e.g. txl_model_tokenizer() of the model training started from. */
 void txl_params_write_tokenizer(GgufWriter *w, gpointer tokenizer);
 
@@ -106,6 +106,13 @@ gboolean txl_params_write_gguf(const TxlParams *p, TxlMetaWriteFunc add_meta,
  * txl_model_weights_changed() and create new streams (a stream keeps the
  * tables it was created with).  Its tokenizer is "none". */
 TxlModel *txl_model_from_params(TxlParams *p);
+/* As txl_model_from_params, but the model owns p and frees it with itself:
+ * weights that live exactly as long as the model using them (the adapted
+ * weights lib/train/learner.c hands to a scorer). */
+TxlModel *txl_model_from_params_owned(TxlParams *p);
+/* A new set of parameters with p's config and a copy of its weights
+ * (gradients zero). */
+TxlParams *txl_params_copy(const TxlParams *p, GError **error);
 
 /* Implemented in model.c, the only place that builds TxlModel objects: a
  * model with cfg, no file, no weights yet (the caller fills in[], out[],

@@ -107,6 +107,12 @@ txl_scorer_pending_count(const TxlScorer *s)
   return s->npend;
 }
 
+gboolean
+txl_scorer_set_model(TxlScorer *s, TxlModel *m, GError **error)
+{
+  return txl_stream_set_model(s->stream, m, error);
+}
+
 TxlStream *
 txl_scorer_stream(TxlScorer *s)
 {

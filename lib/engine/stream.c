@@ -168,6 +168,41 @@ txl_stream_free(TxlStream *s)
   g_free(s);
 }
 
+/* The memory stays: its keys and values were made by the old weights and
+ * are read as they are, the way a model fine-tuned on a stream continues
+ * it (lib/train/learner.c).  Only a model of the same shape fits the
+ * memory and scratch already allocated. */
+gboolean
+txl_stream_set_model(TxlStream *s, TxlModel *m, GError **error)
+{
+  const TxlConfig *a = &s->m->cfg, *b = &m->cfg;
+  if (a->n_layer != b->n_layer || a->d_model != b->d_model ||
+      a->d_embed != b->d_embed || a->n_head != b->n_head ||
+      a->d_head != b->d_head || a->d_inner != b->d_inner ||
+      a->n_token != b->n_token || a->pre_lnorm != b->pre_lnorm ||
+      a->n_cutoffs != b->n_cutoffs || a->div_val != b->div_val) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the new weights have another shape than the "
+                        "stream's model");
+    return FALSE;
+  }
+  TxlRTable *rt = txl_model_get_rtable(m, s->clamp_len, s->cap);
+  TxlPacked *pk = rt ? txl_model_get_packed(m) : NULL;
+  if (!pk) {
+    txl_rtable_unref(rt);
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "the new weights' tables cannot be allocated");
+    return FALSE;
+  }
+  txl_rtable_unref(s->rt);
+  txl_packed_unref(s->pk);
+  txl_model_unref(s->m);
+  s->m = txl_model_ref(m);
+  s->rt = rt;
+  s->pk = pk;
+  return TRUE;
+}
+
 void
 txl_stream_reset(TxlStream *s)
 {

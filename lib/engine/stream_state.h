@@ -12,6 +12,9 @@
  * or hidden states), then the last hidden row (d_model floats). */
 gsize txl_stream_state_floats(const TxlStream *s, int mlen);
 const TxlModel *txl_stream_model(const TxlStream *s);
+/* Continues the stream with other weights of the same shape (checked),
+ * keeping its memory; the stream takes a reference to m. */
+gboolean txl_stream_set_model(TxlStream *s, TxlModel *m, GError **error);
 void txl_stream_get_options(const TxlStream *s, TxlStreamOptions *o);
 void txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
                              gboolean *has_last);

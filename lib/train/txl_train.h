@@ -5,6 +5,7 @@
 #define TXL_LAYER_TRAIN_H
 
 #include "batcher.h"
+#include "learner.h"
 #include "optim.h"
 #include "train.h"
 

@@ -5,6 +5,8 @@
 #include "txl.h"
 #include "txl_formats.h"
 #include "txl_anomaly.h"
+#include "txl_engine.h"
+#include "txl_train.h"
 
 #include <errno.h>
 #include <math.h>
@@ -153,6 +155,9 @@ typedef struct {
   gint64 pushed;   /* tokens of this line given to the scorer */
   TxlLineAcc acc;  /* its scored tokens (lib/anomaly/lines.h) */
   gboolean closed; /* its line end has been read */
+  GArray *ids;     /* --learn: its token ids */
+  int gen;         /* --learn: weights its first token was scored with
+                    * (0: the model file's, k: the k-th adapted ones) */
 } Line;
 
 typedef struct {
@@ -165,6 +170,12 @@ typedef struct {
   gint64 tok_base;  /* stream position of tok_line[0] */
   gint64 cur_line;
   gint64 last_scored;
+  /* --learn (docs/learning.md) */
+  TxlLearner *learner;
+  const char *learn_out; /* the adapted model file, rewritten per round */
+  TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
+  int gen;               /* adapted weights in use (0: none yet) */
+  gint64 warm;           /* lines marked warm-up */
 } TextScore;
 
 static Line *
@@ -182,6 +193,8 @@ line_get(TextScore *t, gint64 line)
   l->line = line;
   l->text = g_string_new(NULL);
   txl_line_acc_init(&l->acc);
+  if (t->learner)
+    l->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   g_queue_push_tail(&t->lines, l);
   return l;
 }
@@ -192,7 +205,41 @@ line_free(gpointer p)
 {
   Line *l = p;
   g_string_free(l->text, TRUE);
+  if (l->ids)
+    g_array_free(l->ids, TRUE);
   g_free(l);
+}
+
+/* --learn: a printed line joins the recent scores (unless flagged or
+ * warm-up) and the learner's lines; a round's weights take over here. */
+static void
+learn_line(TextScore *t, const Line *l, gboolean warm, gboolean flag)
+{
+  if (l->gen > 0 && !flag)
+    txl_baseline_add(t->recent, txl_line_worst(&l->acc.s));
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_learner_line(t->learner,
+      (const int32_t *)l->ids->data, l->ids->len, flag, &err);
+  if (m && !t->c.error &&
+      txl_scorer_set_model(t->c.scorer, m, &t->c.error)) {
+    t->gen++;
+    /* the new weights score differently: their own recent scores decide */
+    txl_baseline_reset(t->recent);
+    TxlLearnStats st;
+    txl_learner_stats(t->learner, &st);
+    fprintf(stderr, "txl score: learnt round %d after line %" G_GINT64_FORMAT
+            " (%" G_GINT64_FORMAT " steps, loss %.3f -> %.3f nats/token, "
+            "%.1f s)\n", st.rounds, l->line, st.steps, st.loss_first,
+            st.loss_last, st.seconds);
+    if (t->learn_out &&
+        !txl_learner_write_model(t->learner, t->learn_out, &err))
+      fprintf(stderr, "txl score: %s: %s\n", t->learn_out, err->message);
+  } else if (err) {
+    fprintf(stderr, "txl score: %s; scoring goes on with the last good "
+            "weights\n", err->message);
+  }
+  (void)warm;
+  txl_model_unref(m);
 }
 
 /* One line's JSON: mean NLL per token (nats), perplexity, bits per
@@ -207,8 +254,19 @@ print_line(TextScore *t, const Line *l)
                          ", \"tokens\": %" G_GINT64_FORMAT
                          ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
   txl_line_append_json(o, s);
-  if (t->flag_bpb > 0) {
-    gboolean flag = txl_line_flag(s, t->flag_bpb);
+  gboolean warm = FALSE, flag = FALSE;
+  if (t->learner) {
+    /* scored by the model file's weights, or before the recent scores
+     * could set a threshold: warm-up, never flagged */
+    double thr = 0;
+    warm = l->gen == 0 || !txl_baseline_threshold(t->recent, &thr);
+    flag = !warm && txl_line_flag(s, t->flag_bpb > 0 ? t->flag_bpb : thr);
+    t->flagged += flag;
+    t->warm += warm;
+    g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
+                           flag ? "true" : "false", warm ? "true" : "false");
+  } else if (t->flag_bpb > 0) {
+    flag = txl_line_flag(s, t->flag_bpb);
     t->flagged += flag;
     g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
   }
@@ -219,6 +277,8 @@ print_line(TextScore *t, const Line *l)
   txl_json_append_string(o, l->text->str, l->text->len);
   g_string_append(o, "}\n");
   fputs(o->str, stdout);
+  if (t->learner)
+    learn_line(t, l, warm, flag);
 }
 
 static void
@@ -249,6 +309,8 @@ text_scored(gint64 pos, int32_t token, float logprob, gpointer data)
   gint64 line = g_array_index(t->tok_line, gint64, pos - t->tok_base);
   t->last_scored = pos;
   Line *l = line_get(t, line);
+  if (l->acc.s.tokens == 0)
+    l->gen = t->gen;
   txl_line_acc_add(&l->acc, -(double)logprob,
                    txl_token_norm_bytes(t->tok, token));
 }
@@ -263,6 +325,8 @@ text_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
   /* the stream's first token has nothing before it to be predicted from */
   if (txl_scorer_tokens_seen(t->c.scorer) > 0)
     l->pushed++;
+  if (l->ids)
+    g_array_append_val(l->ids, id);
   g_array_append_val(t->tok_line, line);
   txl_scorer_push(t->c.scorer, &id, 1, &t->c.error);
   /* forget the lines of tokens already scored, so memory stays bounded */
@@ -453,10 +517,16 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
   gboolean any = FALSE;
   while (!t->c.error && (got = fread(buf, 1, sizeof buf, in)) > 0) {
     any = TRUE;
-    /* bytes first, so a token's line exists before the token arrives */
-    text_bytes(t, buf, got);
-    txl_encoder_push(enc, buf, got);
-    print_ready_lines(t, FALSE);
+    /* --learn: line by line, so that new weights take over right after
+     * the line that brought them, not at the end of the chunk */
+    for (size_t at = 0, n; at < got; at += n) {
+      const char *nl = t->learner ? memchr(buf + at, '\n', got - at) : NULL;
+      n = nl ? (size_t)(nl - (buf + at)) + 1 : got - at;
+      /* bytes first, so a token's line exists before the token arrives */
+      text_bytes(t, buf + at, n);
+      txl_encoder_push(enc, buf + at, n);
+      print_ready_lines(t, FALSE);
+    }
   }
   if (!t->c.error && ferror(in))
     g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_IO, "read error: %s",
@@ -593,12 +663,52 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
             exp(mean));
     if (!ids && t->c.bytes)
       fprintf(stderr, ", %.4f bits/byte", t->c.nll_sum / G_LN2 / t->c.bytes);
-    if (!ids && t->flag_bpb > 0)
+    if (!ids && t->learner)
+      fprintf(stderr, ", %" G_GINT64_FORMAT " lines flagged, %"
+              G_GINT64_FORMAT " warm-up", t->flagged, t->warm);
+    else if (!ids && t->flag_bpb > 0)
       fprintf(stderr, ", %" G_GINT64_FORMAT " lines above %g bits/byte",
               t->flagged, t->flag_bpb);
     fprintf(stderr, "\n");
   }
   return ok;
+}
+
+/* --learn and its options; FALSE (a message printed) when they do not fit
+ * the other options. */
+static gboolean
+check_learn(gboolean learn, int warmup, const char *out, gboolean ids,
+            const char *save_snap, const char *load_snap)
+{
+  if (!learn && (warmup || out)) {
+    fprintf(stderr, "txl score: --learn-warmup and --learn-model go with "
+                    "--learn\n");
+    return FALSE;
+  }
+  if (learn && (ids || save_snap || load_snap)) {
+    fprintf(stderr, "txl score: --learn scores text and cannot yet be "
+                    "combined with --ids, --save-snapshot or "
+                    "--load-snapshot\n");
+    return FALSE;
+  }
+  if (warmup < 0) {
+    fprintf(stderr, "txl score: --learn-warmup takes a number of lines\n");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+learn_start(TextScore *t, TxlModel *m, int warmup, const char *out)
+{
+  TxlLearnOptions lo = txl_learn_options_default();
+  if (warmup > 0)
+    lo.warmup_lines = warmup;
+  t->learn_out = out;
+  t->learner = txl_learner_new(m, &lo, &t->c.error);
+  if (t->learner)
+    t->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                                 TXL_STREAM_RULE_WARMUP, 0, &t->c.error);
 }
 
 int
@@ -610,6 +720,9 @@ txl_cmd_score(int argc, char **argv)
   g_autofree char *memory = NULL;
   double flag_bpb = 0;
   g_autofree char *save_snap = NULL, *load_snap = NULL, *snap_prec = NULL;
+  gboolean learn = FALSE;
+  int learn_warmup = 0;
+  g_autofree char *learn_out = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
@@ -636,6 +749,15 @@ txl_cmd_score(int argc, char **argv)
       "bit), f16 or bf16 (about half the size, slight score drift)", "P" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory,
       "kv (default, fastest) or hidden (half the state, slower)", "KIND" },
+    { "learn", 0, 0, G_OPTION_ARG_NONE, &learn,
+      "Text mode: fine-tune the model on the stream as it is scored, and "
+      "flag lines against the stream's own recent scores (docs/learning.md)",
+      NULL },
+    { "learn-warmup", 0, 0, G_OPTION_ARG_INT, &learn_warmup,
+      "--learn: lines before the first round of learning (default 1000)", "N" },
+    { "learn-model", 0, 0, G_OPTION_ARG_FILENAME, &learn_out,
+      "--learn: write the adapted model to FILE after each round (atomic)",
+      "FILE" },
     { NULL },
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE|-]");
@@ -676,6 +798,8 @@ txl_cmd_score(int argc, char **argv)
                     "and --memory\n");
     return 2;
   }
+  if (!check_learn(learn, learn_warmup, learn_out, ids, save_snap, load_snap))
+    return 2;
   TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   TxlMemoryKind kind = TXL_MEMORY_KV;
   if (!parse_kinds(snap_prec, save_snap, memory, &snap_opts, &kind))
@@ -721,7 +845,9 @@ txl_cmd_score(int argc, char **argv)
   gboolean ok = FALSE;
   GHashTable *loaded = NULL;
   t.c.scorer = open_scorer(&t, m, &o, segment, ids, load_snap, &loaded);
-  if (t.c.scorer)
+  if (t.c.scorer && learn)
+    learn_start(&t, m, learn_warmup, learn_out);
+  if (t.c.scorer && !t.c.error)
     ok = ids ? score_ids(&t.c, in, save_snap, load_snap != NULL)
              : score_text(&t, tok, in, save_snap, loaded);
   g_clear_pointer(&loaded, g_hash_table_unref);
@@ -729,6 +855,9 @@ txl_cmd_score(int argc, char **argv)
   int rc = report(&t, ok, ids, path) ? 0 : 1;
   g_clear_error(&t.c.error);
   txl_scorer_free(t.c.scorer);
+  txl_learner_free(t.learner);
+  if (t.recent)
+    txl_baseline_free(t.recent);
   g_queue_clear_full(&t.lines, line_free);
   g_array_free(t.tok_line, TRUE);
   txl_model_unref(m);
