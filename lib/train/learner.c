@@ -5,7 +5,9 @@
 #include "learner.h"
 
 #include "batcher.h"
+#include "bytes.h"
 #include "finite.h"
+#include "model_internal.h"
 #include "optim.h"
 #include "train.h"
 
@@ -93,13 +95,22 @@ round_free(Round *r)
   g_free(r);
 }
 
+/* Waits for the round in flight, if it still runs (its result stays until
+ * its line). */
+static void
+round_wait(TxlLearner *l)
+{
+  if (l->thread)
+    g_thread_join(l->thread);
+  l->thread = NULL;
+}
+
 void
 txl_learner_free(TxlLearner *l)
 {
   if (!l)
     return;
-  if (l->thread)
-    g_thread_join(l->thread);
+  round_wait(l);
   round_free(l->round);
   txl_model_unref(l->current);
   txl_model_unref(l->base);
@@ -236,12 +247,23 @@ round_start(TxlLearner *l, GError **error)
   return TRUE;
 }
 
-/* Waits for the round in flight and takes its weights, or its error. */
+/* The adapted weights as a model: a view that owns them, under the base
+ * model's identity, so that a snapshot names the model it continues
+ * (the weights themselves travel in the learner's state). */
+static TxlModel *
+adapted_model(TxlLearner *l, TxlParams *p)
+{
+  TxlModel *m = txl_model_from_params_owned(p);
+  m->id = g_strdup(txl_model_id(l->base));
+  m->vocab_id = g_strdup(txl_model_vocab_id(l->base));
+  return m;
+}
+
+/* Takes the finished round's weights, or its error. */
 static TxlModel *
 round_land(TxlLearner *l, GError **error)
 {
-  g_thread_join(l->thread);
-  l->thread = NULL;
+  round_wait(l);
   Round *r = g_steal_pointer(&l->round);
   l->st.running = FALSE;
   l->st.steps += r->steps;
@@ -256,7 +278,7 @@ round_land(TxlLearner *l, GError **error)
     l->st.loss_first = r->loss_first;
     l->st.loss_last = r->loss_last;
     l->current_p = g_steal_pointer(&r->p);
-    m = txl_model_from_params_owned(l->current_p);
+    m = adapted_model(l, l->current_p);
     txl_model_unref(l->current);
     l->current = txl_model_ref(m);
   }
@@ -273,9 +295,9 @@ txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
   /* warm-up lines are all learnt from: nothing can be flagged yet */
   if (!flagged || !l->current)
     window_add(l, ids, n);
-  if (l->thread && l->lines >= l->due)
+  if (l->round && l->lines >= l->due)
     return round_land(l, error);
-  if (!l->thread && l->lines >= l->next_round &&
+  if (!l->round && l->lines >= l->next_round &&
       (l->started == 0 || l->o.every_lines > 0)) {
     l->next_round = l->lines + MAX(l->o.every_lines, 1);
     if (!round_start(l, error))
@@ -311,4 +333,302 @@ txl_learner_write_model(TxlLearner *l, const char *path, GError **error)
   if (tmp)
     txl_params_free(tmp);
   return ok;
+}
+
+TxlModel *
+txl_learner_model(TxlLearner *l)
+{
+  return l->current ? txl_model_ref(l->current) : NULL;
+}
+
+/* ---- state as bytes (docs/api.md) ------------------------------------- *
+ *
+ * u32 magic "TXLL", u32 version; the options (must match: the rounds to
+ * come depend on them); u64 lines, next_round, due; u32 rounds started;
+ * the stats; the adapted weights (u64 count, f32 each; 0: still warming
+ * up); the round not landed yet (u32 0: none; 1: its index, u64 lines, u64
+ * steps, f64 losses and seconds, its weights; 2: its index, u64 lines and
+ * the error text); the window (u64 lines, u64 tokens, each line's length,
+ * the ids).  Weights are stored whole, with no compression of their own:
+ * the snapshot file compresses its payload. */
+#define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
+#define STATE_VERSION 1u
+#define N_OPT_INTS 8
+
+static void
+opt_ints(const TxlLearnOptions *o, guint64 v[N_OPT_INTS])
+{
+  guint64 x[N_OPT_INTS] = {
+    (guint64)o->warmup_lines, (guint64)o->every_lines,
+    (guint64)o->window_lines, (guint64)o->lag_lines, (guint64)o->max_steps,
+    (guint64)o->batch, (guint64)o->segment, o->seed,
+  };
+  memcpy(v, x, sizeof x);
+}
+
+gsize
+txl_learner_state_get_size(TxlLearner *l)
+{
+  round_wait(l); /* a round in flight is saved finished */
+  gsize n = 8 + N_OPT_INTS * 8 + 3 * 8 + 3 * 8 + 4 + 8 + 4 + 4 + 8 + 3 * 8;
+  n += 8 + (l->current_p ? l->current_p->n * 4 : 0);
+  n += 4;
+  if (l->round) {
+    n += 4 + 8;
+    if (l->round->error)
+      n += 8 + strlen(l->round->error->message);
+    else
+      n += 8 + 3 * 8 + 8 + l->round->p->n * 4;
+  }
+  n += 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
+  return n;
+}
+
+static void
+put_floats(TxlWriter *w, const TxlParams *p)
+{
+  txl_w_u64(w, p ? p->n : 0);
+  if (!p)
+    return;
+  guint8 *at = w->p;
+  txl_w_raw(w, p->data, p->n * 4);
+  txl_le_f32_inplace(at, p->n);
+}
+
+gsize
+txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
+{
+  gsize need = txl_learner_state_get_size(l);
+  if (size < need)
+    return 0;
+  TxlWriter w = { dst };
+  guint64 ov[N_OPT_INTS];
+  opt_ints(&l->o, ov);
+  txl_w_u32(&w, STATE_MAGIC);
+  txl_w_u32(&w, STATE_VERSION);
+  for (int i = 0; i < N_OPT_INTS; i++)
+    txl_w_u64(&w, ov[i]);
+  txl_w_u64(&w, txl_f64_bits(l->o.passes));
+  txl_w_u64(&w, txl_f64_bits(l->o.lr));
+  txl_w_u64(&w, txl_f64_bits(l->o.dropout));
+  txl_w_u64(&w, (guint64)l->lines);
+  txl_w_u64(&w, (guint64)l->next_round);
+  txl_w_u64(&w, (guint64)l->due);
+  txl_w_u32(&w, (guint32)l->started);
+  txl_w_u64(&w, (guint64)l->st.lines_learnt);
+  txl_w_u32(&w, (guint32)l->st.rounds);
+  txl_w_u32(&w, (guint32)l->st.failed);
+  txl_w_u64(&w, (guint64)l->st.steps);
+  txl_w_u64(&w, txl_f64_bits(l->st.loss_first));
+  txl_w_u64(&w, txl_f64_bits(l->st.loss_last));
+  txl_w_u64(&w, txl_f64_bits(l->st.seconds));
+  put_floats(&w, l->current_p);
+  Round *r = l->round;
+  txl_w_u32(&w, !r ? 0 : r->error ? 2 : 1);
+  if (r) {
+    txl_w_u32(&w, (guint32)r->index);
+    txl_w_u64(&w, (guint64)r->lines);
+    if (r->error) {
+      gsize len = strlen(r->error->message);
+      txl_w_u64(&w, len);
+      txl_w_raw(&w, r->error->message, len);
+    } else {
+      txl_w_u64(&w, (guint64)r->steps);
+      txl_w_u64(&w, txl_f64_bits(r->loss_first));
+      txl_w_u64(&w, txl_f64_bits(r->loss_last));
+      txl_w_u64(&w, txl_f64_bits(r->seconds));
+      put_floats(&w, r->p);
+    }
+  }
+  txl_w_u64(&w, l->len->len);
+  txl_w_u64(&w, l->tok->len);
+  for (guint i = 0; i < l->len->len; i++)
+    txl_w_u64(&w, (guint64)g_array_index(l->len, gint64, i));
+  guint8 *at = w.p;
+  txl_w_raw(&w, l->tok->data, (gsize)l->tok->len * 4);
+  txl_le_f32_inplace(at, l->tok->len); /* int32 ids: the same swap */
+  g_assert((gsize)(w.p - dst) == need);
+  return need;
+}
+
+/* Weights from the state: exactly the model's count, every one finite. */
+static TxlParams *
+get_floats(TxlReader *r, TxlLearner *l, guint64 n, const char *what,
+           GError **error)
+{
+  const TxlConfig *c = txl_model_config(l->base);
+  TxlParams *p = txl_params_new(c, NULL, 0, error);
+  if (!p)
+    return NULL;
+  const guint8 *src = n == p->n ? txl_get_raw(r, p->n * 4) : NULL;
+  if (src) {
+    memcpy(p->data, src, p->n * 4);
+    txl_le_f32_inplace((guint8 *)p->data, p->n);
+  }
+  if (!src || txl_first_nonfinite(p->data, p->n) >= 0) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "learner state: the %s weights do not fit the model or are "
+                "not finite", what);
+    txl_params_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+typedef struct {
+  gint64 lines, next_round, due;
+  int started;
+  TxlLearnStats st;
+  TxlParams *current;
+  Round *round;
+  GArray *len, *tok;
+} Parsed;
+
+static void
+parsed_clear(Parsed *ps)
+{
+  if (ps->current)
+    txl_params_free(ps->current);
+  round_free(ps->round);
+  if (ps->len)
+    g_array_free(ps->len, TRUE);
+  if (ps->tok)
+    g_array_free(ps->tok, TRUE);
+}
+
+static gboolean
+parse_round(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
+{
+  guint32 kind = txl_get_u32(r);
+  if (kind == 0)
+    return r->ok;
+  Round *rd = ps->round = g_new0(Round, 1);
+  rd->o = l->o;
+  rd->index = (int)txl_get_u32(r);
+  rd->lines = (gint64)txl_get_u64(r);
+  if (kind == 2) {
+    gsize len = 0;
+    const guint8 *msg = txl_get_blob(r, &len, 4096);
+    if (!msg)
+      return FALSE;
+    rd->error = g_error_new(TXL_ERROR, TXL_ERROR_INVALID, "%.*s", (int)len,
+                            (const char *)msg);
+    return TRUE;
+  }
+  if (kind != 1)
+    return FALSE;
+  rd->steps = (gint64)txl_get_u64(r);
+  rd->loss_first = txl_get_f64(r);
+  rd->loss_last = txl_get_f64(r);
+  rd->seconds = txl_get_f64(r);
+  guint64 n = txl_get_u64(r);
+  return r->ok && (rd->p = get_floats(r, l, n, "pending round's", error));
+}
+
+static gboolean
+parse_window(TxlReader *r, Parsed *ps)
+{
+  guint64 nl = txl_get_u64(r), nt = txl_get_u64(r);
+  if (!r->ok || nl > txl_reader_left(r) / 8 || nt > WINDOW_TOKEN_CAP)
+    return FALSE;
+  ps->len = g_array_sized_new(FALSE, FALSE, sizeof(gint64), (guint)nl);
+  guint64 sum = 0;
+  for (guint64 i = 0; i < nl; i++) {
+    gint64 v = (gint64)txl_get_u64(r);
+    if (v < 0 || v > WINDOW_TOKEN_CAP)
+      return FALSE;
+    sum += (guint64)v;
+    g_array_append_val(ps->len, v);
+  }
+  const guint8 *ids = sum == nt ? txl_get_raw(r, nt * 4) : NULL;
+  if (!ids || !txl_reader_done(r))
+    return FALSE;
+  ps->tok = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)nt);
+  g_array_set_size(ps->tok, (guint)nt);
+  memcpy(ps->tok->data, ids, nt * 4);
+  txl_le_f32_inplace((guint8 *)ps->tok->data, nt);
+  return TRUE;
+}
+
+static gboolean
+parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
+{
+  guint64 ov[N_OPT_INTS];
+  opt_ints(&l->o, ov);
+  if (txl_get_u32(r) != STATE_MAGIC || txl_get_u32(r) != STATE_VERSION)
+    return FALSE;
+  gboolean same = TRUE;
+  for (int i = 0; i < N_OPT_INTS; i++)
+    same &= txl_get_u64(r) == ov[i];
+  same &= txl_get_f64(r) == l->o.passes;
+  same &= txl_get_f64(r) == (double)l->o.lr;
+  same &= txl_get_f64(r) == (double)l->o.dropout;
+  if (r->ok && !same) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "learner state: saved with other learning options "
+                        "(warm-up, rounds, window, steps or seed)");
+    return FALSE;
+  }
+  ps->lines = (gint64)txl_get_u64(r);
+  ps->next_round = (gint64)txl_get_u64(r);
+  ps->due = (gint64)txl_get_u64(r);
+  ps->started = (int)txl_get_u32(r);
+  ps->st.lines_learnt = (gint64)txl_get_u64(r);
+  ps->st.rounds = (int)txl_get_u32(r);
+  ps->st.failed = (int)txl_get_u32(r);
+  ps->st.steps = (gint64)txl_get_u64(r);
+  ps->st.loss_first = txl_get_f64(r);
+  ps->st.loss_last = txl_get_f64(r);
+  ps->st.seconds = txl_get_f64(r);
+  if (!r->ok || ps->lines < 0 || ps->next_round < 0 || ps->due < 0 ||
+      ps->started < 0 || ps->st.rounds + ps->st.failed > ps->started)
+    return FALSE;
+  guint64 n = txl_get_u64(r);
+  if (n && !(ps->current = get_floats(r, l, n, "adapted", error)))
+    return FALSE;
+  if (!parse_round(r, l, ps, error))
+    return FALSE;
+  return parse_window(r, ps);
+}
+
+gboolean
+txl_learner_state_set_data(TxlLearner *l, const guint8 *src, gsize size,
+                           GError **error)
+{
+  TxlReader r;
+  txl_reader_init_data(&r, src, size);
+  Parsed ps = { 0 };
+  GError *err = NULL;
+  if (!parse_state(&r, l, &ps, &err)) {
+    parsed_clear(&ps);
+    if (err)
+      g_propagate_error(error, err);
+    else
+      g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                          "learner state: malformed");
+    return FALSE;
+  }
+  /* checked whole: now replace */
+  round_wait(l);
+  round_free(l->round);
+  l->round = g_steal_pointer(&ps.round);
+  txl_model_unref(l->current);
+  l->current = NULL;
+  l->current_p = NULL;
+  if (ps.current) {
+    l->current_p = g_steal_pointer(&ps.current);
+    l->current = adapted_model(l, l->current_p);
+  }
+  g_array_free(l->len, TRUE);
+  g_array_free(l->tok, TRUE);
+  l->len = g_steal_pointer(&ps.len);
+  l->tok = g_steal_pointer(&ps.tok);
+  l->lines = ps.lines;
+  l->next_round = ps.next_round;
+  l->due = ps.due;
+  l->started = ps.started;
+  l->st = ps.st;
+  l->st.lines = l->lines;
+  l->st.running = FALSE;
+  return TRUE;
 }

@@ -79,4 +79,19 @@ void txl_learner_stats(const TxlLearner *l, TxlLearnStats *s);
 gboolean txl_learner_write_model(TxlLearner *l, const char *path,
                                  GError **error);
 
+/* The adapted model in use (new reference), NULL while warming up: what a
+ * scorer continuing from restored state scores with. */
+TxlModel *txl_learner_model(TxlLearner *l);
+
+/* State as bytes (docs/api.md): the adapted weights, the window of lines,
+ * the counters and a round not landed yet (a round still running is
+ * waited for, so get_size may take a round's time).  set_data takes the
+ * bytes of a learner of the same base model and options, checks them
+ * whole, and only then replaces this learner's state; the learner then
+ * continues bit for bit as the saved one would. */
+gsize txl_learner_state_get_size(TxlLearner *l);
+gsize txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size);
+gboolean txl_learner_state_set_data(TxlLearner *l, const guint8 *src,
+                                    gsize size, GError **error);
+
 #endif

@@ -213,13 +213,12 @@ line_free(gpointer p)
 /* --learn: a printed line joins the recent scores (unless flagged or
  * warm-up) and the learner's lines; a round's weights take over here. */
 static void
-learn_line(TextScore *t, const Line *l, gboolean warm, gboolean flag)
+learn_line(TextScore *t, const Line *l, gboolean flag)
 {
-  if (l->gen > 0 && !flag)
-    txl_baseline_add(t->recent, txl_line_worst(&l->acc.s));
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_learner_line(t->learner,
-      (const int32_t *)l->ids->data, l->ids->len, flag, &err);
+      l->ids ? (const int32_t *)l->ids->data : NULL,
+      l->ids ? l->ids->len : 0, flag, &err);
   if (m && !t->c.error &&
       txl_scorer_set_model(t->c.scorer, m, &t->c.error)) {
     t->gen++;
@@ -238,7 +237,6 @@ learn_line(TextScore *t, const Line *l, gboolean warm, gboolean flag)
     fprintf(stderr, "txl score: %s; scoring goes on with the last good "
             "weights\n", err->message);
   }
-  (void)warm;
   txl_model_unref(m);
 }
 
@@ -255,20 +253,22 @@ print_line(TextScore *t, const Line *l)
                          ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
   txl_line_append_json(o, s);
   gboolean warm = FALSE, flag = FALSE;
-  if (t->learner) {
-    /* scored by the model file's weights, or before the recent scores
-     * could set a threshold: warm-up, never flagged */
+  if (t->flag_bpb > 0) {
+    flag = txl_line_flag(s, t->flag_bpb);
+    t->flagged += flag;
+    g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
+  } else {
+    /* by default the threshold comes from the stream's own recent scores
+     * (lib/anomaly/baseline.h); lines scored before it can (or, with
+     * --learn, by the model file's weights) are warm-up, never flagged */
     double thr = 0;
-    warm = l->gen == 0 || !txl_baseline_threshold(t->recent, &thr);
-    flag = !warm && txl_line_flag(s, t->flag_bpb > 0 ? t->flag_bpb : thr);
+    warm = (t->learner && l->gen == 0) ||
+           !txl_baseline_threshold(t->recent, &thr);
+    flag = !warm && txl_line_flag(s, thr);
     t->flagged += flag;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
                            flag ? "true" : "false", warm ? "true" : "false");
-  } else if (t->flag_bpb > 0) {
-    flag = txl_line_flag(s, t->flag_bpb);
-    t->flagged += flag;
-    g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
   }
   if (s->nonfinite)
     g_string_append_printf(o, ", \"nonfinite\": %u", s->nonfinite);
@@ -277,8 +277,10 @@ print_line(TextScore *t, const Line *l)
   txl_json_append_string(o, l->text->str, l->text->len);
   g_string_append(o, "}\n");
   fputs(o->str, stdout);
+  if (!flag && !(t->learner && l->gen == 0) && isfinite(txl_line_worst(s)))
+    txl_baseline_add(t->recent, txl_line_worst(s));
   if (t->learner)
-    learn_line(t, l, warm, flag);
+    learn_line(t, l, flag);
 }
 
 static void
@@ -359,7 +361,8 @@ text_bytes(TextScore *t, const char *buf, gsize len)
  * "tokenizer") and this command's own (section "score-text"): the lines
  * not yet printed and the line of every token not yet scored, so that the
  * resumed run prints exactly the lines the uninterrupted one would. */
-#define TEXT_STATE_VERSION 2u /* 2: each line's TxlLineAcc (lib/anomaly/lines.h) */
+#define TEXT_STATE_VERSION 3u /* 2: each line's TxlLineAcc (lib/anomaly/lines.h);
+                                 3: its weights generation and ids (--learn) */
 
 static void
 put_n(GByteArray *b, guint64 v, int n)
@@ -406,8 +409,34 @@ text_state_save(TextScore *t)
     put_n(b, l->text->len, 4);
     g_byte_array_append(b, (const guint8 *)l->text->str, (guint)l->text->len);
     txl_line_acc_put(b, &l->acc);
+    put_n(b, (guint64)l->gen, 4);
+    put_n(b, l->ids ? l->ids->len : 0, 4);
+    for (guint i = 0; l->ids && i < l->ids->len; i++)
+      put_n(b, (guint32)g_array_index(l->ids, int32_t, i), 4);
   }
   return g_byte_array_free_to_bytes(b);
+}
+
+/* A line's weights generation and ids (text state 3); ids only when
+ * learning, and then at most the tokens the line has pushed. */
+static gboolean
+line_ids_restore(TextScore *t, Line *l, const guint8 **p, const guint8 *end)
+{
+  guint64 gen, n;
+  if (!get_n(p, end, 4, &gen) || !get_n(p, end, 4, &n) ||
+      gen > G_MAXINT32 || n > (guint64)(end - *p) / 4 ||
+      n > (guint64)l->pushed + 1 || (n && !t->learner))
+    return FALSE;
+  l->gen = (int)gen;
+  if (t->learner)
+    l->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  for (guint64 i = 0; i < n; i++) {
+    guint64 v = 0;
+    get_n(p, end, 4, &v);
+    int32_t id = (int32_t)(guint32)v;
+    g_array_append_val(l->ids, id);
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -430,7 +459,7 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
                         "those lines: score the input again from its start");
     return FALSE;
   }
-  if (version != TEXT_STATE_VERSION ||
+  if ((version != 2 && version != TEXT_STATE_VERSION) ||
       !get_n(&p, end, 8, &cur) || !get_n(&p, end, 8, &base) ||
       !get_n(&p, end, 4, &n) || n > (guint64)(end - p) / 8 ||
       cur < 1 || cur > G_MAXINT64 / 2 || base + n != (guint64)seen)
@@ -472,6 +501,8 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
     if (!txl_line_acc_get(&r, &l->acc) || l->acc.s.tokens > l->pushed)
       goto bad_lines;
     p = r.p;
+    if (version >= 3 && !line_ids_restore(t, l, &p, end))
+      goto bad_lines;
   }
   if (p != end)
     goto bad_lines;
@@ -493,6 +524,43 @@ bad:
   return FALSE;
 }
 
+/* --learn in snapshots: the learner's state bytes (lib/train/learner.h)
+ * in section "learner"; a snapshot continues with --learn exactly when it
+ * was written with it. */
+static GBytes *
+learn_save(TextScore *t)
+{
+  gsize n = txl_learner_state_get_size(t->learner);
+  guint8 *b = g_malloc(n);
+  txl_learner_state_get_data(t->learner, b, n);
+  return g_bytes_new_take(b, n);
+}
+
+static void
+learn_restore(TextScore *t, GBytes *state)
+{
+  if (!state != !t->learner) {
+    g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                "the snapshot was written %s --learn; continue it %s "
+                "--learn", state ? "with" : "without",
+                state ? "with" : "without");
+    return;
+  }
+  if (!state)
+    return;
+  gsize n;
+  const guint8 *b = g_bytes_get_data(state, &n);
+  if (!txl_learner_state_set_data(t->learner, b, n, &t->c.error))
+    return;
+  TxlLearnStats st;
+  txl_learner_stats(t->learner, &st);
+  t->gen = st.rounds;
+  TxlModel *m = txl_learner_model(t->learner);
+  if (m)
+    txl_scorer_set_model(t->c.scorer, m, &t->c.error);
+  txl_model_unref(m);
+}
+
 static gboolean
 score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
            GHashTable *loaded)
@@ -505,8 +573,16 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
       g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
                           "the snapshot holds an id stream (saved with "
                           "--ids); continue it with --ids");
-    else if (txl_encoder_restore(enc, es, &t->c.error))
-      text_state_restore(t, ts, &t->c.error);
+    else if (txl_encoder_restore(enc, es, &t->c.error) &&
+             text_state_restore(t, ts, &t->c.error)) {
+      /* the recent scores that set the threshold (absent in snapshots of
+       * txl before 2026-11-25: it starts again) */
+      GBytes *rs = g_hash_table_lookup(loaded, "score-recent");
+      if (rs)
+        txl_baseline_restore(t->recent, rs, &t->c.error);
+      if (!t->c.error)
+        learn_restore(t, g_hash_table_lookup(loaded, "learner"));
+    }
     if (t->c.error) {
       txl_encoder_free(enc);
       return FALSE;
@@ -540,6 +616,9 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
     GHashTable *sect = writer_sections();
     g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
     g_hash_table_insert(sect, "score-text", text_state_save(t));
+    g_hash_table_insert(sect, "score-recent", txl_baseline_save(t->recent));
+    if (t->learner)
+      g_hash_table_insert(sect, "learner", learn_save(t));
     txl_scorer_save_full(t->c.scorer, save, t->c.snap_opts, sect, NULL,
                          &t->c.error);
     g_hash_table_unref(sect);
@@ -663,12 +742,12 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
             exp(mean));
     if (!ids && t->c.bytes)
       fprintf(stderr, ", %.4f bits/byte", t->c.nll_sum / G_LN2 / t->c.bytes);
-    if (!ids && t->learner)
-      fprintf(stderr, ", %" G_GINT64_FORMAT " lines flagged, %"
-              G_GINT64_FORMAT " warm-up", t->flagged, t->warm);
-    else if (!ids && t->flag_bpb > 0)
+    if (!ids && t->flag_bpb > 0)
       fprintf(stderr, ", %" G_GINT64_FORMAT " lines above %g bits/byte",
               t->flagged, t->flag_bpb);
+    else if (!ids)
+      fprintf(stderr, ", %" G_GINT64_FORMAT " lines flagged, %"
+              G_GINT64_FORMAT " warm-up", t->flagged, t->warm);
     fprintf(stderr, "\n");
   }
   return ok;
@@ -677,18 +756,15 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
 /* --learn and its options; FALSE (a message printed) when they do not fit
  * the other options. */
 static gboolean
-check_learn(gboolean learn, int warmup, const char *out, gboolean ids,
-            const char *save_snap, const char *load_snap)
+check_learn(gboolean learn, int warmup, const char *out, gboolean ids)
 {
   if (!learn && (warmup || out)) {
     fprintf(stderr, "txl score: --learn-warmup and --learn-model go with "
                     "--learn\n");
     return FALSE;
   }
-  if (learn && (ids || save_snap || load_snap)) {
-    fprintf(stderr, "txl score: --learn scores text and cannot yet be "
-                    "combined with --ids, --save-snapshot or "
-                    "--load-snapshot\n");
+  if (learn && ids) {
+    fprintf(stderr, "txl score: --learn learns from text, not --ids\n");
     return FALSE;
   }
   if (warmup < 0) {
@@ -706,9 +782,6 @@ learn_start(TextScore *t, TxlModel *m, int warmup, const char *out)
     lo.warmup_lines = warmup;
   t->learn_out = out;
   t->learner = txl_learner_new(m, &lo, &t->c.error);
-  if (t->learner)
-    t->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
-                                 TXL_STREAM_RULE_WARMUP, 0, &t->c.error);
 }
 
 int
@@ -798,7 +871,7 @@ txl_cmd_score(int argc, char **argv)
                     "and --memory\n");
     return 2;
   }
-  if (!check_learn(learn, learn_warmup, learn_out, ids, save_snap, load_snap))
+  if (!check_learn(learn, learn_warmup, learn_out, ids))
     return 2;
   TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   TxlMemoryKind kind = TXL_MEMORY_KV;
@@ -842,6 +915,8 @@ txl_cmd_score(int argc, char **argv)
   g_queue_init(&t.lines);
   t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
   t.cur_line = 1;
+  t.recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                              TXL_STREAM_RULE_WARMUP, 0, NULL);
   gboolean ok = FALSE;
   GHashTable *loaded = NULL;
   t.c.scorer = open_scorer(&t, m, &o, segment, ids, load_snap, &loaded);
@@ -856,8 +931,7 @@ txl_cmd_score(int argc, char **argv)
   g_clear_error(&t.c.error);
   txl_scorer_free(t.c.scorer);
   txl_learner_free(t.learner);
-  if (t.recent)
-    txl_baseline_free(t.recent);
+  txl_baseline_free(t.recent);
   g_queue_clear_full(&t.lines, line_free);
   g_array_free(t.tok_line, TRUE);
   txl_model_unref(m);

@@ -1,0 +1,203 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Measures what the bundled model and learning on the stream do on real
+logs, and regenerates the tables of docs/quality-logs.md.
+
+  tools/quality.py loghub DIR        out of the box, and learning on the first
+                                     1,000 lines of each sample (table 1)
+  tools/quality.py inject LOG... --other LOG...
+                                     recall of injected anomalies and false
+                                     alarms, learning on the stream (table 2)
+  tools/quality.py rule LOG... --other LOG...
+                                     the grid the label-free rule's constants
+                                     were chosen from (docs/anomaly.md)
+
+Every run of txl here is `txl score` with its defaults (plus --learn where
+learning is measured); the label-free rule is lib/anomaly/baseline.h's,
+re-played here only by `rule`, to see its constants' neighbours."""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TXL = os.path.join(ROOT, "build", "tools", "txl")
+MODEL = os.path.join(ROOT, "models", "default.gguf")
+
+
+def score(path, learn=False, warmup=1000, model=MODEL):
+    """txl score's records of every line of path, and its wall time."""
+    cmd = [TXL, "score", "-m", model, path]
+    if learn:
+        cmd[2:2] = ["--learn", "--learn-warmup", str(warmup)]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return [json.loads(l) for l in out.stdout.splitlines()], \
+        time.monotonic() - t0, out.stderr
+
+
+def read_lines(path, limit=None):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = [l.rstrip("\n") for l in f if l.strip()]
+    return lines[:limit] if limit else lines
+
+
+def inject(lines, others, rate, seed):
+    """lines with a fraction `rate` of anomalies put among them: a line of
+    another service, or a line of this log whose message after its first
+    few fields is replaced by another service's text (an error that never
+    occurs here), half each.  Returns (lines, labels)."""
+    rnd = random.Random(seed)
+    out, lab = [], []
+    for line in lines:
+        if rnd.random() < rate:
+            other = rnd.choice(others)
+            if rnd.random() < 0.5:
+                out.append(other)
+            else:
+                head = " ".join(line.split(" ")[:3])
+                tail = " ".join(other.split(" ")[3:]) or other
+                out.append(head + " " + tail)
+            lab.append(1)
+        out.append(line)
+        lab.append(0)
+    return out, lab
+
+
+def flag_rate(recs, first=None):
+    recs = recs[first:] if first else recs
+    return sum(r["flag"] for r in recs) / max(1, len(recs))
+
+
+def mean_bpb(recs):
+    v = [r["bpb"] for r in recs if r["bpb"] is not None]
+    return statistics.fmean(v) if v else float("nan")
+
+
+def cmd_loghub(a):
+    rows = []
+    for name in sorted(os.listdir(a.dir)):
+        if not name.endswith(".log"):
+            continue
+        path = os.path.join(a.dir, name)
+        lines = read_lines(path)
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+            f.write("\n".join(lines[:2000]) + "\n")
+            f.flush()
+            box, _, _ = score(f.name)
+            learnt, secs, err = score(f.name, learn=True, warmup=1000)
+        last = learnt[-1000:]
+        rows.append((name[:-4], mean_bpb(box), flag_rate(box), mean_bpb(last),
+                     flag_rate(last), sum(r["warmup"] for r in last), secs))
+        print("%-12s box %.3f bpb %5.1f%% | learnt %.3f bpb %5.1f%% flagged "
+              "(%d warm-up) %.0f s" % rows[-1], file=sys.stderr)
+    print("| log | bundled model: bits/byte | flagged | learning on the first "
+          "1,000 lines, last 1,000: bits/byte | flagged | run (s) |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %s | %.3f | %.1f%% | %.3f | %.2f%% | %.0f |" %
+              (r[0], r[1], 100 * r[2], r[3], 100 * r[4], r[6]))
+
+
+def injected_run(path, others, seed, rate=0.02):
+    lines = read_lines(path, 2000)
+    pool = [l for o in others if o != path for l in read_lines(o)]
+    stream, lab = inject(lines, pool, rate, seed)
+    with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+        f.write("\n".join(stream) + "\n")
+        f.flush()
+        recs, secs, _ = score(f.name, learn=True, warmup=1000)
+    return recs, lab, secs
+
+
+def recall_fa(recs, lab, start):
+    tp = sum(1 for r, y in zip(recs[start:], lab[start:]) if y and r["flag"])
+    pos = sum(lab[start:])
+    fp = sum(1 for r, y in zip(recs[start:], lab[start:]) if not y and r["flag"])
+    neg = len(lab[start:]) - pos
+    return tp, pos, fp, neg
+
+
+def cmd_inject(a):
+    print("| log | injected after warm-up | found | false alarms |")
+    print("|---|---|---|---|")
+    for path in a.logs:
+        recs, lab, _ = injected_run(path, a.other + a.logs, a.seed)
+        start = next(i for i, r in enumerate(recs) if not r["warmup"])
+        tp, pos, fp, neg = recall_fa(recs, lab, start)
+        print("| %s | %d | %d (%.1f%%) | %d of %d (%.2f%%) |" %
+              (os.path.basename(path), pos, tp, 100 * tp / max(pos, 1), fp,
+               neg, 100 * fp / max(neg, 1)))
+
+
+def replay(recs, k, floor, window=1000, warm=50):
+    """lib/anomaly/baseline.h's rule over recorded scores (flags feed back
+    into the window, as in txl)."""
+    ring, flags = [], []
+    for r in recs:
+        x = r["worst"] if r["worst"] is not None else float("inf")
+        gen0 = r.get("_gen0", False)
+        if gen0 or len(ring) < warm:
+            flags.append(False)
+        else:
+            med = statistics.median(ring)
+            mad = statistics.median(abs(v - med) for v in ring) * 1.4826
+            flags.append(x > med + k * max(mad, floor))
+        if not flags[-1] and not gen0 and x != float("inf"):
+            ring.append(x)
+            if len(ring) > window:
+                ring.pop(0)
+    return flags
+
+
+def cmd_rule(a):
+    runs = []
+    for path in a.logs:
+        recs, lab, _ = injected_run(path, a.other + a.logs, a.seed)
+        # lines scored by the model file's weights (learning's warm-up)
+        first = next(i for i, r in enumerate(recs) if not r["warmup"]) - 50
+        for i, r in enumerate(recs):
+            r["_gen0"] = i < first
+        runs.append((os.path.basename(path), recs, lab, first + 50))
+    print("K floor | " + " | ".join(n for n, _, _, _ in runs) +
+          "   (recall%/false-alarm%)")
+    for k in a.k:
+        for floor in a.floor:
+            cells = []
+            for _, recs, lab, start in runs:
+                fl = replay(recs, k, floor)
+                tp = sum(1 for f, y in zip(fl[start:], lab[start:]) if f and y)
+                fp = sum(1 for f, y in zip(fl[start:], lab[start:]) if f and not y)
+                pos = sum(lab[start:])
+                neg = len(lab) - start - pos
+                cells.append("%5.1f/%4.2f" % (100 * tp / max(pos, 1),
+                                              100 * fp / max(neg, 1)))
+            print("%4.1f %4.2f | %s" % (k, floor, " | ".join(cells)))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawTextHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("loghub")
+    s.add_argument("dir")
+    for name in ("inject", "rule"):
+        s = sub.add_parser(name)
+        s.add_argument("logs", nargs="+")
+        s.add_argument("--other", nargs="*", default=[])
+        s.add_argument("--seed", type=int, default=1)
+        s.add_argument("--k", type=float, nargs="*",
+                       default=[3, 4, 5, 6, 8, 10])
+        s.add_argument("--floor", type=float, nargs="*",
+                       default=[0.05, 0.1, 0.2, 0.3, 0.5])
+    a = p.parse_args()
+    {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()
