@@ -130,7 +130,8 @@ round_train(Round *r, TxlTrainState *s, TxlBatcher *b, int B, int T)
   gint64 steps = (gint64)ceil(o->passes * (double)per_pass);
   steps = CLAMP(steps, 1, o->max_steps);
   gint64 warm = MAX(1, steps / 10);
-  gint64 tail = MIN(per_pass, steps); /* steps averaged for each loss */
+  /* steps averaged for each loss: a pass, or a quarter of a short round */
+  gint64 tail = MAX(1, MIN(per_pass, steps / 4));
   g_autofree int32_t *in = g_new(int32_t, (gsize)B * T);
   g_autofree int32_t *tg = g_new(int32_t, (gsize)B * T);
   g_autofree float *m = g_new0(float, p->n);
@@ -345,9 +346,9 @@ txl_learner_model(TxlLearner *l)
  *
  * u32 magic "TXLL", u32 version; the options (must match: the rounds to
  * come depend on them); u64 lines, next_round, due; u32 rounds started;
- * the stats; the adapted weights (u64 count, f32 each; 0: still warming
+ * the stats but wall times (so that equal runs save equal bytes); the adapted weights (u64 count, f32 each; 0: still warming
  * up); the round not landed yet (u32 0: none; 1: its index, u64 lines, u64
- * steps, f64 losses and seconds, its weights; 2: its index, u64 lines and
+ * steps, f64 losses, its weights; 2: its index, u64 lines and
  * the error text); the window (u64 lines, u64 tokens, each line's length,
  * the ids).  Weights are stored whole, with no compression of their own:
  * the snapshot file compresses its payload. */
@@ -370,7 +371,7 @@ gsize
 txl_learner_state_get_size(TxlLearner *l)
 {
   round_wait(l); /* a round in flight is saved finished */
-  gsize n = 8 + N_OPT_INTS * 8 + 3 * 8 + 3 * 8 + 4 + 8 + 4 + 4 + 8 + 3 * 8;
+  gsize n = 8 + N_OPT_INTS * 8 + 3 * 8 + 3 * 8 + 4 + 8 + 4 + 4 + 8 + 2 * 8;
   n += 8 + (l->current_p ? l->current_p->n * 4 : 0);
   n += 4;
   if (l->round) {
@@ -378,7 +379,7 @@ txl_learner_state_get_size(TxlLearner *l)
     if (l->round->error)
       n += 8 + strlen(l->round->error->message);
     else
-      n += 8 + 3 * 8 + 8 + l->round->p->n * 4;
+      n += 8 + 2 * 8 + 8 + l->round->p->n * 4;
   }
   n += 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
   return n;
@@ -421,7 +422,6 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   txl_w_u64(&w, (guint64)l->st.steps);
   txl_w_u64(&w, txl_f64_bits(l->st.loss_first));
   txl_w_u64(&w, txl_f64_bits(l->st.loss_last));
-  txl_w_u64(&w, txl_f64_bits(l->st.seconds));
   put_floats(&w, l->current_p);
   Round *r = l->round;
   txl_w_u32(&w, !r ? 0 : r->error ? 2 : 1);
@@ -436,7 +436,6 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
       txl_w_u64(&w, (guint64)r->steps);
       txl_w_u64(&w, txl_f64_bits(r->loss_first));
       txl_w_u64(&w, txl_f64_bits(r->loss_last));
-      txl_w_u64(&w, txl_f64_bits(r->seconds));
       put_floats(&w, r->p);
     }
   }
@@ -520,7 +519,6 @@ parse_round(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   rd->steps = (gint64)txl_get_u64(r);
   rd->loss_first = txl_get_f64(r);
   rd->loss_last = txl_get_f64(r);
-  rd->seconds = txl_get_f64(r);
   guint64 n = txl_get_u64(r);
   return r->ok && (rd->p = get_floats(r, l, n, "pending round's", error));
 }
@@ -579,7 +577,6 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   ps->st.steps = (gint64)txl_get_u64(r);
   ps->st.loss_first = txl_get_f64(r);
   ps->st.loss_last = txl_get_f64(r);
-  ps->st.seconds = txl_get_f64(r);
   if (!r->ok || ps->lines < 0 || ps->next_round < 0 || ps->due < 0 ||
       ps->started < 0 || ps->st.rounds + ps->st.failed > ps->started)
     return FALSE;

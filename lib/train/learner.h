@@ -51,8 +51,9 @@ typedef struct {
   int rounds;          /* rounds whose weights took over */
   int failed;          /* rounds dropped (non-finite) */
   gint64 steps;        /* optimizer steps taken */
-  double loss_first;   /* last round: mean loss of its first pass, nats/token */
-  double loss_last;    /* last round: mean loss of its last steps */
+  double loss_first;   /* last round: mean loss of its first pass (or first
+                        * quarter of its steps), nats/token */
+  double loss_last;    /* last round: the same over its last steps */
   double seconds;      /* last round: wall time on its thread */
   gboolean running;    /* a round is in flight */
 } TxlLearnStats;

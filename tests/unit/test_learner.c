@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Learning on the stream (lib/train/learner.h): the lines at which new
+ * weights take over, determinism, learning that lowers the loss, state
+ * bytes that continue bit for bit from any line (a round in flight
+ * included), hostile state, and a round that goes non-finite. */
+#include "config.h"
+#include "learner.h"
+#include "params.h"
+#include "stream_state.h"
+
+#include <math.h>
+#include <string.h>
+
+#define N_LINES 400
+
+static void
+tiny_config(TxlConfig *c)
+{
+  txl_config_init_default(c);
+  c->n_token = 40;
+  c->d_model = 16;
+  c->d_embed = 16;
+  c->n_head = 2;
+  c->d_head = 8;
+  c->d_inner = 32;
+  c->n_layer = 2;
+  c->mem_len = 8;
+  c->tgt_len = 8;
+  c->clamp_len = 0;
+  c->same_length = FALSE;
+  c->div_val = 1;
+  c->n_cutoffs = 0;
+  c->tie_projs[0] = FALSE;
+}
+
+static TxlModel *
+tiny_model(float scale)
+{
+  TxlConfig c;
+  tiny_config(&c);
+  g_autoptr(GError) err = NULL;
+  TxlParams *p = txl_params_new(&c, NULL, 7, &err);
+  g_assert_no_error(err);
+  for (gsize i = 0; i < p->n; i++)
+    p->data[i] *= scale;
+  return txl_model_from_params_owned(p);
+}
+
+/* Line i of a little "log": a template with a field, and a rare line. */
+static int
+line_ids(int i, int32_t *ids)
+{
+  if (i % 37 == 36) {
+    for (int k = 0; k < 6; k++)
+      ids[k] = 30 + (i * 7 + k) % 9;
+    return 6;
+  }
+  int n = 0;
+  ids[n++] = 1;
+  ids[n++] = 2 + i % 3;
+  ids[n++] = 10 + (i * 5) % 7;
+  ids[n++] = 20;
+  ids[n++] = 21;
+  ids[n++] = 0; /* the line end */
+  return n;
+}
+
+static TxlLearnOptions
+small_options(void)
+{
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = 60;
+  o.every_lines = 90;
+  o.window_lines = 80;
+  o.lag_lines = 25;
+  o.max_steps = 12;
+  o.batch = 2;
+  o.segment = 8;
+  o.lr = 3e-3f;
+  return o;
+}
+
+static GBytes *
+state_of(TxlLearner *l)
+{
+  gsize n = txl_learner_state_get_size(l);
+  guint8 *b = g_malloc(n);
+  g_assert_cmpuint(txl_learner_state_get_data(l, b, n), ==, n);
+  return g_bytes_new_take(b, n);
+}
+
+/* Runs lines [from, to); records in landed[] the lines after which new
+ * weights took over. */
+static void
+run_lines(TxlLearner *l, int from, int to, GArray *landed)
+{
+  for (int i = from; i < to; i++) {
+    int32_t ids[8];
+    int n = line_ids(i, ids);
+    g_autoptr(GError) err = NULL;
+    TxlModel *m = txl_learner_line(l, ids, n, i % 37 == 36 && i > 60, &err);
+    g_assert_no_error(err);
+    if (m) {
+      g_array_append_val(landed, i);
+      txl_model_unref(m);
+    }
+  }
+}
+
+static void
+test_rounds_land_at_fixed_lines(void)
+{
+  TxlModel *base = tiny_model(1.0f);
+  TxlLearnOptions o = small_options();
+  g_autoptr(GError) err = NULL;
+  TxlLearner *l = txl_learner_new(base, &o, &err);
+  g_assert_no_error(err);
+  g_assert_true(txl_learner_warming_up(l));
+  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
+  run_lines(l, 0, N_LINES, landed);
+  /* the first round lands with line 60 (index 59); later rounds start
+   * every 90 lines and land 25 lines later: 150+25, 240+25, 330+25 */
+  int want[] = { 59, 174, 264, 354 };
+  g_assert_cmpuint(landed->len, ==, G_N_ELEMENTS(want));
+  for (guint i = 0; i < landed->len; i++)
+    g_assert_cmpint(g_array_index(landed, int, i), ==, want[i]);
+  g_assert_false(txl_learner_warming_up(l));
+  TxlLearnStats st;
+  txl_learner_stats(l, &st);
+  g_assert_cmpint(st.rounds, ==, 4);
+  g_assert_cmpint(st.failed, ==, 0);
+  g_assert_cmpint(st.lines, ==, N_LINES);
+  /* learning a repetitive stream lowers its loss within a round */
+  g_assert_cmpfloat(st.loss_last, <, st.loss_first);
+  g_array_free(landed, TRUE);
+  txl_learner_free(l);
+  txl_model_unref(base);
+}
+
+/* The adapted weights score the stream's lines better than the model
+ * they started from. */
+static void
+test_adapted_model_scores_better(void)
+{
+  TxlModel *base = tiny_model(1.0f);
+  TxlLearnOptions o = small_options();
+  o.max_steps = 60;
+  g_autoptr(GError) err = NULL;
+  TxlLearner *l = txl_learner_new(base, &o, &err);
+  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
+  run_lines(l, 0, 60, landed);
+  g_assert_cmpuint(landed->len, ==, 1);
+  TxlModel *m = txl_learner_model(l);
+  g_assert_nonnull(m);
+  g_assert_cmpstr(txl_model_id(m), ==, txl_model_id(base));
+  double nll[2];
+  TxlModel *models[2] = { base, m };
+  for (int k = 0; k < 2; k++) {
+    TxlStream *s = txl_stream_new(models[k], NULL, &err);
+    g_assert_no_error(err);
+    int32_t ids[64 * 8];
+    int n = 0;
+    for (int i = 100; n < 400; i++)
+      n += line_ids(i, ids + n);
+    float lp[8];
+    nll[k] = 0;
+    for (int at = 0; at + 1 < n; at += 8) {
+      int len = MIN(8, n - 1 - at);
+      g_assert_true(txl_stream_forward(s, ids + at, len, ids + at + 1, lp,
+                                       &err));
+      for (int i = 0; i < len; i++)
+        nll[k] -= lp[i];
+    }
+    txl_stream_free(s);
+  }
+  g_assert_cmpfloat(nll[1], <, 0.7 * nll[0]);
+  txl_model_unref(m);
+  g_array_free(landed, TRUE);
+  txl_learner_free(l);
+  txl_model_unref(base);
+}
+
+/* Equal input gives equal state; saved at any line (before the warm-up
+ * ends, with a round in flight, between rounds) and restored into a new
+ * learner, the run ends in the uninterrupted run's state, byte for byte,
+ * having landed at the same lines. */
+static void
+test_state_continues(void)
+{
+  TxlModel *base = tiny_model(1.0f);
+  TxlLearnOptions o = small_options();
+  g_autoptr(GError) err = NULL;
+  TxlLearner *a = txl_learner_new(base, &o, &err);
+  GArray *want = g_array_new(FALSE, FALSE, sizeof(int));
+  run_lines(a, 0, 280, want);
+  g_autoptr(GBytes) end = state_of(a);
+  int cuts[] = { 1, 30, 59, 60, 100, 160, 170, 174, 175, 200, 279 };
+  for (guint c = 0; c < G_N_ELEMENTS(cuts); c++) {
+    TxlLearner *b = txl_learner_new(base, &o, &err);
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
+    run_lines(b, 0, cuts[c], got);
+    g_autoptr(GBytes) mid = state_of(b);
+    txl_learner_free(b);
+    TxlLearner *r = txl_learner_new(base, &o, &err);
+    gsize n;
+    const guint8 *d = g_bytes_get_data(mid, &n);
+    g_assert_true(txl_learner_state_set_data(r, d, n, &err));
+    g_assert_no_error(err);
+    run_lines(r, cuts[c], 280, got);
+    g_autoptr(GBytes) fin = state_of(r);
+    g_assert_true(g_bytes_equal(fin, end));
+    g_assert_cmpuint(got->len, ==, want->len);
+    for (guint i = 0; i < got->len; i++)
+      g_assert_cmpint(g_array_index(got, int, i), ==,
+                      g_array_index(want, int, i));
+    g_array_free(got, TRUE);
+    txl_learner_free(r);
+  }
+  g_array_free(want, TRUE);
+  txl_learner_free(a);
+  txl_model_unref(base);
+}
+
+/* Truncated, corrupted or foreign state is refused and changes nothing. */
+static void
+test_hostile_state(void)
+{
+  TxlModel *base = tiny_model(1.0f);
+  TxlLearnOptions o = small_options();
+  g_autoptr(GError) err = NULL;
+  TxlLearner *a = txl_learner_new(base, &o, &err);
+  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
+  run_lines(a, 0, 170, landed); /* adapted weights and a round in flight */
+  g_autoptr(GBytes) good = state_of(a);
+  gsize n;
+  const guint8 *d = g_bytes_get_data(good, &n);
+  TxlLearner *b = txl_learner_new(base, &o, &err);
+  run_lines(b, 0, 10, landed);
+  g_autoptr(GBytes) before = state_of(b);
+  /* every truncation (in steps: the weights are most of it) */
+  for (gsize cut = 0; cut < n; cut += cut < 400 ? 1 : 997) {
+    g_clear_error(&err);
+    g_assert_false(txl_learner_state_set_data(b, d, cut, &err));
+    g_assert_nonnull(err);
+  }
+  /* a NaN among the weights, a window longer than its ids */
+  guint8 *bad = g_memdup2(d, n);
+  float nan = NAN;
+  memcpy(bad + 200, &nan, 4);
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(b, bad, n, &err));
+  g_free(bad);
+  /* other options */
+  TxlLearnOptions o2 = o;
+  o2.window_lines++;
+  TxlLearner *c = txl_learner_new(base, &o2, &err);
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(c, d, n, &err));
+  g_assert_true(strstr(err->message, "options") != NULL);
+  txl_learner_free(c);
+  g_autoptr(GBytes) after = state_of(b);
+  g_assert_true(g_bytes_equal(before, after));
+  g_array_free(landed, TRUE);
+  txl_learner_free(b);
+  txl_learner_free(a);
+  txl_model_unref(base);
+}
+
+/* Weights so large that the forward overflows: the round's loss is not
+ * finite, the round is dropped with a message, and the stream keeps its
+ * weights (still the model file's: warming up). */
+static void
+test_nonfinite_round_dropped(void)
+{
+  TxlModel *base = tiny_model(1e18f);
+  TxlLearnOptions o = small_options();
+  g_autoptr(GError) err = NULL;
+  TxlLearner *l = txl_learner_new(base, &o, &err);
+  g_assert_no_error(err);
+  int failed_at = -1;
+  for (int i = 0; i < 100; i++) {
+    int32_t ids[8];
+    int n = line_ids(i, ids);
+    g_clear_error(&err);
+    TxlModel *m = txl_learner_line(l, ids, n, FALSE, &err);
+    g_assert_null(m);
+    if (err && failed_at < 0)
+      failed_at = i;
+  }
+  g_assert_cmpint(failed_at, ==, 59);
+  TxlLearnStats st;
+  txl_learner_stats(l, &st);
+  g_assert_cmpint(st.failed, ==, 1);
+  g_assert_cmpint(st.rounds, ==, 0);
+  g_assert_true(txl_learner_warming_up(l));
+  g_assert_null(txl_learner_model(l));
+  txl_learner_free(l);
+  txl_model_unref(base);
+}
+
+static void
+test_bad_options(void)
+{
+  TxlModel *base = tiny_model(1.0f);
+  TxlLearnOptions o = small_options();
+  o.warmup_lines = 0;
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_learner_new(base, &o, &err));
+  g_assert_nonnull(err);
+  txl_model_unref(base);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/learner/rounds-land-at-fixed-lines",
+                  test_rounds_land_at_fixed_lines);
+  g_test_add_func("/learner/adapted-model-scores-better",
+                  test_adapted_model_scores_better);
+  g_test_add_func("/learner/state-continues", test_state_continues);
+  g_test_add_func("/learner/hostile-state", test_hostile_state);
+  g_test_add_func("/learner/nonfinite-round-dropped",
+                  test_nonfinite_round_dropped);
+  g_test_add_func("/learner/bad-options", test_bad_options);
+  return g_test_run();
+}
