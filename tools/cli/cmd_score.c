@@ -539,15 +539,6 @@ learn_save(TextScore *t)
 static void
 learn_restore(TextScore *t, GBytes *state)
 {
-  if (!state != !t->learner) {
-    g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
-                "the snapshot was written %s --learn; continue it %s "
-                "--learn", state ? "with" : "without",
-                state ? "with" : "without");
-    return;
-  }
-  if (!state)
-    return;
   gsize n;
   const guint8 *b = g_bytes_get_data(state, &n);
   if (!txl_learner_state_set_data(t->learner, b, n, &t->c.error))
@@ -569,10 +560,15 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
   if (loaded) {
     GBytes *es = g_hash_table_lookup(loaded, "tokenizer");
     GBytes *ts = g_hash_table_lookup(loaded, "score-text");
+    GBytes *ls = g_hash_table_lookup(loaded, "learner");
     if (!es || !ts)
       g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
                           "the snapshot holds an id stream (saved with "
                           "--ids); continue it with --ids");
+    else if (!ls != !t->learner)
+      g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "the snapshot was written %s --learn; continue it %s "
+                  "--learn", ls ? "with" : "without", ls ? "with" : "without");
     else if (txl_encoder_restore(enc, es, &t->c.error) &&
              text_state_restore(t, ts, &t->c.error)) {
       /* the recent scores that set the threshold (absent in snapshots of
@@ -580,8 +576,8 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
       GBytes *rs = g_hash_table_lookup(loaded, "score-recent");
       if (rs)
         txl_baseline_restore(t->recent, rs, &t->c.error);
-      if (!t->c.error)
-        learn_restore(t, g_hash_table_lookup(loaded, "learner"));
+      if (!t->c.error && ls)
+        learn_restore(t, ls);
     }
     if (t->c.error) {
       txl_encoder_free(enc);

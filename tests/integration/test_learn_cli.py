@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""`txl score --learn` (docs/learning.md) on a small model trained here:
+warm-up lines are marked and never flagged, the adapted weights take over
+right after the warm-up, two runs print the same bytes, a run cut anywhere
+(before, at and after the warm-up) and continued from its snapshot in a new
+process prints exactly the uninterrupted run, the adapted model file loads
+and scores the stream's lines better than the model it started from, and a
+snapshot is continued only the way it was written (with or without
+--learn)."""
+import json
+import os
+import random
+import subprocess
+import tempfile
+
+TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
+results = []
+
+
+def check(name, cond, detail=''):
+    results.append(cond)
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-400:]))
+
+
+def run(args, stdin=None):
+    p = subprocess.run([TXL] + args, input=stdin, capture_output=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr.decode()
+
+
+def log_lines(n, seed):
+    r = random.Random(seed)
+    out = []
+    for i in range(n):
+        out.append('Nov 25 10:%02d:%02d host sshd[%d]: Accepted publickey for %s from 10.0.%d.%d port %d ssh2'
+                   % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), r.choice(['alice', 'bob', 'carol']),
+                      r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)))
+    return out
+
+
+def records(out):
+    return [json.loads(l) for l in out.decode().splitlines()]
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-learn-')
+    train = os.path.join(tmp, 'train.log')
+    with open(train, 'w') as f:
+        f.write('\n'.join(log_lines(200, 1)) + '\n')
+    model = os.path.join(tmp, 'm.gguf')
+    rc, _, err = run(['train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
+                      '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
+                      '--batch', '4', '--steps', '40', '--lr', '3e-3', '--eval-every', '0', '--checkpoint-every', '0', train])
+    check('a small byte model to start from', rc == 0, err)
+    lines = log_lines(300, 2)
+    lines[250] = 'kernel: BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
+    text = ('\n'.join(lines) + '\n').encode()
+    args = ['score', '-m', model, '--learn', '--learn-warmup', '150']
+    rc, full, err = run(args, text)
+    check('--learn runs', rc == 0, err)
+    recs = records(full) if rc == 0 else []
+    check('one record per line', len(recs) == 300, len(recs))
+    warm = [r['line'] for r in recs if r['warmup']]
+    check('the first 150 lines are warm-up, then the recent scores fill (50 lines)',
+          warm == list(range(1, 151 + 50)) or warm == list(range(1, 152 + 50)), warm[-5:])
+    check('warm-up lines are never flagged', not any(r['flag'] for r in recs if r['warmup']))
+    check('the round lands after line 150', 'learnt round 1 after line 150 ' in err, err)
+    rc2, again, _ = run(args, text)
+    check('two runs print the same bytes', rc2 == 0 and again == full)
+    flagged = [r['line'] for r in recs if r['flag']]
+    check('the injected kernel line is flagged', 251 in flagged, flagged)
+    check('few other lines are flagged', len(flagged) <= 6, flagged)
+
+    snap = os.path.join(tmp, 's.snap')
+    for cut in (5, len(text) // 3, len(text) // 2, len(text) * 2 // 3, len(text) - 3):
+        rc1, p1, e1 = run(args + ['--save-snapshot', snap], text[:cut])
+        rc2, p2, e2 = run(args + ['--load-snapshot', snap], text[cut:])
+        check('cut at byte %d: continued in a new process, byte for byte' % cut,
+              rc1 == rc2 == 0 and p1 + p2 == full, e1 + e2)
+    rc, _, err = run(['score', '-m', model, '--load-snapshot', snap], b'')
+    check('a --learn snapshot is refused without --learn', rc != 0 and 'with --learn' in err, err)
+    run(['score', '-m', model, '--save-snapshot', snap], text[:500])
+    rc, _, err = run(args + ['--load-snapshot', snap], b'')
+    check('a snapshot without learning is refused with --learn', rc != 0 and 'without --learn' in err, err)
+
+    adapted = os.path.join(tmp, 'adapted.gguf')
+    rc, _, err = run(args + ['--learn-model', adapted], text)
+    check('--learn-model writes the adapted model', rc == 0 and os.path.exists(adapted), err)
+    later = ('\n'.join(log_lines(300, 3)[100:]) + '\n').encode()
+    rc_a, out_a, _ = run(['score', '-m', adapted], later)
+    rc_b, out_b, _ = run(['score', '-m', model], later)
+    if rc_a == rc_b == 0:
+        bpb_a = sum(r['bpb'] for r in records(out_a)) / 200
+        bpb_b = sum(r['bpb'] for r in records(out_b)) / 200
+        check('the adapted model scores new lines of the stream better (%.3f < %.3f bits/byte)'
+              % (bpb_a, bpb_b), bpb_a < 0.9 * bpb_b)
+    else:
+        check('the adapted model loads', False)
+    rc, _, err = run(['score', '-m', model, '--learn-warmup', '5'], text)
+    check('--learn-warmup without --learn is refused', rc == 2, err)
+    rc, _, err = run(['score', '-m', model, '--learn', '--ids'], b'1 2 3')
+    check('--learn with --ids is refused', rc == 2, err)
+    print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
+    return 0 if all(results) else 1
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
