@@ -30,9 +30,9 @@ TXL = os.path.join(ROOT, "build", "tools", "txl")
 MODEL = os.path.join(ROOT, "models", "default.gguf")
 
 
-def score(path, learn=False, warmup=1000, model=MODEL):
+def score(path, learn=False, warmup=1000):
     """txl score's records of every line of path, and its wall time."""
-    cmd = [TXL, "score", "-m", model, path]
+    cmd = [TXL, "score", "-m", MODEL, path]
     if learn:
         cmd[2:2] = ["--learn", "--learn-warmup", str(warmup)]
     t0 = time.monotonic()
@@ -135,9 +135,17 @@ def cmd_inject(a):
                neg, 100 * fp / max(neg, 1)))
 
 
-def replay(recs, k, floor, window=1000, warm=50):
-    """lib/anomaly/baseline.h's rule over recorded scores (flags feed back
-    into the window, as in txl)."""
+def quantile(v, q):
+    v = sorted(v)
+    pos = q * (len(v) - 1)
+    k = int(pos)
+    hi = v[k + 1] if k + 1 < len(v) else v[k]
+    return v[k] + (pos - k) * (hi - v[k])
+
+
+def replay(recs, q, margin, floor, window=1000, warm=50):
+    """lib/anomaly/baseline.h's rule over recorded scores, with other
+    constants (flags feed back into the window, as in txl)."""
     ring, flags = [], []
     for r in recs:
         x = r["worst"] if r["worst"] is not None else float("inf")
@@ -145,9 +153,8 @@ def replay(recs, k, floor, window=1000, warm=50):
         if gen0 or len(ring) < warm:
             flags.append(False)
         else:
-            med = statistics.median(ring)
-            mad = statistics.median(abs(v - med) for v in ring) * 1.4826
-            flags.append(x > med + k * max(mad, floor))
+            hi, med = quantile(ring, q), quantile(ring, 0.5)
+            flags.append(x > hi + margin * max(hi - med, floor))
         if not flags[-1] and not gen0 and x != float("inf"):
             ring.append(x)
             if len(ring) > window:
@@ -164,25 +171,27 @@ def cmd_rule(a):
         for i, r in enumerate(recs):
             r["_gen0"] = i < first
         runs.append((os.path.basename(path), recs, lab, first + 50))
-    print("K floor | " + " | ".join(n for n, _, _, _ in runs) +
+    print("Q margin floor | " + " | ".join(n for n, _, _, _ in runs) +
           "   (recall%/false-alarm%)")
-    for k in a.k:
+    for q in a.q:
+      for k in a.margin:
         for floor in a.floor:
             cells = []
             for _, recs, lab, start in runs:
-                fl = replay(recs, k, floor)
+                fl = replay(recs, q, k, floor)
                 tp = sum(1 for f, y in zip(fl[start:], lab[start:]) if f and y)
                 fp = sum(1 for f, y in zip(fl[start:], lab[start:]) if f and not y)
                 pos = sum(lab[start:])
                 neg = len(lab) - start - pos
                 cells.append("%5.1f/%4.2f" % (100 * tp / max(pos, 1),
                                               100 * fp / max(neg, 1)))
-            print("%4.1f %4.2f | %s" % (k, floor, " | ".join(cells)))
+            print("%5.3f %4.2f %4.2f | %s" % (q, k, floor, " | ".join(cells)))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--model", default=MODEL, help="model file (default: the bundled one)")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("loghub")
     s.add_argument("dir")
@@ -191,11 +200,12 @@ def main():
         s.add_argument("logs", nargs="+")
         s.add_argument("--other", nargs="*", default=[])
         s.add_argument("--seed", type=int, default=1)
-        s.add_argument("--k", type=float, nargs="*",
-                       default=[3, 4, 5, 6, 8, 10])
-        s.add_argument("--floor", type=float, nargs="*",
-                       default=[0.05, 0.1, 0.2, 0.3, 0.5])
+        s.add_argument("--q", type=float, nargs="*", default=[0.95, 0.98, 0.99, 0.995])
+        s.add_argument("--margin", type=float, nargs="*", default=[0, 0.25, 0.5, 1, 2])
+        s.add_argument("--floor", type=float, nargs="*", default=[0.1, 0.3])
     a = p.parse_args()
+    global MODEL
+    MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule}[a.cmd](a)
 
 

@@ -144,9 +144,11 @@ txl_baseline_threshold(TxlBaseline *b, double *threshold)
 {
   if (b->n < b->warmup)
     return FALSE;
-  double med, sigma;
-  median_sigma(b, &med, &sigma);
-  *threshold = med + TXL_STREAM_RULE_K * MAX(sigma, TXL_STREAM_RULE_FLOOR);
+  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
+  double hi = quantile(b->scratch, b->n, TXL_STREAM_RULE_Q);
+  double med = quantile(b->scratch, b->n, 0.5);
+  *threshold = hi + TXL_STREAM_RULE_MARGIN *
+                        MAX(hi - med, TXL_STREAM_RULE_FLOOR);
   return TRUE;
 }
 

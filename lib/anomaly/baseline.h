@@ -30,14 +30,16 @@ gboolean txl_baseline_score(TxlBaseline *b, double x, double *score);
 void txl_baseline_add(TxlBaseline *b, double x);
 
 /* The label-free line threshold, in the unit of the values (bits per
- * normalised byte for line scores): the window's median plus K robust
- * standard deviations (1.4826 x the MAD), the deviation taken at least
- * FLOOR, so that a window of near-identical lines (a log after learning
- * is mostly templates) does not flag every small variation.  A median and
- * a MAD move little when a few percent of the window are anomalies.  How
- * K and FLOOR were chosen, and on which data: docs/anomaly.md.  FALSE
- * during warm-up. */
-#define TXL_STREAM_RULE_K 6.0
+ * normalised byte for line scores): a high quantile Q of the window plus a
+ * margin of MARGIN times its distance from the median (at least FLOOR).
+ * Built on a quantile, it flags at most about 1 - Q of lines like those
+ * in the window whatever the shape of their scores (logs mix templates of
+ * very different costs, where a median and a spread alone mislead), and
+ * flagged lines never join the window, so anomalies do not raise the bar
+ * for the next ones.  How the constants were chosen, and on which data:
+ * docs/anomaly.md.  FALSE during warm-up. */
+#define TXL_STREAM_RULE_Q 0.99
+#define TXL_STREAM_RULE_MARGIN 0.5
 #define TXL_STREAM_RULE_FLOOR 0.1
 /* Recent lines the rule looks at, and how many it needs first. */
 #define TXL_STREAM_RULE_WINDOW 1000
