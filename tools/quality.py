@@ -16,6 +16,7 @@ Every run of txl here is `txl score` with its defaults (plus --learn where
 learning is measured); the label-free rule is lib/anomaly/baseline.h's,
 re-played here only by `rule`, to see its constants' neighbours."""
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -104,14 +105,23 @@ def cmd_loghub(a):
               (r[0], r[1], 100 * r[2], r[3], 100 * r[4], r[6]))
 
 
-def injected_run(path, others, seed, rate=0.02):
-    lines = read_lines(path, 2000)
-    pool = [l for o in others if o != path for l in read_lines(o)]
+def injected_run(path, others, seed, rate=0.02, n=3000):
+    what = repr((os.path.abspath(path), sorted(others), MODEL, seed, rate, n,
+                 os.path.getmtime(MODEL), os.path.getmtime(TXL)))
+    key = os.path.join(tempfile.gettempdir(), "txl-quality-%s.json" %
+                       hashlib.sha256(what.encode()).hexdigest()[:16])
+    if os.path.exists(key):
+        with open(key) as f:
+            return tuple(json.load(f))
+    lines = read_lines(path, n)
+    pool = [l for o in others for l in read_lines(o)]
     stream, lab = inject(lines, pool, rate, seed)
     with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
         f.write("\n".join(stream) + "\n")
         f.flush()
         recs, secs, _ = score(f.name, learn=True, warmup=1000)
+    with open(key, "w") as f:
+        json.dump([recs, lab, secs], f)
     return recs, lab, secs
 
 
@@ -127,7 +137,7 @@ def cmd_inject(a):
     print("| log | injected after warm-up | found | false alarms |")
     print("|---|---|---|---|")
     for path in a.logs:
-        recs, lab, _ = injected_run(path, a.other + a.logs, a.seed)
+        recs, lab, _ = injected_run(path, a.other, a.seed)
         start = next(i for i, r in enumerate(recs) if not r["warmup"])
         tp, pos, fp, neg = recall_fa(recs, lab, start)
         print("| %s | %d | %d (%.1f%%) | %d of %d (%.2f%%) |" %
@@ -143,29 +153,38 @@ def quantile(v, q):
     return v[k] + (pos - k) * (hi - v[k])
 
 
-def replay(recs, q, margin, floor, window=1000, warm=50):
-    """lib/anomaly/baseline.h's rule over recorded scores, with other
-    constants (flags feed back into the window, as in txl)."""
+def replay(recs, q, margin, floor, window=1000, warm=50, reset=0.1):
+    """lib/anomaly/baseline.h's rule (txl_baseline_judge) over recorded
+    scores, with other constants."""
     ring, flags = [], []
     for r in recs:
         x = r["worst"] if r["worst"] is not None else float("inf")
-        gen0 = r.get("_gen0", False)
-        if gen0 or len(ring) < warm:
+        if r.get("_gen0", False):
             flags.append(False)
+            continue
+        if len(ring) < warm:
+            flags.append(False)
+            if x != float("inf"):
+                ring.append((x, False))
         else:
-            hi, med = quantile(ring, q), quantile(ring, 0.5)
-            flags.append(x > hi + margin * max(hi - med, floor))
-        if not flags[-1] and not gen0 and x != float("inf"):
-            ring.append(x)
-            if len(ring) > window:
-                ring.pop(0)
+            v = [a for a, _ in ring]
+            hi, med = quantile(v, q), quantile(v, 0.5)
+            flags.append(not x <= hi + margin * max(hi - med, floor))
+            if not flags[-1]:
+                ring.append((x, False))
+            else:
+                ring.append((hi, True))
+                n_flagged = sum(f for _, f in ring[-window:])
+                if n_flagged > reset * len(ring[-window:]) and n_flagged >= warm:
+                    ring = []
+        ring = ring[-window:]
     return flags
 
 
 def cmd_rule(a):
     runs = []
     for path in a.logs:
-        recs, lab, _ = injected_run(path, a.other + a.logs, a.seed)
+        recs, lab, _ = injected_run(path, a.other, a.seed)
         # lines scored by the model file's weights (learning's warm-up)
         first = next(i for i, r in enumerate(recs) if not r["warmup"]) - 50
         for i, r in enumerate(recs):
@@ -189,6 +208,7 @@ def cmd_rule(a):
 
 
 def main():
+    global MODEL
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", default=MODEL, help="model file (default: the bundled one)")
@@ -204,7 +224,6 @@ def main():
         s.add_argument("--margin", type=float, nargs="*", default=[0, 0.25, 0.5, 1, 2])
         s.add_argument("--floor", type=float, nargs="*", default=[0.1, 0.3])
     a = p.parse_args()
-    global MODEL
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule}[a.cmd](a)
 

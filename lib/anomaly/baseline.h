@@ -41,10 +41,20 @@ void txl_baseline_add(TxlBaseline *b, double x);
 #define TXL_STREAM_RULE_Q 0.99
 #define TXL_STREAM_RULE_MARGIN 0.5
 #define TXL_STREAM_RULE_FLOOR 0.1
+#define TXL_STREAM_RULE_RESET 0.1
 /* Recent lines the rule looks at, and how many it needs first. */
 #define TXL_STREAM_RULE_WINDOW 1000
 #define TXL_STREAM_RULE_WARMUP 50
 gboolean txl_baseline_threshold(TxlBaseline *b, double *threshold);
+/* The rule applied to one value: *flag = x above the threshold (or not
+ * finite).  An unflagged x joins the window; a flagged one joins at the
+ * window's quantile Q, so that anomalies, even a few percent of the lines,
+ * cannot lift the bar; once more than RESET of the window was flagged
+ * (and at least warm-up lines), the stream has changed, not gone wrong
+ * (anomalies are rarer than that): the window starts again and the new
+ * lines set the bar.  Returns FALSE, flag
+ * FALSE, during warm-up (x joins as it is). */
+gboolean txl_baseline_judge(TxlBaseline *b, double x, gboolean *flag);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
 /* The window's values and position, for snapshots.  Restore refuses (and

@@ -129,6 +129,79 @@ test_bad_parameters(void)
   g_clear_error(&err);
 }
 
+/* The label-free rule (txl_baseline_judge): warm-up, few false alarms on
+ * skewed two-mode scores, anomalies flagged without lifting the bar, a
+ * lasting change absorbed. */
+static void
+test_stream_rule(void)
+{
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                                    TXL_STREAM_RULE_WARMUP, 0, NULL);
+  GRand *r = g_rand_new_with_seed(3);
+  gboolean flag;
+  for (int i = 0; i < TXL_STREAM_RULE_WARMUP; i++) {
+    g_assert_false(txl_baseline_judge(b, 0.5, &flag));
+    g_assert_false(flag);
+  }
+  /* two templates of different cost, skewed noise (a median-and-MAD rule
+   * misjudges this shape), after a warm-up that saw neither: the second
+   * template, 30% of the lines, is first flagged, then taken for the new
+   * normal; from then on the quantile rule flags under 1% */
+  int flagged = 0, warm = 0, n = 20000;
+  for (int i = 0; i < n; i++) {
+    double x = (g_rand_int_range(r, 0, 10) < 7 ? 0.3 : 1.5) +
+               0.1 * -log(g_rand_double_range(r, 1e-9, 1.0));
+    gboolean ready = txl_baseline_judge(b, x, &flag);
+    flagged += i >= 2000 && flag;
+    warm += i >= 2000 && !ready;
+  }
+  g_assert_cmpint(warm, ==, 0);
+  g_assert_cmpfloat((double)flagged / (n - 2000), <, 0.01);
+  /* anomalies, 3% of the lines, far above: all flagged, the bar stays */
+  double before, after;
+  g_assert_true(txl_baseline_threshold(b, &before));
+  int hit = 0;
+  for (int i = 0; i < 3000; i++) {
+    gboolean anomaly = i % 33 == 0;
+    double x = anomaly ? 6.0 : (i % 10 < 7 ? 0.3 : 1.5) + 0.05;
+    txl_baseline_judge(b, x, &flag);
+    hit += anomaly && flag;
+  }
+  g_assert_cmpint(hit, ==, 91);
+  g_assert_true(txl_baseline_threshold(b, &after));
+  g_assert_cmpfloat(after, <, before + 0.5);
+  /* a lasting shift of every line: flagged at first, then absorbed */
+  int late = 0;
+  for (int i = 0; i < 3000; i++) {
+    txl_baseline_judge(b, 4.0 + 0.01 * (i % 7), &flag);
+    late += i >= 2000 && flag;
+  }
+  g_assert_cmpint(late, ==, 0);
+  /* non-finite scores are flagged, and never become the bar */
+  g_assert_true(txl_baseline_judge(b, INFINITY, &flag) && flag);
+  g_assert_true(txl_baseline_judge(b, NAN, &flag) && flag);
+  g_assert_true(txl_baseline_threshold(b, &after) && isfinite(after));
+  /* state written before flags were kept (no flags bit, no flags) loads,
+   * with nothing flagged; the same bytes with the bit set are refused */
+  GBytes *st = txl_baseline_save(b);
+  gsize len;
+  guint8 *old = g_memdup2(g_bytes_get_data(st, &len), len);
+  int n = txl_baseline_count(b);
+  old[1] &= ~1; /* kind's 0x100 */
+  TxlBaseline *c = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                                    TXL_STREAM_RULE_WARMUP, 0, NULL);
+  g_autoptr(GError) err = NULL;
+  g_assert_true(txl_baseline_state_set_data(c, old, len - n, &err));
+  g_assert_cmpint(txl_baseline_count(c), ==, n);
+  old[1] |= 1;
+  g_assert_false(txl_baseline_state_set_data(c, old, len - n, &err));
+  g_free(old);
+  g_bytes_unref(st);
+  txl_baseline_free(c);
+  g_rand_free(r);
+  txl_baseline_free(b);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -137,5 +210,6 @@ main(int argc, char **argv)
   g_test_add_func("/baseline/mad-normal-and-robust", test_mad_normal_and_robust);
   g_test_add_func("/baseline/window-follows", test_window_follows_and_nonfinite);
   g_test_add_func("/baseline/bad-parameters", test_bad_parameters);
+  g_test_add_func("/baseline/stream-rule", test_stream_rule);
   return g_test_run();
 }

@@ -261,10 +261,10 @@ print_line(TextScore *t, const Line *l)
     /* by default the threshold comes from the stream's own recent scores
      * (lib/anomaly/baseline.h); lines scored before it can (or, with
      * --learn, by the model file's weights) are warm-up, never flagged */
-    double thr = 0;
-    warm = (t->learner && l->gen == 0) ||
-           !txl_baseline_threshold(t->recent, &thr);
-    flag = !warm && txl_line_flag(s, thr);
+    if (t->learner && l->gen == 0)
+      warm = TRUE; /* not the stream's weights yet: not its scores either */
+    else if (s->tokens > 0)
+      warm = !txl_baseline_judge(t->recent, txl_line_worst(s), &flag);
     t->flagged += flag;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
@@ -277,8 +277,6 @@ print_line(TextScore *t, const Line *l)
   txl_json_append_string(o, l->text->str, l->text->len);
   g_string_append(o, "}\n");
   fputs(o->str, stdout);
-  if (!flag && !(t->learner && l->gen == 0) && isfinite(txl_line_worst(s)))
-    txl_baseline_add(t->recent, txl_line_worst(s));
   if (t->learner)
     learn_line(t, l, flag);
 }
