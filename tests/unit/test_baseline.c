@@ -186,15 +186,15 @@ test_stream_rule(void)
   GBytes *st = txl_baseline_save(b);
   gsize len;
   guint8 *old = g_memdup2(g_bytes_get_data(st, &len), len);
-  int n = txl_baseline_count(b);
+  int cnt = txl_baseline_count(b);
   old[1] &= ~1; /* kind's 0x100 */
   TxlBaseline *c = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                     TXL_STREAM_RULE_WARMUP, 0, NULL);
   g_autoptr(GError) err = NULL;
-  g_assert_true(txl_baseline_state_set_data(c, old, len - n, &err));
-  g_assert_cmpint(txl_baseline_count(c), ==, n);
+  g_assert_true(txl_baseline_state_set_data(c, old, len - cnt, &err));
+  g_assert_cmpint(txl_baseline_count(c), ==, cnt);
   old[1] |= 1;
-  g_assert_false(txl_baseline_state_set_data(c, old, len - n, &err));
+  g_assert_false(txl_baseline_state_set_data(c, old, len - cnt, &err));
   g_free(old);
   g_bytes_unref(st);
   txl_baseline_free(c);
