@@ -185,7 +185,8 @@ test_stream_rule(void)
    * with nothing flagged; the same bytes with the bit set are refused */
   GBytes *st = txl_baseline_save(b);
   gsize len;
-  guint8 *old = g_memdup2(g_bytes_get_data(st, &len), len);
+  const guint8 *data = g_bytes_get_data(st, &len);
+  guint8 *old = g_memdup2(data, len);
   int cnt = txl_baseline_count(b);
   old[1] &= ~1; /* kind's 0x100 */
   TxlBaseline *c = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
