@@ -86,13 +86,7 @@ def line_rows(path):
 
 
 def wait_line_rows(path, n, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r = line_rows(path)
-        if len(r) >= n:
-            return r
-        time.sleep(0.05)
-    return line_rows(path)
+    return wait_rows(path, n, timeout, line_rows)
 
 
 DAEMONS = []
@@ -193,14 +187,15 @@ def rows(path):
         return [json.loads(l) for l in f.read().split(b'\n')[:-1]]
 
 
-def wait_rows(path, n, timeout=30):
+def wait_rows(path, n, timeout=30, read=rows):
+    """read(path) once it has n rows, or what it has after timeout seconds."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        r = rows(path)
+        r = read(path)
         if len(r) >= n:
             return r
         time.sleep(0.05)
-    return rows(path)
+    return read(path)
 
 
 def wait_for(cond, timeout=10):
