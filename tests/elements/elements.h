@@ -144,6 +144,20 @@ el_token_caps(const char *model_path)
   return caps;
 }
 
+/* A token-consuming element (txlmodel, txlsampler) in a harness, as
+ * el_harness, fed the caps of its model's tokens. */
+G_GNUC_UNUSED static GstHarness *
+el_token_harness(const char *factory, const char *model,
+                 const char *first_prop, ...)
+{
+  va_list ap;
+  va_start(ap, first_prop);
+  GstHarness *h = el_harness_valist(factory, model, first_prop, ap);
+  va_end(ap);
+  gst_harness_set_src_caps(h, el_token_caps(model));
+  return h;
+}
+
 /* One token buffer of records for ids[0..n), with made-up positions. */
 G_GNUC_UNUSED static GstBuffer *
 el_token_buffer(const int32_t *ids, const gint64 *lines, const guint32 *flags,
