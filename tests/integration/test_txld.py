@@ -35,6 +35,8 @@ import time
 import urllib.error
 import urllib.request
 
+from checks import check, results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.abspath(os.path.join(ROOT, 'models', 'default.gguf'))
@@ -45,15 +47,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 from freeport import free_port  # noqa: E402
 
-results = []
 T0 = time.time()
-
-
-def check(name, cond, detail=''):
-    results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)),
-          flush=True)
-    return cond
 
 
 def skip(name, why):
