@@ -216,11 +216,9 @@ gguf_writer_add_f32(GgufWriter *w, const char *key, float v)
 void
 gguf_writer_add_f64(GgufWriter *w, const char *key, double v)
 {
-  uint64_t u;
-  memcpy(&u, &v, sizeof u);
   GByteArray *b = new_scalar(w, key, GGUF_TYPE_FLOAT64);
   if (b)
-    txl_put_u64(b, u);
+    txl_put_f64(b, v);
 }
 
 void
