@@ -9,17 +9,12 @@
  * tile the input, or (without normalisation) when decoding does not give
  * the input back. */
 #include "bpe.h"
+#include "fuzz_check.h"
 #include "model_internal.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 typedef struct {
   GArray *v; /* int64 quadruples: id, line, start, end */

@@ -8,17 +8,12 @@
  * the buffer.  It also re-checks what the reader promises about tensors and
  * traps when a promise is broken: an accepted file that the independent
  * walk cannot follow is a reader bug too. */
+#include "fuzz_check.h"
 #include "gguf.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 typedef struct {
   const uint8_t *d;

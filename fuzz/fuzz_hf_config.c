@@ -11,6 +11,7 @@
  * txl_model_load() accepts; the output is deleted after every run, and
  * the directory when the process exits. */
 #include "convert_hf.h"
+#include "fuzz_check.h"
 
 #include <glib/gstdio.h>
 #include <stddef.h>
@@ -21,12 +22,6 @@
 #ifndef FUZZ_HF_WEIGHTS
 #error "FUZZ_HF_WEIGHTS must name the fixed model.safetensors"
 #endif
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 static char *root, *ckpt, *config_path, *tokcfg_path, *vocab_path, *out_path;
 

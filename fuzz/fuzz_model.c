@@ -22,6 +22,7 @@
  * defaults, which a model that loads must be able to open, stays small.
  * A model that loads must have only finite weights (seeds with an inf and
  * a NaN weight check the refusal). */
+#include "fuzz_check.h"
 #include "model_internal.h"
 
 #include <math.h>
@@ -29,12 +30,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 #define MAX_SEG 4
 #define MAX_MEM 7

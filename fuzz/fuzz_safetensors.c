@@ -8,18 +8,13 @@
  * st_to_f32(), touching every float it returns so ASan sees the whole
  * allocation.  Refusals must carry a TXL_ERROR with a message. */
 #include "finite.h"
+#include "fuzz_check.h"
 #include "safetensors.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      __builtin_trap();                                                        \
-  } while (0)
 
 static unsigned
 elem_size(const StTensor *t)

@@ -4,18 +4,28 @@
  * carries each line's raw bytes alongside the records. */
 #include "gsttxlcommon.h"
 
+/* ---- both metas ---------------------------------------------------------- */
+
+/* The API type of a meta without tags, registered on first use into
+ * *type (each meta's getter keeps its own). */
+static GType
+meta_api_type(GType *type, const char *name)
+{
+  static const gchar *tags[] = { NULL };
+  if (g_once_init_enter(type)) {
+    GType t = gst_meta_api_type_register(name, tags);
+    g_once_init_leave(type, t);
+  }
+  return *type;
+}
+
 /* ---- GstTxlTextMeta ---------------------------------------------------- */
 
 GType
 gst_txl_text_meta_api_get_type(void)
 {
   static GType type = 0;
-  static const gchar *tags[] = { NULL };
-  if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register(GST_TXL_TEXT_META_API_NAME, tags);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return meta_api_type(&type, GST_TXL_TEXT_META_API_NAME);
 }
 
 static gboolean
@@ -83,12 +93,7 @@ GType
 gst_txl_line_meta_api_get_type(void)
 {
   static GType type = 0;
-  static const gchar *tags[] = { NULL };
-  if (g_once_init_enter(&type)) {
-    GType t = gst_meta_api_type_register(GST_TXL_LINE_META_API_NAME, tags);
-    g_once_init_leave(&type, t);
-  }
-  return type;
+  return meta_api_type(&type, GST_TXL_LINE_META_API_NAME);
 }
 
 static gboolean

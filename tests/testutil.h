@@ -130,47 +130,55 @@ tu_small_config(TxlConfig *c)
   c->tie_projs[2] = FALSE;
 }
 
-/* Writes a byte-tokenizer model; returns the path (g_free it). */
-static char *
-tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
+/* A file name in a new temporary directory: tu_remove removes both. */
+G_GNUC_UNUSED static char *
+tu_tmp_model_path(void)
 {
   g_autoptr(GError) err = NULL;
   char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
   g_assert_no_error(err);
   char *path = g_build_filename(dir, "model.gguf", NULL);
   g_free(dir);
-  GgufWriter *w = gguf_writer_new();
-  txl_config_write_gguf(c, w);
-  gguf_writer_add_string(w, "tokenizer.type", "byte");
-  tu_add_weights(w, c, seed, skip_tensor);
+  return path;
+}
+
+/* Writes w (freed) to a new temporary model file: its path (g_free it). */
+static char *
+tu_write_gguf(GgufWriter *w)
+{
+  g_autoptr(GError) err = NULL;
+  char *path = tu_tmp_model_path();
   g_assert_true(gguf_writer_write(w, path, &err));
   g_assert_no_error(err);
   gguf_writer_free(w);
   return path;
 }
 
-/* A word-vocabulary model: <eos>, <unk>, the, cat, sat, Mat, w6..w299. */
-G_GNUC_UNUSED static TxlModel *
-tu_word_model(char **path, gboolean lower)
+/* Writes a byte-tokenizer model; returns the path (g_free it). */
+static char *
+tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
+{
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(c, w);
+  gguf_writer_add_string(w, "tokenizer.type", "byte");
+  tu_add_weights(w, c, seed, skip_tensor);
+  return tu_write_gguf(w);
+}
+
+/* A word-vocabulary model file of tu_small_config: the six words of base
+ * (<eos> and <unk> first), then w6..w299. */
+G_GNUC_UNUSED static char *
+tu_write_word_model(const char *const base[6], guint32 seed, gboolean lower)
 {
   TxlConfig c;
   tu_small_config(&c);
-  c.n_token = 300;
-  static const char *base[] = { "<eos>", "<unk>", "the", "cat", "sat", "Mat" };
   const char *syms[300];
   gsize lens[300];
   char *owned[300] = { 0 };
   for (int i = 0; i < 300; i++) {
-    if (i < 6)
-      syms[i] = base[i];
-    else
-      syms[i] = owned[i] = g_strdup_printf("w%d", i);
+    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
     lens[i] = strlen(syms[i]);
   }
-  g_autoptr(GError) err = NULL;
-  char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  *path = g_build_filename(dir, "m.gguf", NULL);
-  g_free(dir);
   GgufWriter *w = gguf_writer_new();
   txl_config_write_gguf(&c, w);
   gguf_writer_add_string(w, "tokenizer.type", "word");
@@ -178,11 +186,21 @@ tu_word_model(char **path, gboolean lower)
   gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
   gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
   gguf_writer_add_bool(w, "tokenizer.lower_case", lower);
-  tu_add_weights(w, &c, 3, NULL);
-  g_assert_true(gguf_writer_write(w, *path, &err));
-  gguf_writer_free(w);
+  tu_add_weights(w, &c, seed, NULL);
+  char *path = tu_write_gguf(w);
   for (int i = 0; i < 300; i++)
     g_free(owned[i]);
+  return path;
+}
+
+/* A word-vocabulary model: <eos>, <unk>, the, cat, sat, Mat, w6..w299. */
+G_GNUC_UNUSED static TxlModel *
+tu_word_model(char **path, gboolean lower)
+{
+  static const char *const base[] = { "<eos>", "<unk>", "the",
+                                      "cat",   "sat",   "Mat" };
+  *path = tu_write_word_model(base, 3, lower);
+  g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(*path, &err);
   g_assert_no_error(err);
   return m;
@@ -194,6 +212,38 @@ tu_remove(const char *path)
   g_autofree char *dir = g_path_get_dirname(path);
   g_remove(path);
   g_rmdir(dir);
+}
+
+/* tu_small_config's byte-tokenizer model with the weights of `seed`,
+ * loaded; *path is its file, for tu_model_done. */
+G_GNUC_UNUSED static TxlModel *
+tu_small_model(guint32 seed, char **path)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  *path = tu_write_model(&c, seed, NULL);
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(*path, &err);
+  g_assert_no_error(err);
+  return m;
+}
+
+/* A file name next to a model file, in its temporary directory, so that
+ * tu_remove's rmdir finds the directory empty once the file is gone. */
+G_GNUC_UNUSED static char *
+tu_beside(const char *model_path, const char *name)
+{
+  g_autofree char *dir = g_path_get_dirname(model_path);
+  return g_build_filename(dir, name, NULL);
+}
+
+/* Drops a test's model and removes its file (path is freed). */
+G_GNUC_UNUSED static void
+tu_model_done(TxlModel *m, char *path)
+{
+  txl_model_unref(m);
+  tu_remove(path);
+  g_free(path);
 }
 
 /* Overwrites element `index` of an F32 tensor in a model file with v (a
@@ -214,6 +264,72 @@ tu_poison_weight(const char *path, const char *tensor, gsize index, float v)
   gguf_close(f);
   memcpy(buf + at, &v, sizeof v);
   g_assert_true(g_file_set_contents(path, buf, len, &err));
+}
+
+/* Every token an encoder reports, in order, as parallel arrays: the
+ * tokenizer tests compare these across splits of the same input. */
+typedef struct {
+  GArray *ids, *lines, *starts, *ends;
+} Toks;
+
+G_GNUC_UNUSED static void
+tu_on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
+{
+  Toks *t = data;
+  g_array_append_val(t->ids, id);
+  g_array_append_val(t->lines, line);
+  g_array_append_val(t->starts, start);
+  g_array_append_val(t->ends, end);
+}
+
+G_GNUC_UNUSED static Toks
+toks_new(void)
+{
+  Toks t = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 8),
+             g_array_new(FALSE, FALSE, sizeof(gsize)),
+             g_array_new(FALSE, FALSE, sizeof(gsize)) };
+  return t;
+}
+
+G_GNUC_UNUSED static void
+toks_free(Toks *t)
+{
+  g_array_free(t->ids, TRUE);
+  g_array_free(t->lines, TRUE);
+  g_array_free(t->starts, TRUE);
+  g_array_free(t->ends, TRUE);
+}
+
+/* Encodes text pushed in pieces of `piece` bytes, or, with piece 0, of
+ * random sizes from rng. */
+G_GNUC_UNUSED static Toks
+tu_encode(const TxlTokenizer *tok, const char *text, gsize len, gsize piece,
+          GRand *rng)
+{
+  Toks t = toks_new();
+  TxlEncoder *e = txl_encoder_new(tok, tu_on_token, &t);
+  for (gsize at = 0; at < len;) {
+    gsize n = piece ? piece : (gsize)g_rand_int_range(rng, 0, 300);
+    n = MIN(n, len - at);
+    txl_encoder_push(e, text + at, n);
+    at += n;
+  }
+  txl_encoder_finish(e);
+  txl_encoder_free(e);
+  return t;
+}
+
+G_GNUC_UNUSED static void
+toks_assert_same(const Toks *a, const Toks *b)
+{
+  g_assert_cmpuint(a->ids->len, ==, b->ids->len);
+  g_assert_cmpmem(a->ids->data, a->ids->len * 4, b->ids->data, b->ids->len * 4);
+  g_assert_cmpmem(a->lines->data, a->lines->len * 8, b->lines->data,
+                  b->lines->len * 8);
+  g_assert_cmpmem(a->starts->data, a->starts->len * sizeof(gsize),
+                  b->starts->data, b->starts->len * sizeof(gsize));
+  g_assert_cmpmem(a->ends->data, a->ends->len * sizeof(gsize), b->ends->data,
+                  b->ends->len * sizeof(gsize));
 }
 
 #endif

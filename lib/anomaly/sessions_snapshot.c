@@ -171,15 +171,7 @@ txl_sessions_save(TxlSessions *s, const char *path,
                 TXL_SESSIONS_SECTION);
     return FALSE;
   }
-  GHashTable *all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)g_bytes_unref);
-  if (sections) {
-    GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, sections);
-    while (g_hash_table_iter_next(&it, &k, &v))
-      g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
-  }
+  GHashTable *all = txl_sections_copy(sections);
   gsize nf = 0;
   SectionFeed feed = { s, &so, section_head(s, &so, &nf) };
   TxlSectionProducer prod = {

@@ -97,15 +97,7 @@ txl_generator_save(TxlGenerator *g, const char *path,
                    const TxlSnapshotOptions *opts, GHashTable *sections,
                    gsize *file_bytes, GError **error)
 {
-  GHashTable *all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)g_bytes_unref);
-  if (sections) {
-    GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, sections);
-    while (g_hash_table_iter_next(&it, &k, &v))
-      g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
-  }
+  GHashTable *all = txl_sections_copy(sections);
   guint8 st[8];
   gsize stn = txl_sampler_state_get_data(g->smp, st, sizeof st);
   g_hash_table_insert(all, g_strdup("sampler"), g_bytes_new(st, stn));

@@ -61,6 +61,9 @@ gboolean txl_snapshot_save_stream(TxlScorer *sc, const char *path,
                                   const TxlSnapshotOptions *opts,
                                   GHashTable *sections, gsize *file_bytes,
                                   GError **error);
+/* A new table (name -> GBytes) holding the caller's sections, if any:
+ * writers add their own sections to it, never to the caller's. */
+GHashTable *txl_sections_copy(GHashTable *sections);
 /* A section too large to assemble first (every session's memory): it
  * hands its bytes, exactly `size` of them in all, to emit() piece by
  * piece, and they go straight into the compressor. */

@@ -107,6 +107,24 @@ type_is_int(uint32_t t)
 }
 
 static gboolean
+type_is_bool(uint32_t t)
+{
+  return t == GGUF_TYPE_BOOL;
+}
+
+static gboolean
+type_is_string(uint32_t t)
+{
+  return t == GGUF_TYPE_STRING;
+}
+
+static gboolean
+type_is_float(uint32_t t)
+{
+  return t == GGUF_TYPE_FLOAT32 || t == GGUF_TYPE_FLOAT64;
+}
+
+static gboolean
 type_is_known(uint32_t t)
 {
   return t <= GGUF_TYPE_FLOAT64;
@@ -717,6 +735,20 @@ wrong_type(const GgufKv *kv, const char *expected, GError **error)
          kv->key, type_name(kv->type), expected);
 }
 
+/* The kv of key if ok(its type); NULL with an error (a missing key, or
+ * one of another type than the one expected) otherwise. */
+static const GgufKv *
+lookup_typed(const GgufFile *f, const char *key, gboolean (*ok)(uint32_t),
+             const char *expected, GError **error)
+{
+  const GgufKv *kv = lookup(f, key, error);
+  if (kv && !ok(kv->type)) {
+    wrong_type(kv, expected, error);
+    return NULL;
+  }
+  return kv;
+}
+
 /* Decodes an integer of type t.  Unsigned 64-bit values above INT64_MAX
  * set *big instead of wrapping. */
 static gint64
@@ -775,13 +807,9 @@ gboolean
 gguf_get_int(const GgufFile *f, const char *key, gint64 min, gint64 max,
              gint64 *out, GError **error)
 {
-  const GgufKv *kv = lookup(f, key, error);
+  const GgufKv *kv = lookup_typed(f, key, type_is_int, "an integer", error);
   if (!kv)
     return FALSE;
-  if (!type_is_int(kv->type)) {
-    wrong_type(kv, "an integer", error);
-    return FALSE;
-  }
   gboolean big;
   uint64_t raw = 0;
   gint64 v = decode_int(kv->type, kv->val, &big, &raw);
@@ -805,13 +833,9 @@ gboolean
 gguf_get_bool(const GgufFile *f, const char *key, gboolean *out,
               GError **error)
 {
-  const GgufKv *kv = lookup(f, key, error);
+  const GgufKv *kv = lookup_typed(f, key, type_is_bool, "bool", error);
   if (!kv)
     return FALSE;
-  if (kv->type != GGUF_TYPE_BOOL) {
-    wrong_type(kv, "bool", error);
-    return FALSE;
-  }
   *out = kv->val[0] != 0;
   return TRUE;
 }
@@ -820,7 +844,7 @@ gboolean
 gguf_get_float(const GgufFile *f, const char *key, double *out,
                GError **error)
 {
-  const GgufKv *kv = lookup(f, key, error);
+  const GgufKv *kv = lookup_typed(f, key, type_is_float, "f32 or f64", error);
   if (!kv)
     return FALSE;
   if (kv->type == GGUF_TYPE_FLOAT32) {
@@ -828,14 +852,8 @@ gguf_get_float(const GgufFile *f, const char *key, double *out,
     float x;
     memcpy(&x, &u, sizeof x);
     *out = x;
-  } else if (kv->type == GGUF_TYPE_FLOAT64) {
-    uint64_t u = txl_le_get64(kv->val);
-    double x;
-    memcpy(&x, &u, sizeof x);
-    *out = x;
   } else {
-    wrong_type(kv, "f32 or f64", error);
-    return FALSE;
+    *out = txl_f64_from_bits(txl_le_get64(kv->val));
   }
   return TRUE;
 }
@@ -843,13 +861,9 @@ gguf_get_float(const GgufFile *f, const char *key, double *out,
 char *
 gguf_get_string(const GgufFile *f, const char *key, GError **error)
 {
-  const GgufKv *kv = lookup(f, key, error);
+  const GgufKv *kv = lookup_typed(f, key, type_is_string, "string", error);
   if (!kv)
     return NULL;
-  if (kv->type != GGUF_TYPE_STRING) {
-    wrong_type(kv, "string", error);
-    return NULL;
-  }
   if (memchr(kv->val, 0, kv->count)) {
     fail(error, TXL_ERROR_FORMAT, "key '%s': string contains a NUL byte",
          key);
@@ -877,18 +891,6 @@ lookup_array(const GgufFile *f, const char *key, gboolean (*ok)(uint32_t),
     return NULL;
   }
   return kv;
-}
-
-static gboolean
-elem_is_bool(uint32_t t)
-{
-  return t == GGUF_TYPE_BOOL;
-}
-
-static gboolean
-elem_is_string(uint32_t t)
-{
-  return t == GGUF_TYPE_STRING;
 }
 
 gboolean
@@ -924,7 +926,7 @@ gguf_get_bool_array(const GgufFile *f, const char *key, gboolean **out,
                     gsize *n, GError **error)
 {
   const GgufKv *kv =
-      lookup_array(f, key, elem_is_bool, "an array of bool", error);
+      lookup_array(f, key, type_is_bool, "an array of bool", error);
   if (!kv)
     return FALSE;
   gboolean *v = g_new(gboolean, kv->count + 1);
@@ -940,7 +942,7 @@ gguf_get_string_array(const GgufFile *f, const char *key, const char ***strs,
                       gsize **lens, gsize *n, GError **error)
 {
   const GgufKv *kv =
-      lookup_array(f, key, elem_is_string, "an array of string", error);
+      lookup_array(f, key, type_is_string, "an array of string", error);
   if (!kv)
     return FALSE;
   const char **s = g_new0(const char *, kv->count + 1);

@@ -105,6 +105,14 @@ put_str(GByteArray *b, const void *s, gsize len)
   g_byte_array_append(b, s, (guint)len);
 }
 
+/* GGUF bools are one byte, 0 or 1 (the reader refuses anything else). */
+static void
+put_bool(GByteArray *b, gboolean v)
+{
+  guint8 byte = v ? 1 : 0;
+  g_byte_array_append(b, &byte, 1);
+}
+
 /* Starts a new kv; NULL (and an error remembered) if the key is bad. */
 static GByteArray *
 new_kv(GgufWriter *w, const char *key, uint32_t type)
@@ -178,11 +186,19 @@ gguf_writer_add_raw(GgufWriter *w, const char *key, uint32_t type,
     g_byte_array_append(b, raw, (guint)raw_len);
 }
 
+/* Starts a scalar kv of a type other than u32: general.alignment, which
+ * the reader needs as a u32, is refused. */
+static GByteArray *
+new_scalar(GgufWriter *w, const char *key, uint32_t type)
+{
+  check_not_alignment(w, key);
+  return new_kv(w, key, type);
+}
+
 void
 gguf_writer_add_i32(GgufWriter *w, const char *key, int32_t v)
 {
-  check_not_alignment(w, key);
-  GByteArray *b = new_kv(w, key, GGUF_TYPE_INT32);
+  GByteArray *b = new_scalar(w, key, GGUF_TYPE_INT32);
   if (b)
     txl_put_u32(b, (uint32_t)v);
 }
@@ -190,36 +206,27 @@ gguf_writer_add_i32(GgufWriter *w, const char *key, int32_t v)
 void
 gguf_writer_add_f32(GgufWriter *w, const char *key, float v)
 {
-  check_not_alignment(w, key);
-  GByteArray *b = new_kv(w, key, GGUF_TYPE_FLOAT32);
-  if (!b)
-    return;
   uint32_t u;
   memcpy(&u, &v, sizeof u);
-  txl_put_u32(b, u);
+  GByteArray *b = new_scalar(w, key, GGUF_TYPE_FLOAT32);
+  if (b)
+    txl_put_u32(b, u);
 }
 
 void
 gguf_writer_add_f64(GgufWriter *w, const char *key, double v)
 {
-  check_not_alignment(w, key);
-  GByteArray *b = new_kv(w, key, GGUF_TYPE_FLOAT64);
-  if (!b)
-    return;
-  uint64_t u;
-  memcpy(&u, &v, sizeof u);
-  txl_put_u64(b, u);
+  GByteArray *b = new_scalar(w, key, GGUF_TYPE_FLOAT64);
+  if (b)
+    txl_put_f64(b, v);
 }
 
 void
 gguf_writer_add_bool(GgufWriter *w, const char *key, gboolean v)
 {
-  check_not_alignment(w, key);
-  GByteArray *b = new_kv(w, key, GGUF_TYPE_BOOL);
-  if (!b)
-    return;
-  guint8 byte = v ? 1 : 0;
-  g_byte_array_append(b, &byte, 1);
+  GByteArray *b = new_scalar(w, key, GGUF_TYPE_BOOL);
+  if (b)
+    put_bool(b, v);
 }
 
 void
@@ -270,10 +277,8 @@ gguf_writer_add_bool_array(GgufWriter *w, const char *key, const gboolean *v,
   GByteArray *b = new_array(w, key, GGUF_TYPE_BOOL, n, v || n == 0);
   if (!b)
     return;
-  for (gsize i = 0; i < n; i++) {
-    guint8 byte = v[i] ? 1 : 0;
-    g_byte_array_append(b, &byte, 1);
-  }
+  for (gsize i = 0; i < n; i++)
+    put_bool(b, v[i]);
 }
 
 void

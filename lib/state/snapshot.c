@@ -180,6 +180,21 @@ txl_snapshot_save_stream(TxlScorer *sc, const char *path,
                                        file_bytes, error);
 }
 
+GHashTable *
+txl_sections_copy(GHashTable *sections)
+{
+  GHashTable *all = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_bytes_unref);
+  if (sections) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, sections);
+    while (g_hash_table_iter_next(&it, &k, &v))
+      g_hash_table_insert(all, g_strdup(k), g_bytes_ref(v));
+  }
+  return all;
+}
+
 gboolean
 txl_snapshot_save_stream_with(TxlScorer *sc, const char *path,
                               const TxlSnapshotOptions *opts,

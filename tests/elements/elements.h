@@ -15,34 +15,9 @@
 G_GNUC_UNUSED static char *
 el_write_word_model(guint32 seed)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  static const char *base[] = { "<eos>", "<unk>", "the", "cat", "sat", "on" };
-  const char *syms[300];
-  gsize lens[300];
-  char *owned[300] = { 0 };
-  for (int i = 0; i < 300; i++) {
-    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
-    lens[i] = strlen(syms[i]);
-  }
-  g_autoptr(GError) err = NULL;
-  char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
-  g_assert_no_error(err);
-  char *path = g_build_filename(dir, "model.gguf", NULL);
-  g_free(dir);
-  GgufWriter *w = gguf_writer_new();
-  txl_config_write_gguf(&c, w);
-  gguf_writer_add_string(w, "tokenizer.type", "word");
-  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 300);
-  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
-  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
-  gguf_writer_add_bool(w, "tokenizer.lower_case", FALSE);
-  tu_add_weights(w, &c, seed, NULL);
-  g_assert_true(gguf_writer_write(w, path, &err));
-  gguf_writer_free(w);
-  for (int i = 0; i < 300; i++)
-    g_free(owned[i]);
-  return path;
+  static const char *const base[] = { "<eos>", "<unk>", "the",
+                                      "cat",   "sat",   "on" };
+  return tu_write_word_model(base, seed, FALSE);
 }
 
 G_GNUC_UNUSED static char *
@@ -167,6 +142,20 @@ el_token_caps(const char *model_path)
       G_TYPE_INT, txl_tokenizer_n_tokens(txl_model_tokenizer(m)), NULL);
   txl_model_unref(m);
   return caps;
+}
+
+/* A token-consuming element (txlmodel, txlsampler) in a harness, as
+ * el_harness, fed the caps of its model's tokens. */
+G_GNUC_UNUSED static GstHarness *
+el_token_harness(const char *factory, const char *model,
+                 const char *first_prop, ...)
+{
+  va_list ap;
+  va_start(ap, first_prop);
+  GstHarness *h = el_harness_valist(factory, model, first_prop, ap);
+  va_end(ap);
+  gst_harness_set_src_caps(h, el_token_caps(model));
+  return h;
 }
 
 /* One token buffer of records for ids[0..n), with made-up positions. */

@@ -14,9 +14,14 @@ typedef struct {
   char *dir, *model, *text, *out;
 } Fixture;
 
+/* the element under test: txlmodel, or txlsessions with a few sessions */
+static const char *element = "txlmodel";
+
+/* Setup of every test: the element under test is the test's data. */
 static void
-fixture_init(Fixture *f)
+fixture_init(Fixture *f, gconstpointer el)
 {
+  element = el;
   f->model = el_write_word_model(7);
   f->dir = g_path_get_dirname(f->model);
   f->text = g_build_filename(f->dir, "in.txt", NULL);
@@ -30,7 +35,7 @@ fixture_init(Fixture *f)
 }
 
 static void
-fixture_clear(Fixture *f)
+fixture_clear(Fixture *f, gconstpointer el)
 {
   GDir *d = g_dir_open(f->dir, 0, NULL);
   const char *name;
@@ -47,9 +52,6 @@ fixture_clear(Fixture *f)
   g_free(f->text);
   g_free(f->out);
 }
-
-/* the element under test: txlmodel, or txlsessions with a few sessions */
-static const char *element = "txlmodel";
 
 static GstElement *
 pipeline(Fixture *f, const char *model_props)
@@ -126,17 +128,14 @@ slurp(const char *path)
 }
 
 static void
-test_signals(gconstpointer el)
+test_signals(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  char *a = g_build_filename(f.dir, "a.snap", NULL);
-  char *b = g_build_filename(f.dir, "b.snap", NULL);
-  char *c = g_build_filename(f.dir, "c.snap", NULL);
-  char *bad = g_build_filename(f.dir, "bad.snap", NULL);
+  char *a = g_build_filename(f->dir, "a.snap", NULL);
+  char *b = g_build_filename(f->dir, "b.snap", NULL);
+  char *c = g_build_filename(f->dir, "c.snap", NULL);
+  char *bad = g_build_filename(f->dir, "bad.snap", NULL);
   char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
-  GstElement *p = pipeline(&f, props);
+  GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
   /* hold-at-eos: one snapshot at the end of stream */
   g_assert_cmpuint(snaps->len, ==, 1);
@@ -216,19 +215,15 @@ test_signals(gconstpointer el)
   g_free(b);
   g_free(c);
   g_free(bad);
-  fixture_clear(&f);
 }
 
 static void
-test_periodic(gconstpointer el)
+test_periodic(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  char *a = g_build_filename(f.dir, "a.snap", NULL);
+  char *a = g_build_filename(f->dir, "a.snap", NULL);
   char *props = g_strdup_printf(
       "snapshot-location=\"%s\" snapshot-tokens=25 hold-at-eos=false", a);
-  GstElement *p = pipeline(&f, props);
+  GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
   guint by_tokens = 0, at_eos = 0;
   guint64 last = 0;
@@ -250,7 +245,7 @@ test_periodic(gconstpointer el)
   gst_object_unref(p);
 
   /* restore at start: the second run continues the stream */
-  p = pipeline(&f, props);
+  p = pipeline(f, props);
   GPtrArray *restores = run(p, "txl-restore", NULL);
   g_assert_cmpuint(restores->len, ==, 1);
   guint64 t = 0;
@@ -261,20 +256,16 @@ test_periodic(gconstpointer el)
   gst_object_unref(p);
   g_free(props);
   g_free(a);
-  fixture_clear(&f);
 }
 
 static void
-test_refused_at_start(gconstpointer el)
+test_refused_at_start(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  char *a = g_build_filename(f.dir, "a.snap", NULL);
+  char *a = g_build_filename(f->dir, "a.snap", NULL);
   char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
   /* not a snapshot at all */
   g_assert_true(g_file_set_contents(a, "garbage", -1, NULL));
-  GstElement *p = pipeline(&f, props);
+  GstElement *p = pipeline(f, props);
   char *err = NULL;
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_nonnull(err);
@@ -284,7 +275,7 @@ test_refused_at_start(gconstpointer el)
   gst_object_unref(p);
   /* restore=false starts a new stream over it */
   char *props2 = g_strdup_printf("%s restore=false", props);
-  p = pipeline(&f, props2);
+  p = pipeline(f, props2);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_null(err);
   gst_element_set_state(p, GST_STATE_NULL);
@@ -293,8 +284,8 @@ test_refused_at_start(gconstpointer el)
   char *other = el_write_word_model(8);
   char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s "
-      "model=\"%s\" %s ! txlsink location=\"%s\"", f.text, other, element,
-      other, props, f.out);
+      "model=\"%s\" %s ! txlsink location=\"%s\"", f->text, other, element,
+      other, props, f->out);
   p = gst_parse_launch(desc, NULL);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_nonnull(err);
@@ -308,7 +299,6 @@ test_refused_at_start(gconstpointer el)
   g_free(props2);
   g_free(props);
   g_free(a);
-  fixture_clear(&f);
 }
 
 /* Line numbers of the GstTxlLineMetas of every buffer the harness has. */
@@ -342,15 +332,12 @@ push_text(GstHarness *h, int from, int to, GstFlowReturn want)
  * count agrees): the shutdown snapshot keeps them and the next run sends
  * them, so every line comes out exactly once over the two runs. */
 static void
-test_failed_push_kept(gconstpointer el)
+test_failed_push_kept(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  g_autofree char *snap = g_build_filename(f.dir, "s.snap", NULL);
+  g_autofree char *snap = g_build_filename(f->dir, "s.snap", NULL);
   g_autofree char *d1 = g_strdup_printf(
       "txltokenizer model=\"%s\" ! %s model=\"%s\" flush-on-newline=true "
-      "%s snapshot-location=\"%s\"", f.model, element, f.model,
+      "%s snapshot-location=\"%s\"", f->model, element, f->model,
       strcmp(element, "txlsessions") ? "" : "session-key=\"k[0-9]\"", snap);
   GArray *lines = g_array_new(FALSE, FALSE, sizeof(gint64));
   GstHarness *h = gst_harness_new_parse(d1);
@@ -376,7 +363,6 @@ test_failed_push_kept(gconstpointer el)
   for (guint i = 0; i < lines->len; i++)
     g_assert_cmpint(g_array_index(lines, gint64, i), ==, (gint64)i + 1);
   g_array_unref(lines);
-  fixture_clear(&f);
 }
 
 /* Runs a pipeline named `name` (NULL: gst-launch's automatic name) with
@@ -401,13 +387,10 @@ run_named(Fixture *f, const char *name, const char *snap)
  * again (automatic names count up within a process) restores it, and a
  * file without a writer (older) is accepted. */
 static void
-test_writer(gconstpointer el)
+test_writer(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  g_autofree char *snap = g_build_filename(f.dir, "w.snap", NULL);
-  g_assert_null(run_named(&f, "alpha", snap));
+  g_autofree char *snap = g_build_filename(f->dir, "w.snap", NULL);
+  g_assert_null(run_named(f, "alpha", snap));
   GString *info = g_string_new(NULL);
   g_assert_true(txl_snapshot_describe(snap, info, NULL));
   g_autofree char *want = g_strdup_printf(
@@ -415,7 +398,7 @@ test_writer(gconstpointer el)
   g_assert_nonnull(strstr(info->str, want));
   g_string_free(info, TRUE);
   GBytes *before = slurp(snap);
-  char *err = run_named(&f, "beta", snap);
+  char *err = run_named(f, "beta", snap);
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "written by pipeline \"alpha\""));
   g_assert_nonnull(strstr(err, "not by pipeline \"beta\""));
@@ -424,58 +407,54 @@ test_writer(gconstpointer el)
   g_assert_true(g_bytes_equal(before, after));
   g_bytes_unref(after);
   g_bytes_unref(before);
-  g_assert_null(run_named(&f, "alpha", snap));
+  g_assert_null(run_named(f, "alpha", snap));
   /* gst-launch's pipelines: pipeline0 in each process, pipelineN here */
   g_remove(snap);
-  g_assert_null(run_named(&f, NULL, snap));
-  g_assert_null(run_named(&f, NULL, snap));
-  err = run_named(&f, "alpha", snap);
+  g_assert_null(run_named(f, NULL, snap));
+  g_assert_null(run_named(f, NULL, snap));
+  err = run_named(f, "alpha", snap);
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "an unnamed pipeline"));
   g_free(err);
-  fixture_clear(&f);
 }
 
 /* What a writer killed mid-write leaves (PATH.XXXXXX) is removed when the
  * element starts; other names, other files, a directory and a temporary
  * a live writer holds locked are kept. */
 static void
-test_stale_temporaries(gconstpointer el)
+test_stale_temporaries(Fixture *f, gconstpointer el)
 {
-  element = el;
-  Fixture f;
-  fixture_init(&f);
-  g_autofree char *snap = g_build_filename(f.dir, "t.snap", NULL);
+  g_autofree char *snap = g_build_filename(f->dir, "t.snap", NULL);
   static const char *stale[] = { "t.snap.Ab3dE9", "t.snap.000000" };
   static const char *keep[] = { "t.snap.Ab3dE", "t.snap.Ab3dE9x",
                                 "t.snap.Ab-dE9", "u.snap.Ab3dE9", "t.snap",
                                 "t.snapXAb3dE9" };
   for (guint i = 0; i < G_N_ELEMENTS(stale); i++) {
-    g_autofree char *q = g_build_filename(f.dir, stale[i], NULL);
+    g_autofree char *q = g_build_filename(f->dir, stale[i], NULL);
     g_assert_true(g_file_set_contents(q, "partial", -1, NULL));
   }
   for (guint i = 0; i < G_N_ELEMENTS(keep); i++) {
-    g_autofree char *q = g_build_filename(f.dir, keep[i], NULL);
+    g_autofree char *q = g_build_filename(f->dir, keep[i], NULL);
     g_assert_true(g_file_set_contents(q, "other", -1, NULL));
   }
-  g_autofree char *dir = g_build_filename(f.dir, "t.snap.Dir123", NULL);
+  g_autofree char *dir = g_build_filename(f->dir, "t.snap.Dir123", NULL);
   g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
-  g_autofree char *locked = g_build_filename(f.dir, "t.snap.Lck123", NULL);
+  g_autofree char *locked = g_build_filename(f->dir, "t.snap.Lck123", NULL);
   g_assert_true(g_file_set_contents(locked, "live", -1, NULL));
   int fd = open(locked, O_RDONLY);
   g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
   char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
                                 snap);
-  GstElement *p = pipeline(&f, props);
+  GstElement *p = pipeline(f, props);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PAUSED), !=,
                   GST_STATE_CHANGE_FAILURE);
   gst_element_get_state(p, NULL, NULL, 10 * GST_SECOND);
   for (guint i = 0; i < G_N_ELEMENTS(stale); i++) {
-    g_autofree char *q = g_build_filename(f.dir, stale[i], NULL);
+    g_autofree char *q = g_build_filename(f->dir, stale[i], NULL);
     g_assert_false(g_file_test(q, G_FILE_TEST_EXISTS));
   }
   for (guint i = 0; i < G_N_ELEMENTS(keep); i++) {
-    g_autofree char *q = g_build_filename(f.dir, keep[i], NULL);
+    g_autofree char *q = g_build_filename(f->dir, keep[i], NULL);
     g_assert_true(g_file_test(q, G_FILE_TEST_EXISTS));
   }
   g_assert_true(g_file_test(dir, G_FILE_TEST_IS_DIR));
@@ -485,7 +464,6 @@ test_stale_temporaries(gconstpointer el)
   close(fd);
   g_rmdir(dir);
   g_free(props);
-  fixture_clear(&f);
 }
 
 int
@@ -496,7 +474,7 @@ main(int argc, char **argv)
   static const char *elements[] = { "txlmodel", "txlsessions" };
   static const struct {
     const char *name;
-    GTestDataFunc func;
+    void (*func)(Fixture *f, gconstpointer el);
   } tests[] = {
     { "signals", test_signals },
     { "periodic", test_periodic },
@@ -509,7 +487,10 @@ main(int argc, char **argv)
     for (gsize t = 0; t < G_N_ELEMENTS(tests); t++) {
       g_autofree char *n = g_strdup_printf("/snapshots/%s/%s", elements[i],
                                            tests[t].name);
-      g_test_add_data_func(n, elements[i], tests[t].func);
+      g_test_add_vtable(n, sizeof(Fixture), elements[i],
+                        (GTestFixtureFunc)fixture_init,
+                        (GTestFixtureFunc)tests[t].func,
+                        (GTestFixtureFunc)fixture_clear);
     }
   return g_test_run();
 }

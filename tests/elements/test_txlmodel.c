@@ -320,8 +320,7 @@ static void
 test_bad_input(void)
 {
   char *m = el_write_byte_model(17);
-  GstHarness *h = el_harness("txlmodel", m, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlmodel", m, NULL);
   g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("abc", 3)), ==,
                   GST_FLOW_ERROR);
   gst_harness_teardown(h);
@@ -347,9 +346,8 @@ test_resets(void)
   make_ids(ids, lines, flags, N, 6);
   GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
   for (int mode = 0; mode < 3; mode++) {
-    GstHarness *h = el_harness("txlmodel", m, "reset-on-stream-start",
-                               mode != 2, NULL);
-    gst_harness_set_src_caps(h, el_token_caps(m));
+    GstHarness *h = el_token_harness("txlmodel", m, "reset-on-stream-start",
+                                     mode != 2, NULL);
     gst_harness_push(h, el_token_buffer(ids, lines, flags, 40, 0));
     el_buffers_free(el_pull_all(h));
     if (mode == 0) {
@@ -388,8 +386,7 @@ static void
 test_latency(void)
 {
   char *m = el_write_byte_model(19);
-  GstHarness *h = el_harness("txlmodel", m, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlmodel", m, NULL);
   gst_harness_set_upstream_latency(h, 20 * GST_MSECOND);
   GstQuery *q = gst_query_new_latency();
   g_assert_true(gst_pad_peer_query(h->sinkpad, q));
@@ -412,8 +409,7 @@ test_text(void)
   char *m = el_write_byte_model(20);
   const char *text = "ab\ncdefgh\nij";
   gsize n = strlen(text);
-  GstHarness *h = el_harness("txlmodel", m, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlmodel", m, NULL);
   int32_t ids[16];
   gint64 lines[16];
   for (gsize i = 0; i < n; i++) {
@@ -491,8 +487,7 @@ static void
 test_line_meta(void)
 {
   char *m = el_write_byte_model(61);
-  GstHarness *h = el_harness("txlmodel", m, "segment", 4, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlmodel", m, "segment", 4, NULL);
   const int32_t ids[NL] = { 'a', 'b', '\n', 'c', 'd', 'e', '\n', 'f', 'g', 'h', 'i' };
   const gint64 lines[NL] = { 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 };
   guint32 flags[NL] = { 0 };
@@ -553,9 +548,8 @@ test_line_meta(void)
 static gsize
 records_after_quiet(const char *m, guint64 max_latency)
 {
-  GstHarness *h = el_harness("txlmodel", m, "segment", 64, "max-latency",
-                             max_latency, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlmodel", m, "segment", 64,
+                                   "max-latency", max_latency, NULL);
   const int32_t ids[5] = { 'q', 'u', 'i', 'e', 't' };
   g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 5, 0)),
                   ==, GST_FLOW_OK);

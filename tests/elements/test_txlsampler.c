@@ -115,8 +115,7 @@ static void
 test_torn_record(void)
 {
   char *m = el_write_byte_model(55);
-  GstHarness *h = el_harness("txlsampler", m, NULL);
-  gst_harness_set_src_caps(h, el_token_caps(m));
+  GstHarness *h = el_token_harness("txlsampler", m, NULL);
   const int32_t ids[2] = { 2, 3 };
   GstBuffer *b = el_token_buffer(ids, NULL, NULL, 2, 0);
   gst_buffer_resize(b, 0, TXL_TOKEN_RECORD_SIZE + 5);

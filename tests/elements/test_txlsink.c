@@ -79,6 +79,33 @@ run_pipeline(const char *desc, Counts *c)
   gst_object_unref(p);
 }
 
+/* txlsink alone in a harness, score records in: it writes `out`, flags
+ * lines above the threshold and counts its line-scored signals into c. */
+static GstHarness *
+sink_harness(const char *out, double threshold, Counts *c)
+{
+  GstElement *sink = gst_element_factory_make("txlsink", NULL);
+  g_object_set(sink, "location", out, "threshold", threshold, NULL);
+  g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), c);
+  GstHarness *h = gst_harness_new_with_element(sink, "sink", NULL);
+  gst_object_unref(sink);
+  gst_harness_set_src_caps_str(h, TXL_SCORES_CAPS_NAME);
+  return h;
+}
+
+/* One buffer of the score records given. */
+static GstBuffer *
+score_buffer(const TxlScoreRecord *recs, gsize n)
+{
+  GstBuffer *b = gst_buffer_new_allocate(NULL, n * TXL_SCORE_RECORD_SIZE, NULL);
+  GstMapInfo map;
+  g_assert_true(gst_buffer_map(b, &map, GST_MAP_WRITE));
+  for (gsize i = 0; i < n; i++)
+    txl_score_record_write(map.data + i * TXL_SCORE_RECORD_SIZE, &recs[i]);
+  gst_buffer_unmap(b, &map);
+  return b;
+}
+
 static JsonNode **
 parse_lines(const char *text, guint *n)
 {
@@ -257,13 +284,8 @@ test_records_only(void)
   g_autoptr(GError) err = NULL;
   g_autofree char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
   g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
-  GstElement *sink = gst_element_factory_make("txlsink", NULL);
-  g_object_set(sink, "location", out, "threshold", 2.0, NULL);
   Counts c = { 0 };
-  g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), &c);
-  GstHarness *h = gst_harness_new_with_element(sink, "sink", NULL);
-  gst_object_unref(sink);
-  gst_harness_set_src_caps_str(h, TXL_SCORES_CAPS_NAME);
+  GstHarness *h = sink_harness(out, 2.0, &c);
   TxlScoreRecord recs[5] = {
     { 5, NAN, 1, 0, 2, TXL_RECORD_FIRST, 0 },
     { 6, -1.0f, 1, 2, 3, TXL_RECORD_LINE_END, 1 },
@@ -271,13 +293,7 @@ test_records_only(void)
     { 8, -0.25f, 2, 6, 1, TXL_RECORD_LINE_END, 3 },
     { 9, -4.0f, 3, 7, 1, 0, 4 },
   };
-  GstBuffer *b = gst_buffer_new_allocate(NULL, sizeof recs, NULL);
-  GstMapInfo map;
-  gst_buffer_map(b, &map, GST_MAP_WRITE);
-  for (int i = 0; i < 5; i++)
-    txl_score_record_write(map.data + i * TXL_SCORE_RECORD_SIZE, &recs[i]);
-  gst_buffer_unmap(b, &map);
-  g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
+  g_assert_cmpint(gst_harness_push(h, score_buffer(recs, 5)), ==, GST_FLOW_OK);
   g_assert_cmpint(c.lines, ==, 2); /* line 3 may still get tokens */
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   g_assert_cmpint(c.lines, ==, 3);
@@ -376,33 +392,24 @@ test_harness(void)
   g_autoptr(GError) err = NULL;
   g_autofree char *dir = g_dir_make_tmp("txl-sink-XXXXXX", &err);
   g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
-  GstElement *e = gst_element_factory_make("txlsink", NULL);
-  g_object_set(e, "location", out, "threshold", 100.0, NULL);
   Counts c = { 0 };
-  g_signal_connect(e, "line-scored", G_CALLBACK(on_line_scored), &c);
-  GstHarness *h = gst_harness_new_with_element(e, "sink", NULL);
-  gst_object_unref(e);
-  gst_harness_set_src_caps_str(h, TXL_SCORES_CAPS_NAME);
+  GstHarness *h = sink_harness(out, 100.0, &c);
   /* line 1: 3 tokens (the first unscored), line 2: 2 tokens */
   const float lp[5] = { NAN, -1.0f, -2.0f, -0.5f, -0.25f };
   const gint64 line[5] = { 1, 1, 1, 2, 2 };
-  GstBuffer *b = gst_buffer_new_allocate(NULL, 5 * TXL_SCORE_RECORD_SIZE, NULL);
-  GstMapInfo map;
-  g_assert_true(gst_buffer_map(b, &map, GST_MAP_WRITE));
+  TxlScoreRecord recs[5] = { 0 };
   for (int i = 0; i < 5; i++) {
-    TxlScoreRecord r = { 0 };
-    r.id = 'a' + i;
-    r.logprob = lp[i];
-    r.line = line[i];
-    r.byte_start = i;
-    r.byte_len = 2;
-    r.pos = i;
-    r.flags = (i == 2 || i == 4 ? TXL_RECORD_LINE_END : 0) |
-              (i == 0 ? TXL_RECORD_FIRST : 0);
-    txl_score_record_write(map.data + i * TXL_SCORE_RECORD_SIZE, &r);
+    TxlScoreRecord *r = &recs[i];
+    r->id = 'a' + i;
+    r->logprob = lp[i];
+    r->line = line[i];
+    r->byte_start = i;
+    r->byte_len = 2;
+    r->pos = i;
+    r->flags = (i == 2 || i == 4 ? TXL_RECORD_LINE_END : 0) |
+               (i == 0 ? TXL_RECORD_FIRST : 0);
   }
-  gst_buffer_unmap(b, &map);
-  g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
+  g_assert_cmpint(gst_harness_push(h, score_buffer(recs, 5)), ==, GST_FLOW_OK);
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   gst_harness_teardown(h);
   g_assert_cmpint(c.lines, ==, 2);

@@ -10,21 +10,17 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, tally
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reference'))
 import hf_checkpoint  # noqa: E402
 
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
-results = []
 
 
 def run(args, stdin=b''):
     p = subprocess.run([TXL] + args, input=stdin, capture_output=True, timeout=120)
     return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def expect_fail(name, args, stdin, code, needle):
@@ -165,9 +161,7 @@ def main():
 
     hostile_models(tmp)
 
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally() else 0)
 
 
 def run_measured(args, stdin=b'', env=None):

@@ -229,6 +229,15 @@ def refused(d, *needles):
     return err
 
 
+def refused_config(name, c, *needles):
+    """A checkpoint written with a valid config.json, then c put in its
+    place: the converter refuses it, naming the needles."""
+    d, _ = ckpt(name, config())
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        json.dump(c, f)
+    refused(d, *needles)
+
+
 def accepted(d):
     rc, err, out = convert(d)
     assert rc == 0, 'exit %d: %s' % (rc, err)
@@ -359,19 +368,12 @@ def tied_both_sides_different():
 def missing_config_key():
     c = config()
     del c['n_layer']
-    d, _ = ckpt('nokey', config())
-    with open(os.path.join(d, 'config.json'), 'w') as f:
-        json.dump(c, f)
-    refused(d, 'n_layer')
+    refused_config('nokey', c, 'n_layer')
 
 
 @case
 def non_integer_config_value():
-    c = config(d_inner=24.0)
-    d, _ = ckpt('float', config())
-    with open(os.path.join(d, 'config.json'), 'w') as f:
-        json.dump(c, f)
-    refused(d, 'd_inner')
+    refused_config('float', config(d_inner=24.0), 'd_inner')
 
 
 @case
@@ -456,10 +458,7 @@ def ext_len_positive():
 
 @case
 def config_invalid_cutoffs():
-    d, _ = ckpt('cut', config())
-    with open(os.path.join(d, 'config.json'), 'w') as f:
-        json.dump(config(cutoffs=[20, 10]), f)
-    refused(d, 'cutoffs')
+    refused_config('cut', config(cutoffs=[20, 10]), 'cutoffs')
 
 
 @case

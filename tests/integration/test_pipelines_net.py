@@ -15,19 +15,15 @@ import sys
 import threading
 import time
 
+import checks
+from checks import check, tally
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
-
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def free_port(kind):
@@ -221,9 +217,8 @@ def main():
         run_udp(lines, bad)
     else:
         print('SKIP udp: udpsrc (gstreamer1.0-plugins-good) is not installed')
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else (77 if not results else 0))
+    failed = tally()
+    sys.exit(1 if failed else (77 if not checks.results else 0))
 
 
 if __name__ == '__main__':

@@ -10,16 +10,12 @@ import shutil
 import subprocess
 import sys
 
+from checks import check, tally
+
 ROOT = os.environ.get('TXL_SOURCE_ROOT',
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 LIBTXL = os.environ.get('LIBTXL', '')
 PLUGIN = os.environ.get('TXL_PLUGIN', '')
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def header_functions():
@@ -81,8 +77,7 @@ def main():
         sys.exit(77)
     check_exports()
     check_includes()
-    print('%d/%d passed' % (sum(results), len(results)))
-    sys.exit(0 if all(results) else 1)
+    sys.exit(1 if tally() else 0)
 
 
 if __name__ == '__main__':

@@ -13,17 +13,13 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, tally
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 SESS = ('txlsessions model=%s segment=24 max-sessions=5 session-end-marker=true '
@@ -130,8 +126,7 @@ def main():
     rc4, e4 = run(launch(os.path.join(tmp, 'p1.txt'), os.path.join(tmp, 'x.jsonl'), snap,
                          element=SESS.replace('segment=24', 'segment=20')))
     check('other settings refused', rc4 != 0 and 'other session settings' in e4, e4[-300:])
-    print('%d passed, %d failed' % (results.count(True), results.count(False)))
-    return 0 if all(results) else 1
+    return 1 if tally() else 0
 
 
 if __name__ == '__main__':

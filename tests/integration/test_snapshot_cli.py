@@ -10,16 +10,12 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, tally
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'reference'))
 import hf_checkpoint  # noqa: E402
 
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def run(args, stdin=b''):
@@ -77,9 +73,7 @@ def main():
     rc, _, err = run(['score', '-m', models[1], '--ids', '--segment', '4', '--load-snapshot', snap], b'1 2')
     check('options that a snapshot fixes are refused with it', rc == 2 and '--segment' in err, err[-200:])
     text_mode(tmp, snap)
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally() else 0)
 
 
 def text_mode(tmp, snap):

@@ -17,11 +17,12 @@ import sys
 import tempfile
 import time
 
+from checks import check, tally
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', '..', 'build', 'tools', 'txl'))
 MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
 RSS_LIMIT_KB = 300 * 1024  # "a few hundred MB" for any input under 1 MB
-results = []
 
 # the header (lib/state/snapshot.c): magic, u32 version, u32 size, two 64-char ids,
 # 15 i32 fields, i64 tokens seen, u64 section bytes, raw and compressed sizes
@@ -35,11 +36,6 @@ zstd.ZSTD_compressBound.restype = ctypes.c_size_t
 zstd.ZSTD_compress.restype = ctypes.c_size_t
 zstd.ZSTD_decompress.restype = ctypes.c_size_t
 zstd.ZSTD_isError.restype = ctypes.c_uint
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def run(args, stdin=b'', env=None, timeout=60):
@@ -248,9 +244,7 @@ def main():
           all(nm in left for nm in kept + ['keep.snap.Dir123', 'keep.snap.Live12']), str(sorted(left)))
     lf.close()
 
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally() else 0)
 
 
 if __name__ == '__main__':

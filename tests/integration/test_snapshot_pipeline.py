@@ -15,6 +15,8 @@ import sys
 import tempfile
 import time
 
+from checks import check, tally
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
@@ -24,12 +26,6 @@ sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def launch(src, out, snap=None, extra='', append=False, sink='threshold-mode=mad window=50 warmup=10'):
@@ -186,9 +182,7 @@ def main():
     resumed = sum(1 for x, y in zip(seen, seen[1:]) if y > x)
     check('kill -9 six times: every snapshot file whole (%d/6), each run resumed and went further (%d/5)'
           % (whole_files, resumed), whole_files == 6 and resumed == 5, str(seen))
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally() else 0)
 
 
 if __name__ == '__main__':

@@ -10,16 +10,12 @@ import subprocess
 import sys
 import tempfile
 
+from checks import check, tally
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def txl(args, threads, stdin=None):
@@ -80,8 +76,7 @@ def main():
     check('train: stopped on 1 thread, resumed on 2: the same model',
           rc1 == 0 and rc2 == 0 and resumed == models[1])
 
-    print('%d passed, %d failed' % (results.count(True), results.count(False)))
-    return 0 if all(results) else 1
+    return 1 if tally() else 0
 
 
 if __name__ == '__main__':

@@ -11,17 +11,13 @@ import sys
 import tempfile
 import time
 
+from checks import check, tally
+
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
-results = []
 SMALL = ['--layers', '2', '--d-model', '32', '--heads', '2', '--d-head', '16',
          '--d-inner', '64', '--mem-len', '16', '--segment', '16', '--batch', '4',
          '--warmup', '5', '--dropout', '0.1', '--dropatt', '0.1',
          '--eval-every', '0', '--eval-tokens', '2000', '--log-every', '1000']
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + detail))
 
 
 def run(args, timeout=120):
@@ -110,9 +106,7 @@ def main():
         check(name, rc != 0 and needle in err, 'rc=%d %r' % (rc, err[-300:]))
 
     shutil.rmtree(tmp, ignore_errors=True)
-    failed = results.count(False)
-    print('%d passed, %d failed' % (len(results) - failed, failed))
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if tally() else 0)
 
 
 if __name__ == '__main__':

@@ -35,6 +35,8 @@ import time
 import urllib.error
 import urllib.request
 
+from checks import check, results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.abspath(os.path.join(ROOT, 'models', 'default.gguf'))
@@ -45,15 +47,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 from freeport import free_port  # noqa: E402
 
-results = []
 T0 = time.time()
-
-
-def check(name, cond, detail=''):
-    results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)),
-          flush=True)
-    return cond
 
 
 def skip(name, why):
@@ -86,13 +80,7 @@ def line_rows(path):
 
 
 def wait_line_rows(path, n, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        r = line_rows(path)
-        if len(r) >= n:
-            return r
-        time.sleep(0.05)
-    return line_rows(path)
+    return wait_rows(path, n, timeout, line_rows)
 
 
 DAEMONS = []
@@ -193,14 +181,15 @@ def rows(path):
         return [json.loads(l) for l in f.read().split(b'\n')[:-1]]
 
 
-def wait_rows(path, n, timeout=30):
+def wait_rows(path, n, timeout=30, read=rows):
+    """read(path) once it has n rows, or what it has after timeout seconds."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        r = rows(path)
+        r = read(path)
         if len(r) >= n:
             return r
         time.sleep(0.05)
-    return rows(path)
+    return read(path)
 
 
 def wait_for(cond, timeout=10):

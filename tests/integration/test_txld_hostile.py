@@ -32,18 +32,12 @@ import tempfile
 import threading
 import time
 
+from checks import check, results
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
 TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
 
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)),
-          flush=True)
-    return cond
 
 
 LIGHT = '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nrestart = never\n'

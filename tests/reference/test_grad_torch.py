@@ -27,6 +27,7 @@ sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_checkpoint, make_config, tie_groups  # noqa: E402
+import reporting  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -35,12 +36,10 @@ TXL = os.environ.get('TXL_BIN') or os.path.join(BUILD, 'tools', 'txl')
 DUMP = os.environ.get('GRAD_DUMP') or os.path.join(BUILD, 'tests', 'grad_dump')
 GRAD_TOL = 1e-3
 LOSS_TOL = 1e-5
-RESULTS = []
 
 
 def report(name, ok, detail=''):
-    RESULTS.append(ok)
-    print('%s %-34s %s' % ('PASS' if ok else 'FAIL', name, detail), flush=True)
+    reporting.report(name, ok, detail, 34)
 
 
 def hf_name(name):
@@ -215,10 +214,7 @@ def main():
                                             'tie_word_embeddings': False,
                                             'untie_r': False, 'pre_lnorm': True})
     run_case('no memory', {'mem_len': 0}, B=3, T=5)
-    passed = sum(RESULTS)
-    failed = len(RESULTS) - passed
-    print('%d passed, %d failed' % (passed, failed))
-    return 1 if failed else 0
+    return 1 if reporting.tally() else 0
 
 
 if __name__ == '__main__':

@@ -27,17 +27,16 @@ sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_checkpoint, make_config  # noqa: E402
+import reporting  # noqa: E402
 
 torch.set_num_threads(1)
 
 TXL = os.environ.get('TXL_BIN') or os.path.join(HERE, '..', '..', 'build', 'tools', 'txl')
 TOL = 1e-4
-RESULTS = []
 
 
 def report(name, ok, detail=''):
-    RESULTS.append(ok)
-    print('%s %-46s %s' % ('PASS' if ok else 'FAIL', name, detail), flush=True)
+    reporting.report(name, ok, detail, 46)
 
 
 class Failure(Exception):
@@ -264,11 +263,8 @@ def main():
         except (Failure, subprocess.TimeoutExpired) as e:
             report('f-reader', False, str(e))
 
-    n_ok = sum(RESULTS)
-    n_bad = len(RESULTS) - n_ok
     print('time %.1fs' % (time.time() - t0))
-    print('%d passed, %d failed' % (n_ok, n_bad))
-    return 1 if n_bad else 0
+    return 1 if reporting.tally() else 0
 
 
 if __name__ == '__main__':

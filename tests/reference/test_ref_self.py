@@ -24,16 +24,9 @@ sys.path.insert(0, HERE)
 
 import txl_ref  # noqa: E402
 from hf_checkpoint import make_config, random_weights  # noqa: E402
+from reporting import report as check, tally  # noqa: E402
 
 torch.set_num_threads(1)
-
-RESULTS = []
-
-
-def check(name, ok, detail=''):
-    RESULTS.append(ok)
-    print('%s %s %s' % ('PASS' if ok else 'FAIL', name, detail), flush=True)
-
 
 # --------------------------------------------------------------------------
 # Naive implementation.  Deliberately shares no code with txl_ref.
@@ -339,11 +332,8 @@ def main():
     test_against_naive()
     test_same_length()
     test_distribution()
-    n_ok = sum(RESULTS)
-    n_bad = len(RESULTS) - n_ok
     print('time %.1fs' % (time.time() - t0))
-    print('%d passed, %d failed' % (n_ok, n_bad))
-    return 1 if n_bad else 0
+    return 1 if tally() else 0
 
 
 if __name__ == '__main__':

@@ -38,6 +38,14 @@ expect_refused(const GByteArray *b, int code, const char *needle,
   g_error_free(err);
 }
 
+/* Parses bytes that must be refused, then frees them. */
+static inline void
+refuse_free(GByteArray *b, int code, const char *needle, const char *needle2)
+{
+  expect_refused(b, code, needle, needle2);
+  g_byte_array_unref(b);
+}
+
 static inline GgufFile *
 expect_ok(const GByteArray *b)
 {
@@ -93,6 +101,16 @@ new_file(uint64_t n_tensors, uint64_t n_kvs)
   return b;
 }
 
+/* A file of one key of the given type, its value still to write. */
+static inline GByteArray *
+kv_file(const char *key, uint32_t type)
+{
+  GByteArray *b = new_file(0, 1);
+  put_str(b, key);
+  put_u32(b, type);
+  return b;
+}
+
 static inline void
 kv_u32(GByteArray *b, const char *key, uint32_t v)
 {
@@ -136,6 +154,19 @@ put_zeros(GByteArray *b, gsize n)
 }
 
 static const uint64_t NE8[] = { 8 };
+
+/* A file of one tensor and no keys: its info, the data section aligned to
+ * 32, then `data` bytes of zeros. */
+static inline GByteArray *
+one_tensor_file(const char *name, uint32_t n_dims, const uint64_t *ne,
+                uint32_t type, uint64_t offset, gsize data)
+{
+  GByteArray *b = new_file(1, 0);
+  tinfo(b, name, n_dims, ne, type, offset);
+  pad_to(b, 32);
+  put_zeros(b, data);
+  return b;
+}
 
 /* header + one string kv + one 8-float tensor, fully valid: the hostile
  * cases below each break exactly one thing in a copy of this. */

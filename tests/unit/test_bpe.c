@@ -5,69 +5,6 @@
 #include "model_internal.h"
 #include "testutil.h"
 
-typedef struct {
-  GArray *ids, *lines, *starts, *ends;
-} Toks;
-
-static void
-on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
-{
-  Toks *t = data;
-  g_array_append_val(t->ids, id);
-  g_array_append_val(t->lines, line);
-  g_array_append_val(t->starts, start);
-  g_array_append_val(t->ends, end);
-}
-
-static Toks
-toks_new(void)
-{
-  Toks t = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 8),
-             g_array_new(FALSE, FALSE, sizeof(gsize)),
-             g_array_new(FALSE, FALSE, sizeof(gsize)) };
-  return t;
-}
-
-static void
-toks_free(Toks *t)
-{
-  g_array_free(t->ids, TRUE);
-  g_array_free(t->lines, TRUE);
-  g_array_free(t->starts, TRUE);
-  g_array_free(t->ends, TRUE);
-}
-
-/* piece 0: random piece sizes from rng */
-static Toks
-encode(const TxlTokenizer *tok, const char *text, gsize len, gsize piece,
-       GRand *rng)
-{
-  Toks t = toks_new();
-  TxlEncoder *e = txl_encoder_new(tok, on_token, &t);
-  for (gsize at = 0; at < len;) {
-    gsize n = piece ? piece : (gsize)g_rand_int_range(rng, 0, 300);
-    n = MIN(n, len - at);
-    txl_encoder_push(e, text + at, n);
-    at += n;
-  }
-  txl_encoder_finish(e);
-  txl_encoder_free(e);
-  return t;
-}
-
-static void
-assert_same(const Toks *a, const Toks *b)
-{
-  g_assert_cmpuint(a->ids->len, ==, b->ids->len);
-  g_assert_cmpmem(a->ids->data, a->ids->len * 4, b->ids->data, b->ids->len * 4);
-  g_assert_cmpmem(a->lines->data, a->lines->len * 8, b->lines->data,
-                  b->lines->len * 8);
-  g_assert_cmpmem(a->starts->data, a->starts->len * sizeof(gsize),
-                  b->starts->data, b->starts->len * sizeof(gsize));
-  g_assert_cmpmem(a->ends->data, a->ends->len * sizeof(gsize), b->ends->data,
-                  b->ends->len * sizeof(gsize));
-}
-
 /* Tokens tile the input exactly, '\n' is a token of its own, and each
  * token's line is 1 + the line ends before it. */
 static void
@@ -187,7 +124,8 @@ test_round_trip(void)
   const char *texts[] = { other, junk, "", "\n\n  \t x", "a", " " };
   gsize lens[] = { other_len, sizeof junk, 0, 7, 1, 1 };
   for (guint k = 0; k < G_N_ELEMENTS(texts); k++) {
-    Toks whole = encode(tok, texts[k], lens[k], lens[k] ? lens[k] : 1, NULL);
+    Toks whole =
+        tu_encode(tok, texts[k], lens[k], lens[k] ? lens[k] : 1, NULL);
     assert_tiles(&whole, texts[k], lens[k]);
     GByteArray *back = decode(tok, &whole);
     g_assert_cmpmem(back->data, back->len, texts[k], lens[k]);
@@ -204,12 +142,12 @@ static void
 check_split_invariance(const TxlTokenizer *tok, const char *text, gsize len)
 {
   GRand *r = g_rand_new_with_seed(11);
-  Toks whole = encode(tok, text, len, len, NULL);
+  Toks whole = tu_encode(tok, text, len, len, NULL);
   assert_tiles(&whole, text, len);
   gsize pieces[] = { 1, 2, 3, 7, 64, 4097, 0, 0, 0 };
   for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
-    Toks t = encode(tok, text, len, pieces[k], r);
-    assert_same(&whole, &t);
+    Toks t = tu_encode(tok, text, len, pieces[k], r);
+    toks_assert_same(&whole, &t);
     toks_free(&t);
   }
   toks_free(&whole);
@@ -237,8 +175,8 @@ test_split_invariance(void)
 
   /* normalised: every field is one placeholder covering the original
    * bytes, the spaced variant when a ' ' precedes it */
-  Toks t = encode(norm, "ts 2024-01-01 10:00:00 at 10.0.0.1:80\n", 38, 38,
-                  NULL);
+  Toks t = tu_encode(norm, "ts 2024-01-01 10:00:00 at 10.0.0.1:80\n", 38, 38,
+                     NULL);
   const TxlBpe *b = txl_tokenizer_get_bpe(norm);
   int ts = txl_bpe_placeholder_id(b, TXL_NORM_TS, TRUE),
       ip = txl_bpe_placeholder_id(b, TXL_NORM_IP, TRUE);
@@ -282,8 +220,8 @@ test_compresses(void)
   char *test = make_logs(50000, 5, &tlen);
   TxlTokenizer *plain = train(logs, len, 2000, 0);
   TxlTokenizer *norm = train(logs, len, 2000, TXL_NORM_ALL);
-  Toks a = encode(plain, test, tlen, tlen, NULL);
-  Toks b = encode(norm, test, tlen, tlen, NULL);
+  Toks a = tu_encode(plain, test, tlen, tlen, NULL);
+  Toks b = tu_encode(norm, test, tlen, tlen, NULL);
   double ra = (double)a.ids->len / tlen, rb = (double)b.ids->len / tlen;
   g_test_message("tokens/byte on held-out logs: plain %.3f, normalised %.3f",
                  ra, rb);
@@ -298,7 +236,7 @@ test_compresses(void)
     g_string_append(rep, i % 3 ? "session opened for user root by cron\n"
                                : "connection closed by remote host\n");
   TxlTokenizer *rt = train(rep->str, rep->len, 600, 0);
-  Toks c = encode(rt, rep->str, rep->len, rep->len, NULL);
+  Toks c = tu_encode(rt, rep->str, rep->len, rep->len, NULL);
   double rc = (double)c.ids->len / rep->len;
   g_test_message("tokens/byte on repeated lines: %.3f", rc);
   /* each chunk ("session", " opened", ..., "\n") is one token: the best
@@ -384,17 +322,6 @@ test_long_line(void)
 
 /* ---- model file --------------------------------------------------------- */
 
-static char *
-tmp_path(void)
-{
-  g_autoptr(GError) err = NULL;
-  char *dir = g_dir_make_tmp("txl-bpe-XXXXXX", &err);
-  g_assert_no_error(err);
-  char *p = g_build_filename(dir, "m.gguf", NULL);
-  g_free(dir);
-  return p;
-}
-
 static void
 small_config(TxlConfig *c, int n_token)
 {
@@ -414,7 +341,7 @@ test_model_file(void)
     const TxlBpe *b = txl_tokenizer_get_bpe(tok);
     TxlConfig c;
     small_config(&c, txl_bpe_n_tokens(b));
-    char *path = tmp_path();
+    char *path = tu_tmp_model_path();
     GgufWriter *w = gguf_writer_new();
     txl_config_write_gguf(&c, w);
     txl_bpe_write_gguf(b, w);
@@ -436,9 +363,9 @@ test_model_file(void)
     g_assert_cmpstr(g_checksum_get_string(c1), ==, g_checksum_get_string(c2));
     g_checksum_free(c1);
     g_checksum_free(c2);
-    Toks x = encode(tok, logs, 20000, 20000, NULL);
-    Toks y = encode(lt, logs, 20000, 999, NULL);
-    assert_same(&x, &y);
+    Toks x = tu_encode(tok, logs, 20000, 20000, NULL);
+    Toks y = tu_encode(lt, logs, 20000, 999, NULL);
+    toks_assert_same(&x, &y);
     /* and the ids run through the model */
     TxlStream *st = txl_stream_new(m, NULL, &err);
     g_assert_no_error(err);
@@ -451,9 +378,7 @@ test_model_file(void)
     txl_stream_free(st);
     toks_free(&x);
     toks_free(&y);
-    txl_model_unref(m);
-    tu_remove(path);
-    g_free(path);
+    tu_model_done(m, path);
     txl_tokenizer_free(tok);
   }
   g_free(logs);
@@ -511,7 +436,7 @@ load_vocab(const Vocab *v, GError **err)
 {
   TxlConfig c;
   small_config(&c, v->n_token);
-  char *path = tmp_path();
+  char *path = tu_tmp_model_path();
   GgufWriter *w = gguf_writer_new();
   txl_config_write_gguf(&c, w);
   gguf_writer_add_string(w, "tokenizer.type", "bpe");
@@ -564,7 +489,7 @@ test_hostile_keys(void)
   TxlModel *m = load_vocab(&v, &err);
   g_assert_no_error(err);
   /* the valid one encodes with its merges and placeholders */
-  Toks t = encode(txl_model_tokenizer(m), "abc abcab 42 7", 14, 1, NULL);
+  Toks t = tu_encode(txl_model_tokenizer(m), "abc abcab 42 7", 14, 1, NULL);
   static const int32_t want[] = { 257, ' ', 257, 256, 259, ' ', '7' };
   g_assert_cmpmem(t.ids->data, t.ids->len * 4, want, sizeof want);
   toks_free(&t);

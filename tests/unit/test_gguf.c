@@ -90,21 +90,41 @@ fill_writer(GgufWriter *w)
   }
 }
 
-/* Writes the full example file and returns its bytes. */
-static GBytes *
-example_bytes(void)
+/* Writes the full example file under the name given: its path. */
+static char *
+write_example(const char *name)
 {
-  g_autofree char *path = tmp_path("example.gguf");
+  char *path = tmp_path(name);
   GgufWriter *w = gguf_writer_new();
   fill_writer(w);
   GError *err = NULL;
   g_assert_true(gguf_writer_write(w, path, &err));
   g_assert_no_error(err);
   gguf_writer_free(w);
+  return path;
+}
+
+/* Writes the full example file and returns its bytes. */
+static GBytes *
+example_bytes(void)
+{
+  g_autofree char *path = write_example("example.gguf");
   gchar *contents;
   gsize len;
   g_assert_true(g_file_get_contents(path, &contents, &len, NULL));
   return g_bytes_new_take(contents, len);
+}
+
+/* Parses bytes that must be accepted (they must outlive the file). */
+static GgufFile *
+parse_ok(GBytes *bytes)
+{
+  gsize size;
+  const void *data = g_bytes_get_data(bytes, &size);
+  GError *err = NULL;
+  GgufFile *f = gguf_parse(data, size, &err);
+  g_assert_no_error(err);
+  return f;
 }
 
 static const char *const EXAMPLE_KEYS[] = {
@@ -119,14 +139,8 @@ static const char *const EXAMPLE_KEYS[] = {
 static void
 test_roundtrip_values(void)
 {
-  g_autofree char *path = tmp_path("values.gguf");
-  GgufWriter *w = gguf_writer_new();
-  fill_writer(w);
+  g_autofree char *path = write_example("values.gguf");
   GError *err = NULL;
-  g_assert_true(gguf_writer_write(w, path, &err));
-  g_assert_no_error(err);
-  gguf_writer_free(w);
-
   GgufFile *f = gguf_open(path, &err);
   g_assert_no_error(err);
   g_assert_nonnull(f);
@@ -210,11 +224,8 @@ static void
 test_getter_errors(void)
 {
   g_autoptr(GBytes) bytes = example_bytes();
-  gsize size;
-  const void *data = g_bytes_get_data(bytes, &size);
+  GgufFile *f = parse_ok(bytes);
   GError *err = NULL;
-  GgufFile *f = gguf_parse(data, size, &err);
-  g_assert_no_error(err);
 
   gint64 v = 5;
   g_assert_false(gguf_get_int(f, "nope", 0, 10, &v, &err));
@@ -285,11 +296,9 @@ static void
 test_roundtrip_tensors(void)
 {
   g_autoptr(GBytes) bytes = example_bytes();
+  GgufFile *f = parse_ok(bytes);
   gsize size;
   const guint8 *data = g_bytes_get_data(bytes, &size);
-  GError *err = NULL;
-  GgufFile *f = gguf_parse(data, size, &err);
-  g_assert_no_error(err);
   g_assert_cmpuint(gguf_n_tensors(f), ==, G_N_ELEMENTS(SHAPES));
   gsize bsize;
   g_assert_true(gguf_buffer(f, &bsize) == (const void *)data);

@@ -61,15 +61,11 @@ test_shape_mismatch_named(void)
   tu_small_config(&c);
   lie = c;
   lie.d_inner = 65;
-  g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  g_autofree char *p = g_build_filename(dir, "m.gguf", NULL);
   GgufWriter *w = gguf_writer_new();
   txl_config_write_gguf(&lie, w);
   gguf_writer_add_string(w, "tokenizer.type", "byte");
   tu_add_weights(w, &c, 1, NULL);
-  g_assert_true(gguf_writer_write(w, p, &err));
-  gguf_writer_free(w);
+  g_autofree char *p = tu_write_gguf(w);
   expect_refused(p, "blk.0.ffn_up.weight");
   expect_refused(p, "expected (65, 32)");
   tu_remove(p);
@@ -81,9 +77,6 @@ test_extra_tensor_refused(void)
   TxlConfig c;
   tu_small_config(&c);
   c.tie_weight = TRUE;
-  g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  g_autofree char *p = g_build_filename(dir, "m.gguf", NULL);
   GgufWriter *w = gguf_writer_new();
   txl_config_write_gguf(&c, w);
   gguf_writer_add_string(w, "tokenizer.type", "byte");
@@ -92,8 +85,7 @@ test_extra_tensor_refused(void)
   uint64_t ne[1] = { 4 };
   /* a tied copy stored anyway */
   gguf_writer_add_tensor(w, "out.0.weight", GGUF_TENSOR_F32, 1, ne, v, sizeof v);
-  g_assert_true(gguf_writer_write(w, p, &err));
-  gguf_writer_free(w);
+  g_autofree char *p = tu_write_gguf(w);
   expect_refused(p, "out.0.weight");
   tu_remove(p);
 }
@@ -137,10 +129,7 @@ test_bad_config_values(void)
   bad.cutoffs[1] = 50;
   txl_config_write_gguf(&bad, w);
   gguf_writer_add_string(w, "tokenizer.type", "byte");
-  g_autofree char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  g_autofree char *p = g_build_filename(dir, "m.gguf", NULL);
-  g_assert_true(gguf_writer_write(w, p, &err));
-  gguf_writer_free(w);
+  g_autofree char *p = tu_write_gguf(w);
   expect_refused(p, "cutoffs");
   tu_remove(p);
 }
@@ -151,12 +140,9 @@ test_wrong_arch_and_version(void)
   TxlConfig c;
   tu_small_config(&c);
   g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  g_autofree char *p = g_build_filename(dir, "m.gguf", NULL);
   GgufWriter *w = gguf_writer_new();
   gguf_writer_add_string(w, "general.architecture", "llama");
-  g_assert_true(gguf_writer_write(w, p, &err));
-  gguf_writer_free(w);
+  g_autofree char *p = tu_write_gguf(w);
   expect_refused(p, "llama");
   w = gguf_writer_new();
   gguf_writer_add_string(w, "general.architecture", "transfo-xl");

@@ -33,15 +33,11 @@ bpe_model(const char *text)
   c.n_cutoffs = 0;
   c.mem_len = 16;
   c.tgt_len = 7;
-  char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
-  char *path = g_build_filename(dir, "model.gguf", NULL);
-  g_free(dir);
   GgufWriter *w = gguf_writer_new();
   txl_config_write_gguf(&c, w);
   txl_bpe_write_gguf(b, w);
   tu_add_weights(w, &c, 3, NULL);
-  g_assert_true(gguf_writer_write(w, path, &err));
-  gguf_writer_free(w);
+  char *path = tu_write_gguf(w);
   txl_bpe_free(b);
   return path;
 }
@@ -362,9 +358,9 @@ test_alone_bpe(void)
 static void
 test_single_stream(void)
 {
-  char *path = byte_model();
+  char *path;
+  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
   GPtrArray *lines = make_lines(60, 4, 3);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.prime = FALSE;
@@ -384,17 +380,15 @@ test_single_stream(void)
   txl_sessions_free(s);
   got_clear(&g);
   g_ptr_array_free(lines, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
 test_bounds(void)
 {
-  char *path = byte_model();
+  char *path;
+  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
   GPtrArray *lines = make_lines(400, 40, 21);
   for (int kind = 0; kind < 3; kind++) {
     TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
@@ -434,17 +428,15 @@ test_bounds(void)
     got_clear(&g);
   }
   g_ptr_array_free(lines, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
 test_errors(void)
 {
-  char *path = byte_model();
+  char *path;
+  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "blk_(";
   g_assert_null(txl_sessions_new(m, &o, NULL, NULL, NULL, &err));
@@ -482,9 +474,7 @@ test_errors(void)
   g_assert_true(txl_sessions_end(s, "unknown", &err));
   g_assert_cmpuint(txl_sessions_count(s), ==, 1);
   txl_sessions_free(s); /* one session still open: freed unreported */
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* idle_after by length on a log-time clock; finish_open */
@@ -509,9 +499,9 @@ ends_got(const TxlSessionResult *r, gpointer p)
 static void
 test_idle_after(void)
 {
-  char *path = byte_model();
+  char *path;
+  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
   const double after[3] = { 5, 5, 100 }; /* 1-2 lines: 5 s; 3+: 100 s */
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "k[0-9]+";
@@ -583,9 +573,7 @@ test_idle_after(void)
   g_array_free(e.reasons, TRUE);
   g_array_free(e.ends, TRUE);
   g_array_free(e.lines, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 int

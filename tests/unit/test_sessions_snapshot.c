@@ -164,12 +164,9 @@ variants(guint *n)
 static void
 test_resume(void)
 {
-  TxlConfig c;
-  tu_small_config(&c); /* mem 12, segment 5 */
-  char *path = tu_write_model(&c, 7, NULL);
+  char *path;
+  TxlModel *m = tu_small_model(7, &path); /* mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
   GPtrArray *lines = make_lines(110, 9, 4);
   char *dir = g_dir_make_tmp("txl-sesssnap-XXXXXX", &err);
   char *snap = g_build_filename(dir, "s.snap", NULL);
@@ -238,9 +235,7 @@ test_resume(void)
   g_free(snap);
   g_free(dir);
   g_ptr_array_free(lines, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* Sections travel; F16 loads and goes on (not bit for bit); a snapshot
@@ -248,11 +243,9 @@ test_resume(void)
 static void
 test_sections_precision(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 7, NULL);
+  char *path;
+  TxlModel *m = tu_small_model(7, &path);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
   char *dir = g_dir_make_tmp("txl-sesssnap-XXXXXX", &err);
   char *snap = g_build_filename(dir, "s.snap", NULL);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
@@ -308,9 +301,7 @@ test_sections_precision(void)
   g_free(dir);
   g_string_free(out, TRUE);
   g_ptr_array_free(lines, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* ---- refusals ------------------------------------------------------------- */

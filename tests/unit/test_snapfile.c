@@ -78,13 +78,10 @@ last_float(guint8 *raw, gsize n, gpointer data)
 static void
 test_sessions_nonfinite(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 7, NULL);
+  char *path;
+  TxlModel *m = tu_small_model(7, &path);
+  g_autofree char *snap = tu_beside(path, "s.snap");
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "k=s[0-9]+";
   TxlSessions *s = txl_sessions_new(m, &o, NULL, NULL, NULL, &err);
@@ -104,7 +101,7 @@ test_sessions_nonfinite(void)
   txl_sessions_free(ok);
   static const float bad[] = { NAN, INFINITY, -INFINITY };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
-    g_autofree char *copy = g_build_filename(dir, "bad.snap", NULL);
+    g_autofree char *copy = tu_beside(path, "bad.snap");
     gchar *d;
     gsize n;
     g_assert_true(g_file_get_contents(snap, &d, &n, NULL));
@@ -118,12 +115,10 @@ test_sessions_nonfinite(void)
     g_assert_nonnull(strstr(err->message, "not a finite number"));
     g_clear_error(&err);
   }
-  txl_model_unref(m);
-  g_autofree char *copy = g_build_filename(dir, "bad.snap", NULL);
+  g_autofree char *copy = tu_beside(path, "bad.snap");
   g_remove(copy);
   g_remove(snap);
-  tu_remove(path); /* the model and its directory */
-  g_free(path);
+  tu_model_done(m, path); /* the model and its directory */
 }
 
 static void

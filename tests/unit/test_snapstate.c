@@ -161,12 +161,9 @@ test_encoder_bpe(void)
 static void
 test_encoder_byte_word(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
+  char *path;
+  TxlModel *m = tu_small_model(2, &path); /* byte tokenizer */
   g_autoptr(GError) err = NULL;
-  char *path = tu_write_model(&c, 2, NULL); /* byte tokenizer */
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
   const TxlTokenizer *byte = txl_model_tokenizer(m);
   check_cuts(byte, sample, sizeof sample - 1, 3);
   /* a word tokenizer's state does not fit a byte tokenizer */
@@ -184,13 +181,9 @@ test_encoder_byte_word(void)
   g_bytes_unref(st);
   txl_encoder_free(we);
   txl_encoder_free(be);
-  txl_model_unref(wm);
-  tu_remove(wpath);
-  g_free(wpath);
+  tu_model_done(wm, wpath);
   g_string_free(s.log, TRUE);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* ---- baseline --------------------------------------------------------- */
@@ -254,16 +247,13 @@ collect(gint64 pos, int32_t token, float logprob, gpointer data)
 static void
 test_sections_precision(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
+  char *path;
+  TxlModel *m = tu_small_model(7, &path);
+  g_autofree char *snap = tu_beside(path, "s.snap");
   g_autoptr(GError) err = NULL;
-  char *path = tu_write_model(&c, 7, NULL);
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
-  TxlModel *m = txl_model_load(path, &err);
   int32_t ids[200];
   for (int i = 0; i < 200; i++)
-    ids[i] = (i * 37 + 11) % c.n_token;
+    ids[i] = (i * 37 + 11) % txl_model_config(m)->n_token;
   Lp whole = { 0 };
   TxlScorer *s = txl_scorer_new(m, NULL, 8, collect, &whole, &err);
   g_assert_true(txl_scorer_push(s, ids, 200, &err));
@@ -319,23 +309,18 @@ test_sections_precision(void)
   g_clear_error(&e);
   txl_scorer_free(s);
   g_hash_table_unref(sect);
-  txl_model_unref(m);
   g_remove(snap);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* A generation saved halfway draws the same tokens after a load. */
 static void
 test_generator(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
+  char *path;
+  TxlModel *m = tu_small_model(9, &path);
+  g_autofree char *snap = tu_beside(path, "g.snap");
   g_autoptr(GError) err = NULL;
-  char *path = tu_write_model(&c, 9, NULL);
-  g_autofree char *dir = g_path_get_dirname(path);
-  g_autofree char *snap = g_build_filename(dir, "g.snap", NULL);
-  TxlModel *m = txl_model_load(path, &err);
   TxlSamplerOptions so = { 0.9f, 40, 0.95f, 1234 };
   int32_t prompt[7] = { 5, 17, 99, 3, 250, 8, 1 }, a[30], b[30];
   TxlGenerator *g = txl_generator_new(m, NULL, &so, &err);
@@ -374,10 +359,8 @@ test_generator(void)
   g_assert_null(txl_generator_load(m, snap, &so, NULL, &e));
   g_assert_error(e, TXL_ERROR, TXL_ERROR_FORMAT);
   g_clear_error(&e);
-  txl_model_unref(m);
   g_remove(snap);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 int

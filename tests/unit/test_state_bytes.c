@@ -105,9 +105,7 @@ small_model(guint32 seed, char **path)
 static void
 drop_model(TxlModel *m, char *path)
 {
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* ---- scorer ----------------------------------------------------------- */

@@ -85,9 +85,7 @@ test_split_independent(void)
                   sizeof(float) * (N_IDS - 1));
   g_assert_cmpmem(whole.lp, sizeof(float) * (N_IDS - 1), mixed.lp,
                   sizeof(float) * (N_IDS - 1));
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
@@ -119,9 +117,7 @@ test_same_length_segment_independent(void)
   for (int i = 0; i < N_IDS - 1; i++)
     worst = MAX(worst, fabsf(a.lp[i] - b.lp[i]));
   g_assert_cmpfloat(worst, >, 1e-3f);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
@@ -169,9 +165,7 @@ test_bad_ids_leave_state(void)
   txl_scorer_free(sc);
   txl_stream_free(s);
   txl_stream_free(t);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
@@ -253,9 +247,7 @@ test_memory_matters(void)
   txl_stream_free(s);
   txl_stream_free(f);
   txl_stream_free(z);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 /* Hidden-state memory re-projects what KV memory caches: same numbers. */
@@ -289,9 +281,7 @@ test_memory_kinds_agree(void)
                      2 * txl_stream_state_bytes(b));
     txl_stream_free(a);
     txl_stream_free(b);
-    txl_model_unref(m);
-    tu_remove(path);
-    g_free(path);
+    tu_model_done(m, path);
   }
 }
 

@@ -3,53 +3,6 @@
  * input, never on how it was split; byte tokens cover any bytes. */
 #include "testutil.h"
 
-typedef struct {
-  GArray *ids, *lines, *starts, *ends;
-} Toks;
-
-static void
-on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
-{
-  Toks *t = data;
-  g_array_append_val(t->ids, id);
-  g_array_append_val(t->lines, line);
-  g_array_append_val(t->starts, start);
-  g_array_append_val(t->ends, end);
-}
-
-static Toks
-encode(const TxlTokenizer *tok, const char *text, gsize len, gsize piece)
-{
-  Toks t = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 8),
-             g_array_new(FALSE, FALSE, sizeof(gsize)),
-             g_array_new(FALSE, FALSE, sizeof(gsize)) };
-  TxlEncoder *e = txl_encoder_new(tok, on_token, &t);
-  for (gsize at = 0; at < len; at += piece)
-    txl_encoder_push(e, text + at, MIN(piece, len - at));
-  txl_encoder_finish(e);
-  txl_encoder_free(e);
-  return t;
-}
-
-static void
-toks_free(Toks *t)
-{
-  g_array_free(t->ids, TRUE);
-  g_array_free(t->lines, TRUE);
-  g_array_free(t->starts, TRUE);
-  g_array_free(t->ends, TRUE);
-}
-
-static void
-assert_same(Toks *a, Toks *b)
-{
-  g_assert_cmpmem(a->ids->data, a->ids->len * 4, b->ids->data, b->ids->len * 4);
-  g_assert_cmpmem(a->lines->data, a->lines->len * 8, b->lines->data,
-                  b->lines->len * 8);
-  g_assert_cmpmem(a->starts->data, a->starts->len * sizeof(gsize),
-                  b->starts->data, b->starts->len * sizeof(gsize));
-}
-
 static void
 test_word(void)
 {
@@ -59,7 +12,7 @@ test_word(void)
   g_assert_cmpint(txl_tokenizer_type(tok), ==, TXL_TOKENIZER_WORD);
   const char *text = "the cat  sat\tMat\nzebra the\n\ncat";
   gsize len = strlen(text);
-  Toks whole = encode(tok, text, len, len);
+  Toks whole = tu_encode(tok, text, len, len, NULL);
   static const int32_t want[] = { 2, 3, 4, 5, 0, 1, 2, 0, 0, 3, 0 };
   static const gint64 want_line[] = { 1, 1, 1, 1, 1, 2, 2, 2, 3, 4, 4 };
   g_assert_cmpmem(whole.ids->data, whole.ids->len * 4, want, sizeof want);
@@ -68,8 +21,8 @@ test_word(void)
   g_assert_cmpuint(g_array_index(whole.starts, gsize, 1), ==, 4); /* "cat" */
   g_assert_cmpuint(g_array_index(whole.ends, gsize, 5), ==, 22);  /* "zebra" */
   for (gsize piece = 1; piece < 9; piece++) {
-    Toks t = encode(tok, text, len, piece);
-    assert_same(&whole, &t);
+    Toks t = tu_encode(tok, text, len, piece, NULL);
+    toks_assert_same(&whole, &t);
     toks_free(&t);
   }
   gsize sl;
@@ -77,30 +30,22 @@ test_word(void)
   g_assert_cmpmem(sym, sl, "cat", 3);
   g_assert_null(txl_tokenizer_symbol(tok, 300, &sl));
   toks_free(&whole);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 
   /* lower_case folds before lookup: "Mat" is then unknown, "MAT" too */
   m = tu_word_model(&path, TRUE);
-  Toks t = encode(txl_model_tokenizer(m), "THE Cat MAT", 11, 3);
+  Toks t = tu_encode(txl_model_tokenizer(m), "THE Cat MAT", 11, 3, NULL);
   static const int32_t want_lc[] = { 2, 3, 1, 0 };
   g_assert_cmpmem(t.ids->data, t.ids->len * 4, want_lc, sizeof want_lc);
   toks_free(&t);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 static void
 test_bytes(void)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 1, NULL);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
+  char *path;
+  TxlModel *m = tu_small_model(1, &path);
   const TxlTokenizer *tok = txl_model_tokenizer(m);
   char junk[4096];
   GRand *r = g_rand_new_with_seed(3);
@@ -109,19 +54,17 @@ test_bytes(void)
   g_rand_free(r);
   junk[10] = '\0';
   junk[11] = '\n';
-  Toks whole = encode(tok, junk, sizeof junk, sizeof junk);
+  Toks whole = tu_encode(tok, junk, sizeof junk, sizeof junk, NULL);
   g_assert_cmpuint(whole.ids->len, ==, sizeof junk);
   for (gsize i = 0; i < sizeof junk; i++)
     g_assert_cmpint(g_array_index(whole.ids, int32_t, i), ==, (guchar)junk[i]);
   g_assert_cmpint(g_array_index(whole.lines, gint64, 11), ==, 1);
   g_assert_cmpint(g_array_index(whole.lines, gint64, 12), ==, 2);
-  Toks ones = encode(tok, junk, sizeof junk, 1);
-  assert_same(&whole, &ones);
+  Toks ones = tu_encode(tok, junk, sizeof junk, 1, NULL);
+  toks_assert_same(&whole, &ones);
   toks_free(&whole);
   toks_free(&ones);
-  txl_model_unref(m);
-  tu_remove(path);
-  g_free(path);
+  tu_model_done(m, path);
 }
 
 int

@@ -1,51 +1,24 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlParams (layout, init, model files, inference view) and the training
  * state (agreement with the inference engine, memory, determinism). */
-#include "config.h"
 #include "params.h"
+#include "testutil.h"
 #include "train.h"
 
-#include <glib/gstdio.h>
-#include <math.h>
-#include <string.h>
-
+/* tu_small_config made smaller, without the adaptive softmax that
+ * training does not support. */
 static void
 small_config(TxlConfig *c)
 {
-  txl_config_init_default(c);
+  tu_small_config(c);
   c->n_token = 40;
   c->d_model = 16;
   c->d_embed = 16;
   c->n_head = 2;
-  c->d_head = 8;
   c->d_inner = 32;
-  c->n_layer = 2;
   c->mem_len = 6;
-  c->tgt_len = 5;
-  c->clamp_len = 0;
-  c->same_length = FALSE;
   c->div_val = 1;
   c->n_cutoffs = 0;
-  c->tie_projs[0] = FALSE;
-}
-
-static char *
-tmp_path(void)
-{
-  g_autoptr(GError) err = NULL;
-  char *dir = g_dir_make_tmp("txl-train-XXXXXX", &err);
-  g_assert_no_error(err);
-  char *p = g_build_filename(dir, "model.gguf", NULL);
-  g_free(dir);
-  return p;
-}
-
-static void
-rm_path(const char *p)
-{
-  g_autofree char *dir = g_path_get_dirname(p);
-  g_remove(p);
-  g_rmdir(dir);
 }
 
 /* ---- params ------------------------------------------------------------- */
@@ -199,7 +172,7 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   g_autoptr(GError) err = NULL;
   TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 9, &err);
   g_assert_no_error(err);
-  char *path = tmp_path();
+  char *path = tu_tmp_model_path();
   g_assert_true(txl_params_write_gguf(p, NULL, NULL, path, &err));
   g_assert_no_error(err);
 
@@ -234,7 +207,7 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   txl_params_free(q);
   txl_model_unref(m);
   txl_params_free(p);
-  rm_path(path);
+  tu_remove(path);
   g_free(path);
 }
 
