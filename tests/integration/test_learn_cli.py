@@ -13,13 +13,9 @@ import random
 import subprocess
 import tempfile
 
+from checks import check, tally
+
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-400:]))
 
 
 def run(args, stdin=None):
@@ -99,8 +95,7 @@ def main():
     check('--learn-warmup without --learn is refused', rc == 2, err)
     rc, _, err = run(['score', '-m', model, '--learn', '--ids'], b'1 2 3')
     check('--learn with --ids is refused', rc == 2, err)
-    print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
-    return 0 if all(results) else 1
+    return 1 if tally() else 0
 
 
 if __name__ == '__main__':
