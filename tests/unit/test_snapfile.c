@@ -132,7 +132,7 @@ test_baseline_nonfinite(void)
   const void *src = g_bytes_get_data(st, &n);
   guint8 *d = g_memdup2(src, n);
   double inf = INFINITY;
-  memcpy(d + n - 8, &inf, 8); /* the last value kept */
+  memcpy(d + 28 + 8 * 4, &inf, 8); /* the last value kept (flags follow) */
   GBytes *bad = g_bytes_new_take(d, n);
   GError *err = NULL;
   g_assert_false(txl_baseline_restore(b, bad, &err));
