@@ -136,3 +136,20 @@ burst() {
     for _ in $(seq 1 "$2"); do curl -s -o /dev/null -m 10 "$1" & bp="$bp $!"; done
     for p in $bp; do wait "$p" || true; done
 }
+
+# start_rsyslog FILE: run rsyslogd (Debian package rsyslog) on /dev/log, writing
+# every message in the traditional syslog file format to FILE.
+start_rsyslog() {
+    ensure_pkg rsyslog
+    mkdir -p "$WORK/rsyslog"
+    cat > "$WORK/rsyslog.conf" <<CFG
+global(workDirectory="$WORK/rsyslog")
+module(load="imuxsock" SysSock.Name="/dev/log")
+*.* action(type="omfile" file="$1" template="RSYSLOG_TraditionalFileFormat")
+CFG
+    rm -f /dev/log
+    bg rsyslogd -n -f "$WORK/rsyslog.conf" -i "$WORK/rsyslog.pid"
+    RSYSLOG_PID=$LASTPID
+    i=0; while [ ! -S /dev/log ] && [ $i -lt 20 ]; do sleep 0.5; i=$((i + 1)); done
+}
+stop_rsyslog() { sleep 1; kill "$RSYSLOG_PID" 2>/dev/null || true; sleep 1; rm -f /dev/log; }
