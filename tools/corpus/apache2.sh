@@ -77,5 +77,4 @@ burst http://127.0.0.1:18081/cgi-bin/test.cgi 10
 apache2 -f "$WORK/httpd.conf" -k graceful; sleep 2
 web_traffic http://127.0.0.1:18081 150 404
 apache2 -f "$WORK/httpd.conf" -k stop; sleep 2
-CAP=1500000 emit apache2-access "$WORK/access.log"
-emit apache2-error "$WORK/error.log"
+emit apache2 "$WORK/access.log" "$WORK/error.log"

@@ -69,5 +69,4 @@ burst http://127.0.0.1:18080/api/v1/items 30
 nginx -c "$WORK/nginx.conf" -s reload; sleep 1
 web_traffic http://127.0.0.1:18080 150 202
 nginx -c "$WORK/nginx.conf" -s quit; sleep 2
-CAP=1500000 emit nginx-access "$WORK/access.log"
-emit nginx-error "$WORK/error.log"
+emit nginx "$WORK/access.log" "$WORK/error.log"

@@ -60,5 +60,4 @@ raw_http 127.0.0.1 18082
 touch "$A/WEB-INF/web.xml"; sleep 12
 curl -s -o /dev/null "$U/shop/index.jsp"
 kill "$LASTPID"; sleep 5
-CAP=600000 emit tomcat10 "$B/logs/catalina.out" "$B"/logs/localhost.*.log
-CAP=400000 emit tomcat10-access "$B"/logs/localhost_access_log.*
+emit tomcat10 "$B/logs/catalina.out" "$B"/logs/localhost.*.log "$B"/logs/localhost_access_log.*
