@@ -14,7 +14,8 @@ done
 dmesg 2>/dev/null | awk '
     /[Cc]ommand line:/ { next }
     /as init process/ { skip = 1; next }
-    skip && /^\[ *[0-9.]+\]     / { next }
+    skip && /^\[ *[0-9.]+\]  / { next }
+    /process_api/ { next }
     { skip = 0; print }' > "$WORK/dmesg.log" || true
 cat $f | tr -d '\r' > "$WORK/machine.log"
 # the kernel log goes first so that capping keeps it whole
