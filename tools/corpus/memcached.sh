@@ -7,9 +7,11 @@
 . "$(dirname "$0")/common.sh"
 ensure_pkg memcached netcat-openbsd
 bg sh -c "exec memcached -u memcache -l 127.0.0.1 -p 11311 -U 0 -m 8 -c 40 -I 512k -vv > '$WORK/memcached.log' 2>&1"
+MCPID=$LASTPID
 wait_port 11311
 say "traffic"
-for c in $(seq 1 60); do
+client() {
+    c=$1
     {
         for k in $(seq 1 8); do
             key="obj:$(( (c * 7 + k) % 97 ))"
@@ -29,9 +31,15 @@ for c in $(seq 1 60); do
         esac
         printf 'quit\r\n'
     } | nc -q1 127.0.0.1 11311 >/dev/null 2>&1 || true
+}
+# 60 client sessions, six at a time
+for g in $(seq 0 9); do
+    bp=""
+    for j in 1 2 3 4 5 6; do client $((g * 6 + j)) & bp="$bp $!"; done
+    for p in $bp; do wait "$p" || true; done
 done
 bp=""
 for c in $(seq 1 50); do (printf 'version\r\n'; sleep 2) | nc -q3 127.0.0.1 11311 >/dev/null 2>&1 & bp="$bp $!"; done
 for p in $bp; do wait $p || true; done
-kill "$LASTPID"; sleep 1
+kill "$MCPID"; sleep 1
 emit memcached "$WORK/memcached.log"
