@@ -15,6 +15,7 @@ export DEBIAN_FRONTEND=noninteractive
 WORK=/tmp/txl-corpus/$(basename "$0" .sh)
 rm -rf "$WORK"; mkdir -p "$WORK"
 chmod 755 /tmp/txl-corpus "$WORK"
+cd "$WORK"
 PIDS=""
 cleanup() {
     for p in $PIDS; do kill "$p" 2>/dev/null || true; done

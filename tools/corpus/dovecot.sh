@@ -26,6 +26,11 @@ auth_verbose = yes
 auth_failure_delay = 0
 mail_location = maildir:~/Maildir
 first_valid_uid = $UID_
+mail_plugins = \$mail_plugins notify mail_log
+plugin {
+  mail_log_events = delete undelete expunge copy mailbox_delete mailbox_rename save mailbox_create flag_change
+  mail_log_fields = uid box msgid size from subject
+}
 passdb {
   driver = passwd-file
   args = scheme=PLAIN $WORK/users
@@ -102,9 +107,10 @@ for i in range(16):
            threading.Thread(target=imap, args=(["admin", "test", "info", "support"][i % 4], "123456", i)),
            threading.Thread(target=pop, args=("carol", "secret"))]
     for t in bad: t.start()
-    imap("alice", "alicepw", i)
-    imap("bob", "bobpw", i)
-    pop("bob", "bobpw")
+    for k in range(3):
+        imap("alice", "alicepw", i)
+        imap("bob", "bobpw", i)
+        pop("bob", "bobpw")
     for t in bad: t.join()
     if i % 5 == 0:
         s = socket.create_connection((H, 10143)); s.recv(200); s.send(b"a1 FOO\r\nGET / HTTP/1.1\r\n"); time.sleep(0.1); s.close()
