@@ -80,7 +80,6 @@ zk.delete(base, recursive=True)
 lost = KazooClient(hosts=hosts, timeout=2.0)
 lost.start(timeout=20)
 lost.create(base + "-eph", b"", ephemeral=True, makepath=True)
-lost._connection._socket.close() if False else None
 lost.stop()  # stop without close(): server sees the socket drop
 zk.stop(); zk.close()
 PY
