@@ -555,7 +555,7 @@ txld_pipeline_tick(TxldPipeline *p)
 
   /* the state grows until the memory is full: the element says how much it
    * holds now; an older plugin only through each new snapshot's header */
-  guint64 live = 0;
+  guint64 live = 0, rounds = 0;
   gboolean have_live = FALSE;
   for (guint i = 0; i < p->models->len; i++) {
     GObject *m = p->models->pdata[i];
@@ -565,7 +565,16 @@ txld_pipeline_tick(TxldPipeline *p)
       live += b;
       have_live = TRUE;
     }
+    /* learning on the stream (txlmodel learn=true): rounds landed */
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(m), "learn-rounds")) {
+      guint r = 0;
+      g_object_get(m, "learn-rounds", &r, NULL);
+      rounds += r;
+    }
   }
+  g_mutex_lock(&p->lock);
+  p->learn_rounds = rounds;
+  g_mutex_unlock(&p->lock);
   if (have_live) {
     g_mutex_lock(&p->lock);
     p->state_bytes = live;
