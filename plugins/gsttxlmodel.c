@@ -257,7 +257,7 @@ merge_out(GstBuffer *a, GstBuffer *b)
 static gboolean
 learn_run(GstTxlModel *self, GError **error)
 {
-  if (!self->learning)
+  if (!self->learning || !gst_txl_learn_pending(self->learning))
     return TRUE;
   GST_OBJECT_LOCK(self);
   gchar *out = g_strdup(self->learn_model);
@@ -265,6 +265,10 @@ learn_run(GstTxlModel *self, GError **error)
   gboolean ok = gst_txl_learn_run(self->learning, self->scorer,
                                   self->done_flags, out, error);
   g_free(out);
+  guint rounds = gst_txl_learn_rounds(self->learning);
+  GST_OBJECT_LOCK(self);
+  self->learn_rounds = rounds;
+  GST_OBJECT_UNLOCK(self);
   return ok;
 }
 
@@ -681,7 +685,8 @@ publish(GstTxlScorerBase *base)
   GST_OBJECT_LOCK(self);
   base->state_bytes = bytes;
   self->tokens_seen = seen;
-  self->learn_rounds = rounds;
+  if (self->learning)
+    self->learn_rounds = rounds;
   GST_OBJECT_UNLOCK(self);
 }
 

@@ -108,6 +108,12 @@ gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
   return q.warm ? TXL_LINE_WARMUP : 0;
 }
 
+gboolean
+gst_txl_learn_pending(const GstTxlLearn *l)
+{
+  return l->queue->len > 0;
+}
+
 gint
 gst_txl_learn_rounds(GstTxlLearn *l)
 {

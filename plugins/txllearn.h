@@ -48,6 +48,8 @@ void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
  * in the element's done_flags.  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
                             const TxlLineScore *s, guint done_index);
+/* Lines queued for the learner. */
+gboolean gst_txl_learn_pending(const GstTxlLearn *l);
 /* Gives the queued lines to the learner and puts new weights into scorer
  * (TXL_LINE_NEW_WEIGHTS added to the landing line's done_flags entry,
  * guint32).  A failed round is a warning; FALSE (error set) only when
