@@ -58,8 +58,8 @@ gst_txl_threshold_mode_get_type(void)
       "window", "quantile" },
     { TXL_THRESHOLD_ZSCORE, "fixed z-score (bpb - \"mean\") / \"stddev\" above "
       "\"z-threshold\"", "zscore" },
-    { TXL_THRESHOLD_STREAM, "worst part above the median plus 6 robust "
-      "deviations of the stream's recent unflagged lines", "stream" },
+    { TXL_THRESHOLD_STREAM, "worst part above the label-free threshold of "
+      "the stream's recent unflagged lines", "stream" },
     { 0, NULL, NULL },
   };
   if (g_once_init_enter(&type))
@@ -161,44 +161,43 @@ out_file(GstTxlSink *self)
   return self->out;
 }
 
+/* A line's anomaly (the worst part above the cut (fixed, quantile,
+ * stream) or a z-score (mad, zscore); NaN while the baseline warms up),
+ * whether it is warm-up (stream), and its flag; the baseline learns from
+ * it. */
 static gboolean
-write_line(GstTxlSink *self, Line *l, gdouble threshold)
+judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
+      gdouble threshold, double *anomaly, gboolean *warm)
 {
-  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
-  const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
   gboolean scored = sc->tokens > 0;
-  double mean = txl_line_mean_nll(sc);
-  double bpb = txl_line_bpb(sc);
   double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
-  /* anomaly: the worst part above the cut (fixed, quantile) or the robust
-   * z-score (mad); NaN while the baseline warms up */
-  double anomaly = NAN, cut = 0.0;
+  double cut = 0.0;
   /* threshold-mode stream: warm-up lines (scored with the model file's
    * weights while learning, or before the recent scores can say) */
-  gboolean warm = FALSE, by_stream = self->mode == TXL_THRESHOLD_STREAM;
+  gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
   if (by_stream) {
     double thr = 0;
-    warm = (l->meta_flags & TXL_LINE_WARMUP) ||
-           !txl_baseline_threshold(self->baseline, &thr);
-    if (scored && !warm)
-      anomaly = worst - thr;
+    *warm = (l->meta_flags & TXL_LINE_WARMUP) ||
+            !txl_baseline_threshold(self->baseline, &thr);
+    if (scored && !*warm)
+      *anomaly = worst - thr;
   } else if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
     GST_OBJECT_LOCK(self);
-    anomaly = (worst - self->mean) / self->stddev;
+    *anomaly = (worst - self->mean) / self->stddev;
     cut = self->z_threshold;
     GST_OBJECT_UNLOCK(self);
   } else if (scored && !self->baseline) {
-    anomaly = worst - threshold;
+    *anomaly = worst - threshold;
   } else if (scored) {
     double v;
     if (txl_baseline_score(self->baseline, worst, &v))
-      anomaly = v;
+      *anomaly = v;
     if (self->mode == TXL_THRESHOLD_MAD)
       cut = self->z_threshold;
   }
   /* a non-finite score is flagged in every mode, warm-up included: it
    * must never pass for a normal line */
-  gboolean flag = (!isnan(anomaly) && anomaly > cut) ||
+  gboolean flag = (!isnan(*anomaly) && *anomaly > cut) ||
                   (scored && !isfinite(worst));
   /* flagged lines stay out of the baseline: a burst of anomalies must not
    * raise the bar for the next one */
@@ -208,6 +207,21 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   /* new weights after this line: their own scores set the threshold */
   if (by_stream && (l->meta_flags & TXL_LINE_NEW_WEIGHTS))
     txl_baseline_reset(self->baseline);
+  return flag;
+}
+
+static gboolean
+write_line(GstTxlSink *self, Line *l, gdouble threshold)
+{
+  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
+  const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
+  double mean = txl_line_mean_nll(sc);
+  double bpb = txl_line_bpb(sc);
+  double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
+  double anomaly = NAN;
+  gboolean warm = FALSE;
+  gboolean flag = judge(self, l, sc, threshold, &anomaly, &warm);
+  gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
@@ -616,7 +630,7 @@ gst_txl_sink_new_baseline(GstTxlSink *self, GError **error)
   if (mode == TXL_THRESHOLD_STREAM)
     /* the label-free rule's own window and warm-up, as txl score */
     return txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
-                            TXL_STREAM_RULE_WARMUP, 0.5, error);
+                            TXL_STREAM_RULE_WARMUP, 0, error);
   if (mode != TXL_THRESHOLD_MAD && mode != TXL_THRESHOLD_QUANTILE)
     return NULL;
   return txl_baseline_new(mode == TXL_THRESHOLD_MAD ? TXL_BASELINE_MAD
@@ -724,9 +738,9 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
           DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_MODE,
       g_param_spec_enum("threshold-mode", "Threshold mode",
-          "stream: the worst part above the median plus 6 robust deviations "
-          "of the last 1000 unflagged lines (after 50 lines; \"warmup\" in "
-          "the JSON); fixed: bits per byte above \"threshold\" (chosen when "
+          "stream: the worst part above the label-free threshold of the last "
+          "1000 unflagged lines (docs/learning.md; after 50 lines, \"warmup\" "
+          "in the JSON); fixed: bits per byte above \"threshold\" (chosen when "
           "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") "
           "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "
           "over the last \"window\" lines above \"z-threshold\"; quantile: "

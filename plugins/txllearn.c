@@ -67,7 +67,7 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   l->owner = owner;
   l->learner = learner;
   l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
-                               TXL_STREAM_RULE_WARMUP, 0.5, NULL);
+                               TXL_STREAM_RULE_WARMUP, 0, NULL);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->queue = g_array_new(FALSE, FALSE, sizeof(Queued));
   g_array_set_clear_func(l->queue, queued_clear);
