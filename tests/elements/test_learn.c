@@ -9,6 +9,7 @@
  * byte; snapshots continue only the way they were written. */
 #include "elements.h"
 #include "learner.h"
+#include "params.h"
 
 #include <glib/gstdio.h>
 
@@ -78,6 +79,7 @@ typedef struct {
   GArray *meta_flags; /* guint32 */
   GPtrArray *learnt; /* txl-learn structures */
   guint rounds;
+  char *warning;     /* the first warning message's text */
 } Got;
 
 static void
@@ -87,6 +89,7 @@ got_free(Got *g)
   g_array_unref(g->meta_line);
   g_array_unref(g->meta_flags);
   g_ptr_array_unref(g->learnt);
+  g_free(g->warning);
 }
 
 static gboolean
@@ -102,16 +105,16 @@ take_meta(GstBuffer *b, GstMeta **meta, gpointer data)
 }
 
 static Got
-run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
-            gsize n, gsize chunk, gboolean learn)
+run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
+               const guint32 *flags, gsize n, gsize chunk, gboolean learn)
 {
   GstElement *e = gst_element_factory_make("txlmodel", NULL);
-  g_object_set(e, "model", model, "learn", learn, "learn-warmup", WARMUP,
+  g_object_set(e, "model", path, "learn", learn, "learn-warmup", WARMUP,
                NULL);
   GstBus *bus = gst_bus_new();
   gst_element_set_bus(e, bus);
   GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
-  gst_harness_set_src_caps(h, el_token_caps(model));
+  gst_harness_set_src_caps(h, el_token_caps(path));
   for (gsize at = 0; at < n; at += chunk) {
     gsize k = MIN(chunk, n - at);
     g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + at, lines + at,
@@ -123,7 +126,7 @@ run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
             g_array_new(FALSE, FALSE, sizeof(gint64)),
             g_array_new(FALSE, FALSE, sizeof(guint32)),
             g_ptr_array_new_with_free_func((GDestroyNotify)gst_structure_free),
-            0 };
+            0, NULL };
   GList *bufs = el_pull_all(h);
   GArray *recs = el_score_records(bufs);
   for (guint i = 0; i < recs->len; i++) {
@@ -137,8 +140,16 @@ run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
   el_buffers_free(bufs);
   g_object_get(e, "learn-rounds", &g.rounds, NULL);
   GstMessage *m;
-  while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT))) {
-    if (gst_structure_has_name(gst_message_get_structure(m), "txl-learn"))
+  while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT |
+                                             GST_MESSAGE_WARNING))) {
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING && !g.warning) {
+      GError *w = NULL;
+      gst_message_parse_warning(m, &w, NULL);
+      g.warning = g_strdup(w->message);
+      g_error_free(w);
+    } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
+               gst_structure_has_name(gst_message_get_structure(m),
+                                      "txl-learn"))
       g_ptr_array_add(g.learnt,
                       gst_structure_copy(gst_message_get_structure(m)));
     gst_message_unref(m);
@@ -147,6 +158,13 @@ run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
   gst_element_set_bus(e, NULL);
   gst_object_unref(bus);
   return g;
+}
+
+static Got
+run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
+            gsize n, gsize chunk, gboolean learn)
+{
+  return run_harness_on(model, ids, lines, flags, n, chunk, learn);
 }
 
 /* ---- the same with the library directly ------------------------------ */
@@ -277,6 +295,51 @@ test_landing(void)
   g_assert_cmpuint(plain.learnt->len, ==, 0);
   got_free(&plain);
   g_array_unref(want);
+  g_free(ids);
+  g_free(lines);
+  g_free(flags);
+  g_string_free(t, TRUE);
+}
+
+/* A round whose loss goes non-finite (weights scaled by 1e18) is dropped
+ * with a warning; the stream goes on with the model file's weights. */
+static void
+test_failed_round(void)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model, &err);
+  g_assert_no_error(err);
+  TxlParams *p = txl_params_from_model(m, &err);
+  g_assert_no_error(err);
+  for (gsize i = 0; i < p->n; i++)
+    p->data[i] *= 1e18f;
+  g_autofree char *huge = g_strconcat(model, ".huge.gguf", NULL);
+  g_assert_true(txl_params_write_gguf(p, txl_params_write_tokenizer,
+                                      (gpointer)txl_model_tokenizer(m), huge,
+                                      &err));
+  txl_params_free(p);
+  txl_model_unref(m);
+  GString *t = log_text();
+  gsize n = t->len;
+  int32_t *ids = g_new(int32_t, n);
+  gint64 *lines = g_new(gint64, n);
+  guint32 *flags = g_new(guint32, n);
+  text_ids(t, ids, lines, flags);
+  Got g = run_harness_on(huge, ids, lines, flags, n, 64, TRUE);
+  Got plain = run_harness_on(huge, ids, lines, flags, n, 64, FALSE);
+  g_assert_nonnull(g.warning);
+  g_assert_nonnull(strstr(g.warning, "round of learning failed"));
+  g_assert_cmpuint(g.rounds, ==, 0);
+  g_assert_cmpuint(g.learnt->len, ==, 0);
+  /* still the model file's weights: every line warm-up, the same scores */
+  for (guint i = 0; i < g.meta_flags->len; i++)
+    g_assert_cmpuint(g_array_index(g.meta_flags, guint32, i), ==,
+                     TXL_LINE_WARMUP);
+  g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
+                  (n - 1) * 4);
+  got_free(&g);
+  got_free(&plain);
+  tu_remove(huge);
   g_free(ids);
   g_free(lines);
   g_free(flags);
@@ -449,6 +512,7 @@ main(int argc, char **argv)
   gst_init(&argc, &argv);
   model = tiny_model();
   g_test_add_func("/learn/landing", test_landing);
+  g_test_add_func("/learn/failed-round", test_failed_round);
   g_test_add_func("/learn/sink-marks", test_sink_marks);
   g_test_add_func("/learn/snapshot-cuts", test_snapshot_cuts);
   int rc = g_test_run();

@@ -10,6 +10,7 @@ rounds on /metrics."""
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -154,6 +155,8 @@ def main():
     else:
         print('SKIP txld: not built')
     print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
+    if all(results):
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0 if all(results) else 1
 
 
