@@ -59,7 +59,7 @@ gst_txl_threshold_mode_get_type(void)
     { TXL_THRESHOLD_ZSCORE, "fixed z-score (bpb - \"mean\") / \"stddev\" above "
       "\"z-threshold\"", "zscore" },
     { TXL_THRESHOLD_STREAM, "worst part above the label-free threshold of "
-      "the stream's recent unflagged lines", "stream" },
+      "the stream's recent lines (as txl score)", "stream" },
     { 0, NULL, NULL },
   };
   if (g_once_init_enter(&type))
@@ -172,15 +172,21 @@ judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
   gboolean scored = sc->tokens > 0;
   double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
   double cut = 0.0;
-  /* threshold-mode stream: warm-up lines (scored with the model file's
-   * weights while learning, or before the recent scores can say) */
-  gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
-  if (by_stream) {
+  if (self->mode == TXL_THRESHOLD_STREAM) {
+    /* the rule of txl score (txl_baseline_judge), which also keeps the
+     * window; lines scored with the model file's weights while learning
+     * are not the stream's scores */
     double thr = 0;
-    *warm = (l->meta_flags & TXL_LINE_WARMUP) ||
-            !txl_baseline_threshold(self->baseline, &thr);
-    if (scored && !*warm)
+    gboolean stream_flag = FALSE;
+    *warm = (l->meta_flags & TXL_LINE_WARMUP) != 0;
+    if (!*warm && scored && txl_baseline_threshold(self->baseline, &thr))
       *anomaly = worst - thr;
+    if (!*warm && scored)
+      *warm = !txl_baseline_judge(self->baseline, worst, &stream_flag);
+    /* new weights after this line: their own scores set the threshold */
+    if (l->meta_flags & TXL_LINE_NEW_WEIGHTS)
+      txl_baseline_reset(self->baseline);
+    return stream_flag || (scored && !isfinite(worst));
   } else if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
     GST_OBJECT_LOCK(self);
     *anomaly = (worst - self->mean) / self->stddev;
@@ -201,12 +207,8 @@ judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
                   (scored && !isfinite(worst));
   /* flagged lines stay out of the baseline: a burst of anomalies must not
    * raise the bar for the next one */
-  if (scored && self->baseline && !flag &&
-      !(by_stream && (l->meta_flags & TXL_LINE_WARMUP)))
+  if (scored && self->baseline && !flag)
     txl_baseline_add(self->baseline, worst);
-  /* new weights after this line: their own scores set the threshold */
-  if (by_stream && (l->meta_flags & TXL_LINE_NEW_WEIGHTS))
-    txl_baseline_reset(self->baseline);
   return flag;
 }
 
@@ -739,7 +741,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   g_object_class_install_property(gobject_class, PROP_MODE,
       g_param_spec_enum("threshold-mode", "Threshold mode",
           "stream: the worst part above the label-free threshold of the last "
-          "1000 unflagged lines (docs/learning.md; after 50 lines, \"warmup\" "
+          "1000 lines (docs/learning.md; after 50 lines, \"warmup\" "
           "in the JSON); fixed: bits per byte above \"threshold\" (chosen when "
           "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") "
           "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "

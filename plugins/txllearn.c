@@ -149,18 +149,15 @@ landed(GstTxlLearn *l, gint64 line, const gchar *model_out)
   }
 }
 
-/* One line, as txlsink's threshold-mode stream judges it: flagged or not
- * for the learner. */
+/* One line, as `txl score --learn` and txlsink's threshold-mode stream
+ * judge it (txl_baseline_judge): flagged or not for the learner.  Lines
+ * scored with the model file's weights are not the stream's scores. */
 static gboolean
 judge(GstTxlLearn *l, const Queued *q)
 {
-  const TxlLineScore *s = &q->s;
-  double worst = txl_line_worst(s), thr = 0;
-  gboolean warm = q->warm || !txl_baseline_threshold(l->recent, &thr);
-  gboolean flag = s->tokens > 0 &&
-                  (!isfinite(worst) || (!warm && worst > thr));
-  if (s->tokens > 0 && !flag && !q->warm && isfinite(worst))
-    txl_baseline_add(l->recent, worst);
+  gboolean flag = FALSE;
+  if (!q->warm && q->s.tokens > 0)
+    txl_baseline_judge(l->recent, txl_line_worst(&q->s), &flag);
   return flag;
 }
 

@@ -24,12 +24,8 @@ TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
 TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld')
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
 WARMUP = 150
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-400:]), flush=True)
+sys.path.insert(0, HERE)
+from checks import check, tally  # noqa: E402
 
 
 def log_lines(n, seed):
@@ -154,10 +150,10 @@ def main():
         check('txld: txld_pipeline_learn_rounds is 1 on /metrics', value == 1, text[-600:])
     else:
         print('SKIP txld: not built')
-    print('%d passed, %d failed' % (sum(results), len(results) - sum(results)))
-    if all(results):
+    failed = tally()
+    if not failed:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if all(results) else 1
+    return 1 if failed else 0
 
 
 if __name__ == '__main__':
