@@ -105,6 +105,7 @@ line_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
   m->bytes = m->norm_bytes = 0;
   m->nll = m->bpb = m->worst = m->max_token = m->window = 0.0;
   m->nonfinite = 0;
+  m->flags = 0;
   return TRUE;
 }
 
@@ -118,7 +119,8 @@ line_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
       !((GstMetaTransformCopy *)data)->region) {
     TxlLineScore s;
     gst_txl_line_meta_score(m, &s);
-    gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s);
+    gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s)->flags =
+        m->flags;
     return TRUE;
   }
   return FALSE;

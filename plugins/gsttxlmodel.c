@@ -24,6 +24,7 @@
  * of the snapshot ("txlmodel": tokens pending, the line being summed,
  * scores not delivered). */
 #include "gsttxlscorerbase.h"
+#include "txllearn.h"
 #include "txlprops.h"
 
 #include <math.h>
@@ -46,6 +47,10 @@ struct _GstTxlModel {
   GstClockTime max_latency; /* 0: off */
   GstClockID latency_id;    /* the armed timer, object lock */
   guint64 tokens_seen;      /* read-only: the stream's tokens */
+  gboolean learn;           /* learning on the stream (txllearn.h) */
+  gint learn_warmup;        /* lines before the first round */
+  gchar *learn_model;       /* the adapted model file, or NULL */
+  guint learn_rounds;       /* read-only: rounds whose weights took over */
 
   /* streaming state, under the sink pad's stream lock */
   TxlScorer *scorer;
@@ -57,8 +62,10 @@ struct _GstTxlModel {
   guint64 cur_bytes;
   TxlLineAcc cur;     /* its scored tokens (lib/anomaly/lines.h) */
   GArray *done_lines; /* GstTxlDoneLine */
+  GArray *done_flags; /* guint32 TXL_LINE_* of each done line's meta */
   gboolean in_flush; /* scoring a partial segment */
   GstBuffer *undelivered; /* scores a failed push could not deliver */
+  GstTxlLearn *learning;  /* learn=true */
 };
 
 enum {
@@ -66,6 +73,10 @@ enum {
   PROP_RESET_ON_STREAM_START,
   PROP_MAX_LATENCY,
   PROP_TOKENS,
+  PROP_LEARN,
+  PROP_LEARN_WARMUP,
+  PROP_LEARN_MODEL,
+  PROP_LEARN_ROUNDS,
 };
 
 G_DEFINE_TYPE(GstTxlModel, gst_txl_model, GST_TYPE_TXL_SCORER_BASE)
@@ -78,7 +89,12 @@ close_line(GstTxlModel *self)
   if (self->cur_line <= 0)
     return;
   GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s };
+  guint32 flags = self->learning
+      ? gst_txl_learn_close(self->learning, d.line, &d.s,
+                            self->done_flags->len)
+      : 0;
   g_array_append_val(self->done_lines, d);
+  g_array_append_val(self->done_flags, flags);
   self->cur_line = 0;
   self->cur_bytes = 0;
   txl_line_acc_init(&self->cur);
@@ -90,6 +106,8 @@ add_to_line(GstTxlModel *self, const TxlScoreRecord *r)
 {
   if (self->cur_line > 0 && r->line != self->cur_line)
     close_line(self);
+  if (self->learning)
+    gst_txl_learn_record(self->learning, r, self->cur_line == 0);
   self->cur_line = r->line;
   self->cur_bytes += r->byte_len;
   /* only the stream's first token has no score; a NaN anywhere else is a
@@ -140,7 +158,9 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->pending, g_array_unref);
   g_clear_pointer(&self->out, g_byte_array_unref);
   g_clear_pointer(&self->done_lines, g_array_unref);
+  g_clear_pointer(&self->done_flags, g_array_unref);
   gst_clear_buffer(&self->undelivered);
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
 }
 
 /* A fresh stream: new memory, nothing pending. */
@@ -156,10 +176,20 @@ new_stream(GstTxlScorerBase *base, GError **error)
                                 error);
   if (!self->scorer)
     return FALSE;
+  GST_OBJECT_LOCK(self);
+  gboolean learn = self->learn;
+  gint warmup = self->learn_warmup;
+  self->learn_rounds = 0;
+  GST_OBJECT_UNLOCK(self);
+  if (learn &&
+      !(self->learning = gst_txl_learn_new(GST_ELEMENT(self), base->model,
+                                           warmup, error)))
+    return FALSE;
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
   self->out = g_byte_array_new();
   self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlDoneLine));
+  self->done_flags = g_array_new(FALSE, FALSE, sizeof(guint32));
   self->cur_line = 0;
   self->cur_bytes = 0;
   txl_line_acc_init(&self->cur);
@@ -183,7 +213,7 @@ copy_line_meta(GstBuffer *from, GstMeta **meta, gpointer to)
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
     TxlLineScore s;
     gst_txl_line_meta_score(m, &s);
-    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &s);
+    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &s)->flags = m->flags;
   }
   return TRUE;
 }
@@ -221,6 +251,27 @@ merge_out(GstBuffer *a, GstBuffer *b)
   return out;
 }
 
+/* Learning (learn=true): the lines completed by the last call into the
+ * scorer go to the learner, and new weights take over from the next
+ * segment on, so the line where they change depends on the input only. */
+static gboolean
+learn_run(GstTxlModel *self, GError **error)
+{
+  if (!self->learning || !gst_txl_learn_pending(self->learning))
+    return TRUE;
+  GST_OBJECT_LOCK(self);
+  gchar *out = g_strdup(self->learn_model);
+  GST_OBJECT_UNLOCK(self);
+  gboolean ok = gst_txl_learn_run(self->learning, self->scorer,
+                                  self->done_flags, out, error);
+  g_free(out);
+  guint rounds = gst_txl_learn_rounds(self->learning);
+  GST_OBJECT_LOCK(self);
+  self->learn_rounds = rounds;
+  GST_OBJECT_UNLOCK(self);
+  return ok;
+}
+
 /* A push that fails (downstream flushing or shutting down) keeps its
  * scores: they belong to the stream's state, and a snapshot taken now
  * carries them to the next run. */
@@ -246,6 +297,9 @@ push_out(GstTxlModel *self, gboolean all_text)
   gsize ntext = gst_txl_text_ready(text, text->frontier, all_text);
   if (all_text)
     close_line(self); /* the end of the stream ends its last line */
+  GError *err = NULL;
+  if (!learn_run(self, &err))
+    return gst_txl_scorer_base_score_error(B(self), err);
   if (self->out->len == 0 && ntext == 0 && self->done_lines->len == 0) {
     GstBuffer *again = g_steal_pointer(&self->undelivered);
     return again ? deliver(self, again) : GST_FLOW_OK;
@@ -257,9 +311,11 @@ push_out(GstTxlModel *self, gboolean all_text)
   for (guint i = 0; i < self->done_lines->len; i++) {
     const GstTxlDoneLine *d = &g_array_index(self->done_lines, GstTxlDoneLine,
                                              i);
-    gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
+    gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s)->flags =
+        g_array_index(self->done_flags, guint32, i);
   }
   g_array_set_size(self->done_lines, 0);
+  g_array_set_size(self->done_flags, 0);
   gst_txl_text_attach(text, buf, ntext);
   gst_txl_text_consume(text, ntext);
   GST_BUFFER_PTS(buf) = B(self)->last_pts;
@@ -377,6 +433,7 @@ typedef struct {
   TxlLineAcc cur;
   GstTxlText text;
   GstBuffer *undelivered;
+  GstTxlLearn *learning; /* learn=true: its section, checked */
 } OwnState;
 
 static void
@@ -386,7 +443,31 @@ own_state_free(gpointer p)
   g_clear_pointer(&o->pending, g_array_unref);
   gst_txl_text_clear(&o->text);
   gst_clear_buffer(&o->undelivered);
+  g_clear_pointer(&o->learning, gst_txl_learn_free);
   g_free(o);
+}
+
+/* What load() read: the scorer and the learning section (learn=true). */
+typedef struct {
+  TxlScorer *scorer;
+  GBytes *learn;
+} Loaded;
+
+/* The learning section, checked: a learner continuing it, its weights in
+ * the restored scorer. */
+static gboolean
+parse_learn(GstTxlScorerBase *base, gpointer loaded, OwnState *o,
+            GError **error)
+{
+  GstTxlModel *self = GST_TXL_MODEL(base);
+  Loaded *ld = loaded;
+  GST_OBJECT_LOCK(self);
+  gint warmup = self->learn_warmup;
+  GST_OBJECT_UNLOCK(self);
+  o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
+                                   ld->learn, ld->scorer, o->undelivered,
+                                   error);
+  return o->learning != NULL;
 }
 
 /* Parses and checks this element's section against the restored scorer. */
@@ -394,7 +475,7 @@ static gpointer
 parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
           GError **error)
 {
-  TxlScorer *sc = loaded;
+  TxlScorer *sc = ((Loaded *)loaded)->scorer;
   OwnState *o = g_new0(OwnState, 1);
   TxlReader r;
   txl_reader_init(&r, bytes);
@@ -470,6 +551,10 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   }
   if (!txl_reader_done(&r))
     goto bad;
+  if (((Loaded *)loaded)->learn && !parse_learn(base, loaded, o, error)) {
+    own_state_free(o);
+    return NULL;
+  }
   return o;
 bad:
   own_state_free(o);
@@ -485,8 +570,13 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
   OwnState *o = own;
+  Loaded *ld = loaded;
   txl_scorer_free(self->scorer);
-  self->scorer = loaded;
+  self->scorer = g_steal_pointer(&ld->scorer);
+  g_clear_pointer(&ld->learn, g_bytes_unref);
+  g_free(ld);
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
+  self->learning = g_steal_pointer(&o->learning);
   base->in_tokens = o->in_tokens;
   base->out_count = o->out_records;
   g_array_unref(self->pending);
@@ -502,6 +592,7 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   self->undelivered = g_steal_pointer(&o->undelivered);
   g_byte_array_set_size(self->out, 0);
   g_array_set_size(self->done_lines, 0);
+  g_array_set_size(self->done_flags, 0);
   own_state_free(o);
 }
 
@@ -511,22 +602,52 @@ static gboolean
 save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
-  return txl_scorer_save_full(GST_TXL_MODEL(base)->scorer, path, o, sect,
-                              bytes, error);
-}
-
-static gpointer
-load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
-     GHashTable **sect, GError **error)
-{
-  return txl_scorer_load_full(base->model, path, on_score, base, sect,
-                              error);
+  GstTxlModel *self = GST_TXL_MODEL(base);
+  if (self->learning)
+    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SECTION),
+                        gst_txl_learn_save(self->learning,
+                                           self->undelivered));
+  return txl_scorer_save_full(self->scorer, path, o, sect, bytes, error);
 }
 
 static void
 drop_loaded(gpointer loaded)
 {
-  txl_scorer_free(loaded);
+  Loaded *ld = loaded;
+  txl_scorer_free(ld->scorer);
+  if (ld->learn)
+    g_bytes_unref(ld->learn);
+  g_free(ld);
+}
+
+/* A snapshot continues only the way it was written: learning or not. */
+static gpointer
+load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
+     GHashTable **sect, GError **error)
+{
+  Loaded *ld = g_new0(Loaded, 1);
+  ld->scorer = txl_scorer_load_full(base->model, path, on_score, base, sect,
+                                    error);
+  if (!ld->scorer) {
+    g_free(ld);
+    return NULL;
+  }
+  GBytes *learn = g_hash_table_lookup(*sect, GST_TXL_LEARN_SECTION);
+  GstTxlModel *self = GST_TXL_MODEL(base);
+  GST_OBJECT_LOCK(self);
+  gboolean want = self->learn;
+  GST_OBJECT_UNLOCK(self);
+  if (!learn != !want) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s was written by a txlmodel %s learning: continue it with "
+                "learn=%s (or remove it to start afresh)", path,
+                learn ? "with" : "without", learn ? "true" : "false");
+    drop_loaded(ld);
+    g_clear_pointer(sect, g_hash_table_unref);
+    return NULL;
+  }
+  ld->learn = learn ? g_bytes_ref(learn) : NULL;
+  return ld;
 }
 
 static gboolean
@@ -560,9 +681,12 @@ publish(GstTxlScorerBase *base)
   }
   guint64 seen = self->scorer ? (guint64)txl_scorer_tokens_seen(self->scorer)
                               : 0;
+  guint rounds = self->learning ? gst_txl_learn_rounds(self->learning) : 0;
   GST_OBJECT_LOCK(self);
   base->state_bytes = bytes;
   self->tokens_seen = seen;
+  if (self->learning)
+    self->learn_rounds = rounds;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -679,9 +803,12 @@ score(GstTxlScorerBase *base, const guint8 *records, gsize n)
       r.flags |= TXL_RECORD_FIRST;
       emit(self, &r);
     }
+    if (!learn_run(self, &err))
+      break;
     if (flush_nl && (t.flags & TXL_RECORD_LINE_END)) {
       self->in_flush = TRUE;
-      txl_scorer_finish(self->scorer, &err);
+      if (txl_scorer_finish(self->scorer, &err))
+        learn_run(self, &err);
       self->in_flush = FALSE;
     }
   }
@@ -740,10 +867,22 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start),
   TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency),
   TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen),
+  TXL_PROP_UPTO(PROP_LEARN, GstTxlModel, learn, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlModel, learn_warmup,
+                GST_STATE_READY),
+  TXL_PROP(PROP_LEARN_MODEL, GstTxlModel, learn_model),
+  TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn_rounds),
 };
 
 static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
                                       NULL };
+
+static void
+gst_txl_model_finalize(GObject *object)
+{
+  g_free(GST_TXL_MODEL(object)->learn_model);
+  G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
+}
 
 static void
 gst_txl_model_class_init(GstTxlModelClass *klass)
@@ -754,6 +893,8 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
+  gobject_class->finalize = gst_txl_model_finalize;
+  gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,
       g_param_spec_uint64("max-latency", "Maximum latency",
@@ -812,4 +953,5 @@ static void
 gst_txl_model_init(GstTxlModel *self)
 {
   self->reset_on_stream_start = DEFAULT_RESET_ON_STREAM_START;
+  self->learn_warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
 }

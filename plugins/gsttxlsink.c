@@ -58,6 +58,8 @@ gst_txl_threshold_mode_get_type(void)
       "window", "quantile" },
     { TXL_THRESHOLD_ZSCORE, "fixed z-score (bpb - \"mean\") / \"stddev\" above "
       "\"z-threshold\"", "zscore" },
+    { TXL_THRESHOLD_STREAM, "worst part above the label-free threshold of "
+      "the stream's recent lines (as txl score)", "stream" },
     { 0, NULL, NULL },
   };
   if (g_once_init_enter(&type))
@@ -159,40 +161,69 @@ out_file(GstTxlSink *self)
   return self->out;
 }
 
+/* A line's anomaly (the worst part above the cut (fixed, quantile,
+ * stream) or a z-score (mad, zscore); NaN while the baseline warms up),
+ * whether it is warm-up (stream), and its flag; the baseline learns from
+ * it. */
 static gboolean
-write_line(GstTxlSink *self, Line *l, gdouble threshold)
+judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
+      gdouble threshold, double *anomaly, gboolean *warm)
 {
-  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
-  const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
   gboolean scored = sc->tokens > 0;
-  double mean = txl_line_mean_nll(sc);
-  double bpb = txl_line_bpb(sc);
   double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
-  /* anomaly: the worst part above the cut (fixed, quantile) or the robust
-   * z-score (mad); NaN while the baseline warms up */
-  double anomaly = NAN, cut = 0.0;
-  if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
+  double cut = 0.0;
+  if (self->mode == TXL_THRESHOLD_STREAM) {
+    /* the rule of txl score (txl_baseline_judge), which also keeps the
+     * window; lines scored with the model file's weights while learning
+     * are not the stream's scores */
+    double thr = 0;
+    gboolean stream_flag = FALSE;
+    *warm = (l->meta_flags & TXL_LINE_WARMUP) != 0;
+    if (!*warm && scored && txl_baseline_threshold(self->baseline, &thr))
+      *anomaly = worst - thr;
+    if (!*warm && scored)
+      *warm = !txl_baseline_judge(self->baseline, worst, &stream_flag);
+    /* new weights after this line: their own scores set the threshold */
+    if (l->meta_flags & TXL_LINE_NEW_WEIGHTS)
+      txl_baseline_reset(self->baseline);
+    return stream_flag || (scored && !isfinite(worst));
+  } else if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
     GST_OBJECT_LOCK(self);
-    anomaly = (worst - self->mean) / self->stddev;
+    *anomaly = (worst - self->mean) / self->stddev;
     cut = self->z_threshold;
     GST_OBJECT_UNLOCK(self);
   } else if (scored && !self->baseline) {
-    anomaly = worst - threshold;
+    *anomaly = worst - threshold;
   } else if (scored) {
     double v;
     if (txl_baseline_score(self->baseline, worst, &v))
-      anomaly = v;
+      *anomaly = v;
     if (self->mode == TXL_THRESHOLD_MAD)
       cut = self->z_threshold;
   }
   /* a non-finite score is flagged in every mode, warm-up included: it
    * must never pass for a normal line */
-  gboolean flag = (!isnan(anomaly) && anomaly > cut) ||
+  gboolean flag = (!isnan(*anomaly) && *anomaly > cut) ||
                   (scored && !isfinite(worst));
   /* flagged lines stay out of the baseline: a burst of anomalies must not
    * raise the bar for the next one */
   if (scored && self->baseline && !flag)
     txl_baseline_add(self->baseline, worst);
+  return flag;
+}
+
+static gboolean
+write_line(GstTxlSink *self, Line *l, gdouble threshold)
+{
+  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
+  const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
+  double mean = txl_line_mean_nll(sc);
+  double bpb = txl_line_bpb(sc);
+  double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
+  double anomaly = NAN;
+  gboolean warm = FALSE;
+  gboolean flag = judge(self, l, sc, threshold, &anomaly, &warm);
+  gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
@@ -202,6 +233,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   g_string_append(o, ", \"anomaly\": ");
   txl_json_append_double(o, "%.6f", anomaly);
   g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
+  if (by_stream)
+    g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
   if (sc->nonfinite)
     g_string_append_printf(o, ", \"nonfinite\": %u", sc->nonfinite);
   g_string_append(o, ", \"text\": ");
@@ -239,6 +272,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "nonfinite", G_TYPE_UINT, sc->nonfinite,
       "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
+      "warmup", G_TYPE_BOOLEAN, warm,
       "text", G_TYPE_STRING, text, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
   gst_structure_free(s);
@@ -394,6 +428,7 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
     return TRUE;
   l->has_meta = TRUE;
   gst_txl_line_meta_score(m, &l->meta);
+  l->meta_flags = m->flags;
   if (!self->per_line)
     return TRUE; /* the records gave the bytes and close the line */
   l->tok_bytes += m->bytes;
@@ -574,26 +609,35 @@ gst_txl_sink_start(GstBaseSink *bs)
   }
   g_free(location);
   reset_lines(self);
+  GError *err = NULL;
+  self->baseline = gst_txl_sink_new_baseline(self, &err);
+  if (err) {
+    GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                      ("Invalid threshold settings: %s", err->message),
+                      (NULL));
+    g_clear_error(&err);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+TxlBaseline *
+gst_txl_sink_new_baseline(GstTxlSink *self, GError **error)
+{
   GST_OBJECT_LOCK(self);
   GstTxlThresholdMode mode = self->mode;
   gint window = self->window, warmup = MIN(self->warmup, self->window);
   gdouble q = self->quantile;
   GST_OBJECT_UNLOCK(self);
-  if (mode == TXL_THRESHOLD_MAD || mode == TXL_THRESHOLD_QUANTILE) {
-    GError *err = NULL;
-    self->baseline = txl_baseline_new(mode == TXL_THRESHOLD_MAD
-                                        ? TXL_BASELINE_MAD
-                                        : TXL_BASELINE_QUANTILE,
-                                      window, warmup, q, &err);
-    if (!self->baseline) {
-      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
-                        ("Invalid threshold settings: %s", err->message),
-                        (NULL));
-      g_clear_error(&err);
-      return FALSE;
-    }
-  }
-  return TRUE;
+  if (mode == TXL_THRESHOLD_STREAM)
+    /* the label-free rule's own window and warm-up, as txl score */
+    return txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                            TXL_STREAM_RULE_WARMUP, 0, error);
+  if (mode != TXL_THRESHOLD_MAD && mode != TXL_THRESHOLD_QUANTILE)
+    return NULL;
+  return txl_baseline_new(mode == TXL_THRESHOLD_MAD ? TXL_BASELINE_MAD
+                                                    : TXL_BASELINE_QUANTILE,
+                          window, warmup, q, error);
 }
 
 static gboolean
@@ -647,8 +691,15 @@ static const TxlPropField prop_fields[] = {
 static void
 threshold_chosen(GObject *object, guint id)
 {
-  if (id == PROP_THRESHOLD)
-    GST_TXL_SINK(object)->threshold_set = TRUE;
+  GstTxlSink *self = GST_TXL_SINK(object);
+  if (id == PROP_MODE)
+    self->mode_set = TRUE;
+  if (id != PROP_THRESHOLD)
+    return;
+  self->threshold_set = TRUE;
+  /* a threshold given, and no threshold-mode: the fixed one it is for */
+  if (!self->mode_set)
+    self->mode = TXL_THRESHOLD_FIXED;
 }
 
 static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
@@ -689,12 +740,15 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
           DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property(gobject_class, PROP_MODE,
       g_param_spec_enum("threshold-mode", "Threshold mode",
-          "fixed: bits per byte above \"threshold\"; zscore: (bpb - \"mean\") "
+          "stream: the worst part above the label-free threshold of the last "
+          "1000 lines (docs/learning.md; after 50 lines, \"warmup\" "
+          "in the JSON); fixed: bits per byte above \"threshold\" (chosen when "
+          "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") "
           "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "
           "over the last \"window\" lines above \"z-threshold\"; quantile: "
           "bits per byte above the \"quantile\" of the last \"window\" lines "
           "(both after \"warmup\" lines)", gst_txl_threshold_mode_get_type(),
-          TXL_THRESHOLD_FIXED, rw | GST_PARAM_MUTABLE_READY));
+          TXL_THRESHOLD_STREAM, rw | GST_PARAM_MUTABLE_READY));
   g_object_class_install_property(gobject_class, PROP_Z,
       g_param_spec_double("z-threshold", "Z threshold",
           "threshold-mode mad: flag lines whose robust z-score exceeds this "
@@ -794,7 +848,7 @@ static void
 gst_txl_sink_init(GstTxlSink *self)
 {
   self->threshold = DEFAULT_THRESHOLD;
-  self->mode = TXL_THRESHOLD_FIXED;
+  self->mode = TXL_THRESHOLD_STREAM;
   self->z_threshold = DEFAULT_Z;
   self->quantile = DEFAULT_QUANTILE;
   self->window = DEFAULT_WINDOW;

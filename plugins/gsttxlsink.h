@@ -24,6 +24,10 @@ typedef enum {
   TXL_THRESHOLD_MAD = 1,
   TXL_THRESHOLD_QUANTILE = 2,
   TXL_THRESHOLD_ZSCORE = 3,
+  /* the label-free rule over the stream's own recent unflagged lines
+   * (txl_baseline_threshold, lib/anomaly/baseline.h), as `txl score`
+   * applies it: the default */
+  TXL_THRESHOLD_STREAM = 4,
 } GstTxlThresholdMode;
 
 #define TEXT_CAP 4096 /* bytes of a line kept for the output */
@@ -36,6 +40,7 @@ typedef struct {
                    * each token counted as its raw bytes */
   gboolean has_meta; /* the scoring element's line scores came: they win */
   TxlLineScore meta;
+  guint32 meta_flags; /* TXL_LINE_* of its meta (txlmodel learn=true) */
   GString *text;  /* without the line end, at most TEXT_CAP bytes */
   gboolean closed;
 } Line;
@@ -49,13 +54,15 @@ struct _GstTxlSink {
   gboolean threshold_set; /* by the application; else the model's calibration
                            * (caps field line-threshold) when it has one */
   GstTxlThresholdMode mode;
+  gboolean mode_set; /* by the application; else setting threshold
+                      * chooses fixed */
   gdouble z_threshold, quantile;
   gdouble mean, stddev; /* zscore mode: a fixed baseline, bits per byte */
   gint window, warmup;
   gboolean post_scores;
   gboolean text_mode; /* generation: plain text in, written as it comes */
   gboolean per_line;  /* scores as GstTxlLineMeta, no records (txlsessions) */
-  TxlBaseline *baseline; /* mad and quantile modes, from start() */
+  TxlBaseline *baseline; /* mad, quantile and stream modes, from start() */
 
   /* streaming state */
   FILE *out;
@@ -82,6 +89,9 @@ struct _GstTxlSink {
 
 /* gsttxlsink.c */
 void gst_txl_sink_line_free(gpointer p);
+/* The baseline of the threshold-mode in the properties (object lock
+ * taken), NULL for a mode without one (and error unset) or bad settings. */
+TxlBaseline *gst_txl_sink_new_baseline(GstTxlSink *self, GError **error);
 
 /* gsttxlsink_snap.c: its part of the snapshots (txlparts.h) */
 extern const TxlPart gst_txl_sink_part;

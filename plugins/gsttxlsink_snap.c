@@ -4,7 +4,8 @@
  * that a resumed stream writes what an uninterrupted one would. */
 #include "gsttxlsink.h"
 
-#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
+#define STATE_VERSION 3u /* 2: line scores of lib/anomaly/lines.h,
+                          * 3: their metas' flags */
 
 GBytes *
 gst_txl_sink_save_state(GstTxlSink *self)
@@ -35,6 +36,7 @@ gst_txl_sink_save_state(GstTxlSink *self)
     txl_line_acc_put(b, &l->acc);
     txl_put_u32(b, l->has_meta);
     txl_line_score_put(b, &l->meta);
+    txl_put_u32(b, l->meta_flags);
   }
   return g_byte_array_free_to_bytes(b);
 }
@@ -63,7 +65,8 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
                         "remove the snapshot to start afresh");
     return FALSE;
   }
-  if (!r.ok || version != STATE_VERSION || have_text > 1 || has_bl > 1 ||
+  if (!r.ok || (version != 2 && version != STATE_VERSION) || have_text > 1 ||
+      has_bl > 1 ||
       written < 0 || closed < 0 || text_line < 1)
     goto bad;
   if ((has_bl != 0) != (self->baseline != NULL)) {
@@ -88,7 +91,9 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     guint32 hm = txl_get_u32(&r);
     l->has_meta = hm != 0;
     txl_line_score_get(&r, &l->meta);
-    if (cl > 1 || hm > 1 || l->line <= prev)
+    l->meta_flags = version > 2 ? txl_get_u32(&r) : 0;
+    if (cl > 1 || hm > 1 || l->line <= prev ||
+        (l->meta_flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS)))
       r.ok = FALSE;
     prev = l->line;
   }
@@ -98,14 +103,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     /* checked on a copy of the settings: the live one changes only with
      * the rest */
     GBytes *bl = g_bytes_new(bd, bn);
-    TxlBaseline *trial = NULL;
-    GST_OBJECT_LOCK(self);
-    gint window = self->window, warmup = MIN(self->warmup, self->window);
-    gdouble q = self->quantile;
-    TxlBaselineKind kind = self->mode == TXL_THRESHOLD_MAD
-                               ? TXL_BASELINE_MAD : TXL_BASELINE_QUANTILE;
-    GST_OBJECT_UNLOCK(self);
-    trial = txl_baseline_new(kind, window, warmup, q, NULL);
+    TxlBaseline *trial = gst_txl_sink_new_baseline(self, NULL);
     gboolean ok = trial && txl_baseline_restore(trial, bl, error);
     if (ok && apply)
       ok = txl_baseline_restore(self->baseline, bl, error);

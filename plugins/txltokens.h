@@ -161,7 +161,18 @@ typedef struct {
   gdouble window; /* the worst window alone (0: none complete) */
   guint32 nonfinite; /* tokens whose score was NaN or infinite: then bpb
                       * and worst are not finite and the line is flagged */
+  guint32 flags;  /* TXL_LINE_* */
 } GstTxlLineMeta;
+
+/* flags of a GstTxlLineMeta (txlmodel learn=true, docs/learning.md) */
+enum {
+  /* scored with the model file's weights while learning warms up: a
+   * threshold from the stream's own scores neither flags it nor counts it */
+  TXL_LINE_WARMUP = 1 << 0,
+  /* new weights take over after this line: the recent scores that set the
+   * label-free threshold start again from the next line */
+  TXL_LINE_NEW_WEIGHTS = 1 << 1,
+};
 
 G_END_DECLS
 

@@ -57,7 +57,8 @@ run_free(Run *r)
 
 /* Runs "filesrc ! txltokenizer ! ELEMENT PROPS ! txlsink SINK_PROPS";
  * element properties are read back into *props_out (when given) after the
- * run. */
+ * run.  txlsink is in threshold-mode fixed, the mode the calibration's
+ * line threshold is for (its default judges by the stream's own scores). */
 static Run
 run(const char *element, const char *props, const char *sink_props,
     double *thr_out, char **key_out)
@@ -71,8 +72,8 @@ run(const char *element, const char *props, const char *sink_props,
   g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
   g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s name=e "
-      "model=\"%s\" %s ! txlsink location=\"%s\" %s", log_path, model,
-      element, model, props, out, sink_props);
+      "model=\"%s\" %s ! txlsink location=\"%s\" threshold-mode=fixed %s",
+      log_path, model, element, model, props, out, sink_props);
   g_autoptr(GError) err = NULL;
   GstElement *p = gst_parse_launch(desc, &err);
   g_assert_no_error(err);

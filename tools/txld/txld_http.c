@@ -86,8 +86,9 @@ pipeline_json(GString *o, TxldPipeline *p)
   json_num(o, p->last_bpb);
   g_string_append(o, ", \"tokens_per_second\": ");
   json_num(o, p->tokens_per_s);
-  g_string_append_printf(o, ", \"state_memory_bytes\": %" G_GUINT64_FORMAT,
-                         p->state_bytes);
+  g_string_append_printf(o, ", \"state_memory_bytes\": %" G_GUINT64_FORMAT
+                         ", \"learn_rounds\": %" G_GUINT64_FORMAT,
+                         p->state_bytes, p->learn_rounds);
   g_string_append(o, ", \"snapshot\": {\"path\": ");
   json_str(o, c->snapshot);
   g_string_append_printf(o, ", \"supported\": %s, \"interval_s\": %u, "
@@ -202,7 +203,8 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
 /* ---- Prometheus ------------------------------------------------------------ */
 
 typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
-               M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ERRORS, M_UP, N_METRICS } Metric;
+               M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ERRORS, M_UP, M_LEARN,
+               N_METRICS } Metric;
 
 static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_tokens_total", "counter", "Tokens scored since txld started." },
@@ -216,6 +218,7 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again." },
   { "txld_pipeline_errors_total", "counter", "ERROR messages from the pipeline." },
   { "txld_pipeline_up", "gauge", "1 while the pipeline is PLAYING." },
+  { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel learn=true elements (restored streams count from their start)." },
 };
 
 static void
@@ -253,6 +256,7 @@ metrics_text(TxldDaemon *d)
       case M_RESTARTS: v = p->restarts; break;
       case M_ERRORS: v = p->errors; break;
       case M_UP: v = p->state == TXLD_RUNNING; break;
+      case M_LEARN: v = p->learn_rounds; break;
       default: break;
       }
       g_mutex_unlock(&p->lock);

@@ -211,6 +211,27 @@ static void schedule_restart(TxldPipeline *p, gboolean failed);
 
 /* Stops the current run.  Setting NULL makes every txlmodel write its
  * snapshot on the way through READY; the sync handler sees the message. */
+/* Learning on the stream (txlmodel learn=true): the rounds landed in the
+ * pipeline's scoring elements; a stopped pipeline keeps its last count. */
+static void
+read_learn_rounds(TxldPipeline *p)
+{
+  guint64 rounds = 0;
+  for (guint i = 0; i < p->models->len; i++) {
+    GObject *m = p->models->pdata[i];
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(m), "learn-rounds")) {
+      guint r = 0;
+      g_object_get(m, "learn-rounds", &r, NULL);
+      rounds += r;
+    }
+  }
+  if (p->models->len) {
+    g_mutex_lock(&p->lock);
+    p->learn_rounds = rounds;
+    g_mutex_unlock(&p->lock);
+  }
+}
+
 static void
 teardown(TxldPipeline *p, gboolean from_watch)
 {
@@ -224,6 +245,7 @@ teardown(TxldPipeline *p, gboolean from_watch)
     g_source_remove(p->bus_watch);
   p->bus_watch = 0;
   gst_element_set_state(p->pipeline, GST_STATE_NULL);
+  read_learn_rounds(p);
   GstBus *bus = gst_element_get_bus(p->pipeline);
   gst_bus_set_sync_handler(bus, NULL, NULL, NULL);
   gst_object_unref(bus);
@@ -566,6 +588,7 @@ txld_pipeline_tick(TxldPipeline *p)
       have_live = TRUE;
     }
   }
+  read_learn_rounds(p);
   if (have_live) {
     g_mutex_lock(&p->lock);
     p->state_bytes = live;

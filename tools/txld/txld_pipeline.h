@@ -71,6 +71,7 @@ struct TxldPipeline {
   char *last_snapshot_reason, *last_snapshot_path;
   gint64 restored_tokens;       /* -1: nothing restored in this run */
   guint64 state_bytes;          /* of the last snapshot's state */
+  guint64 learn_rounds;         /* txlmodel learn=true: rounds landed */
   guint64 state_read_at;        /* snapshots + restores when it was read */
   TxldLine ring[TXLD_RING_LINES];
   guint64 ring_count;           /* lines ever put in the ring */

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Learning on the stream inside txlmodel (txllearn.h, docs/learning.md). */
+#include "txllearn.h"
+
+#include "txl_anomaly.h"
+#include "txl_train.h"
+
+#include <math.h>
+
+GST_DEBUG_CATEGORY_STATIC(gst_txl_learn_debug);
+#define GST_CAT_DEFAULT gst_txl_learn_debug
+
+#define SECTION_VERSION 1u
+/* ids of the open line kept at most in a section (the learner bounds what
+ * it keeps itself; a line longer than this is a hostile file) */
+#define MAX_LINE_IDS (1u << 26)
+
+/* A complete line on its way to the learner. */
+typedef struct {
+  GArray *ids;     /* int32_t */
+  gint64 line;
+  TxlLineScore s;
+  guint done_index;
+  gboolean warm;   /* scored with the model file's weights */
+} Queued;
+
+struct _GstTxlLearn {
+  GstElement *owner;
+  TxlLearner *learner;
+  TxlBaseline *recent; /* unflagged lines scored since the weights changed */
+  int gen;             /* adapted weights in use (0: the model file's) */
+  GArray *cur_ids;     /* the open line's ids */
+  int cur_gen;         /* weights its first record was scored with */
+  GArray *queue;       /* Queued, closed since the last run */
+};
+
+static void
+init_debug(void)
+{
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    GST_DEBUG_CATEGORY_INIT(gst_txl_learn_debug, "txllearn", 0,
+                            "txlmodel learning on the stream");
+    g_once_init_leave(&done, 1);
+  }
+}
+
+static void
+queued_clear(gpointer p)
+{
+  Queued *q = p;
+  g_clear_pointer(&q->ids, g_array_unref);
+}
+
+GstTxlLearn *
+gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
+                  GError **error)
+{
+  init_debug();
+  TxlLearnOptions o = txl_learn_options_default();
+  if (warmup_lines > 0)
+    o.warmup_lines = warmup_lines;
+  TxlLearner *learner = txl_learner_new(base, &o, error);
+  if (!learner)
+    return NULL;
+  GstTxlLearn *l = g_new0(GstTxlLearn, 1);
+  l->owner = owner;
+  l->learner = learner;
+  l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
+                               TXL_STREAM_RULE_WARMUP, 0, NULL);
+  l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  l->queue = g_array_new(FALSE, FALSE, sizeof(Queued));
+  g_array_set_clear_func(l->queue, queued_clear);
+  return l;
+}
+
+void
+gst_txl_learn_free(GstTxlLearn *l)
+{
+  if (!l)
+    return;
+  txl_learner_free(l->learner);
+  txl_baseline_free(l->recent);
+  g_array_unref(l->cur_ids);
+  g_array_unref(l->queue);
+  g_free(l);
+}
+
+void
+gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
+                     gboolean line_start)
+{
+  if (line_start) {
+    g_array_set_size(l->cur_ids, 0);
+    l->cur_gen = l->gen;
+  }
+  g_array_append_val(l->cur_ids, r->id);
+}
+
+guint32
+gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
+                    guint done_index)
+{
+  Queued q = { l->cur_ids, line, *s, done_index, l->cur_gen == 0 };
+  g_array_append_val(l->queue, q);
+  l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  l->cur_gen = l->gen;
+  return q.warm ? TXL_LINE_WARMUP : 0;
+}
+
+gboolean
+gst_txl_learn_pending(const GstTxlLearn *l)
+{
+  return l->queue->len > 0;
+}
+
+gint
+gst_txl_learn_rounds(GstTxlLearn *l)
+{
+  return l->gen;
+}
+
+/* New weights took over after line: the message, the model file. */
+static void
+landed(GstTxlLearn *l, gint64 line, const gchar *model_out)
+{
+  TxlLearnStats st;
+  txl_learner_stats(l->learner, &st);
+  GST_INFO_OBJECT(l->owner, "learnt round %d after line %" G_GINT64_FORMAT
+                  " (%" G_GINT64_FORMAT " steps, loss %.3f -> %.3f "
+                  "nats/token, %.1f s)", st.rounds, line, st.steps,
+                  st.loss_first, st.loss_last, st.seconds);
+  GstStructure *s = gst_structure_new("txl-learn",
+      "round", G_TYPE_INT, st.rounds,
+      "line", G_TYPE_INT64, line,
+      "steps", G_TYPE_INT64, st.steps,
+      "loss-first", G_TYPE_DOUBLE, st.loss_first,
+      "loss-last", G_TYPE_DOUBLE, st.loss_last,
+      "seconds", G_TYPE_DOUBLE, st.seconds, NULL);
+  gst_element_post_message(l->owner,
+                           gst_message_new_element(GST_OBJECT(l->owner), s));
+  GError *err = NULL;
+  if (model_out && *model_out &&
+      !txl_learner_write_model(l->learner, model_out, &err)) {
+    GST_ELEMENT_WARNING(l->owner, RESOURCE, WRITE,
+                        ("Could not write the adapted model to \"%s\".",
+                         model_out), ("%s", err->message));
+    g_clear_error(&err);
+  }
+}
+
+/* One line, as `txl score --learn` and txlsink's threshold-mode stream
+ * judge it (txl_baseline_judge): flagged or not for the learner.  Lines
+ * scored with the model file's weights are not the stream's scores. */
+static gboolean
+judge(GstTxlLearn *l, const Queued *q)
+{
+  gboolean flag = FALSE;
+  if (!q->warm && q->s.tokens > 0)
+    txl_baseline_judge(l->recent, txl_line_worst(&q->s), &flag);
+  return flag;
+}
+
+gboolean
+gst_txl_learn_run(GstTxlLearn *l, TxlScorer *scorer, GArray *done_flags,
+                  const gchar *model_out, GError **error)
+{
+  gboolean ok = TRUE;
+  for (guint i = 0; i < l->queue->len && ok; i++) {
+    Queued *q = &g_array_index(l->queue, Queued, i);
+    gboolean flag = judge(l, q);
+    GError *err = NULL;
+    TxlModel *m = txl_learner_line(l->learner, (const int32_t *)q->ids->data,
+                                   q->ids->len, flag, &err);
+    if (m) {
+      ok = txl_scorer_set_model(scorer, m, error);
+      if (ok) {
+        l->gen++;
+        /* the new weights score differently: their own scores decide */
+        txl_baseline_reset(l->recent);
+        if (q->done_index < done_flags->len)
+          g_array_index(done_flags, guint32, q->done_index) |=
+              TXL_LINE_NEW_WEIGHTS;
+        landed(l, q->line, model_out);
+      }
+      txl_model_unref(m);
+    } else if (err) {
+      GST_ELEMENT_WARNING(l->owner, STREAM, FAILED,
+                          ("A round of learning failed: %s", err->message),
+                          ("scoring goes on with the last good weights"));
+      g_clear_error(&err);
+    }
+  }
+  g_array_set_size(l->queue, 0);
+  return ok;
+}
+
+/* ---- properties -------------------------------------------------------- */
+
+void
+gst_txl_learn_install_props(GObjectClass *gobject_class, guint first)
+{
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
+  g_object_class_install_property(gobject_class, first + 0,
+      g_param_spec_boolean("learn", "Learn",
+          "Fine-tune a copy of the model on the lines of the stream, in "
+          "rounds on a thread of their own, the adapted weights taking over "
+          "between segments at a line fixed by the input (docs/learning.md)",
+          FALSE, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, first + 1,
+      g_param_spec_int("learn-warmup", "Learning warm-up",
+          "learn=true: lines scored with the model file's weights before the "
+          "first round of learning (lines)", 1, G_MAXINT,
+          GST_TXL_LEARN_DEFAULT_WARMUP, rw | GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property(gobject_class, first + 2,
+      g_param_spec_string("learn-model", "Adapted model file",
+          "learn=true: write the adapted weights as a model file here after "
+          "each round (atomically; unset: none)", NULL,
+          rw | GST_PARAM_MUTABLE_PLAYING));
+  g_object_class_install_property(gobject_class, first + 3,
+      g_param_spec_uint("learn-rounds", "Learning rounds",
+          "learn=true: rounds of learning whose weights took over (restored "
+          "streams count from their start)", 0, G_MAXUINT, 0,
+          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+}
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+static gboolean
+count_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
+{
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE)
+    g_array_append_val((GArray *)data, ((GstTxlLineMeta *)*meta)->flags);
+  return TRUE;
+}
+
+typedef struct {
+  GArray *flags;
+  guint at;
+} SetFlags;
+
+static gboolean
+set_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
+{
+  SetFlags *f = data;
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE &&
+      f->at < f->flags->len)
+    ((GstTxlLineMeta *)*meta)->flags =
+        g_array_index(f->flags, guint32, f->at++);
+  return TRUE;
+}
+
+/* Version, the open line (weights, ids), the recent scores, the flags of
+ * the undelivered buffer's line metas, then the learner's state bytes
+ * (which wait for a round in flight). */
+GBytes *
+gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered)
+{
+  /* the element runs the learner after every call into its scorer, so
+   * between buffers nothing waits (an error may have cut a run short) */
+  if (l->queue->len)
+    GST_WARNING_OBJECT(l->owner, "%u complete lines not yet learnt from "
+                       "are left out of the snapshot", l->queue->len);
+  GByteArray *b = g_byte_array_new();
+  txl_put_u32(b, SECTION_VERSION);
+  txl_put_u32(b, l->cur_gen == 0);
+  txl_put_u32(b, l->cur_ids->len);
+  for (guint i = 0; i < l->cur_ids->len; i++)
+    txl_put_u32(b, (guint32)g_array_index(l->cur_ids, int32_t, i));
+  GBytes *bl = txl_baseline_save(l->recent);
+  gsize bn;
+  const guint8 *bd = g_bytes_get_data(bl, &bn);
+  txl_put_blob(b, bd, bn);
+  g_bytes_unref(bl);
+  GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
+  if (undelivered)
+    gst_buffer_foreach_meta(undelivered, count_meta, flags);
+  txl_put_u32(b, flags->len);
+  for (guint i = 0; i < flags->len; i++)
+    txl_put_u32(b, g_array_index(flags, guint32, i));
+  g_array_unref(flags);
+  gsize n = txl_learner_state_get_size(l->learner);
+  guint at = b->len;
+  txl_put_u64(b, n);
+  g_byte_array_set_size(b, at + 8 + (guint)n);
+  txl_learner_state_get_data(l->learner, b->data + at + 8, n);
+  return g_byte_array_free_to_bytes(b);
+}
+
+static gboolean
+bad(GError **error)
+{
+  g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                      "the snapshot's txlmodel learning state is malformed");
+  return FALSE;
+}
+
+/* The section's fields into l (a fresh one) and the flags. */
+static gboolean
+parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
+      GError **error)
+{
+  TxlReader r;
+  txl_reader_init(&r, section);
+  guint32 version = txl_get_u32(&r), warm = txl_get_u32(&r),
+          nids = txl_get_u32(&r);
+  if (!r.ok || version != SECTION_VERSION || warm > 1 || nids > MAX_LINE_IDS ||
+      nids > txl_reader_left(&r) / 4)
+    return bad(error);
+  for (guint32 i = 0; i < nids; i++) {
+    int32_t id = (int32_t)txl_get_u32(&r);
+    if (id < 0 || id >= n_token)
+      return bad(error);
+    g_array_append_val(l->cur_ids, id);
+  }
+  gsize bn;
+  const guint8 *bd = txl_get_blob(&r, &bn, G_MAXUINT32);
+  guint32 nflags = r.ok ? txl_get_u32(&r) : 0;
+  if (!r.ok || nflags > txl_reader_left(&r) / 4)
+    return bad(error);
+  for (guint32 i = 0; i < nflags; i++) {
+    guint32 f = txl_get_u32(&r);
+    if (f & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS))
+      return bad(error);
+    g_array_append_val(flags, f);
+  }
+  gsize ln;
+  const guint8 *ld = txl_get_blob(&r, &ln, G_MAXSIZE);
+  if (!r.ok || !txl_reader_done(&r))
+    return bad(error);
+  GBytes *bl = g_bytes_new_static(bd, bn);
+  gboolean ok = txl_baseline_restore(l->recent, bl, error) &&
+                txl_learner_state_set_data(l->learner, ld, ln, error);
+  g_bytes_unref(bl);
+  if (!ok)
+    return FALSE;
+  TxlLearnStats st;
+  txl_learner_stats(l->learner, &st);
+  l->gen = st.rounds;
+  /* only whether the open line began with the model file's weights
+   * matters: that makes it a warm-up line */
+  l->cur_gen = warm ? 0 : MAX(l->gen, 1);
+  return TRUE;
+}
+
+GstTxlLearn *
+gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
+                   GBytes *section, TxlScorer *scorer, GstBuffer *undelivered,
+                   GError **error)
+{
+  GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines, error);
+  if (!l)
+    return NULL;
+  GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
+  gboolean ok = parse(l, txl_model_config(base)->n_token, section, flags,
+                      error);
+  if (ok) {
+    TxlModel *m = txl_learner_model(l->learner);
+    if (m)
+      ok = txl_scorer_set_model(scorer, m, error);
+    txl_model_unref(m);
+  }
+  if (ok) {
+    /* one flag word per line meta of the buffer a failed push kept */
+    SetFlags f = { flags, 0 };
+    GArray *have = g_array_new(FALSE, FALSE, sizeof(guint32));
+    if (undelivered)
+      gst_buffer_foreach_meta(undelivered, count_meta, have);
+    if (have->len != flags->len)
+      ok = bad(error);
+    else if (undelivered)
+      gst_buffer_foreach_meta(undelivered, set_meta, &f);
+    g_array_unref(have);
+  }
+  g_array_unref(flags);
+  if (!ok)
+    g_clear_pointer(&l, gst_txl_learn_free);
+  return l;
+}

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* txlmodel learn=true (plugins/txllearn.c, docs/learning.md): the adapted
+ * weights take over right after the warm-up line, bit for bit as a
+ * TxlScorer and a TxlLearner run directly on the same ids, at any buffer
+ * split; warm-up lines and the landing line are marked on their line
+ * metas; the txl-learn message and learn-rounds; txlsink's default
+ * threshold marks warm-up lines and never flags them; a pipeline cut
+ * before, at and after the warm-up continues from its snapshot byte for
+ * byte; snapshots continue only the way they were written. */
+#include "elements.h"
+#include "learner.h"
+#include "params.h"
+
+#include <glib/gstdio.h>
+
+#define N_LINES 90
+#define WARMUP 30
+
+static char *model;
+
+/* A tiny byte model that training supports (a plain softmax). */
+static char *
+tiny_model(void)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  c.d_model = c.d_embed = 16;
+  c.n_head = 2;
+  c.d_inner = 32;
+  c.n_layer = 1;
+  c.mem_len = 8;
+  c.tgt_len = 8;
+  c.div_val = 1;
+  c.n_cutoffs = 0;
+  c.tie_projs[0] = FALSE;
+  return tu_write_model(&c, 11, NULL);
+}
+
+/* A little log: line i as bytes, with its line end. */
+static void
+log_line(GString *s, int i)
+{
+  if (i == 70)
+    g_string_append(s, "kernel: BUG at 0xdeadbeef!\n");
+  else
+    g_string_append_printf(s, "sshd[%d]: accepted %s from 10.0.%d.%d\n",
+                           100 + (i * 37) % 900,
+                           (const char *[]){ "alice", "bob", "carol" }[i % 3],
+                           i % 4, (i * 53) % 256);
+}
+
+static GString *
+log_text(void)
+{
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < N_LINES; i++)
+    log_line(s, i);
+  return s;
+}
+
+/* The text as token records of the byte tokenizer: one id per byte. */
+static void
+text_ids(const GString *t, int32_t *ids, gint64 *lines, guint32 *flags)
+{
+  gint64 line = 1;
+  for (gsize i = 0; i < t->len; i++) {
+    ids[i] = (guint8)t->str[i];
+    lines[i] = line;
+    flags[i] = t->str[i] == '\n' ? TXL_RECORD_LINE_END : 0;
+    line += t->str[i] == '\n';
+  }
+}
+
+/* ---- the element in a harness --------------------------------------- */
+
+typedef struct {
+  GArray *lp;        /* float, per stream position */
+  GArray *meta_line; /* gint64, per line meta */
+  GArray *meta_flags; /* guint32 */
+  GPtrArray *learnt; /* txl-learn structures */
+  guint rounds;
+  char *warning;     /* the first warning message's text */
+} Got;
+
+static void
+got_free(Got *g)
+{
+  g_array_unref(g->lp);
+  g_array_unref(g->meta_line);
+  g_array_unref(g->meta_flags);
+  g_ptr_array_unref(g->learnt);
+  g_free(g->warning);
+}
+
+static gboolean
+take_meta(GstBuffer *b, GstMeta **meta, gpointer data)
+{
+  Got *g = data;
+  if ((*meta)->info->api == g_type_from_name(GST_TXL_LINE_META_API_NAME)) {
+    const GstTxlLineMeta *m = (const GstTxlLineMeta *)*meta;
+    g_array_append_val(g->meta_line, m->line);
+    g_array_append_val(g->meta_flags, m->flags);
+  }
+  return TRUE;
+}
+
+static Got
+run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
+               const guint32 *flags, gsize n, gsize chunk, gboolean learn)
+{
+  GstElement *e = gst_element_factory_make("txlmodel", NULL);
+  g_object_set(e, "model", path, "learn", learn, "learn-warmup", WARMUP,
+               NULL);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(e, bus);
+  GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
+  gst_harness_set_src_caps(h, el_token_caps(path));
+  for (gsize at = 0; at < n; at += chunk) {
+    gsize k = MIN(chunk, n - at);
+    g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + at, lines + at,
+                                                        flags + at, k, at)),
+                    ==, GST_FLOW_OK);
+  }
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  Got g = { g_array_new(FALSE, TRUE, sizeof(float)),
+            g_array_new(FALSE, FALSE, sizeof(gint64)),
+            g_array_new(FALSE, FALSE, sizeof(guint32)),
+            g_ptr_array_new_with_free_func((GDestroyNotify)gst_structure_free),
+            0, NULL };
+  GList *bufs = el_pull_all(h);
+  GArray *recs = el_score_records(bufs);
+  for (guint i = 0; i < recs->len; i++) {
+    const TxlScoreRecord *r = &g_array_index(recs, TxlScoreRecord, i);
+    g_assert_cmpint(r->pos, ==, i);
+    g_array_append_val(g.lp, r->logprob);
+  }
+  g_array_unref(recs);
+  for (GList *it = bufs; it; it = it->next)
+    gst_buffer_foreach_meta(it->data, take_meta, &g);
+  el_buffers_free(bufs);
+  g_object_get(e, "learn-rounds", &g.rounds, NULL);
+  GstMessage *m;
+  while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT |
+                                             GST_MESSAGE_WARNING))) {
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING && !g.warning) {
+      GError *w = NULL;
+      gst_message_parse_warning(m, &w, NULL);
+      g.warning = g_strdup(w->message);
+      g_error_free(w);
+    } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
+               gst_structure_has_name(gst_message_get_structure(m),
+                                      "txl-learn"))
+      g_ptr_array_add(g.learnt,
+                      gst_structure_copy(gst_message_get_structure(m)));
+    gst_message_unref(m);
+  }
+  gst_harness_teardown(h);
+  gst_element_set_bus(e, NULL);
+  gst_object_unref(bus);
+  return g;
+}
+
+static Got
+run_harness(const int32_t *ids, const gint64 *lines, const guint32 *flags,
+            gsize n, gsize chunk, gboolean learn)
+{
+  return run_harness_on(model, ids, lines, flags, n, chunk, learn);
+}
+
+/* ---- the same with the library directly ------------------------------ */
+
+typedef struct {
+  GArray *lp;
+  const guint32 *flags;
+  gint64 closed; /* lines whose line end has been scored */
+} Direct;
+
+static void
+direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  Direct *d = data;
+  if ((guint)pos >= d->lp->len)
+    g_array_set_size(d->lp, pos + 1);
+  g_array_index(d->lp, float, pos) = logprob;
+  d->closed += (d->flags[pos] & TXL_RECORD_LINE_END) != 0;
+}
+
+/* Scores ids while a TxlLearner learns from each completed line, new
+ * weights set after the push that completed the landing line; returns
+ * the log-probs and the landing line. */
+static GArray *
+direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model, &err);
+  g_assert_no_error(err);
+  Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), flags, 0 };
+  g_array_set_size(d.lp, 1);
+  g_array_index(d.lp, float, 0) = NAN;
+  TxlScorer *s = txl_scorer_new(m, NULL, 0, direct_score, &d, &err);
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = WARMUP;
+  TxlLearner *l = txl_learner_new(m, &o, &err);
+  g_assert_no_error(err);
+  gint64 given = 0;
+  gsize line_start = 0, at = 0;
+  *landed = 0;
+  for (gsize i = 0; i < n; i++) {
+    g_assert_true(txl_scorer_push(s, &ids[i], 1, &err));
+    for (; given < d.closed; given++) {
+      while (!(flags[at] & TXL_RECORD_LINE_END))
+        at++;
+      at++;
+      TxlModel *w = txl_learner_line(l, ids + line_start, at - line_start,
+                                     FALSE, &err);
+      g_assert_no_error(err);
+      line_start = at;
+      if (w) {
+        g_assert_true(txl_scorer_set_model(s, w, &err));
+        *landed = given + 1;
+        txl_model_unref(w);
+      }
+    }
+  }
+  g_assert_true(txl_scorer_finish(s, &err));
+  txl_learner_free(l);
+  txl_scorer_free(s);
+  txl_model_unref(m);
+  return d.lp;
+}
+
+static void
+test_landing(void)
+{
+  GString *t = log_text();
+  gsize n = t->len;
+  int32_t *ids = g_new(int32_t, n);
+  gint64 *lines = g_new(gint64, n);
+  guint32 *flags = g_new(guint32, n);
+  text_ids(t, ids, lines, flags);
+  gint64 landed = 0;
+  GArray *want = direct(ids, flags, n, &landed);
+  g_assert_cmpint(landed, ==, WARMUP);
+  Got plain = run_harness(ids, lines, flags, n, n, FALSE);
+  gsize chunks[] = { 1, 7, 97, n };
+  for (guint k = 0; k < G_N_ELEMENTS(chunks); k++) {
+    Got g = run_harness(ids, lines, flags, n, chunks[k], TRUE);
+    /* bit for bit the library's scores: the weights changed at the same
+     * token whatever the buffers */
+    g_assert_cmpuint(g.lp->len, ==, n);
+    g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, want->data + 4,
+                    (n - 1) * 4);
+    /* the same as without learning up to the landing line, not after */
+    gsize end = 0;
+    for (int i = 0; i < WARMUP; i++)
+      end = (gsize)(strchr(t->str + end, '\n') - t->str) + 1;
+    g_assert_cmpmem(g.lp->data + 4, (end - 1) * 4, plain.lp->data + 4,
+                    (end - 1) * 4);
+    g_assert_true(memcmp(g.lp->data + 4 * end, plain.lp->data + 4 * end,
+                         (n - end) * 4) != 0);
+    /* the metas: every line once; warm-up lines first, the landing line
+     * marked, nothing marked without learning */
+    g_assert_cmpuint(g.meta_line->len, ==, N_LINES);
+    guint warm = 0;
+    for (guint i = 0; i < g.meta_flags->len; i++) {
+      guint32 f = g_array_index(g.meta_flags, guint32, i);
+      g_assert_cmpint(g_array_index(g.meta_line, gint64, i), ==, i + 1);
+      g_assert_cmpint(!!(f & TXL_LINE_NEW_WEIGHTS), ==, i + 1 == WARMUP);
+      if (f & TXL_LINE_WARMUP)
+        g_assert_cmpuint(warm++, ==, i);
+      g_assert_cmpuint(g_array_index(plain.meta_flags, guint32, i), ==, 0);
+    }
+    /* the line after the landing line began in its segment */
+    g_assert_cmpuint(warm, >=, WARMUP);
+    g_assert_cmpuint(warm, <=, WARMUP + 1);
+    g_assert_cmpuint(g.rounds, ==, 1);
+    g_assert_cmpuint(g.learnt->len, ==, 1);
+    const GstStructure *s = g.learnt->pdata[0];
+    gint round = 0;
+    gint64 line = 0, steps = 0;
+    gdouble l0 = 0, l1 = 0, sec = -1;
+    g_assert_true(gst_structure_get(s, "round", G_TYPE_INT, &round, "line",
+                                    G_TYPE_INT64, &line, "steps",
+                                    G_TYPE_INT64, &steps, "loss-first",
+                                    G_TYPE_DOUBLE, &l0, "loss-last",
+                                    G_TYPE_DOUBLE, &l1, "seconds",
+                                    G_TYPE_DOUBLE, &sec, NULL));
+    g_assert_cmpint(round, ==, 1);
+    g_assert_cmpint(line, ==, WARMUP);
+    g_assert_cmpint(steps, >, 0);
+    g_assert_true(isfinite(l0) && isfinite(l1) && sec >= 0);
+    got_free(&g);
+  }
+  g_assert_cmpuint(plain.rounds, ==, 0);
+  g_assert_cmpuint(plain.learnt->len, ==, 0);
+  got_free(&plain);
+  g_array_unref(want);
+  g_free(ids);
+  g_free(lines);
+  g_free(flags);
+  g_string_free(t, TRUE);
+}
+
+/* A round whose loss goes non-finite (weights scaled by 1e18) is dropped
+ * with a warning; the stream goes on with the model file's weights. */
+static void
+test_failed_round(void)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(model, &err);
+  g_assert_no_error(err);
+  TxlParams *p = txl_params_from_model(m, &err);
+  g_assert_no_error(err);
+  for (gsize i = 0; i < p->n; i++)
+    p->data[i] *= 1e18f;
+  g_autofree char *huge = g_strconcat(model, ".huge.gguf", NULL);
+  g_assert_true(txl_params_write_gguf(p, txl_params_write_tokenizer,
+                                      (gpointer)txl_model_tokenizer(m), huge,
+                                      &err));
+  txl_params_free(p);
+  txl_model_unref(m);
+  GString *t = log_text();
+  gsize n = t->len;
+  int32_t *ids = g_new(int32_t, n);
+  gint64 *lines = g_new(gint64, n);
+  guint32 *flags = g_new(guint32, n);
+  text_ids(t, ids, lines, flags);
+  Got g = run_harness_on(huge, ids, lines, flags, n, 64, TRUE);
+  Got plain = run_harness_on(huge, ids, lines, flags, n, 64, FALSE);
+  g_assert_nonnull(g.warning);
+  g_assert_nonnull(strstr(g.warning, "round of learning failed"));
+  g_assert_cmpuint(g.rounds, ==, 0);
+  g_assert_cmpuint(g.learnt->len, ==, 0);
+  /* still the model file's weights: every line warm-up, the same scores */
+  for (guint i = 0; i < g.meta_flags->len; i++)
+    g_assert_cmpuint(g_array_index(g.meta_flags, guint32, i), ==,
+                     TXL_LINE_WARMUP);
+  g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
+                  (n - 1) * 4);
+  got_free(&g);
+  got_free(&plain);
+  tu_remove(huge);
+  g_free(ids);
+  g_free(lines);
+  g_free(flags);
+  g_string_free(t, TRUE);
+}
+
+/* ---- pipelines: txlsink's marks, snapshots -------------------------- */
+
+typedef struct {
+  char *dir, *text, *out, *snap;
+  GString *data;
+} Fixture;
+
+static void
+fixture_init(Fixture *f)
+{
+  f->dir = g_dir_make_tmp("txl-learn-XXXXXX", NULL);
+  f->text = g_build_filename(f->dir, "in.txt", NULL);
+  f->out = g_build_filename(f->dir, "out.jsonl", NULL);
+  f->snap = g_build_filename(f->dir, "s.snap", NULL);
+  f->data = log_text();
+}
+
+static void
+fixture_clear(Fixture *f)
+{
+  const char *names[] = { "in.txt", "out.jsonl", "s.snap", "adapted.gguf" };
+  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+    char *p = g_build_filename(f->dir, names[i], NULL);
+    g_remove(p);
+    g_free(p);
+  }
+  g_rmdir(f->dir);
+  g_free(f->dir);
+  g_free(f->text);
+  g_free(f->out);
+  g_free(f->snap);
+  g_string_free(f->data, TRUE);
+}
+
+/* Runs text [from, to) through filesrc ! txltokenizer ! txlmodel PROPS !
+ * txlsink; returns the error text (g_free), NULL when it ran to EOS. */
+static char *
+run_pipeline(Fixture *f, gsize from, gsize to, const char *props)
+{
+  g_assert_true(g_file_set_contents(f->text, f->data->str + from,
+                                    (gssize)(to - from), NULL));
+  g_autofree char *desc = g_strdup_printf(
+      "filesrc blocksize=61 location=\"%s\" ! txltokenizer model=\"%s\" ! "
+      "txlmodel model=\"%s\" learn-warmup=%d %s ! txlsink location=\"%s\" "
+      "append=true", f->text, model, model, WARMUP, props, f->out);
+  GError *err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  GstBus *bus = gst_element_get_bus(p);
+  char *error = NULL;
+  if (gst_element_set_state(p, GST_STATE_PLAYING) !=
+      GST_STATE_CHANGE_FAILURE) {
+    GstMessage *m = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
+        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
+    g_assert_nonnull(m);
+    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(m, &e, NULL);
+      error = g_strdup(e->message);
+      g_error_free(e);
+    }
+    gst_message_unref(m);
+  } else {
+    error = el_bus_error(bus);
+    g_assert_nonnull(error);
+  }
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(p);
+  return error;
+}
+
+static char *
+output(Fixture *f)
+{
+  char *s = NULL;
+  g_assert_true(g_file_get_contents(f->out, &s, NULL, NULL));
+  return s;
+}
+
+static void
+test_sink_marks(void)
+{
+  Fixture f;
+  fixture_init(&f);
+  g_autofree char *adapted = g_build_filename(f.dir, "adapted.gguf", NULL);
+  g_autofree char *props = g_strdup_printf("learn=true learn-model=\"%s\"",
+                                           adapted);
+  g_assert_null(run_pipeline(&f, 0, f.data->len, props));
+  g_autofree char *out = output(&f);
+  g_auto(GStrv) rows = g_strsplit(out, "\n", -1);
+  g_assert_cmpuint(g_strv_length(rows), ==, N_LINES + 1);
+  int warm = 0;
+  for (int i = 0; i < N_LINES; i++) {
+    gboolean w = strstr(rows[i], "\"warmup\": true") != NULL;
+    g_assert_true(w || strstr(rows[i], "\"warmup\": false"));
+    /* warm-up lines come first and are never flagged */
+    g_assert_true(!w || warm == i);
+    warm += w;
+    if (w)
+      g_assert_nonnull(strstr(rows[i], "\"flag\": false"));
+  }
+  /* the learning's warm-up (and the line begun in the landing line's
+   * segment), then TXL_STREAM_RULE_WARMUP lines for the recent scores */
+  g_assert_cmpint(warm, >=, WARMUP + 50);
+  g_assert_cmpint(warm, <=, WARMUP + 1 + 50);
+  /* the adapted model file loads and names the model it came from */
+  g_autoptr(GError) err = NULL;
+  TxlModel *a = txl_model_load(adapted, &err);
+  g_assert_no_error(err);
+  TxlModel *b = txl_model_load(model, &err);
+  g_assert_cmpstr(txl_model_vocab_id(a), ==, txl_model_vocab_id(b));
+  txl_model_unref(a);
+  txl_model_unref(b);
+  fixture_clear(&f);
+}
+
+static void
+test_snapshot_cuts(void)
+{
+  Fixture f;
+  fixture_init(&f);
+  const char *learn = "learn=true";
+  g_assert_null(run_pipeline(&f, 0, f.data->len, learn));
+  g_autofree char *whole = output(&f);
+  /* byte offsets: mid-warm-up, at the landing line's end, just after it,
+   * mid-line later on, and before the last byte */
+  gsize ends[N_LINES];
+  for (gsize i = 0, k = 0; i < f.data->len; i++)
+    if (f.data->str[i] == '\n')
+      ends[k++] = i + 1;
+  gsize cuts[] = { 9, ends[WARMUP / 2] - 5, ends[WARMUP - 1], ends[WARMUP],
+                   ends[WARMUP] + 17, ends[60] + 3, f.data->len - 1 };
+  g_autofree char *first = g_strdup_printf("%s snapshot-location=\"%s\"",
+                                           learn, f.snap);
+  g_autofree char *second = g_strdup_printf("%s hold-at-eos=false", first);
+  for (guint k = 0; k < G_N_ELEMENTS(cuts); k++) {
+    g_remove(f.out);
+    g_remove(f.snap);
+    g_assert_null(run_pipeline(&f, 0, cuts[k], first));
+    g_assert_null(run_pipeline(&f, cuts[k], f.data->len, second));
+    g_autofree char *got = output(&f);
+    g_assert_cmpstr(got, ==, whole);
+  }
+  /* a snapshot continues only the way it was written */
+  g_remove(f.snap);
+  g_assert_null(run_pipeline(&f, 0, 200, first));
+  g_autofree char *plain = g_strdup_printf("snapshot-location=\"%s\"",
+                                           f.snap);
+  g_autofree char *e1 = run_pipeline(&f, 200, 300, plain);
+  g_assert_nonnull(strstr(e1 ? e1 : "", "written by a txlmodel with "
+                                        "learning"));
+  g_remove(f.snap);
+  g_assert_null(run_pipeline(&f, 0, 200, plain));
+  g_autofree char *e2 = run_pipeline(&f, 200, 300, first);
+  g_assert_nonnull(strstr(e2 ? e2 : "", "without learning"));
+  fixture_clear(&f);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  gst_init(&argc, &argv);
+  model = tiny_model();
+  g_test_add_func("/learn/landing", test_landing);
+  g_test_add_func("/learn/failed-round", test_failed_round);
+  g_test_add_func("/learn/sink-marks", test_sink_marks);
+  g_test_add_func("/learn/snapshot-cuts", test_snapshot_cuts);
+  int rc = g_test_run();
+  tu_remove(model);
+  g_free(model);
+  return rc;
+}

@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""txlmodel learn=true through gst-launch-1.0 and txld (docs/learning.md), on a
+small model trained here: warm-up lines are marked and never flagged by
+txlsink's default threshold, the round lands right after the warm-up
+(txl-learn message), two runs write the same bytes, a stream cut before, at
+and after the warm-up and continued from its snapshot in a new process
+writes exactly the uninterrupted run, the adapted model file loads, a
+snapshot is continued only the way it was written, and txld reports the
+rounds on /metrics."""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..', '..')
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
+TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld')
+ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
+WARMUP = 150
+sys.path.insert(0, HERE)
+from checks import check, tally  # noqa: E402
+
+
+def log_lines(n, seed):
+    r = random.Random(seed)
+    return ['Nov 25 10:%02d:%02d host sshd[%d]: Accepted publickey for %s from 10.0.%d.%d port %d ssh2'
+            % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), r.choice(['alice', 'bob', 'carol']),
+               r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)) for i in range(n)]
+
+
+def launch(model, src, out, extra=''):
+    return (['gst-launch-1.0', '-m', 'filesrc', 'location=' + src, 'blocksize=997', '!',
+             'txltokenizer', 'model=' + model, '!', 'txlmodel', 'model=' + model, 'learn=true',
+             'learn-warmup=%d' % WARMUP] + extra.split() + ['!', 'txlsink', 'location=' + out, 'append=true'])
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, env=ENV, timeout=300)
+    return p.returncode, p.stdout.decode(errors='replace'), p.stderr.decode(errors='replace')
+
+
+def txld_rounds(tmp, model, src):
+    """Runs the learning chain under txld: the learn rounds on /metrics."""
+    conf = os.path.join(tmp, 'conf')
+    os.makedirs(conf, exist_ok=True)
+    with open(os.path.join(conf, 'learn.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlmodel model=%s '
+                'learn=true learn-warmup=%d ! txlsink location=/dev/null\nrestart = never\n'
+                'snapshot = none\n' % (src, model, model, WARMUP))
+    portfile = os.path.join(tmp, 'port')
+    p = subprocess.Popen([TXLD, '--config', conf, '--state-dir', os.path.join(tmp, 'state'),
+                          '--port', '0', '--port-file', portfile],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    value, text = None, ''
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and value != 1:
+            time.sleep(0.2)
+            if not (os.path.exists(portfile) and open(portfile).read().strip()):
+                continue
+            port = int(open(portfile).read())
+            with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10) as r:
+                text = r.read().decode()
+            for l in text.splitlines():
+                if l.startswith('txld_pipeline_learn_rounds{pipeline="learn"}'):
+                    value = float(l.rsplit(' ', 1)[1])
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    return value, text
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-learnpipe-')
+    train = os.path.join(tmp, 'train.log')
+    with open(train, 'w') as f:
+        f.write('\n'.join(log_lines(200, 1)) + '\n')
+    model = os.path.join(tmp, 'm.gguf')
+    p = subprocess.run([TXL, 'train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
+                        '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
+                        '--batch', '4', '--steps', '40', '--lr', '3e-3', '--eval-every', '0',
+                        '--checkpoint-every', '0', train], capture_output=True, timeout=300)
+    check('a small byte model to start from', p.returncode == 0, p.stderr)
+    lines = log_lines(300, 2)
+    lines[250] = 'kernel: BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
+    data = ('\n'.join(lines) + '\n').encode()
+    src = os.path.join(tmp, 'in.log')
+    open(src, 'wb').write(data)
+    whole = os.path.join(tmp, 'whole.jsonl')
+    adapted = os.path.join(tmp, 'adapted.gguf')
+    rc, out, err = run(launch(model, src, whole, 'learn-model=' + adapted))
+    ref = open(whole, 'rb').read() if rc == 0 else b''
+    recs = [json.loads(l) for l in ref.splitlines()]
+    check('learn=true runs: one record per line', rc == 0 and len(recs) == 300, err)
+    warm = [r['line'] for r in recs if r['warmup']]
+    check('the first %d lines are warm-up, then the recent scores fill (50 lines)' % WARMUP,
+          warm in (list(range(1, WARMUP + 51)), list(range(1, WARMUP + 52))), warm[-5:])
+    check('warm-up lines are never flagged', not any(r['flag'] for r in recs if r['warmup']))
+    flagged = [r['line'] for r in recs if r['flag']]
+    check('the injected kernel line is flagged, few others', 251 in flagged and len(flagged) <= 6, flagged)
+    learnt = [l for l in out.splitlines() if 'txl-learn' in l]
+    check('one txl-learn message: round 1 after line %d' % WARMUP,
+          len(learnt) == 1 and 'round=(int)1' in learnt[0] and 'line=(gint64)%d,' % WARMUP in learnt[0],
+          learnt)
+    q = subprocess.run([TXL, 'score', '-m', adapted], input=data[:2000], capture_output=True)
+    check('the adapted model file loads and scores', q.returncode == 0 and q.stdout.count(b'\n') > 10,
+          q.stderr)
+    again = os.path.join(tmp, 'again.jsonl')
+    rc, _, err = run(launch(model, src, again))
+    check('two runs write the same bytes', rc == 0 and open(again, 'rb').read() == ref, err)
+
+    snap = os.path.join(tmp, 's.snap')
+    nl = [i + 1 for i, b in enumerate(data) if b == 10]
+    cuts = [5, nl[WARMUP // 2] + 7, nl[WARMUP - 1], nl[WARMUP] - 3, nl[WARMUP + 1], nl[WARMUP + 60] + 11,
+            len(data) - 3]
+    a, b, out = (os.path.join(tmp, n) for n in ('a.txt', 'b.txt', 'out.jsonl'))
+    for cut in cuts:
+        open(a, 'wb').write(data[:cut])
+        open(b, 'wb').write(data[cut:])
+        for f in (snap, out):
+            if os.path.exists(f):
+                os.remove(f)
+        rc1, _, e1 = run(launch(model, a, out, 'snapshot-location=' + snap))
+        rc2, _, e2 = run(launch(model, b, out, 'snapshot-location=%s hold-at-eos=false' % snap))
+        got = open(out, 'rb').read() if os.path.exists(out) else b''
+        check('cut at byte %d: continued in a new process, byte for byte' % cut,
+              rc1 == rc2 == 0 and got == ref, (e1 + e2)[-300:])
+    open(a, 'wb').write(data[:3000])
+    os.remove(snap)
+    run(launch(model, a, out, 'snapshot-location=' + snap))
+    plain = ['gst-launch-1.0', '-q', 'filesrc', 'location=' + b, '!', 'txltokenizer', 'model=' + model, '!',
+             'txlmodel', 'model=' + model, 'snapshot-location=' + snap, '!', 'txlsink', 'location=' + out]
+    rc, _, err = run(plain)
+    check('a learning snapshot is refused without learn=true', rc != 0 and 'with learning' in err, err)
+    os.remove(snap)
+    open(a, 'wb').write(data[:3000])
+    run(plain[:3] + ['location=' + a] + plain[4:])
+    rc, _, err = run(launch(model, b, out, 'snapshot-location=' + snap))
+    check('a snapshot without learning is refused with learn=true', rc != 0 and 'without learning' in err, err)
+
+    if os.path.exists(TXLD):
+        value, text = txld_rounds(tmp, model, src)
+        check('txld: txld_pipeline_learn_rounds is 1 on /metrics', value == 1, text[-600:])
+    else:
+        print('SKIP txld: not built')
+    failed = tally()
+    if not failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
