@@ -153,9 +153,11 @@ def quantile(v, q):
     return v[k] + (pos - k) * (hi - v[k])
 
 
-def replay(recs, q, margin, floor, window=1000, warm=50, reset=0.1):
+def replay(recs, q, margin, floor, window=1000, warm=50):
     """lib/anomaly/baseline.h's rule (txl_baseline_judge) over recorded
-    scores, with other constants."""
+    scores, with other constants: every finite score joins the window,
+    and the threshold is the window's q-quantile plus margin times its
+    distance from the median (at least floor)."""
     ring, flags = [], []
     for r in recs:
         x = r["worst"] if r["worst"] is not None else float("inf")
@@ -164,19 +166,11 @@ def replay(recs, q, margin, floor, window=1000, warm=50, reset=0.1):
             continue
         if len(ring) < warm:
             flags.append(False)
-            if x != float("inf"):
-                ring.append((x, False))
         else:
-            v = [a for a, _ in ring]
-            hi, med = quantile(v, q), quantile(v, 0.5)
+            hi, med = quantile(ring, q), quantile(ring, 0.5)
             flags.append(not x <= hi + margin * max(hi - med, floor))
-            if not flags[-1]:
-                ring.append((x, False))
-            else:
-                ring.append((hi, True))
-                n_flagged = sum(f for _, f in ring[-window:])
-                if n_flagged > reset * len(ring[-window:]) and n_flagged >= warm:
-                    ring = []
+        if x != float("inf"):
+            ring.append(x)
         ring = ring[-window:]
     return flags
 

@@ -14,8 +14,6 @@ struct _TxlBaseline {
   int window, warmup, n, next;
   double q;
   double *ring;    /* the last `window` values */
-  guint8 *flagged; /* which of them txl_baseline_judge() flagged */
-  int n_flagged;
   double *scratch; /* selection works on a copy */
 };
 
@@ -37,7 +35,6 @@ txl_baseline_new(TxlBaselineKind kind, int window, int warmup, double q,
   b->warmup = warmup;
   b->q = q;
   b->ring = g_new(double, window);
-  b->flagged = g_new0(guint8, window);
   b->scratch = g_new(double, window);
   return b;
 }
@@ -48,7 +45,6 @@ txl_baseline_free(TxlBaseline *b)
   if (!b)
     return;
   g_free(b->ring);
-  g_free(b->flagged);
   g_free(b->scratch);
   g_free(b);
 }
@@ -57,8 +53,6 @@ void
 txl_baseline_reset(TxlBaseline *b)
 {
   b->n = b->next = 0;
-  b->n_flagged = 0;
-  memset(b->flagged, 0, b->window);
 }
 
 int
@@ -145,78 +139,45 @@ txl_baseline_score(TxlBaseline *b, double x, double *score)
   return ready;
 }
 
-/* the rule's quantile of the window, and its threshold */
-static gboolean
-rule(TxlBaseline *b, double *hi, double *threshold)
+gboolean
+txl_baseline_threshold(TxlBaseline *b, double *threshold)
 {
   if (b->n < b->warmup)
     return FALSE;
   memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-  *hi = quantile(b->scratch, b->n, TXL_STREAM_RULE_Q);
+  double hi = quantile(b->scratch, b->n, TXL_STREAM_RULE_Q);
   double med = quantile(b->scratch, b->n, 0.5);
-  *threshold = *hi + TXL_STREAM_RULE_MARGIN *
-                         MAX(*hi - med, TXL_STREAM_RULE_FLOOR);
+  *threshold = hi + TXL_STREAM_RULE_MARGIN *
+                        MAX(hi - med, TXL_STREAM_RULE_FLOOR);
   return TRUE;
-}
-
-gboolean
-txl_baseline_threshold(TxlBaseline *b, double *threshold)
-{
-  double hi;
-  return rule(b, &hi, threshold);
-}
-
-static void
-push(TxlBaseline *b, double x, gboolean flagged)
-{
-  if (b->n == b->window)
-    b->n_flagged -= b->flagged[b->next];
-  b->ring[b->next] = x;
-  b->flagged[b->next] = flagged != 0;
-  b->n_flagged += flagged != 0;
-  b->next = (b->next + 1) % b->window;
-  if (b->n < b->window)
-    b->n++;
 }
 
 gboolean
 txl_baseline_judge(TxlBaseline *b, double x, gboolean *flag)
 {
-  double hi, thr;
-  *flag = FALSE;
-  if (!rule(b, &hi, &thr)) {
-    txl_baseline_add(b, x);
-    return FALSE;
-  }
-  *flag = !(x <= thr); /* NaN and +inf too */
-  if (!*flag) {
-    if (isfinite(x))
-      push(b, x, FALSE);
-  } else {
-    push(b, hi, TRUE);
-    /* so many flagged that they are a new normal, not anomalies */
-    if (b->n_flagged > TXL_STREAM_RULE_RESET * b->n &&
-        b->n_flagged >= b->warmup)
-      txl_baseline_reset(b);
-  }
-  return TRUE;
+  double thr;
+  gboolean ready = txl_baseline_threshold(b, &thr);
+  *flag = ready && !(x <= thr); /* NaN and +inf too */
+  txl_baseline_add(b, x);       /* flagged or not; never a non-finite x */
+  return ready;
 }
 
 void
 txl_baseline_add(TxlBaseline *b, double x)
 {
-  if (isfinite(x))
-    push(b, x, FALSE);
+  if (!isfinite(x))
+    return;
+  b->ring[b->next] = x;
+  b->next = (b->next + 1) % b->window;
+  if (b->n < b->window)
+    b->n++;
 }
 
-/* state: i32 kind | FLAGS_FIELD, window, warmup, n, next; f64 q; f64
- * ring[n] (LE); u8 flagged[n].  State written before 2026-11-25 has no
- * FLAGS_FIELD bit and no flagged[] (none flagged). */
-#define FLAGS_FIELD 0x100
+/* state: i32 kind, window, warmup, n, next; f64 q; f64 ring[n] (LE) */
 gsize
 txl_baseline_state_get_size(const TxlBaseline *b)
 {
-  return 5 * 4 + 8 + (gsize)b->n * 9;
+  return 5 * 4 + 8 + (gsize)b->n * 8;
 }
 
 gsize
@@ -226,13 +187,11 @@ txl_baseline_state_get_data(const TxlBaseline *b, guint8 *dst, gsize size)
   if (size < len)
     return 0;
   TxlWriter w = { dst };
-  gint32 h[5] = { (gint32)b->kind | FLAGS_FIELD, b->window, b->warmup, b->n,
-                  b->next };
+  gint32 h[5] = { (gint32)b->kind, b->window, b->warmup, b->n, b->next };
   for (int i = 0; i < 5; i++)
     txl_w_u32(&w, (guint32)h[i]);
   for (int i = -1; i < b->n; i++)
     txl_w_u64(&w, txl_f64_bits(i < 0 ? b->q : b->ring[i]));
-  txl_w_raw(&w, b->flagged, (gsize)b->n);
   return len;
 }
 
@@ -257,16 +216,9 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
   for (int i = 0; i < 5; i++)
     h[i] = (gint32)txl_le_get32(p + 4 * i);
   q = txl_f64_from_bits(txl_le_get64(p + 20));
-  gboolean has_flags = (h[0] & FLAGS_FIELD) != 0;
-  h[0] &= ~FLAGS_FIELD;
   if (h[3] < 0 || h[3] > b->window || h[4] < 0 || h[4] >= b->window ||
-      len != 28 + (gsize)h[3] * (has_flags ? 9 : 8) ||
-      (h[3] < b->window && h[4] != h[3]))
+      len != 28 + (gsize)h[3] * 8 || (h[3] < b->window && h[4] != h[3]))
     goto bad;
-  const guint8 *fl = has_flags ? p + 28 + 8 * (gsize)h[3] : NULL;
-  for (int i = 0; fl && i < h[3]; i++)
-    if (fl[i] > 1)
-      goto bad;
   if (h[0] != (gint32)b->kind || h[1] != b->window || h[2] != b->warmup ||
       (b->kind == TXL_BASELINE_QUANTILE && q != b->q)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
@@ -283,12 +235,8 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
       return FALSE;
     }
   }
-  b->n_flagged = 0;
-  for (int i = 0; i < h[3]; i++) {
+  for (int i = 0; i < h[3]; i++)
     b->ring[i] = txl_f64_from_bits(txl_le_get64(p + 28 + 8 * i));
-    b->flagged[i] = fl ? fl[i] : 0;
-    b->n_flagged += b->flagged[i];
-  }
   b->n = h[3];
   b->next = h[4];
   return TRUE;

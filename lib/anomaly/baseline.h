@@ -24,36 +24,31 @@ void txl_baseline_free(TxlBaseline *b);
 /* Scores x against the window.  Returns FALSE (and leaves *score alone)
  * during warm-up. */
 gboolean txl_baseline_score(TxlBaseline *b, double x, double *score);
-/* Adds x to the window (non-finite x is ignored).  Callers leave flagged
- * values out, so that a burst of anomalies does not raise the bar for the
- * next one. */
+/* Adds x to the window (non-finite x is ignored).  With the MAD and
+ * quantile scores, callers leave flagged values out, so that a burst of
+ * anomalies does not raise the bar for the next one. */
 void txl_baseline_add(TxlBaseline *b, double x);
 
 /* The label-free line threshold, in the unit of the values (bits per
- * normalised byte for line scores): a high quantile Q of the window plus a
- * margin of MARGIN times its distance from the median (at least FLOOR).
- * Built on a quantile, it flags at most about 1 - Q of lines like those
- * in the window whatever the shape of their scores (logs mix templates of
- * very different costs, where a median and a spread alone mislead), and
- * flagged lines never join the window, so anomalies do not raise the bar
- * for the next ones.  How the constants were chosen, and on which data:
- * docs/anomaly.md.  FALSE during warm-up. */
-#define TXL_STREAM_RULE_Q 0.99
-#define TXL_STREAM_RULE_MARGIN 0.5
-#define TXL_STREAM_RULE_FLOOR 0.1
-#define TXL_STREAM_RULE_RESET 0.1
+ * normalised byte for line scores): a quantile Q of the window plus
+ * MARGIN times its distance from the median (at least FLOOR).  Every line
+ * joins the window, flagged or not: Q sits below the costliest tenth, so
+ * anomalies up to several percent of the lines do not move it, and a
+ * lasting change of the stream becomes its new normal within a window.
+ * Built on quantiles, it holds whatever the shape of the scores (logs mix
+ * templates of very different costs, where a mean or a median and a
+ * spread alone mislead).  How the constants were chosen, and on which
+ * data: docs/anomaly.md.  FALSE during warm-up. */
+#define TXL_STREAM_RULE_Q 0.9
+#define TXL_STREAM_RULE_MARGIN 1.5
+#define TXL_STREAM_RULE_FLOOR 0.3
 /* Recent lines the rule looks at, and how many it needs first. */
 #define TXL_STREAM_RULE_WINDOW 1000
 #define TXL_STREAM_RULE_WARMUP 50
 gboolean txl_baseline_threshold(TxlBaseline *b, double *threshold);
 /* The rule applied to one value: *flag = x above the threshold (or not
- * finite).  An unflagged x joins the window; a flagged one joins at the
- * window's quantile Q, so that anomalies, even a few percent of the lines,
- * cannot lift the bar; once more than RESET of the window was flagged
- * (and at least warm-up lines), the stream has changed, not gone wrong
- * (anomalies are rarer than that): the window starts again and the new
- * lines set the bar.  Returns FALSE, flag
- * FALSE, during warm-up (x joins as it is). */
+ * finite); x then joins the window.  Returns FALSE, flag FALSE, during
+ * warm-up. */
 gboolean txl_baseline_judge(TxlBaseline *b, double x, gboolean *flag);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
