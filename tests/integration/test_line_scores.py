@@ -83,8 +83,12 @@ def padded_log(tmp):
                         '--lines', '100', '--seed', '77', '--anomalies', '0'],
                        capture_output=True, check=True)
     normal = p.stdout.decode().splitlines()
+    # longer than the worst-part window (128 normalised bytes), so that
+    # the window can lie on anomalous text alone: a shorter anomalous line
+    # padded with cheap text is diluted by the padding inside its window
     bad = ('Nov  3 08:00:26 web-01 systemd[1]: postgresql.service: Main process '
-           'exited, code=killed, status=9/KILL')
+           'exited, code=killed, status=9/KILL (out of memory: the kernel killed '
+           'the database with its whole cache in flight)')
     pads = [bad, bad + ' ' + '7' * 5000, bad + ' ' * 5000, bad + ' KILL' * 1000]
     lines = normal + pads
     path = os.path.join(tmp, 'padded.log')

@@ -747,6 +747,28 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
   return ok;
 }
 
+/* The stream's lengths; FALSE (a message printed) when bad. */
+static gboolean
+check_lengths(int segment, int mem_len, int same_length, int clamp_len,
+              const char *memory, const char *load_snap)
+{
+  if (segment < 0 || (same_length != -1 && same_length != 0 &&
+                      same_length != 1) || mem_len < -1 || clamp_len < -1) {
+    fprintf(stderr, "txl score: --segment, --mem-len and --clamp-len take "
+                    "non-negative numbers, --same-length 0 or 1\n");
+    return FALSE;
+  }
+  if (load_snap && (segment || mem_len != -1 || same_length != -1 ||
+                    clamp_len != -1 || memory)) {
+    fprintf(stderr, "txl score: --load-snapshot continues the saved stream "
+                    "with its own segment, memory and position settings; "
+                    "drop --segment, --mem-len, --same-length, --clamp-len "
+                    "and --memory\n");
+    return FALSE;
+  }
+  return TRUE;
+}
+
 /* --learn and its options; FALSE (a message printed) when they do not fit
  * the other options. */
 static gboolean
@@ -851,20 +873,9 @@ txl_cmd_score(int argc, char **argv)
     fprintf(stderr, "txl score: --flag-bpb takes a positive number\n");
     return 2;
   }
-  if (segment < 0 || (same_length != -1 && same_length != 0 &&
-                      same_length != 1) || mem_len < -1 || clamp_len < -1) {
-    fprintf(stderr, "txl score: --segment, --mem-len and --clamp-len take "
-                    "non-negative numbers, --same-length 0 or 1\n");
+  if (!check_lengths(segment, mem_len, same_length, clamp_len, memory,
+                     load_snap))
     return 2;
-  }
-  if (load_snap && (segment || mem_len != -1 || same_length != -1 ||
-                    clamp_len != -1 || memory)) {
-    fprintf(stderr, "txl score: --load-snapshot continues the saved stream "
-                    "with its own segment, memory and position settings; "
-                    "drop --segment, --mem-len, --same-length, --clamp-len "
-                    "and --memory\n");
-    return 2;
-  }
   if (!check_learn(learn, learn_warmup, learn_out, ids))
     return 2;
   TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
