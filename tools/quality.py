@@ -93,16 +93,17 @@ def cmd_loghub(a):
             box, _, _ = score(f.name)
             learnt, secs, err = score(f.name, learn=True, warmup=1000)
         last = learnt[-1000:]
-        rows.append((name[:-4], mean_bpb(box), flag_rate(box), mean_bpb(last),
-                     flag_rate(last), sum(r["warmup"] for r in last), secs))
+        rows.append((name[:-4], mean_bpb(box), 100 * flag_rate(box),
+                     mean_bpb(last), 100 * flag_rate(last),
+                     sum(r["warmup"] for r in last), secs))
         print("%-12s box %.3f bpb %5.1f%% | learnt %.3f bpb %5.1f%% flagged "
               "(%d warm-up) %.0f s" % rows[-1], file=sys.stderr)
     print("| log | bundled model: bits/byte | flagged | learning on the first "
           "1,000 lines, last 1,000: bits/byte | flagged | run (s) |")
     print("|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %.3f | %.1f%% | %.3f | %.2f%% | %.0f |" %
-              (r[0], r[1], 100 * r[2], r[3], 100 * r[4], r[6]))
+        print("| %s | %.3f | %.1f%% | %.3f | %.1f%% | %.0f |" %
+              (r[0], r[1], r[2], r[3], r[4], r[6]))
 
 
 def injected_run(path, others, seed, rate=0.02, n=3000):
