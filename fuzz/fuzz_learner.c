@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libFuzzer target: the learner's state bytes (lib/train/learner.h), which
+ * snapshots of learning streams carry.  The first byte picks raw input or a
+ * real state (adapted weights, a round not landed, a window) with the input
+ * XORed over it; an accepted state must then work: more lines go through
+ * the restored learner, which lands its rounds. */
+#include "config.h"
+#include "learner.h"
+#include "params.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static TxlModel *base;
+static GBytes *real;
+
+static TxlLearnOptions
+options(void)
+{
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = 6;
+  o.every_lines = 5;
+  o.window_lines = 8;
+  o.lag_lines = 2;
+  o.max_steps = 2;
+  o.batch = 2;
+  o.segment = 4;
+  return o;
+}
+
+static void
+lines(TxlLearner *l, int from, int to)
+{
+  for (int i = from; i < to; i++) {
+    int32_t ids[5] = { 1, 2 + i % 3, 5, 6 + i % 4, 0 };
+    GError *err = NULL;
+    TxlModel *m = txl_learner_line(l, ids, 5, i % 7 == 6, &err);
+    txl_model_unref(m);
+    g_clear_error(&err);
+  }
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+  TxlConfig c;
+  txl_config_init_default(&c);
+  c.n_token = 12;
+  c.d_model = c.d_embed = 8;
+  c.n_head = 2;
+  c.d_head = 4;
+  c.d_inner = 16;
+  c.n_layer = 1;
+  c.mem_len = 4;
+  c.tgt_len = 4;
+  c.clamp_len = 0;
+  c.same_length = FALSE;
+  c.div_val = 1;
+  c.n_cutoffs = 0;
+  TxlParams *p = txl_params_new(&c, NULL, 3, NULL);
+  if (!p)
+    abort();
+  base = txl_model_from_params_owned(p);
+  TxlLearnOptions o = options();
+  TxlLearner *l = txl_learner_new(base, &o, NULL);
+  if (!l)
+    abort();
+  lines(l, 0, 13); /* a round landed, the next one started */
+  gsize n = txl_learner_state_get_size(l);
+  guint8 *b = g_malloc(n);
+  txl_learner_state_get_data(l, b, n);
+  real = g_bytes_new_take(b, n);
+  txl_learner_free(l);
+  return 0;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  if (size < 1)
+    return 0;
+  guint8 *state;
+  gsize n;
+  if (data[0] & 1) {
+    const guint8 *r = g_bytes_get_data(real, &n);
+    state = g_memdup2(r, n);
+    for (size_t i = 1; i < size; i++)
+      state[(i * 131) % n] ^= data[i];
+  } else {
+    n = size - 1;
+    state = g_memdup2(data + 1, n);
+  }
+  TxlLearnOptions o = options();
+  TxlLearner *l = txl_learner_new(base, &o, NULL);
+  GError *err = NULL;
+  if (txl_learner_state_set_data(l, state, n, &err)) {
+    lines(l, 0, 12);
+    gsize k = txl_learner_state_get_size(l);
+    guint8 *again = g_malloc(k);
+    if (txl_learner_state_get_data(l, again, k) != k)
+      abort();
+    g_free(again);
+  } else if (!err) {
+    abort();
+  }
+  g_clear_error(&err);
+  txl_learner_free(l);
+  g_free(state);
+  return 0;
+}
