@@ -543,7 +543,8 @@ parse_window(TxlReader *r, Parsed *ps)
     return FALSE;
   ps->tok = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)nt);
   g_array_set_size(ps->tok, (guint)nt);
-  memcpy(ps->tok->data, ids, nt * 4);
+  if (nt) /* an empty array's data may be NULL */
+    memcpy(ps->tok->data, ids, nt * 4);
   txl_le_f32_inplace((guint8 *)ps->tok->data, nt);
   return TRUE;
 }
