@@ -154,6 +154,22 @@ tu_write_gguf(GgufWriter *w)
   return path;
 }
 
+/* tu_small_config made smaller, without the adaptive softmax that
+ * training does not support: a model the trainer and the learner take. */
+G_GNUC_UNUSED static void
+tu_train_config(TxlConfig *c)
+{
+  tu_small_config(c);
+  c->n_token = 40;
+  c->d_model = 16;
+  c->d_embed = 16;
+  c->n_head = 2;
+  c->d_inner = 32;
+  c->mem_len = 6;
+  c->div_val = 1;
+  c->n_cutoffs = 0;
+}
+
 /* Writes a byte-tokenizer model; returns the path (g_free it). */
 static char *
 tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)

@@ -7,37 +7,20 @@
 #include "learner.h"
 #include "params.h"
 #include "stream_state.h"
+#include "testutil.h"
 
 #include <math.h>
 #include <string.h>
 
 #define N_LINES 400
 
-static void
-tiny_config(TxlConfig *c)
-{
-  txl_config_init_default(c);
-  c->n_token = 40;
-  c->d_model = 16;
-  c->d_embed = 16;
-  c->n_head = 2;
-  c->d_head = 8;
-  c->d_inner = 32;
-  c->n_layer = 2;
-  c->mem_len = 8;
-  c->tgt_len = 8;
-  c->clamp_len = 0;
-  c->same_length = FALSE;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
-  c->tie_projs[0] = FALSE;
-}
-
 static TxlModel *
 tiny_model(float scale)
 {
   TxlConfig c;
-  tiny_config(&c);
+  tu_train_config(&c);
+  c.mem_len = 8;
+  c.tgt_len = 8;
   g_autoptr(GError) err = NULL;
   TxlParams *p = txl_params_new(&c, NULL, 7, &err);
   g_assert_no_error(err);

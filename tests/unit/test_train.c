@@ -5,29 +5,13 @@
 #include "testutil.h"
 #include "train.h"
 
-/* tu_small_config made smaller, without the adaptive softmax that
- * training does not support. */
-static void
-small_config(TxlConfig *c)
-{
-  tu_small_config(c);
-  c->n_token = 40;
-  c->d_model = 16;
-  c->d_embed = 16;
-  c->n_head = 2;
-  c->d_inner = 32;
-  c->mem_len = 6;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
-}
-
 /* ---- params ------------------------------------------------------------- */
 
 static void
 test_layout(void)
 {
   TxlConfig c;
-  small_config(&c);
+  tu_train_config(&c);
   g_autoptr(GError) err = NULL;
   TxlParams *p = txl_params_new(&c, NULL, 1, &err);
   g_assert_no_error(err);
@@ -88,7 +72,7 @@ static void
 test_init(void)
 {
   TxlConfig c;
-  small_config(&c);
+  tu_train_config(&c);
   c.n_token = 2000;
   c.d_model = 64;
   c.d_embed = 32;
@@ -165,7 +149,7 @@ static void
 file_case(gboolean tie, int d_embed, gboolean tie_proj)
 {
   TxlConfig c;
-  small_config(&c);
+  tu_train_config(&c);
   c.tie_weight = tie;
   c.d_embed = d_embed;
   c.tie_projs[0] = tie_proj;
@@ -226,7 +210,7 @@ static void
 agree_case(gboolean pre, gboolean same, int clamp)
 {
   TxlConfig c;
-  small_config(&c);
+  tu_train_config(&c);
   c.pre_lnorm = pre;
   c.same_length = same;
   c.clamp_len = clamp;
@@ -296,7 +280,7 @@ static void
 test_state(void)
 {
   TxlConfig c;
-  small_config(&c);
+  tu_train_config(&c);
   g_autoptr(GError) err = NULL;
   TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 3, &err);
   enum { B = 2, T = 5, N = B * T };
