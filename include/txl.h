@@ -166,6 +166,18 @@ TXL_API gboolean txl_stream_forward(TxlStream *stream, const int32_t *inputs,
 TXL_API gboolean txl_stream_next_logprobs(TxlStream *stream, float *out,
                                           GError **error);
 
+/* A bare stream's state as bytes (docs/api.md, "State as bytes"): its
+ * memory, in the layout of a scorer's state with nothing pending.  set
+ * takes bytes of a stream of the same model and settings, checks them
+ * whole and then replaces the memory (a scorer's bytes with pending
+ * tokens are refused: use txl_scorer_state_set_data). */
+TXL_API gsize txl_stream_state_get_size(TxlStream *stream);
+TXL_API gsize txl_stream_state_get_data(TxlStream *stream, guint8 *dst,
+                                        gsize size);
+TXL_API gboolean txl_stream_state_set_data(TxlStream *stream,
+                                           const guint8 *src, gsize size,
+                                           GError **error);
+
 /* ---- scorer: a token stream cut into segments ----------------------- */
 
 /* Receives, for every token from the stream's second on, its absolute

@@ -195,6 +195,46 @@ txl_line_acc_get(TxlReader *r, TxlLineAcc *a)
   return r->ok;
 }
 
+/* ---- state as bytes ------------------------------------------------------ */
+
+gsize
+txl_line_acc_state_get_size(const TxlLineAcc *a)
+{
+  GByteArray *b = g_byte_array_new();
+  txl_line_acc_put(b, a);
+  gsize n = b->len;
+  g_byte_array_unref(b);
+  return n;
+}
+
+gsize
+txl_line_acc_state_get_data(const TxlLineAcc *a, guint8 *dst, gsize size)
+{
+  GByteArray *b = g_byte_array_new();
+  txl_line_acc_put(b, a);
+  gsize n = b->len;
+  if (dst && size >= n)
+    memcpy(dst, b->data, n);
+  g_byte_array_unref(b);
+  return dst && size >= n ? n : 0;
+}
+
+gboolean
+txl_line_acc_state_set_data(TxlLineAcc *a, const guint8 *src, gsize size,
+                            GError **error)
+{
+  TxlReader r;
+  txl_reader_init_data(&r, src, size);
+  TxlLineAcc t; /* a refusal leaves a as it was */
+  if (!txl_line_acc_get(&r, &t) || !txl_reader_done(&r)) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "line state: malformed");
+    return FALSE;
+  }
+  *a = t;
+  return TRUE;
+}
+
 /* ---- JSON ---------------------------------------------------------------- */
 
 void

@@ -83,6 +83,13 @@ void txl_line_score_put(GByteArray *b, const TxlLineScore *s);
 gboolean txl_line_score_get(TxlReader *r, TxlLineScore *s);
 void txl_line_acc_put(GByteArray *b, const TxlLineAcc *a);
 gboolean txl_line_acc_get(TxlReader *r, TxlLineAcc *a);
+/* The same as state bytes over a caller's buffer (docs/api.md, "State as
+ * bytes"); set refuses malformed bytes and then leaves a untouched. */
+gsize txl_line_acc_state_get_size(const TxlLineAcc *a);
+gsize txl_line_acc_state_get_data(const TxlLineAcc *a, guint8 *dst,
+                                  gsize size);
+gboolean txl_line_acc_state_set_data(TxlLineAcc *a, const guint8 *src,
+                                     gsize size, GError **error);
 
 /* The "bytes the file must hold" of a saved TxlLineScore, for bounds. */
 #define TXL_LINE_SCORE_SAVED_BYTES (8 + 8 + 8 + 8 + 8 + 4)

@@ -217,3 +217,47 @@ txl_scorer_state_set_data(TxlScorer *sc, const guint8 *src, gsize size,
   g_free(copy);
   return ok;
 }
+
+/* ---- a bare stream ---------------------------------------------------- *
+ * The same bytes as a scorer over the stream with nothing pending and no
+ * tokens counted: a stream's state is its scorer's without the scorer. */
+
+gsize
+txl_stream_state_get_size(TxlStream *st)
+{
+  TxlScorer *sc = txl_scorer_wrap(st, 0);
+  gsize n = txl_scorer_state_get_size(sc);
+  txl_scorer_unwrap(sc);
+  return n;
+}
+
+gsize
+txl_stream_state_get_data(TxlStream *st, guint8 *dst, gsize size)
+{
+  TxlScorer *sc = txl_scorer_wrap(st, 0);
+  gsize n = txl_scorer_state_get_data(sc, dst, size);
+  txl_scorer_unwrap(sc);
+  return n;
+}
+
+gboolean
+txl_stream_state_set_data(TxlStream *st, const guint8 *src, gsize size,
+                          GError **error)
+{
+  gint32 f[TXL_STATE_N_FIELDS];
+  gint64 seen;
+  if (!txl_scorer_state_parse(src, size, f, &seen, error))
+    return FALSE;
+  if (f[TXL_STATE_NPEND] != 0 || seen != 0) {
+    /* a scorer's tokens waiting for their segment have no place here */
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "state bytes of a scorer with %d pending tokens after %"
+                G_GINT64_FORMAT ": a bare stream takes only a stream's "
+                "(txl_stream_state_get_data)", f[TXL_STATE_NPEND], seen);
+    return FALSE;
+  }
+  TxlScorer *sc = txl_scorer_wrap(st, 0);
+  gboolean ok = txl_scorer_state_set_data(sc, src, size, error);
+  txl_scorer_unwrap(sc);
+  return ok;
+}

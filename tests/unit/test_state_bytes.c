@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* State as bytes (docs/api.md): for the scorer, the encoder, sessions,
- * the baseline and the sampler, get_data then set_data into a fresh
+ * the baseline, the sampler, a bare stream, a line's accumulator and the
+ * learner, get_data then set_data into a fresh
  * object continues exactly as the original; every truncation and a
  * sweep of mutated bytes are refused without a crash, or (a mutated float
  * that is still a number) accepted, and a refused set leaves the object
  * as it was. */
 #include "baseline.h"
 #include "bytes.h"
+#include "learner.h"
+#include "lines.h"
 #include "sampler.h"
 #include "testutil.h"
 
@@ -377,6 +380,113 @@ test_codec(void)
   g_assert_cmpuint(txl_reader_left(&r), ==, 0);
 }
 
+
+/* ---- a bare stream, a line, the learner --------------------------------- */
+
+STATE_API(stream_api, txl_stream_state)
+STATE_API(line_api, txl_line_acc_state)
+STATE_API(learner_api, txl_learner_state)
+
+static void
+forward(TxlStream *st, int from, int n, float *lp)
+{
+  int32_t in[5], tg[5];
+  for (int i = 0; i < n; i++) {
+    in[i] = (from + i) * 37 % 300;
+    tg[i] = (from + i + 1) * 37 % 300;
+  }
+  g_assert_true(txl_stream_forward(st, in, n, tg, lp, NULL));
+}
+
+static void
+test_stream(void)
+{
+  char *path;
+  TxlModel *m = small_model(12, &path);
+  TxlStream *a = txl_stream_new(m, NULL, NULL), *b = txl_stream_new(m, NULL, NULL);
+  float la[5], lb[5];
+  for (int k = 0; k < 4; k++)
+    forward(a, 5 * k, 5, la);
+  forward(b, 90, 3, lb);
+  GBytes *st = state_of(&stream_api, a);
+  gsize n;
+  const guint8 *d = g_bytes_get_data(st, &n);
+  g_assert_true(try_set(&stream_api, b, d, n));
+  forward(a, 20, 5, la);
+  forward(b, 20, 5, lb);
+  g_assert_cmpmem(la, sizeof la, lb, sizeof lb);
+  sweep(&stream_api, b, st, 200);
+  /* a scorer's bytes with tokens pending are not a stream's */
+  TxlScorer *sc = txl_scorer_new(m, NULL, 5, collect, g_string_new(NULL), NULL);
+  push_ids(sc, 0, 7);
+  GBytes *ss = state_of(&scorer_api, sc);
+  const guint8 *sd = g_bytes_get_data(ss, &n);
+  g_assert_false(try_set(&stream_api, b, sd, n));
+  g_bytes_unref(ss);
+  g_bytes_unref(st);
+  txl_stream_free(a);
+  txl_stream_free(b);
+  txl_scorer_free(sc);
+  drop_model(m, path);
+}
+
+static void
+test_line(void)
+{
+  TxlLineAcc a, b;
+  txl_line_acc_init(&a);
+  txl_line_acc_init(&b);
+  for (int i = 0; i < 60; i++)
+    txl_line_acc_add(&a, 0.3 + (i % 7) * 0.4, 1 + i % 5);
+  txl_line_acc_add(&b, 2.0, 3);
+  GBytes *st = state_of(&line_api, &a);
+  gsize n;
+  const guint8 *d = g_bytes_get_data(st, &n);
+  g_assert_true(try_set(&line_api, &b, d, n));
+  for (int i = 0; i < 30; i++) {
+    txl_line_acc_add(&a, 1.0 + (i % 3), 2);
+    txl_line_acc_add(&b, 1.0 + (i % 3), 2);
+  }
+  g_assert_cmpfloat(txl_line_worst(&a.s), ==, txl_line_worst(&b.s));
+  g_assert_cmpfloat(txl_line_bpb(&a.s), ==, txl_line_bpb(&b.s));
+  sweep(&line_api, &b, st, 200);
+  g_bytes_unref(st);
+}
+
+static void
+test_learner(void)
+{
+  TxlConfig c;
+  tu_train_config(&c);
+  TxlParams *p = txl_params_new(&c, NULL, 5, NULL);
+  TxlModel *m = txl_model_from_params_owned(p);
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = 10;
+  o.every_lines = 8;
+  o.window_lines = 12;
+  o.lag_lines = 3;
+  o.max_steps = 3;
+  o.batch = 2;
+  o.segment = 5;
+  TxlLearner *a = txl_learner_new(m, &o, NULL), *b = txl_learner_new(m, &o, NULL);
+  for (int i = 0; i < 20; i++) { /* adapted weights and a round in flight */
+    int32_t ids[4] = { 1, 2 + i % 5, 9, 0 };
+    txl_model_unref(txl_learner_line(a, ids, 4, FALSE, NULL));
+  }
+  GBytes *st = state_of(&learner_api, a);
+  sweep(&learner_api, b, st, 150);
+  gsize n;
+  const guint8 *d = g_bytes_get_data(st, &n);
+  g_assert_true(try_set(&learner_api, b, d, n));
+  GBytes *again = state_of(&learner_api, b);
+  g_assert_true(g_bytes_equal(st, again));
+  g_bytes_unref(again);
+  g_bytes_unref(st);
+  txl_learner_free(a);
+  txl_learner_free(b);
+  txl_model_unref(m);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -387,5 +497,8 @@ main(int argc, char **argv)
   g_test_add_func("/state-bytes/baseline", test_baseline);
   g_test_add_func("/state-bytes/sampler", test_sampler);
   g_test_add_func("/state-bytes/sessions", test_sessions);
+  g_test_add_func("/state-bytes/stream", test_stream);
+  g_test_add_func("/state-bytes/line", test_line);
+  g_test_add_func("/state-bytes/learner", test_learner);
   return g_test_run();
 }
