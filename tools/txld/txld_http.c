@@ -341,7 +341,7 @@ typedef struct {
   TxldDaemon *d;
   SoupServerMessage *msg;
   char *name;
-  guint64 want; /* p->snapshots once every txlmodel has written */
+  guint64 want; /* p->asked_snapshots once every txlmodel has written */
   gint64 deadline;
   gboolean paused;
 } SnapWait;
@@ -354,7 +354,7 @@ snap_poll(gpointer data)
   guint64 count = 0;
   if (p) {
     g_mutex_lock(&p->lock);
-    count = p->snapshots;
+    count = p->asked_snapshots;
     g_mutex_unlock(&p->lock);
   }
   if (p && count < w->want && p->pipeline &&
@@ -370,14 +370,12 @@ snap_poll(gpointer data)
     json_str(o, p->conf->name);
     g_mutex_lock(&p->lock);
     g_string_append(o, ", \"path\": ");
-    json_str(o, p->last_snapshot_path);
+    json_str(o, p->asked_path);
     g_string_append_printf(o, ", \"bytes\": %" G_GUINT64_FORMAT
                            ", \"tokens\": %" G_GUINT64_FORMAT
-                           ", \"duration_s\": %.6f, \"reason\": ",
-                           p->last_snapshot_bytes, p->last_snapshot_tokens,
-                           p->last_snapshot_duration);
-    json_str(o, p->last_snapshot_reason);
-    g_string_append(o, "}\n");
+                           ", \"duration_s\": %.6f, \"reason\": "
+                           "\"signal\"}\n", p->asked_bytes,
+                           p->asked_tokens, p->asked_duration);
     g_mutex_unlock(&p->lock);
     reply(w->msg, 200, JSON, o);
   }
@@ -452,7 +450,7 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
         return;
       }
       g_mutex_lock(&p->lock);
-      guint64 before = p->snapshots;
+      guint64 before = p->asked_snapshots;
       g_mutex_unlock(&p->lock);
       g_autoptr(GError) e = NULL;
       if (!txld_pipeline_snapshot(p, &e)) {

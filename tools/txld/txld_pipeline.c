@@ -72,6 +72,7 @@ txld_pipeline_free(TxldPipeline *p)
     g_free(p->anomalies_ring[i].text);
   g_free(p->last_error);
   g_free(p->last_snapshot_reason);
+  g_free(p->asked_path);
   g_free(p->last_snapshot_path);
   g_mutex_clear(&p->lock);
   txld_conf_free(p->conf);
@@ -183,6 +184,14 @@ sync_handler(GstBus *bus, GstMessage *m, gpointer data)
     p->last_snapshot_duration = duration;
     g_free(p->last_snapshot_reason);
     p->last_snapshot_reason = g_strdup(reason ? reason : "");
+    if (reason && strcmp(reason, "signal") == 0) {
+      p->asked_snapshots++;
+      p->asked_bytes = bytes;
+      p->asked_tokens = tokens;
+      p->asked_duration = duration;
+      g_free(p->asked_path);
+      p->asked_path = g_strdup(path ? path : "");
+    }
   } else {
     p->restores++;
     p->restored_tokens = (gint64)tokens;

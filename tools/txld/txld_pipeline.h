@@ -69,6 +69,11 @@ struct TxldPipeline {
   guint64 last_snapshot_bytes, last_snapshot_tokens;
   double last_snapshot_duration;
   char *last_snapshot_reason, *last_snapshot_path;
+  /* the last snapshot asked for (reason "signal": POST snapshot), kept
+   * apart so that a periodic one written meanwhile is not its answer */
+  guint64 asked_snapshots, asked_bytes, asked_tokens;
+  double asked_duration;
+  char *asked_path;
   gint64 restored_tokens;       /* -1: nothing restored in this run */
   guint64 state_bytes;          /* of the last snapshot's state */
   guint64 learn_rounds;         /* txlmodel learn=true: rounds landed */
