@@ -145,7 +145,7 @@ test_split(void)
   GError *e = NULL;
   g_assert_true(eval_read_sessions(&ev, log->str, log->len, re, 1, lab,
                                    "log", &e));
-  g_assert_true(eval_assign_split(&ev, 0.5, 0.25, &e));
+  g_assert_true(eval_assign_split(&ev, 0.5, 0.25, TRUE, &e));
   g_assert_no_error(e);
   g_assert_cmpint(ev.n_lines, ==, 12);
   const int want[] = { SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_DROPPED,
@@ -161,7 +161,7 @@ test_split(void)
   g_autofree char *dir = g_dir_make_tmp("txl-eval-XXXXXX", NULL);
   g_autofree char *p = g_build_filename(dir, "train.txt", NULL);
   gint64 n = 0;
-  g_assert_true(eval_write_split_text(&ev, SPLIT_TRAIN, FALSE, p, &n, &e));
+  g_assert_true(eval_write_split_text(&ev, SPLIT_TRAIN, -1, FALSE, p, &n, &e));
   g_assert_cmpint(n, ==, 4);
   g_autofree char *txt = NULL;
   g_assert_true(g_file_get_contents(p, &txt, NULL, NULL));

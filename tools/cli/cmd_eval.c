@@ -37,7 +37,7 @@ typedef struct {
   char *margin_s;       /* --margin as given */
   char *outliers;       /* "drop" (default) or "keep" */
   EvalThresholdRule rule;
-  gboolean end, single_stream, keep_text;
+  gboolean end, single_stream, keep_text, normal_only;
   char *lines_out;
   gint64 max_bytes_mib;
   TrainOptions train;   /* the model's shape and optimisation */
@@ -174,6 +174,7 @@ parse_opts(Opts *o, int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &o->score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o->margin_s, "The threshold is the highest normal validation score x (1 + M) (default 0.5, chosen on a development split of the HDFS training part: docs/anomaly.md)", "M" },
     { "validation-outliers", 0, 0, G_OPTION_ARG_STRING, &o->outliers, "drop (default): normal validation sessions scoring above 3 x their median do not take part in the session threshold (a few odd ones would carry the maximum; txl eval names them); keep: every one does", "drop|keep" },
+    { "normal-only", 0, 0, G_OPTION_ARG_NONE, &o->normal_only, "Train and validate on the training part's normal sessions alone (reads its labels; default: on all its sessions, as they come)", NULL },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o->rule.fixed, "A fixed threshold instead of calibration", "X" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o->end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o->single_stream, "One stream over the interleaved lines instead of one per session", NULL },
@@ -206,31 +207,29 @@ parse_opts(Opts *o, int argc, char **argv)
 }
 
 
-/* The model: --model, or one trained on the training sessions' lines with
- * the validation sessions' lines as its validation text. */
+/* Trains MODEL on the training sessions of one fold (-1: all of them),
+ * with the validation sessions' lines as its validation text. */
 static gboolean
-train_step(const Eval *ev, const Opts *o, Result *r, GError **error)
+train_on(const Eval *ev, const Opts *o, int fold, const char *model,
+         GError **error)
 {
-  if (o->model_path) {
-    r->model_file = g_strdup(o->model_path);
-    return TRUE;
-  }
-  r->model_file = g_build_filename(o->out_dir, "model.gguf", NULL);
   g_autofree char *train_txt = g_build_filename(o->out_dir, "train.txt", NULL);
   g_autofree char *calib_txt = g_build_filename(o->out_dir, "validation.txt",
                                                 NULL);
   gint64 n1, n2;
-  if (!eval_write_split_text(ev, SPLIT_TRAIN, o->single_stream, train_txt,
-                             &n1, error) ||
-      !eval_write_split_text(ev, SPLIT_CALIB, o->single_stream, calib_txt,
-                             &n2, error))
+  if (!eval_write_split_text(ev, SPLIT_TRAIN, fold, o->single_stream,
+                             train_txt, &n1, error) ||
+      !eval_write_split_text(ev, SPLIT_CALIB, -1, o->single_stream,
+                             calib_txt, &n2, error))
     return FALSE;
-  fprintf(stderr, "txl eval: training on %" G_GINT64_FORMAT " lines (%s)\n",
-          n1, o->single_stream ? "interleaved" : "grouped by session");
-  gint64 t0 = g_get_monotonic_time();
-  int trc = run_train(o, r->model_file, train_txt, calib_txt);
-  r->train_s = (g_get_monotonic_time() - t0) / 1e6;
-  if (!o->keep_text) {
+  if (fold < 0)
+    fprintf(stderr, "txl eval: training on %" G_GINT64_FORMAT " lines (%s)\n",
+            n1, o->single_stream ? "interleaved" : "grouped by session");
+  else
+    fprintf(stderr, "txl eval: training fold %d on %" G_GINT64_FORMAT
+            " lines\n", fold, n1);
+  int trc = run_train(o, model, train_txt, calib_txt);
+  if (!o->keep_text || fold >= 0) {
     g_remove(train_txt);
     g_remove(calib_txt);
   }
@@ -240,6 +239,58 @@ train_step(const Eval *ev, const Opts *o, Result *r, GError **error)
     return FALSE;
   }
   return TRUE;
+}
+
+static gboolean score_with(Eval *ev, const Opts *o, const char *model_file,
+                           int fold, double *secs, gint64 *n_scored,
+                           guint64 *evicted, GError **error);
+
+/* Without labels the training part holds anomalies: two models, each
+ * trained on one fold of the training sessions, score the other fold, and
+ * the sessions scoring above the held-out scores' 0.9-quantile are left
+ * out of the final training (eval/trim.c says why). */
+static gboolean
+trim_step(Eval *ev, const Opts *o, GError **error)
+{
+  gboolean ok = TRUE;
+  char *fm[2];
+  for (int f = 0; f < 2; f++)
+    fm[f] = g_strdup_printf("%s/fold%d.gguf", o->out_dir, f);
+  for (int f = 0; f < 2 && ok; f++)
+    ok = train_on(ev, o, f, fm[f], error);
+  for (int f = 0; f < 2 && ok; f++) {
+    double secs;
+    gint64 n;
+    guint64 ev_n;
+    ok = score_with(ev, o, fm[f], 1 - f, &secs, &n, &ev_n, error);
+  }
+  if (ok)
+    eval_trim(ev, o->agg, with_end(o), EVAL_TRIM_QUANTILE);
+  for (int f = 0; f < 2; f++) {
+    g_remove(fm[f]);
+    g_autofree char *state = g_strconcat(fm[f], ".train", NULL);
+    g_remove(state);
+    g_free(fm[f]);
+  }
+  return ok;
+}
+
+/* The model: --model, or one trained on the training sessions' lines (left
+ * after trimming, without --normal-only) with the validation sessions'
+ * lines as its validation text. */
+static gboolean
+train_step(Eval *ev, const Opts *o, Result *r, GError **error)
+{
+  if (o->model_path) {
+    r->model_file = g_strdup(o->model_path);
+    return TRUE;
+  }
+  r->model_file = g_build_filename(o->out_dir, "model.gguf", NULL);
+  gint64 t0 = g_get_monotonic_time();
+  gboolean ok = (o->normal_only || o->single_stream || trim_step(ev, o, error))
+                && train_on(ev, o, -1, r->model_file, error);
+  r->train_s = (g_get_monotonic_time() - t0) / 1e6;
+  return ok;
 }
 
 /* Every score kind, with and without the end marker where it was scored:
@@ -400,7 +451,7 @@ write_sessions_csv(const Eval *ev, const Opts *o, const Result *r,
                             "max_line,max_line_sum,max_token,mean,end_nll\n");
   for (guint k = 0; k < ev->sess->len; k++) {
     EvalSession *s = ev->sess->pdata[k];
-    gboolean scored = s->split == SPLIT_CALIB || s->split == SPLIT_TEST;
+    gboolean scored = s->parts > 0; /* training ones: held-out (trim.c) */
     double v = eval_session_score(s, o->agg, with_end(o));
     g_string_append_printf(c, "%s,%d,%s,%" G_GINT64_FORMAT ",", s->key,
                            s->label, eval_split_names[s->split], s->n_lines);
@@ -435,11 +486,12 @@ write_summary(const Eval *ev, const Opts *o, const Result *r, GError **error)
     ", \"lines\": %" G_GINT64_FORMAT ", \"sessions\": {\"train\": %"
     G_GINT64_FORMAT ", \"validation\": %" G_GINT64_FORMAT ", \"test\": %"
     G_GINT64_FORMAT ", \"dropped_anomalous\": %" G_GINT64_FORMAT
-    ", \"unlabelled\": %" G_GINT64_FORMAT "}, \"train_fraction\": %g"
+    ", \"unlabelled\": %" G_GINT64_FORMAT ", \"trimmed\": %" G_GINT64_FORMAT
+    "}, \"train_fraction\": %g"
     ", \"calib_fraction\": %g, \"score\": \"%s\", \"end_marker\": %s"
     ", \"single_stream\": %s, \"threshold_rule\": \"%s\", \"margin\": %g, ",
     ev->n_lines, n[SPLIT_TRAIN], n[SPLIT_CALIB], n[SPLIT_TEST],
-    n[SPLIT_DROPPED], n[SPLIT_UNLABELLED], o->train_fraction,
+    n[SPLIT_DROPPED], n[SPLIT_UNLABELLED], n[SPLIT_TRIMMED], o->train_fraction,
     o->calib_fraction, o->score, with_end(o) ? "true" : "false",
     o->single_stream ? "true" : "false",
     o->rule.fixed > 0 ? "fixed" : "max", o->rule.margin);
@@ -586,27 +638,37 @@ read_step(Eval *ev, const Opts *o, GRegex *re, char **text, GError **error)
   }
   return eval_read_sessions(ev, *text, text_len, re, o->key_group, labels,
                             o->log_path, error) &&
-         eval_assign_split(ev, o->train_fraction, o->calib_fraction, error);
+         eval_assign_split(ev, o->train_fraction, o->calib_fraction,
+                           o->normal_only, error);
 }
 
-/* Scoring with the model of train_step. */
+/* Scores the sessions that fold names (EvalScoring.fold) with a model. */
 static gboolean
-score_step(Eval *ev, const Opts *o, Result *r, GError **error)
+score_with(Eval *ev, const Opts *o, const char *model_file, int fold,
+           double *secs, gint64 *n_scored, guint64 *evicted, GError **error)
 {
-  TxlModel *model = txl_model_load(r->model_file, error);
+  TxlModel *model = txl_model_load(model_file, error);
   if (!model)
     return FALSE;
   gboolean ok = FALSE;
   if (txl_tokenizer_type(txl_model_tokenizer(model)) == TXL_TOKENIZER_NONE) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED, "%s has no tokenizer",
-                r->model_file);
+                model_file);
   } else {
     EvalScoring sc = { o->single_stream ? NULL : o->key_re, o->key_group,
-                       o->end, (guint64)o->max_bytes_mib << 20 };
-    ok = eval_score(ev, model, &sc, &r->score_s, &r->n_scored, &r->evicted,
-                    error);
+                       o->end, (guint64)o->max_bytes_mib << 20, fold };
+    ok = eval_score(ev, model, &sc, secs, n_scored, evicted, error);
   }
   txl_model_unref(model);
+  return ok;
+}
+
+/* Scoring the validation and test sessions with the model of train_step. */
+static gboolean
+score_step(Eval *ev, const Opts *o, Result *r, GError **error)
+{
+  gboolean ok = score_with(ev, o, r->model_file, -1, &r->score_s,
+                           &r->n_scored, &r->evicted, error);
   if (ok)
     fprintf(stderr, "txl eval: scored %" G_GINT64_FORMAT " lines in %.1f s "
             "(%.0f lines/s, %" G_GUINT64_FORMAT " sessions evicted)\n",

@@ -13,7 +13,7 @@
 #include "txl.h"
 
 enum { SPLIT_TRAIN, SPLIT_CALIB, SPLIT_TEST, SPLIT_DROPPED, SPLIT_UNLABELLED,
-       N_SPLIT };
+       SPLIT_TRIMMED, N_SPLIT };
 extern const char *const eval_split_names[N_SPLIT];
 
 /* score kinds, as in TxlSessionScore */
@@ -26,6 +26,7 @@ typedef struct {
   char *key;
   int label; /* 0 normal, 1 anomaly, -1 unknown */
   int split;
+  int fold;  /* label-free training sessions: 0 or 1 (trim.c), else -1 */
   gint64 first_line, n_lines;
   /* merged over the session's parts (a session evicted and reopened) */
   int parts;
@@ -63,15 +64,18 @@ gboolean eval_read_sessions(Eval *ev, const char *text, gsize len,
                             GRegex *re, int key_group, GHashTable *labels,
                             const char *log_name, GError **error);
 /* The first train_fraction of the sessions form the training part; its
- * normal sessions are split in time order, the last calib_fraction of them
- * validate.  Later sessions are the test part.  Fills ev->counts. */
+ * sessions (only its normal ones with normal_only, which reads its labels)
+ * are split in time order, the last calib_fraction of them validate.
+ * Later sessions are the test part.  Fills ev->counts. */
 gboolean eval_assign_split(Eval *ev, double train_fraction,
-                           double calib_fraction, GError **error);
-/* The lines of one split as training text: grouped by session, each
- * session followed by an empty line, or as they came (interleaved). */
-gboolean eval_write_split_text(const Eval *ev, int split, gboolean interleaved,
-                               const char *path, gint64 *n_out,
-                               GError **error);
+                           double calib_fraction, gboolean normal_only,
+                           GError **error);
+/* The lines of one split (of its sessions of one fold, unless fold is -1)
+ * as training text: grouped by session, each session followed by an empty
+ * line, or as they came (interleaved). */
+gboolean eval_write_split_text(const Eval *ev, int split, int fold,
+                               gboolean interleaved, const char *path,
+                               gint64 *n_out, GError **error);
 
 /* score.c */
 typedef struct {
@@ -79,13 +83,25 @@ typedef struct {
   int key_group;
   gboolean end;        /* also score each session's end marker */
   guint64 max_bytes;
+  int fold;            /* -1: the validation and test sessions; 0 or 1:
+                        * the training sessions of that fold (trim.c) */
 } EvalScoring;
-/* Scores every line of the validation and test sessions, each session in
- * its own stream, and fills the per-line and per-session scores. */
+/* Scores every line of the sessions sc->fold names, each session in its
+ * own stream, and fills their per-line and per-session scores.  Sessions
+ * are scored once: calls with different folds add up. */
 gboolean eval_score(Eval *ev, TxlModel *m, const EvalScoring *sc,
                     double *secs, gint64 *n_scored, guint64 *evicted,
                     GError **error);
 double eval_session_score(const EvalSession *s, int agg, gboolean with_end);
 double eval_line_score(const Eval *ev, gint64 i, int agg);
+
+/* trim.c: cross-fitted trimming of the label-free training sessions.
+ * With each fold scored by a model trained on the other, the training
+ * sessions whose score of kind agg is above the q-quantile of them all
+ * move to SPLIT_TRIMMED.  Returns that cut (INFINITY with no scores). */
+double eval_trim(Eval *ev, int agg, gboolean with_end, double q);
+/* The quantile txl eval trims at: anomalies up to a tenth of the training
+ * sessions are left out (chosen on a development split: trim.c). */
+#define EVAL_TRIM_QUANTILE 0.9
 
 #endif

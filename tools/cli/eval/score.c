@@ -106,17 +106,30 @@ sessions_from_lines(Eval *ev)
   }
 }
 
+/* Whether line i is one this call scores (EvalScoring.fold). */
+static gboolean
+scored_here(const Eval *ev, gint64 i, int fold)
+{
+  if (fold < 0)
+    return eval_line_in(ev, i, SPLIT_CALIB) || eval_line_in(ev, i, SPLIT_TEST);
+  return eval_line_in(ev, i, SPLIT_TRAIN) &&
+         ((EvalSession *)ev->sess->pdata[ev->line_sess[i]])->fold == fold;
+}
+
 gboolean
 eval_score(Eval *ev, TxlModel *m, const EvalScoring *sc, double *secs,
            gint64 *n_scored, guint64 *evicted, GError **error)
 {
-  ev->l_mean = g_new(double, ev->n_lines);
-  ev->l_sum = g_new(double, ev->n_lines);
-  ev->l_worst = g_new0(double, ev->n_lines);
-  ev->l_max = g_new(double, ev->n_lines);
-  ev->l_tok = g_new0(int, ev->n_lines);
-  for (gint64 i = 0; i < ev->n_lines; i++)
-    ev->l_mean[i] = ev->l_sum[i] = ev->l_max[i] = NAN;
+  if (!ev->l_mean) {
+    ev->l_mean = g_new(double, ev->n_lines);
+    ev->l_sum = g_new(double, ev->n_lines);
+    ev->l_worst = g_new0(double, ev->n_lines);
+    ev->l_max = g_new(double, ev->n_lines);
+    ev->l_tok = g_new0(int, ev->n_lines);
+    for (gint64 i = 0; i < ev->n_lines; i++)
+      ev->l_mean[i] = ev->l_sum[i] = ev->l_max[i] = NAN;
+  }
+  g_array_set_size(ev->push_line, 0); /* push numbers start again */
   TxlSessionOptions so = TXL_SESSION_OPTIONS_DEFAULT;
   so.key_regex = sc->key_re;
   so.key_group = sc->key_group;
@@ -130,7 +143,7 @@ eval_score(Eval *ev, TxlModel *m, const EvalScoring *sc, double *secs,
   gboolean ok = TRUE;
   gint64 n = 0;
   for (gint64 i = 0; i < ev->n_lines && ok; i++) {
-    if (!eval_line_in(ev, i, SPLIT_CALIB) && !eval_line_in(ev, i, SPLIT_TEST))
+    if (!scored_here(ev, i, sc->fold))
       continue;
     g_array_append_val(ev->push_line, i);
     ok = txl_sessions_push_line(ss, ev->line_ptr[i], ev->line_len[i],

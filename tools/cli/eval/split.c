@@ -15,7 +15,7 @@
 
 const char *const eval_split_names[N_SPLIT] = { "train", "calibration",
                                                 "test", "dropped",
-                                                "unlabelled" };
+                                                "unlabelled", "trimmed" };
 
 void
 eval_init(Eval *ev)
@@ -137,47 +137,65 @@ eval_read_sessions(Eval *ev, const char *text, gsize text_len, GRegex *re,
 
 gboolean
 eval_assign_split(Eval *ev, double train_fraction, double calib_fraction,
-                  GError **error)
+                  gboolean normal_only, GError **error)
 {
-/* the split: first train_fraction of the sessions; of its normal ones
- * the last calib_fraction calibrate */
-gint64 n_train_part = (gint64)(train_fraction * ev->sess->len);
-gint64 n_norm = 0, *counts = ev->counts;
-for (gint64 k = 0; k < n_train_part; k++)
-  n_norm += ((EvalSession *)ev->sess->pdata[k])->label == 0;
-gint64 n_fit = n_norm - (gint64)ceil(calib_fraction * n_norm), seen = 0;
-for (guint k = 0; k < ev->sess->len; k++) {
-  EvalSession *s = ev->sess->pdata[k];
-  if (s->label < 0)
-    s->split = SPLIT_UNLABELLED;
-  else if ((gint64)k >= n_train_part)
-    s->split = SPLIT_TEST;
-  else if (s->label == 1)
-    s->split = SPLIT_DROPPED; /* anomalies of the training part: unused */
+  /* the split: the first train_fraction of the sessions; of those that
+   * learn (all of them, or the normal ones with normal_only) the last
+   * calib_fraction validate */
+  gint64 n_train_part = (gint64)(train_fraction * ev->sess->len);
+  gint64 n_learn = 0, *counts = ev->counts;
+  for (gint64 k = 0; k < n_train_part; k++) {
+    int lab = ((EvalSession *)ev->sess->pdata[k])->label;
+    n_learn += normal_only ? lab == 0 : TRUE;
+  }
+  gint64 n_fit = n_learn - (gint64)ceil(calib_fraction * n_learn), seen = 0;
+  for (guint k = 0; k < ev->sess->len; k++) {
+    EvalSession *s = ev->sess->pdata[k];
+    if ((gint64)k >= n_train_part)
+      s->split = s->label < 0 ? SPLIT_UNLABELLED : SPLIT_TEST;
+    else if (normal_only && s->label != 0)
+      s->split = s->label < 0 ? SPLIT_UNLABELLED : SPLIT_DROPPED;
+    else
+      s->split = seen++ < n_fit ? SPLIT_TRAIN : SPLIT_CALIB;
+    /* the folds of cross-fitted trimming (trim.c): alternate sessions */
+    s->fold = !normal_only && s->split == SPLIT_TRAIN ? (int)(seen % 2) : -1;
+    counts[s->split]++;
+  }
+  if (counts[SPLIT_TRAIN] < 1 || counts[SPLIT_CALIB] < 1 ||
+      counts[SPLIT_TEST] < 1) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "need at least one training, one validation and one test "
+                "session (have %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                ", %" G_GINT64_FORMAT ")", counts[SPLIT_TRAIN],
+                counts[SPLIT_CALIB], counts[SPLIT_TEST]);
+    return FALSE;
+  }
+  if (normal_only)
+    fprintf(stderr, "txl eval: sessions: %" G_GINT64_FORMAT " train "
+            "(normal), %" G_GINT64_FORMAT " validation (normal), %"
+            G_GINT64_FORMAT " test, %" G_GINT64_FORMAT " anomalous ones of "
+            "the training part left out\n", counts[SPLIT_TRAIN],
+            counts[SPLIT_CALIB], counts[SPLIT_TEST], counts[SPLIT_DROPPED]);
   else
-    s->split = seen++ < n_fit ? SPLIT_TRAIN : SPLIT_CALIB;
-  counts[s->split]++;
-}
-if (counts[SPLIT_TRAIN] < 1 || counts[SPLIT_CALIB] < 1 ||
-    counts[SPLIT_TEST] < 1) {
-  g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-              "need at least one training, one validation and one test "
-              "session (have %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-              ", %" G_GINT64_FORMAT ")", counts[SPLIT_TRAIN],
-              counts[SPLIT_CALIB], counts[SPLIT_TEST]);
-  return FALSE;
-}
-fprintf(stderr, "txl eval: sessions: %" G_GINT64_FORMAT " train (normal), %"
-        G_GINT64_FORMAT " validation (normal), %" G_GINT64_FORMAT
-        " test, %" G_GINT64_FORMAT " anomalous ones of the training part "
-        "left out\n", counts[SPLIT_TRAIN], counts[SPLIT_CALIB],
-        counts[SPLIT_TEST], counts[SPLIT_DROPPED]);
+    fprintf(stderr, "txl eval: sessions: %" G_GINT64_FORMAT " train, %"
+            G_GINT64_FORMAT " validation (labels not read), %"
+            G_GINT64_FORMAT " test\n", counts[SPLIT_TRAIN],
+            counts[SPLIT_CALIB], counts[SPLIT_TEST]);
   return TRUE;
 }
 
+static gboolean
+in_fold(const Eval *ev, gint64 i, int split, int fold)
+{
+  return eval_line_in(ev, i, split) &&
+         (fold < 0 ||
+          ((EvalSession *)ev->sess->pdata[ev->line_sess[i]])->fold == fold);
+}
+
 gboolean
-eval_write_split_text(const Eval *ev, int split, gboolean interleaved,
-                      const char *path, gint64 *n_out, GError **error)
+eval_write_split_text(const Eval *ev, int split, int fold,
+                      gboolean interleaved, const char *path, gint64 *n_out,
+                      GError **error)
 {
   FILE *f = fopen(path, "wb");
   if (!f) {
@@ -189,7 +207,7 @@ eval_write_split_text(const Eval *ev, int split, gboolean interleaved,
   if (interleaved) {
     /* the lines as they came, interleaved */
     for (gint64 i = 0; i < ev->n_lines; i++) {
-      if (eval_line_in(ev, i, split)) {
+      if (in_fold(ev, i, split, fold)) {
         fwrite(ev->line_ptr[i], 1, ev->line_len[i], f);
         fputc('\n', f);
         n++;
@@ -201,7 +219,7 @@ eval_write_split_text(const Eval *ev, int split, gboolean interleaved,
     for (guint k = 0; k < ev->sess->len; k++)
       g_ptr_array_add(per, g_array_new(FALSE, FALSE, sizeof(gint64)));
     for (gint64 i = 0; i < ev->n_lines; i++)
-      if (eval_line_in(ev, i, split))
+      if (in_fold(ev, i, split, fold))
         g_array_append_val((GArray *)per->pdata[ev->line_sess[i]], i);
     for (guint k = 0; k < ev->sess->len; k++) {
       GArray *a = per->pdata[k];
