@@ -145,11 +145,18 @@ txl_baseline_threshold(TxlBaseline *b, double *threshold)
   if (b->n < b->warmup)
     return FALSE;
   memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-  double hi = quantile(b->scratch, b->n, TXL_STREAM_RULE_Q);
-  double med = quantile(b->scratch, b->n, 0.5);
-  *threshold = hi + TXL_STREAM_RULE_MARGIN *
-                        MAX(hi - med, TXL_STREAM_RULE_FLOOR);
+  *threshold = txl_stream_rule_threshold(b->scratch, b->n);
   return TRUE;
+}
+
+double
+txl_stream_rule_threshold(double *v, gsize n)
+{
+  if (n == 0)
+    return INFINITY;
+  double hi = quantile(v, n, TXL_STREAM_RULE_Q);
+  double med = quantile(v, n, 0.5);
+  return hi + TXL_STREAM_RULE_MARGIN * MAX(hi - med, TXL_STREAM_RULE_FLOOR);
 }
 
 gboolean

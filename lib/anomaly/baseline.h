@@ -46,6 +46,9 @@ void txl_baseline_add(TxlBaseline *b, double x);
 #define TXL_STREAM_RULE_WINDOW 1000
 #define TXL_STREAM_RULE_WARMUP 50
 gboolean txl_baseline_threshold(TxlBaseline *b, double *threshold);
+/* The same rule over n values of a caller's (reordered in place; INFINITY
+ * when n is 0): txl eval applies it to all its validation lines. */
+double txl_stream_rule_threshold(double *v, gsize n);
 /* The rule applied to one value: *flag = x above the threshold (or not
  * finite); x then joins the window.  Returns FALSE, flag FALSE, during
  * warm-up. */

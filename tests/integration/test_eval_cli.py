@@ -22,6 +22,8 @@ LOGGEN = os.path.join(HERE, '..', '..', 'tools', 'loggen.py')
 TINY = ['--layers', '1', '--d-model', '64', '--heads', '2', '--d-head', '32',
         '--d-inner', '128', '--vocab', '400', '--segment', '32', '--mem-len', '32',
         '--batch', '8', '--steps', '300', '--lr', '3e-3']
+# the labelled recipe: train and validate on the normal sessions alone
+NO = ['--normal-only']
 results = []
 
 
@@ -83,6 +85,76 @@ def model_calibration(path, missing_ok=False):
     return json.loads(so).get('anomaly')
 
 
+def stream_rule(v):
+    """The label-free line rule of lib/anomaly/baseline.h, written again:
+    Q90 + 1.5 x max(Q90 - median, 0.3), quantiles interpolated."""
+    v = sorted(v)
+
+    def q(f):
+        pos = f * (len(v) - 1)
+        k = int(math.floor(pos))
+        return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
+    return q(0.9) + 1.5 * max(q(0.9) - q(0.5), 0.3)
+
+
+def label_free(tmp, log, labels, sess_lab):
+    """The default: no label of the training part is read.  Its sessions
+    all train, anomalies included, after cross-fitted trimming; the
+    thresholds come from unlabelled validation sessions."""
+    out = os.path.join(tmp, 'lf')
+    lines = os.path.join(tmp, 'lf-lines.jsonl')
+    rc, so, se = run(['eval', log, '--labels', labels, '-o', out, '--key', 'sid=(S[0-9]+)',
+                      '--key-group', '1', '--lines', lines, '--score', 'max-line'] + TINY)
+    check('label-free txl eval runs', rc == 0, se)
+    if rc != 0:
+        return
+    with open(os.path.join(out, 'summary.json')) as f:
+        s = json.load(f)
+    with open(os.path.join(out, 'sessions.csv')) as f:
+        rows = list(csv.DictReader(f))
+    n = s['sessions']
+    part = [r for r in rows if r['split'] in ('train', 'trimmed', 'calibration')]
+    check('label-free: every session of the training part learns or validates, anomalies too',
+          n['dropped_anomalous'] == 0 and n['train'] + n['trimmed'] + n['validation'] + n['test'] ==
+          len(sess_lab) and any(r['label'] == '1' for r in part) and len(part) == len(sess_lab) // 2,
+          n)
+    cal_rows = [r for r in rows if r['split'] == 'calibration']
+    check('label-free: validation holds the last fifth of the training part',
+          len(cal_rows) == math.ceil(0.2 * len(part)), (len(cal_rows), len(part)))
+    # every training session has a held-out score; the trimmed ones are
+    # the top tenth of them
+    tr = [float(r['score']) for r in rows if r['split'] == 'train']
+    tm = [float(r['score']) for r in rows if r['split'] == 'trimmed']
+    check('label-free: trimmed sessions are those above the 0.9-quantile of the held-out scores',
+          len(tr) + len(tm) == n['train'] + n['trimmed'] and tm and min(tm) > max(tr) and
+          abs(len(tm) - 0.1 * (len(tr) + len(tm))) <= 1, (len(tr), len(tm)))
+    check('label-free: a trimmed session is more often anomalous than a kept one',
+          sum(int(r['label']) for r in rows if r['split'] == 'trimmed') / max(1, len(tm)) >
+          sum(int(r['label']) for r in rows if r['split'] == 'train') / max(1, len(tr)), n)
+    ses = s['session']
+    check('label-free: session AUROC > 0.85 (%.3f)' % ses['auroc'], ses['auroc'] > 0.85, (ses, s['all_scores']))
+    val = sorted(float(r['score']) for r in cal_rows)
+    med = statistics.median(val)
+    kept = [v for v in val if v <= 3 * med] or val[:1]
+    check('label-free: session threshold = 1.5 x the highest unlabelled validation score '
+          '(those above 3 x the median left out)',
+          abs(ses['threshold'] - 1.5 * max(kept)) < 1e-4 * max(1, ses['threshold']),
+          (ses['threshold'], max(kept)))
+    with open(lines) as f:
+        lj = [json.loads(x) for x in f]
+    thr = stream_rule([x['worst'] for x in lj if x['split'] == 'calibration'])
+    cal = model_calibration(os.path.join(out, 'model.gguf'))
+    check('label-free: line threshold by the stream rule over the validation lines',
+          cal and abs(cal['line_threshold_bpb'] - thr) < 1e-4 * thr and
+          abs(s['line']['threshold'] - thr) < 1e-4 * thr and
+          'labels not read' in cal.get('rule', ''), (cal, thr))
+    check('label-free: line flags follow it',
+          all(x['flag'] == (x['worst'] > thr) for x in lj if x['split'] == 'test') and
+          {x['split'] for x in lj} == {'test', 'calibration'})
+    check('label-free: the fold models are not left behind',
+          not any(f.startswith('fold') for f in os.listdir(out)), os.listdir(out))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-eval-')
     try:
@@ -91,7 +163,7 @@ def main():
         out = os.path.join(tmp, 'out')
         lines = os.path.join(tmp, 'lines.jsonl')
         rc, so, se = run(['eval', log, '--labels', labels, '-o', out, '--key', 'sid=(S[0-9]+)',
-                          '--key-group', '1', '--lines', lines, '--score', 'max-line', '--margin', '0'] + TINY)
+                          '--key-group', '1', '--lines', lines, '--score', 'max-line', '--margin', '0'] + NO + TINY)
         check('txl eval runs', rc == 0, se)
         if rc != 0:
             return
@@ -168,7 +240,7 @@ def main():
             f.write('\n'.join(raw[:at + 1] + junk + raw[at + 1:]))
         rc, _, seo = run(['eval', olog, '--labels', labels, '-o', os.path.join(tmp, 'outo'),
                           '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
-                          '--model', os.path.join(out, 'model.gguf')])
+                          '--model', os.path.join(out, 'model.gguf')] + NO)
         check('warning: one odd validation session far above the rest',
               rc == 0 and 'warning: the highest normal validation score' in seo and
               'session %s' % odd in seo, seo[-600:])
@@ -178,7 +250,7 @@ def main():
             args = [] if mode == 'drop' else ['--validation-outliers', 'keep']
             rc, _, set_ = run(['eval', olog, '--labels', labels, '-o', outt,
                                '--key', 'sid=(S[0-9]+)', '--key-group', '1', '--score', 'max-line',
-                               '--model', os.path.join(out, 'model.gguf')] + args)
+                               '--model', os.path.join(out, 'model.gguf')] + NO + args)
             ok = rc == 0
             if ok:
                 with open(os.path.join(outt, 'summary.json')) as f:
@@ -219,14 +291,14 @@ def main():
         # a second run on the saved model scores the same
         rc, so2, se2 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out2'),
                             '--key', 'sid=(S[0-9]+)', '--key-group', '1',
-                            '--score', 'max-line', '--margin', '0', '--model', os.path.join(out, 'model.gguf')])
+                            '--score', 'max-line', '--margin', '0', '--model', os.path.join(out, 'model.gguf')] + NO)
         with open(os.path.join(tmp, 'out2', 'summary.json')) as f:
             s2 = json.load(f)
         check('--model reproduces the scores', rc == 0 and s2['session'] == ses, se2)
         # the default margin, 0.5: 1.5 x the highest validation score
         rc, so10, se10 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out10'),
                               '--key', 'sid=(S[0-9]+)', '--key-group', '1',
-                              '--score', 'max-line', '--model', os.path.join(out, 'model.gguf')])
+                              '--score', 'max-line', '--model', os.path.join(out, 'model.gguf')] + NO)
         ok10 = rc == 0
         if ok10:
             with open(os.path.join(tmp, 'out10', 'summary.json')) as f:
@@ -253,6 +325,8 @@ def main():
         rc, _, se_b = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'outb'),
                            '--validation-outliers', 'maybe', '--model', os.path.join(out, 'model.gguf')])
         check('error: a bad --validation-outliers', rc == 2 and 'validation-outliers' in se_b, se_b)
+
+        label_free(tmp, log, labels, sess_lab)
 
         # single stream runs too
         rc, _, se3 = run(['eval', log, '--labels', labels, '-o', os.path.join(tmp, 'out3'),

@@ -175,6 +175,76 @@ test_split(void)
   g_string_free(log, TRUE);
 }
 
+/* Without labels (the default) every session of the training part learns
+ * or validates, anomalies included; training sessions alternate between
+ * two folds, and eval_trim moves those above the quantile of their
+ * held-out scores to SPLIT_TRIMMED. */
+static void
+test_split_label_free(void)
+{
+  GString *log = g_string_new(NULL);
+  GHashTable *lab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          NULL);
+  for (int k = 0; k < 10; k++) {
+    g_string_append_printf(log, "event sid=s%d\n", k);
+    g_hash_table_insert(lab, g_strdup_printf("s%d", k),
+                        GINT_TO_POINTER((k == 1 || k == 7) + 1));
+  }
+  GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
+  Eval ev;
+  eval_init(&ev);
+  GError *e = NULL;
+  g_assert_true(eval_read_sessions(&ev, log->str, log->len, re, 1, lab,
+                                   "log", &e));
+  g_assert_true(eval_assign_split(&ev, 0.5, 0.25, FALSE, &e));
+  g_assert_no_error(e);
+  /* s0..s4: ceil(0.25 x 5) = 2 validate (s3 s4), s1 trains though
+   * anomalous; folds alternate */
+  const int want[] = { SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_CALIB,
+                       SPLIT_CALIB, SPLIT_TEST, SPLIT_TEST, SPLIT_TEST,
+                       SPLIT_TEST, SPLIT_TEST };
+  for (int k = 0; k < 10; k++) {
+    EvalSession *s = ev.sess->pdata[k];
+    g_assert_cmpint(s->split, ==, want[k]);
+    g_assert_cmpint(s->fold, ==, k < 3 ? (k + 1) % 2 : -1);
+  }
+  g_assert_cmpint(ev.counts[SPLIT_DROPPED], ==, 0);
+  /* one fold's text holds its sessions only */
+  g_autofree char *dir = g_dir_make_tmp("txl-eval-XXXXXX", NULL);
+  g_autofree char *p = g_build_filename(dir, "fold.txt", NULL);
+  gint64 n = 0;
+  g_assert_true(eval_write_split_text(&ev, SPLIT_TRAIN, 1, FALSE, p, &n, &e));
+  g_autofree char *txt = NULL;
+  g_assert_true(g_file_get_contents(p, &txt, NULL, NULL));
+  g_assert_cmpstr(txt, ==, "event sid=s0\n\nevent sid=s2\n\n");
+  g_remove(p);
+  g_rmdir(dir);
+  /* held-out mean scores 0.1, 0.9 (the anomaly), 0.2: the median cut
+   * trims s1 alone */
+  const double nll[] = { 1.0, 9.0, 2.0 };
+  for (int k = 0; k < 3; k++) {
+    EvalSession *s = ev.sess->pdata[k];
+    s->parts = 1;
+    s->nll = nll[k];
+    s->tokens = 10;
+  }
+  double cut = eval_trim(&ev, 3, FALSE, 0.5);
+  g_assert_cmpfloat_with_epsilon(cut, 0.2, 1e-12);
+  g_assert_cmpint(((EvalSession *)ev.sess->pdata[1])->split, ==,
+                  SPLIT_TRIMMED);
+  g_assert_cmpint(ev.counts[SPLIT_TRAIN], ==, 2);
+  g_assert_cmpint(ev.counts[SPLIT_TRIMMED], ==, 1);
+  /* a broken (non-finite) held-out score is trimmed too */
+  ((EvalSession *)ev.sess->pdata[2])->nll = INFINITY;
+  eval_trim(&ev, 3, FALSE, 0.5);
+  g_assert_cmpint(((EvalSession *)ev.sess->pdata[2])->split, ==,
+                  SPLIT_TRIMMED);
+  eval_clear(&ev);
+  g_regex_unref(re);
+  g_hash_table_destroy(lab);
+  g_string_free(log, TRUE);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -186,5 +256,6 @@ main(int argc, char **argv)
   g_test_add_func("/eval/median", test_median);
   g_test_add_func("/eval/labels", test_labels);
   g_test_add_func("/eval/split", test_split);
+  g_test_add_func("/eval/split-label-free", test_split_label_free);
   return g_test_run();
 }

@@ -18,6 +18,7 @@
 #include "eval/metrics.h"
 #include "eval/svg.h"
 #include "eval/threshold.h"
+#include "txl_anomaly.h"
 #include "txl_formats.h"
 #include "train_run.h"
 
@@ -349,13 +350,30 @@ session_step(const Eval *ev, const Opts *o, Result *r)
   }
 }
 
-/* Lines take their session's label.  Two thresholds by the same rule: in
- * the chosen score's unit for the metrics, and in txlsink's unit (the
- * line's worst part in bits per byte) for the model file. */
+/* Lines take their session's label.  Without labels (the default) lines
+ * are judged as txl score and txlsink judge them: the line's worst part in
+ * bits per byte against the label-free stream rule (lib/anomaly/baseline.h)
+ * over the validation lines.  With --normal-only, two thresholds by the
+ * session rule: in the chosen score's unit for the metrics, and in bits
+ * per byte for the model file. */
+static gboolean
+line_stream_rule(const Opts *o)
+{
+  return !o->normal_only && o->rule.fixed <= 0;
+}
+
+/* A line's score in the unit its threshold is in. */
+static double
+line_value(const Eval *ev, const Opts *o, gint64 i)
+{
+  return line_stream_rule(o) ? ev->l_worst[i] : eval_line_score(ev, i, o->agg);
+}
+
 static void
 line_step(const Eval *ev, const Opts *o, Result *r)
 {
   gsize nt = 0;
+  gboolean stream_rule = line_stream_rule(o);
   GArray *lc = g_array_new(FALSE, FALSE, sizeof(double));
   GArray *lb = g_array_new(FALSE, FALSE, sizeof(double));
   g_autofree double *lsc = g_new(double, ev->n_lines);
@@ -365,7 +383,7 @@ line_step(const Eval *ev, const Opts *o, Result *r)
     if (si < 0 || isnan(ev->l_sum[i]))
       continue;
     EvalSession *s = ev->sess->pdata[si];
-    double v = eval_line_score(ev, i, o->agg);
+    double v = line_value(ev, o, i);
     if (s->split == SPLIT_CALIB) {
       g_array_append_val(lc, v);
       g_array_append_val(lb, ev->l_worst[i]);
@@ -374,9 +392,11 @@ line_step(const Eval *ev, const Opts *o, Result *r)
       llab[nt++] = s->label;
     }
   }
-  double lt = eval_threshold(&o->rule, (double *)lc->data, lc->len, FALSE);
+  double lt = stream_rule
+    ? txl_stream_rule_threshold((double *)lc->data, lc->len)
+    : eval_threshold(&o->rule, (double *)lc->data, lc->len, FALSE);
   eval_metrics(lsc, llab, nt, lt, &r->line_m);
-  r->line_bpb_thr = o->rule.fixed > 0 ? 0.0
+  r->line_bpb_thr = o->rule.fixed > 0 ? 0.0 : stream_rule ? lt
     : eval_threshold(&o->rule, (double *)lb->data, lb->len, FALSE);
   if (!isfinite(r->line_bpb_thr))
     r->line_bpb_thr = 0.0;
@@ -407,10 +427,11 @@ outlier_step(const Eval *ev, const Opts *o, Result *r)
   r->val_med = eval_median((double *)vv->data, vv->len);
   g_array_free(vv, TRUE);
   if (r->val_med > 0 && r->val_max > 3.0 * r->val_med)
-    fprintf(stderr, "txl eval: warning: the highest normal validation "
+    fprintf(stderr, "txl eval: warning: the highest %svalidation "
             "score (%.4g, session %s) is %.1f x their median (%.4g): "
             "%s; look at such sessions (sessions.csv, split calibration)\n",
-            r->val_max, r->val_max_key, r->val_max / r->val_med, r->val_med,
+            o->normal_only ? "normal " : "", r->val_max, r->val_max_key,
+            r->val_max / r->val_med, r->val_med,
             o->rule.trim ? "the sessions above 3 x the median are "
             "left out of the threshold (--validation-outliers keep: not)"
             : "it decides a threshold based on the maximum");
@@ -536,6 +557,8 @@ write_lines(const Eval *ev, const Opts *o, const Result *r, GError **error)
     if (si < 0 || isnan(ev->l_sum[i]))
       continue;
     EvalSession *s = ev->sess->pdata[si];
+    if (s->split != SPLIT_CALIB && s->split != SPLIT_TEST)
+      continue; /* a training line's held-out score (trim.c) */
     g_string_printf(l, "{\"line\": %" G_GINT64_FORMAT ", \"key\": ", i + 1);
     txl_json_append_string(l, s->key, strlen(s->key));
     g_string_append_printf(l, ", \"split\": \"%s\", \"label\": %d, "
@@ -547,7 +570,7 @@ write_lines(const Eval *ev, const Opts *o, const Result *r, GError **error)
     txl_json_append_double(l, "%.6f", ev->l_max[i]);
     g_string_append(l, ", \"worst\": ");
     txl_json_append_double(l, "%.6f", ev->l_worst[i]);
-    double v = eval_line_score(ev, i, o->agg);
+    double v = line_value(ev, o, i);
     g_string_append_printf(l, ", \"flag\": %s}\n",
                            !isfinite(v) || v > r->line_m.threshold
                              ? "true" : "false");
@@ -573,8 +596,10 @@ write_calibration(const Opts *o, const Result *r, GError **error)
     ? g_strdup_printf("fixed threshold %g (txl eval --threshold)",
                       o->rule.fixed)
     : g_strdup_printf("txl eval: max of the %s scores of %" G_GSIZE_FORMAT
-                      " normal validation sessions%s of %s, times %g",
-                      o->score, r->n_cal_used, o->rule.trim
+                      " %svalidation sessions%s of %s, times %g",
+                      o->score, r->n_cal_used,
+                      o->normal_only ? "normal " : "(labels not read) ",
+                      o->rule.trim
                       ? " (those above 3 x the median left out)" : "",
                       log_base, 1.0 + o->rule.margin);
   TxlCalibration cb = {
