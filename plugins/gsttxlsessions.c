@@ -134,6 +134,15 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
    * evicted is compared with the threshold for its length when
    * session-open-thresholds is set */
   gdouble thr = self->thr;
+  /* without a threshold given, the running rule: judged against the
+   * sessions that ended before and were not flagged (one anomaly in the
+   * window would carry its maximum, and the bar, for a thousand sessions) */
+  gboolean warm = FALSE;
+  if (self->recent) {
+    warm = !txl_baseline_session_threshold(self->recent, &thr);
+    if (warm)
+      thr = 0;
+  }
   if ((r->reason == TXL_SESSION_END_OPEN ||
        r->reason == TXL_SESSION_END_EVICTED) && self->open_thr->len > 0)
     thr = g_array_index(self->open_thr, gdouble,
@@ -142,6 +151,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
    * the threshold: it must never pass for a normal session */
   gboolean flag = (thr > 0 && r->score > thr) || !isfinite(r->score) ||
                   r->nonfinite > 0;
+  if (self->recent && !flag)
+    txl_baseline_add(self->recent, r->score);
   GstStructure *s = gst_structure_new("txl-session",
       "key", G_TYPE_STRING, r->key,
       "reason", G_TYPE_STRING, reason_name(r->reason),
@@ -160,6 +171,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
       "threshold", G_TYPE_DOUBLE, thr,
       "nonfinite", G_TYPE_INT64, r->nonfinite,
       "flag", G_TYPE_BOOLEAN, flag, NULL);
+  if (self->recent)
+    gst_structure_set(s, "warmup", G_TYPE_BOOLEAN, warm, NULL);
   if (sp)
     g_hash_table_remove(self->spans, r->key);
   GST_DEBUG_OBJECT(self, "session %s %s: %" G_GINT64_FORMAT " lines, score "
@@ -206,6 +219,7 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->done_lines, g_array_unref);
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
+  g_clear_pointer(&self->recent, txl_baseline_free);
   g_clear_pointer(&self->tfmt, g_free);
   g_clear_pointer(&self->opts_key, g_free);
   g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
@@ -263,6 +277,8 @@ new_stream(GstTxlScorerBase *base, GError **error)
   o.score = self->score;
   self->thr = self->threshold;
   self->kind = self->score;
+  gboolean running = !(self->user_set & SET_THRESHOLD) &&
+                     !(cal && cal->session_threshold > 0);
   self->idle_after = g_array_new(FALSE, FALSE, sizeof(gdouble));
   self->open_thr = g_array_new(FALSE, FALSE, sizeof(gdouble));
   gboolean lists_ok = parse_list(self->idle_after_s, self->idle_after) &&
@@ -278,6 +294,9 @@ new_stream(GstTxlScorerBase *base, GError **error)
     return FALSE;
   }
   self->now = 0;
+  if (running)
+    self->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
+                                    TXL_SESSION_RULE_WARMUP, 0, NULL);
   if (self->idle_after->len > 0) {
     o.idle_after = (const double *)self->idle_after->data;
     o.n_idle_after = self->idle_after->len;
@@ -707,7 +726,9 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
       g_param_spec_double("session-threshold", "Session threshold",
           "A session whose score exceeds this is flagged (0 = none is). "
           "Unset: the threshold `txl eval` measured, which the model file "
-          "carries (else 0)",
+          "carries, else the running rule: 1.5 x the highest score of the "
+          "last 1000 ended sessions, those above 3 x their median left out, "
+          "after 50 (\"warmup\" until then; docs/anomaly.md)",
           0.0, G_MAXDOUBLE, 0.0, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_END_MARKER,
       g_param_spec_boolean("session-end-marker", "Session end marker",

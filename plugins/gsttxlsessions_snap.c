@@ -16,7 +16,9 @@
 
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
 
-#define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
+/* 2: line scores of lib/anomaly/lines.h; 3: the running session rule's
+ * window (a version 2 snapshot resumes with an empty one) */
+#define STATE_VERSION 3u
 #define MAX_STATE_TEXT (1u << 30)
 
 /* ---- the element's own state ---------------------------------------------- */
@@ -143,6 +145,15 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
     gst_structure_foreach(e->s, put_field, b);
   }
   gst_txl_text_put(b, &base->text);
+  /* the running session rule's window, if it runs */
+  gsize rn = self->recent ? txl_baseline_state_get_size(self->recent) : 0;
+  txl_put_u32(b, self->recent ? 1 : 0);
+  if (self->recent) {
+    guint8 *rb = g_malloc(rn);
+    txl_baseline_state_get_data(self->recent, rb, rn);
+    txl_put_blob(b, rb, rn);
+    g_free(rb);
+  }
   return g_byte_array_free_to_bytes(b);
 }
 
@@ -156,6 +167,7 @@ typedef struct {
   GHashTable *spans;
   GQueue ended;
   GstTxlText text;
+  TxlBaseline *recent; /* the running session rule's window, or NULL */
 } OwnState;
 
 void
@@ -176,6 +188,7 @@ gst_txl_sessions_drop_own(gpointer p)
   g_clear_pointer(&o->spans, g_hash_table_unref);
   gst_txl_text_clear(&o->text);
   g_queue_clear_full(&o->ended, gst_txl_sessions_ended_free);
+  g_clear_pointer(&o->recent, txl_baseline_free);
   g_free(o);
 }
 
@@ -207,7 +220,8 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
     g_free(o);
     return NULL;
   }
-  if (!r.ok || version != STATE_VERSION || o->pushed < 0 || o->sl_seq0 < 1 ||
+  if (!r.ok || (version != STATE_VERSION && version != 2) || o->pushed < 0 ||
+      o->sl_seq0 < 1 ||
       nsl > (gsize)(r.end - r.p) / (20 + TXL_LINE_SCORE_SAVED_BYTES) ||
       o->sl_seq0 + (gint64)nsl - 1 != o->pushed)
     goto bad;
@@ -263,7 +277,17 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
     if (!e->s)
       r.ok = FALSE;
   }
-  if (!gst_txl_text_get(&r, &o->text) || !txl_reader_done(&r))
+  if (!gst_txl_text_get(&r, &o->text))
+    goto bad;
+  if (version >= 3 && txl_get_u32(&r) == 1) {
+    gsize rn;
+    const guint8 *rd = txl_get_blob(&r, &rn, MAX_STATE_TEXT);
+    o->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
+                                 TXL_SESSION_RULE_WARMUP, 0, NULL);
+    if (!r.ok || !txl_baseline_state_set_data(o->recent, rd, rn, NULL))
+      goto bad;
+  }
+  if (!txl_reader_done(&r))
     goto bad;
   return o;
 bad:
@@ -304,5 +328,15 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   o->text.data = NULL;
   g_array_set_size(self->done_lines, 0);
   self->failed = FALSE;
+  /* the running rule's window goes on where it was; where the rule does
+   * not run now (a threshold was set since), it is not needed */
+  if (self->recent && o->recent) {
+    txl_baseline_free(self->recent);
+    self->recent = g_steal_pointer(&o->recent);
+  } else if (self->recent) {
+    txl_baseline_reset(self->recent);
+    GST_INFO_OBJECT(self, "the snapshot has no session window: the running "
+                    "session rule warms up again");
+  }
   gst_txl_sessions_drop_own(o);
 }

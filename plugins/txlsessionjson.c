@@ -59,6 +59,9 @@ gst_txl_session_json(const GstStructure *s)
     g_string_append_printf(o, ", \"threshold\": %.6f", thr);
   else
     g_string_append(o, ", \"threshold\": null");
+  gboolean warm = FALSE;
+  if (gst_structure_get_boolean(s, "warmup", &warm))
+    g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
   g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
                          flag ? "true" : "false", reason ? reason : "ended");
   return o;

@@ -3,6 +3,7 @@
 #include "bytes.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 1 / Phi^-1(3/4): makes the MAD a consistent estimate of a normal
@@ -146,6 +147,40 @@ txl_baseline_threshold(TxlBaseline *b, double *threshold)
     return FALSE;
   memcpy(b->scratch, b->ring, sizeof(double) * b->n);
   *threshold = txl_stream_rule_threshold(b->scratch, b->n);
+  return TRUE;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double
+txl_session_rule_threshold(double *v, gsize n, double margin, gboolean trim)
+{
+  if (n == 0)
+    return INFINITY;
+  qsort(v, n, sizeof(double), cmp_double);
+  if (trim) {
+    /* a few odd sessions would carry the maximum: those far above the
+     * rest (anomalies, mostly) do not take part */
+    double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    while (n > 1 && v[n - 1] > TXL_SESSION_RULE_TRIM * med)
+      n--;
+  }
+  return v[n - 1] * (1.0 + margin);
+}
+
+gboolean
+txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
+{
+  if (b->n < b->warmup)
+    return FALSE;
+  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
+  *threshold = txl_session_rule_threshold(b->scratch, b->n,
+                                          TXL_SESSION_RULE_MARGIN, TRUE);
   return TRUE;
 }
 

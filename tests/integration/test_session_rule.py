@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""txlsessions without a session threshold (none set, none in the model
+file): the running session rule of lib/anomaly/baseline.h, written again
+here.  Each ended session is judged against the scores of the sessions that
+ended before it: "warmup" and no flag for the first 50, then flagged above
+1.5 x the highest of the last 1,000 not flagged (those above 3 x their
+median left out).  A few sessions of foreign lines among HDFS-like ones are flagged; a
+snapshot cut anywhere resumes the rule's window, so the output equals one
+uninterrupted run byte for byte; a set session-threshold turns the rule
+off.  gst-launch-1.0 and the bundled model."""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+from checks import check, tally
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..', '..')
+MODEL = os.path.join(ROOT, 'models', 'default.gguf')
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+ODD = (62, 75, 91)
+
+
+def launch(src, out, snap=None, extra=''):
+    el = 'txlsessions model=%s session-idle-lines=12 %s' % (MODEL, extra)
+    if snap:
+        el += ' snapshot-location=%s' % snap
+    return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=509', '!',
+             'txltokenizer', 'model=' + MODEL, '!'] + el.split() +
+            ['!', 'txlsink', 'location=' + out])
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, env=ENV, timeout=300)
+    return p.returncode, p.stderr.decode() + p.stdout.decode()
+
+
+def log_text():
+    """110 blocks of 4 to 7 HDFS-like lines, two open at a time; blocks
+    62, 75 and 91 are lines of another program."""
+    r = random.Random(5)
+    lines = []
+    for k in range(0, 110, 2):
+        pair = []
+        for j in (k, k + 1):
+            b = 'blk_%d' % r.randrange(10 ** 17, 10 ** 18)
+            n = r.randrange(4, 8)
+            if j in ODD:
+                pair.append(['kernel: [%d.%06d] usb 1-%d: device descriptor read/64, error -%d %s'
+                             % (r.randrange(9999), r.randrange(10 ** 6), r.randrange(9),
+                                r.randrange(200), b) for _ in range(n)])
+                continue
+            ls = ['INFO dfs.FSNamesystem: BLOCK* NameSystem.allocateBlock: /user/root/f%d %s'
+                  % (r.randrange(999), b)]
+            for _ in range(n - 2):
+                ls.append('INFO dfs.DataNode$DataXceiver: Receiving block %s src: /10.250.%d.%d:%d'
+                          % (b, r.randrange(255), r.randrange(255), r.randrange(30000, 60000)))
+            ls.append('INFO dfs.DataNode$PacketResponder: PacketResponder %d for block %s terminating'
+                      % (r.randrange(3), b))
+            pair.append(ls)
+        while pair[0] or pair[1]:
+            side = r.choice([s for s in (0, 1) if pair[s]])
+            lines.append('081109 2035%02d 1%d INFO ' % (r.randrange(60), r.randrange(99)) +
+                         pair[side].pop(0))
+    # quiet lines without a key at the end, so that the last blocks idle out
+    lines += ['081109 2040%02d 143 INFO dfs.FSNamesystem: heartbeat' % i for i in range(14)]
+    return ('\n'.join(lines) + '\n').encode()
+
+
+def sessions(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.startswith('{"session"')]
+
+
+def rule(prev):
+    """lib/anomaly/baseline.h's session rule over the window prev."""
+    v = sorted(prev)
+    n = len(v)
+    med = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+    while n > 1 and v[n - 1] > 3.0 * med:
+        n -= 1
+    return v[n - 1] * 1.5
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-sessrule-')
+    data = log_text()
+    src = os.path.join(tmp, 'all.txt')
+    open(src, 'wb').write(data)
+    whole = os.path.join(tmp, 'whole.jsonl')
+    rc, err = run(launch(src, whole))
+    check('txlsessions runs without a threshold', rc == 0, err[-500:])
+    if rc != 0:
+        return 1 if tally() else 0
+    ss = sessions(whole)
+    keyed = [s for s in ss if s['session']]
+    check('every block ends, by idleness', len(keyed) == 110 and
+          all(s['reason'] == 'idle' for s in keyed), [(s['session'], s['reason']) for s in ss][-5:])
+    warm_ok = all(s['warmup'] and not s['flag'] and s['threshold'] is None for s in ss[:50])
+    check('the first 50 sessions: warm-up, no threshold, no flag', warm_ok, ss[:2])
+    bad = []
+    for i, s in enumerate(ss[50:], 50):
+        window = [x['score'] for x in ss[:i] if not x['flag']][-1000:]
+        thr = rule(window)
+        if s['warmup'] or abs(s['threshold'] - thr) > 1e-5 * thr or s['flag'] != (s['score'] > thr):
+            bad.append((i, s['score'], s['threshold'], thr, s['flag']))
+    check('after it, each session judged by the rule over those that ended before', not bad, bad[:5])
+    # which blocks are the odd ones: their lines are the kernel's
+    odd_keys = set()
+    text = data.decode().split('\n')
+    for l in text:
+        if 'kernel:' in l:
+            odd_keys.add(l.split()[-1])
+    flagged = {s['session'] for s in ss if s['flag']}
+    check('the three blocks of foreign lines are flagged', odd_keys and odd_keys <= flagged,
+          (sorted(odd_keys), sorted(flagged)))
+    check('few normal blocks are', len(flagged - odd_keys) <= 2, sorted(flagged - odd_keys))
+    ref = open(whole, 'rb').read()
+    # a snapshot cut anywhere carries the rule's window
+    snap = os.path.join(tmp, 's.snap')
+    nls = [i for i, b in enumerate(data) if b == 10]
+    for cut in (nls[120] + 1, len(data) // 2 + 7, nls[-30] + 1):
+        a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
+        open(a, 'wb').write(data[:cut])
+        open(b, 'wb').write(data[cut:])
+        out = os.path.join(tmp, 'out.jsonl')
+        for f in (snap, out):
+            if os.path.exists(f):
+                os.remove(f)
+        rc1, e1 = run(launch(a, out, snap))
+        rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false'))
+        got = open(out, 'rb').read() if os.path.exists(out) else b''
+        check('cut at byte %d: resumed output identical' % cut, rc1 == 0 and rc2 == 0 and got == ref,
+              'rc %d/%d %s %s' % (rc1, rc2, e1[-300:], e2[-300:]))
+    # a threshold set turns the rule off: no warmup field, that threshold
+    fixed = os.path.join(tmp, 'fixed.jsonl')
+    rc, err = run(launch(src, fixed, extra='session-threshold=1e9'))
+    fs = [s for s in sessions(fixed) if s['session']] if rc == 0 else []
+    check('session-threshold set: the rule is off', rc == 0 and len(fs) == 110 and
+          all('warmup' not in s and s['threshold'] == 1e9 and not s['flag'] for s in fs), err[-300:])
+    return 1 if tally() else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
