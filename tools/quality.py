@@ -12,6 +12,11 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      its development split), without labels
                                      (its default) and with them
                                      (--normal-only) (table 3)
+  tools/quality.py offline LOG... [--minutes 10]
+                                     bits per byte of the last 1,000 lines:
+                                     learning on the stream against the same
+                                     model fine-tuned offline on the first
+                                     1,000 for 10 minutes (table 1b)
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
@@ -261,6 +266,44 @@ def cmd_hdfs(a):
                 m["f1"], m["auroc"], mins), flush=True)
 
 
+def cmd_offline(a):
+    """Learning on the stream (txl score --learn, as table 1) against the
+    bundled model fine-tuned offline on the same first 1,000 lines for
+    --minutes (txl train --init, the learner's batch, segment and rate)."""
+    print("| log | learning on the stream: bits/byte | offline %g min: bits/byte | steps |"
+          % a.minutes)
+    print("|---|---|---|---|")
+    for path in a.logs:
+        lines = read_lines(path)[:2000]
+        with tempfile.TemporaryDirectory() as tmp:
+            first, last, both = (os.path.join(tmp, n) for n in ("first.log", "last.log", "both.log"))
+            for p, ls in ((first, lines[:1000]), (last, lines[1000:]), (both, lines)):
+                with open(p, "w") as f:
+                    f.write("\n".join(ls) + "\n")
+            learnt, _, _ = score(both, learn=True, warmup=1000)
+            model = os.path.join(tmp, "offline.gguf")
+            info = json.loads(subprocess.run([TXL, "info", MODEL], check=True,
+                                             capture_output=True, text=True).stdout)
+            shape = ["--tokenizer", "bpe", "--vocab", str(info["n_token"]), "--normalize",
+                     "--layers", str(info["n_layer"]), "--d-model", str(info["d_model"]),
+                     "--heads", str(info["n_head"]), "--d-head", str(info["d_head"]),
+                     "--d-inner", str(info["d_inner"]), "--mem-len", str(info["mem_len"])]
+            out = subprocess.run([TXL, "train", "--init", MODEL, first, "-o", model] + shape +
+                                 ["--time-limit", str(a.minutes), "--steps", "1000000",
+                                  "--batch", "8", "--segment", "64", "--lr", "3e-4",
+                                  "--min-lr", "3e-5", "--warmup", "100", "--eval-every", "0",
+                                  "--checkpoint-every", "0", "--log-every", "1000"],
+                                 check=True, capture_output=True, text=True)
+            steps = [l.split()[4].rstrip(";") for l in out.stderr.splitlines()
+                     if "stopped at step" in l]
+            cmd = [TXL, "score", "-m", model, last]
+            recs = [json.loads(l) for l in subprocess.run(
+                cmd, check=True, capture_output=True, text=True).stdout.splitlines()]
+        print("| %s | %.3f | %.3f | %s |" % (
+            os.path.basename(path)[:-4], mean_bpb(learnt[-1000:]), mean_bpb(recs),
+            steps[-1] if steps else "all"), flush=True)
+
+
 def main():
     global MODEL
     p = argparse.ArgumentParser(description=__doc__,
@@ -269,6 +312,9 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("loghub")
     s.add_argument("dir")
+    s = sub.add_parser("offline")
+    s.add_argument("logs", nargs="+")
+    s.add_argument("--minutes", type=float, default=10)
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
@@ -284,7 +330,7 @@ def main():
     a = p.parse_args()
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
-     "hdfs": cmd_hdfs}[a.cmd](a)
+     "hdfs": cmd_hdfs, "offline": cmd_offline}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,32 @@ def main():
     rc, _, e = run(['train', '-o', c, '--resume'] + args)
     check('resume after Ctrl-C matches the straight run', rc == 0 and same_file(a, c), e[-300:])
 
+    # fine-tuning a BPE model keeps its vocabulary: the token ids the
+    # weights were trained on (a new vocabulary learned on the new text
+    # would give them other meanings)
+    base, tuned = os.path.join(tmp, 'base.gguf'), os.path.join(tmp, 'tuned.gguf')
+    logs = os.path.join(tmp, 'logs.txt')
+    with open(logs, 'w') as f:
+        f.write(''.join('kernel: usb %d-%d: new device number %d\n' % (i % 3, i % 7, i)
+                        for i in range(600)))
+    BPE = ['--tokenizer', 'bpe', '--vocab', '300', '--normalize']
+    rc, _, err = run(['train', '-o', base, '--steps', '20'] + BPE + SMALL + [data])
+    rc2, _, err2 = run(['train', '-o', tuned, '--init', base, '--steps', '20'] + BPE + SMALL + [logs])
+
+    def info(m):
+        return json.loads(run(['info', m])[1])
+    check('--init with bpe: the init model\'s vocabulary', rc == 0 and rc2 == 0 and
+          info(tuned)['vocab_id'] == info(base)['vocab_id'], (err[-300:], err2[-300:]))
+
+    def bpb(m):
+        recs = [json.loads(l) for l in run(['score', '-m', m, logs])[1].splitlines()]
+        return sum(r['bpb'] for r in recs) / len(recs)
+    check('--init with bpe: fine-tuning learns the new text', rc2 == 0 and bpb(tuned) < 0.8 * bpb(base),
+          rc2 == 0 and (bpb(base), bpb(tuned)))
+    rc3, _, err3 = run(['train', '-o', tuned, '--init', a, '--steps', '5'] + BPE + SMALL + [logs])
+    check('--init with bpe from a byte model: refused', rc3 != 0 and 'no BPE vocabulary' in err3,
+          err3[-300:])
+
     # refusals
     empty = os.path.join(tmp, 'empty.txt')
     open(empty, 'w').close()

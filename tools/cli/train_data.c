@@ -62,20 +62,42 @@ encode(const TxlTokenizer *tok, const GString *text, Encoded *e)
   txl_encoder_free(enc);
 }
 
-/* Learns a BPE vocabulary on the training text and encodes both parts. */
-static gboolean
-bpe_tokens(const TrainDataOptions *o, const GString *train,
-           const GString *val, TrainData *d, GError **error)
+/* The BPE vocabulary: learned on the training text, or with --init the
+ * init model's (whose token ids the weights were trained on). */
+static TxlTokenizer *
+bpe_vocabulary(const TrainDataOptions *o, const GString *train,
+               TrainData *d, GError **error)
 {
+  if (o->init) {
+    d->tok_owner = txl_model_load(o->init, error);
+    if (!d->tok_owner)
+      return NULL;
+    const TxlTokenizer *t = txl_model_tokenizer(d->tok_owner);
+    if (txl_tokenizer_type(t) != TXL_TOKENIZER_BPE) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "--init %s has no BPE vocabulary to fine-tune with",
+                  o->init);
+      return NULL;
+    }
+    return (TxlTokenizer *)t;
+  }
   TxlBpeTrainOptions bo = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
   bo.vocab_size = o->vocab;
   bo.normalize = o->normalize ? TXL_NORM_ALL : 0;
   const char *texts[1] = { train->str };
   gsize lens[1] = { train->len };
   TxlBpe *bpe = txl_bpe_train(texts, lens, 1, &bo, error);
-  if (!bpe)
+  return bpe ? txl_tokenizer_new_bpe(bpe) : NULL;
+}
+
+/* Encodes both parts with the BPE vocabulary. */
+static gboolean
+bpe_tokens(const TrainDataOptions *o, const GString *train,
+           const GString *val, TrainData *d, GError **error)
+{
+  TxlTokenizer *tok = bpe_vocabulary(o, train, d, error);
+  if (!tok)
     return FALSE;
-  TxlTokenizer *tok = txl_tokenizer_new_bpe(bpe);
   Encoded tr = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 4) };
   Encoded va = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 4) };
   encode(tok, train, &tr);
@@ -131,8 +153,9 @@ train_data_load(const TrainDataOptions *o, GError **error)
     g_string_truncate(train, at);
   }
   settings = g_strdup_printf(
-    "tokenizer=%s vocab=%d normalize=%d fraction=%.9g", tok,
-    bpe ? o->vocab : 256, o->normalize, o->val_fraction);
+    "tokenizer=%s vocab=%d normalize=%d fraction=%.9g%s%s", tok,
+    bpe ? o->vocab : 256, o->normalize, o->val_fraction,
+    bpe && o->init ? " init=" : "", bpe && o->init ? o->init : "");
   g_checksum_update(cs, (const guchar *)settings, strlen(settings));
   if (train->len == 0) {
     g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
@@ -180,7 +203,9 @@ train_data_free(TrainData *d)
   g_free(d->token_bytes);
   g_free(d->data_id);
   g_free(d->options_id);
-  if (d->tokenizer)
+  if (d->tok_owner)
+    txl_model_unref(d->tok_owner);
+  else if (d->tokenizer)
     txl_tokenizer_free(d->tokenizer);
   g_free(d);
 }

@@ -15,6 +15,9 @@ typedef struct {
   int vocab;              /* bpe vocabulary size */
   gboolean normalize;     /* mask variable log fields */
   int segment;            /* for the "too small" check */
+  const char *init;       /* fine-tuning (--init): with bpe, the text is
+                           * encoded with this model file's vocabulary, not
+                           * a new one (token ids must keep their meaning) */
 } TrainDataOptions;
 
 typedef struct {
@@ -25,6 +28,7 @@ typedef struct {
   char *data_id;         /* SHA-256 of the inputs and tokenizer settings */
   char *options_id;      /* SHA-256 of the model and training options */
   TxlTokenizer *tokenizer; /* BPE: the learned vocabulary; NULL: bytes */
+  TxlModel *tok_owner;   /* set: tokenizer is this (--init) model's */
 } TrainData;
 
 TrainData *train_data_load(const TrainDataOptions *o, GError **error);

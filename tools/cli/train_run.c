@@ -340,7 +340,7 @@ train_run(const TrainOptions *o)
 
   TrainDataOptions dopt = { (const char *const *)o->inputs, o->n_inputs,
                             o->val_path, o->val_fraction, o->tokenizer, o->vocab,
-                            o->normalize, o->segment };
+                            o->normalize, o->segment, o->init };
   d = train_data_load(&dopt, &err);
   if (!d)
     goto out;
