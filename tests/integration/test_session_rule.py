@@ -11,17 +11,14 @@ off.  gst-launch-1.0 and the bundled model."""
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 
 from checks import check, tally
+from gstlaunch import cut_and_resume, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..', '..')
-MODEL = os.path.join(ROOT, 'models', 'default.gguf')
-PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
-ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
 ODD = (62, 75, 91)
 
 
@@ -32,11 +29,6 @@ def launch(src, out, snap=None, extra=''):
     return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=509', '!',
              'txltokenizer', 'model=' + MODEL, '!'] + el.split() +
             ['!', 'txlsink', 'location=' + out])
-
-
-def run(args):
-    p = subprocess.run(args, capture_output=True, env=ENV, timeout=300)
-    return p.returncode, p.stderr.decode() + p.stdout.decode()
 
 
 def log_text():
@@ -121,21 +113,10 @@ def main():
     check('few normal blocks are', len(flagged - odd_keys) <= 2, sorted(flagged - odd_keys))
     ref = open(whole, 'rb').read()
     # a snapshot cut anywhere carries the rule's window
-    snap = os.path.join(tmp, 's.snap')
     nls = [i for i, b in enumerate(data) if b == 10]
     for cut in (nls[120] + 1, len(data) // 2 + 7, nls[-30] + 1):
-        a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
-        open(a, 'wb').write(data[:cut])
-        open(b, 'wb').write(data[cut:])
-        out = os.path.join(tmp, 'out.jsonl')
-        for f in (snap, out):
-            if os.path.exists(f):
-                os.remove(f)
-        rc1, e1 = run(launch(a, out, snap))
-        rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false'))
-        got = open(out, 'rb').read() if os.path.exists(out) else b''
-        check('cut at byte %d: resumed output identical' % cut, rc1 == 0 and rc2 == 0 and got == ref,
-              'rc %d/%d %s %s' % (rc1, rc2, e1[-300:], e2[-300:]))
+        ok, got, msg = cut_and_resume(data, cut, launch, tmp)
+        check('cut at byte %d: resumed output identical' % cut, ok and got == ref, msg)
     # a threshold set turns the rule off: no warmup field, that threshold
     fixed = os.path.join(tmp, 'fixed.jsonl')
     rc, err = run(launch(src, fixed, extra='session-threshold=1e9'))

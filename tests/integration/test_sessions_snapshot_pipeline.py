@@ -9,17 +9,14 @@ order) that one uninterrupted run gives, byte for byte.  Evictions
 A txlmodel snapshot is refused by txlsessions and the other way round."""
 import os
 import random
-import subprocess
 import sys
 import tempfile
 
 from checks import check, tally
+from gstlaunch import cut_and_resume, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..', '..')
-MODEL = os.path.join(ROOT, 'models', 'default.gguf')
-PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
-ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
+MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
 
 
 SESS = ('txlsessions model=%s segment=24 max-sessions=5 session-end-marker=true '
@@ -33,11 +30,6 @@ def launch(src, out, snap=None, extra='', element=SESS):
     return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=613', '!',
              'txltokenizer', 'model=' + MODEL, '!'] + el.split() +
             ['!', 'txlsink', 'location=' + out])
-
-
-def run(args):
-    p = subprocess.run(args, capture_output=True, env=ENV, timeout=180)
-    return p.returncode, p.stderr.decode() + p.stdout.decode()
 
 
 def log_text():
@@ -86,20 +78,9 @@ def main():
             2 * len(data) // 3, len(data) - 1]
     snap = os.path.join(tmp, 's.snap')
     for cut in cuts:
-        a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
-        open(a, 'wb').write(data[:cut])
-        open(b, 'wb').write(data[cut:])
-        out = os.path.join(tmp, 'out.jsonl')
-        for f in (snap, out):
-            if os.path.exists(f):
-                os.remove(f)
-        rc1, e1 = run(launch(a, out, snap))
-        rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false'))
-        got = open(out, 'rb').read() if os.path.exists(out) else b''
-        check('cut at byte %d: resumed output identical' % cut,
-              rc1 == 0 and rc2 == 0 and got == ref,
-              'rc %d/%d, %d vs %d bytes %s %s' % (rc1, rc2, len(got), len(ref),
-                                                  e1[-300:], e2[-300:]))
+        ok, got, msg = cut_and_resume(data, cut, launch, tmp)
+        check('cut at byte %d: resumed output identical' % cut, ok and got == ref,
+              '%d vs %d bytes, %s' % (len(got), len(ref), msg))
     # three processes: cut twice
     parts = [data[:len(data) // 4], data[len(data) // 4:len(data) // 2], data[len(data) // 2:]]
     out = os.path.join(tmp, 'out3.jsonl')

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from checks import check, tally
+from gstlaunch import cut_and_resume
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -76,18 +77,10 @@ def main():
             len(data) - 1]
     snap = os.path.join(tmp, 's.snap')
     for cut in cuts:
-        a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
-        open(a, 'wb').write(data[:cut])
-        open(b, 'wb').write(data[cut:])
-        out = os.path.join(tmp, 'out.jsonl')
-        if os.path.exists(snap):
-            os.remove(snap)
-        rc1, e1 = run(launch(a, out, snap))
-        rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false', append=True))
-        got = open(out, 'rb').read()
+        ok, got, msg = cut_and_resume(data, cut, launch, tmp, append=True)
         where = 'inside a UTF-8 character' if cut in inside else 'mid-line'
         check('cut at byte %d (%s): resumed in a new process, identical output' % (cut, where),
-              rc1 == 0 and rc2 == 0 and got == ref, (e1 + e2)[-300:] + ' %d vs %d bytes' % (len(got), len(ref)))
+              ok and got == ref, msg + ' %d vs %d bytes' % (len(got), len(ref)))
     info = json.loads(subprocess.run([TXL, 'snapshot', 'info', snap], capture_output=True).stdout or b'{}')
     check('the file holds the tokenizer, model and sink state',
           set(info.get('sections', {})) == {'txltokenizer', 'txlmodel', 'txlsink', 'txl.writer'}, str(info))
@@ -101,14 +94,10 @@ def main():
           q.returncode == 1 and b'GStreamer element' in q.stderr, q.stderr.decode()[-200:])
     # a restored stream adds to txlsink's file even without append=true:
     # the first run's lines are not wiped; a new stream still replaces it
-    cut = len(data) // 3
-    open(a, 'wb').write(data[:cut])
-    open(b, 'wb').write(data[cut:])
-    os.remove(snap)
-    rc1, e1 = run(launch(a, out, snap))
-    rc2, e2 = run(launch(b, out, snap, extra='hold-at-eos=false'))
-    check('a restored stream appends to the output by itself',
-          rc1 == rc2 == 0 and open(out, 'rb').read() == ref, (e1 + e2)[-300:])
+    ok, got, msg = cut_and_resume(data, len(data) // 3, launch, tmp)
+    check('a restored stream appends to the output by itself', ok and got == ref, msg)
+    a, b = os.path.join(tmp, 'a.txt'), os.path.join(tmp, 'b.txt')
+    out = os.path.join(tmp, 'out.jsonl')
     rc3, e3 = run(launch(b, out))  # no snapshot-location: a new stream
     check('a new stream replaces the output', rc3 == 0 and not open(out, 'rb').read().startswith(ref[:200]),
           e3[-300:])

@@ -123,6 +123,21 @@ test_labels(void)
   g_rmdir(dir);
 }
 
+/* Ten sessions s0..s9 of one line each ("event sid=sK"), sessions a and
+ * b anomalous; their labels go to *lab. */
+static GString *
+ten_sessions(int a, int b, GHashTable **lab)
+{
+  GString *log = g_string_new(NULL);
+  *lab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (int k = 0; k < 10; k++) {
+    g_string_append_printf(log, "event sid=s%d\n", k);
+    g_hash_table_insert(*lab, g_strdup_printf("s%d", k),
+                        GINT_TO_POINTER((k == a || k == b) + 1));
+  }
+  return log;
+}
+
 /* Ten sessions s0..s9, one line each, then a second line of s0; s3 and s7
  * anomalous.  train_fraction 0.5: s0..s4 form the training part, its
  * normal ones s0 s1 s2 s4; calib_fraction 0.25 keeps the last of them (s4)
@@ -130,14 +145,8 @@ test_labels(void)
 static void
 test_split(void)
 {
-  GString *log = g_string_new(NULL);
-  GHashTable *lab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          NULL);
-  for (int k = 0; k < 10; k++) {
-    g_string_append_printf(log, "event sid=s%d\n", k);
-    g_hash_table_insert(lab, g_strdup_printf("s%d", k),
-                        GINT_TO_POINTER((k == 3 || k == 7) + 1));
-  }
+  GHashTable *lab;
+  GString *log = ten_sessions(3, 7, &lab);
   g_string_append(log, "second sid=s0\nno key here\n");
   GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
   Eval ev;
@@ -182,14 +191,8 @@ test_split(void)
 static void
 test_split_label_free(void)
 {
-  GString *log = g_string_new(NULL);
-  GHashTable *lab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          NULL);
-  for (int k = 0; k < 10; k++) {
-    g_string_append_printf(log, "event sid=s%d\n", k);
-    g_hash_table_insert(lab, g_strdup_printf("s%d", k),
-                        GINT_TO_POINTER((k == 1 || k == 7) + 1));
-  }
+  GHashTable *lab;
+  GString *log = ten_sessions(1, 7, &lab);
   GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
   Eval ev;
   eval_init(&ev);
