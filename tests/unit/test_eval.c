@@ -138,6 +138,22 @@ ten_sessions(int a, int b, GHashTable **lab)
   return log;
 }
 
+/* The sessions of log (keys "sid=sK") read into ev and split at half, a
+ * quarter validating. */
+static void
+read_and_split(Eval *ev, const GString *log, GHashTable *lab,
+               gboolean normal_only)
+{
+  GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
+  GError *e = NULL;
+  eval_init(ev);
+  g_assert_true(eval_read_sessions(ev, log->str, log->len, re, 1, lab,
+                                   "log", &e));
+  g_assert_true(eval_assign_split(ev, 0.5, 0.25, normal_only, &e));
+  g_assert_no_error(e);
+  g_regex_unref(re);
+}
+
 /* Ten sessions s0..s9, one line each, then a second line of s0; s3 and s7
  * anomalous.  train_fraction 0.5: s0..s4 form the training part, its
  * normal ones s0 s1 s2 s4; calib_fraction 0.25 keeps the last of them (s4)
@@ -148,14 +164,9 @@ test_split(void)
   GHashTable *lab;
   GString *log = ten_sessions(3, 7, &lab);
   g_string_append(log, "second sid=s0\nno key here\n");
-  GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
   Eval ev;
-  eval_init(&ev);
+  read_and_split(&ev, log, lab, TRUE);
   GError *e = NULL;
-  g_assert_true(eval_read_sessions(&ev, log->str, log->len, re, 1, lab,
-                                   "log", &e));
-  g_assert_true(eval_assign_split(&ev, 0.5, 0.25, TRUE, &e));
-  g_assert_no_error(e);
   g_assert_cmpint(ev.n_lines, ==, 12);
   const int want[] = { SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_DROPPED,
                        SPLIT_CALIB, SPLIT_TEST, SPLIT_TEST, SPLIT_TEST,
@@ -179,7 +190,6 @@ test_split(void)
   g_remove(p);
   g_rmdir(dir);
   eval_clear(&ev);
-  g_regex_unref(re);
   g_hash_table_destroy(lab);
   g_string_free(log, TRUE);
 }
@@ -193,14 +203,9 @@ test_split_label_free(void)
 {
   GHashTable *lab;
   GString *log = ten_sessions(1, 7, &lab);
-  GRegex *re = g_regex_new("sid=(s[0-9]+)", 0, 0, NULL);
   Eval ev;
-  eval_init(&ev);
+  read_and_split(&ev, log, lab, FALSE);
   GError *e = NULL;
-  g_assert_true(eval_read_sessions(&ev, log->str, log->len, re, 1, lab,
-                                   "log", &e));
-  g_assert_true(eval_assign_split(&ev, 0.5, 0.25, FALSE, &e));
-  g_assert_no_error(e);
   /* s0..s4: ceil(0.25 x 5) = 2 validate (s3 s4), s1 trains though
    * anomalous; folds alternate */
   const int want[] = { SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_TRAIN, SPLIT_CALIB,
@@ -243,7 +248,6 @@ test_split_label_free(void)
   g_assert_cmpint(((EvalSession *)ev.sess->pdata[2])->split, ==,
                   SPLIT_TRIMMED);
   eval_clear(&ev);
-  g_regex_unref(re);
   g_hash_table_destroy(lab);
   g_string_free(log, TRUE);
 }
