@@ -5,8 +5,9 @@ txlsink's default threshold, the round lands right after the warm-up
 (txl-learn message), two runs write the same bytes, a stream cut before, at
 and after the warm-up and continued from its snapshot in a new process
 writes exactly the uninterrupted run, the adapted model file loads, a
-snapshot is continued only the way it was written, and txld reports the
-rounds on /metrics."""
+snapshot is continued only the way it was written, txld reports the
+rounds on /metrics, and a learning pipeline stopped under txld and started by
+a new txld continues from its snapshot byte for byte."""
 import json
 import os
 import random
@@ -75,6 +76,58 @@ def txld_rounds(tmp, model, src):
         p.terminate()
         p.wait(timeout=30)
     return value, text
+
+
+def metrics(portfile):
+    """txld's /metrics as {name{labels}: value}, {} before it listens."""
+    if not (os.path.exists(portfile) and open(portfile).read().strip()):
+        return {}
+    port = int(open(portfile).read())
+    try:
+        with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port, timeout=10) as r:
+            text = r.read().decode()
+    except OSError:
+        return {}
+    return {l.rsplit(' ', 1)[0]: float(l.rsplit(' ', 1)[1])
+            for l in text.splitlines() if l and not l.startswith('#')}
+
+
+def txld_restart(tmp, model, data, cut, ref):
+    """A learning pipeline under txld stops after the round landed (its
+    snapshot written at the end of its input) and a new txld continues it
+    from that snapshot on the rest of the input: the output is the
+    uninterrupted run's, and the rounds count on.  Returns (ok, detail)."""
+    conf, state = os.path.join(tmp, 'rconf'), os.path.join(tmp, 'rstate')
+    os.makedirs(conf, exist_ok=True)
+    src, out = os.path.join(tmp, 'r-in.log'), os.path.join(tmp, 'r-out.jsonl')
+    detail = []
+    for part, extra in ((data[:cut], ''), (data[cut:], ' hold-at-eos=false')):
+        open(src, 'wb').write(part)
+        with open(os.path.join(conf, 'learn.conf'), 'w') as f:
+            f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlmodel '
+                    'model=%s learn=true learn-warmup=%d%s ! txlsink location=%s append=true\n'
+                    'restart = never\n' % (src, model, model, WARMUP, extra, out))
+        portfile = os.path.join(tmp, 'rport')
+        if os.path.exists(portfile):
+            os.remove(portfile)
+        p = subprocess.Popen([TXLD, '--config', conf, '--state-dir', state, '--port', '0',
+                              '--port-file', portfile], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=ENV)
+        m, deadline = {}, time.time() + 120
+        try:
+            while time.time() < deadline:
+                time.sleep(0.2)
+                m = metrics(portfile)
+                if m.get('txld_pipeline_up{pipeline="learn"}') == 0 and \
+                        m.get('txld_pipeline_snapshots_total{pipeline="learn"}', 0) >= 1:
+                    break
+        finally:
+            p.terminate()
+            err = p.communicate(timeout=30)[1].decode(errors='replace')
+        detail.append((m.get('txld_pipeline_learn_rounds{pipeline="learn"}'), err[-300:]))
+    got = open(out, 'rb').read() if os.path.exists(out) else b''
+    ok = got == ref and detail[0][0] == 1 and detail[1][0] == 1
+    return ok, (detail, len(got), len(ref))
 
 
 def main():
@@ -148,6 +201,9 @@ def main():
     if os.path.exists(TXLD):
         value, text = txld_rounds(tmp, model, src)
         check('txld: txld_pipeline_learn_rounds is 1 on /metrics', value == 1, text[-600:])
+        ok, detail = txld_restart(tmp, model, data, nl[WARMUP + 60] + 11, ref)
+        check('txld: a learning pipeline stopped and started again continues with its adapted '
+              'weights, byte for byte', ok, detail)
     else:
         print('SKIP txld: not built')
     failed = tally()
