@@ -294,7 +294,7 @@ def cmd_offline(a):
                                   "--min-lr", "3e-5", "--warmup", "100", "--eval-every", "0",
                                   "--checkpoint-every", "0", "--log-every", "1000"],
                                  check=True, capture_output=True, text=True)
-            steps = [l.split()[4].rstrip(";") for l in out.stderr.splitlines()
+            steps = [l.split()[5].rstrip(";") for l in out.stderr.splitlines()
                      if "stopped at step" in l]
             cmd = [TXL, "score", "-m", model, last]
             recs = [json.loads(l) for l in subprocess.run(
