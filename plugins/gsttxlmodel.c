@@ -88,7 +88,7 @@ close_line(GstTxlModel *self)
 {
   if (self->cur_line <= 0)
     return;
-  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s };
+  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0 };
   guint32 flags = self->learning
       ? gst_txl_learn_close(self->learning, d.line, &d.s,
                             self->done_flags->len)
