@@ -28,7 +28,8 @@
  * docs/gstreamer.md).  What it shares with txlmodel (stream options, pads,
  * start and restore, the text passed through, snapshots) is
  * GstTxlScorerBase's; its own section of the snapshots is
- * gsttxlsessions_snap.c's. */
+ * gsttxlsessions_snap.c's, and learning on the stream (learn=true, the
+ * lines given to the learner as they are scored) gsttxlsessions_learn.c's. */
 #include "gsttxlsessions.h"
 #include "txlprops.h"
 

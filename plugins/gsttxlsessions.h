@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions inside the plugin: the element's state, shared by
- * gsttxlsessions.c (scoring) and gsttxlsessions_snap.c (its own section of
- * the snapshots), which must see all of it.  What it shares with txlmodel
+ * gsttxlsessions.c (scoring), gsttxlsessions_snap.c (its own section of
+ * the snapshots) and gsttxlsessions_learn.c (learn=true), which must see
+ * all of it.  What it shares with txlmodel
  * is GstTxlScorerBase's (gsttxlscorerbase.h). */
 #ifndef GST_TXL_SESSIONS_H
 #define GST_TXL_SESSIONS_H
