@@ -594,10 +594,11 @@ lines_got(const TxlSessionLine *l, gpointer p)
 }
 
 /* The lines' numbers with swap_to set after line 20 (and, for a view,
- * again after line 40); the result of each set_model in *ok. */
+ * again after line 40); the result of each set_model in *ok.  roundtrip:
+ * the state bytes taken and set again after line 50. */
 static GArray *
 swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
-            TxlModel *then, gboolean ok[2])
+            TxlModel *then, gboolean ok[2], gboolean roundtrip)
 {
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "req=s[0-9]+";
@@ -617,6 +618,14 @@ swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
       g_assert_true(ok[i == 40] == (e == NULL));
       g_clear_error(&e);
     }
+    if (roundtrip && i == 50) {
+      gsize n = txl_sessions_state_get_size(s);
+      guint8 *b = g_malloc(n);
+      g_assert_cmpuint(txl_sessions_state_get_data(s, b, n), ==, n);
+      g_assert_true(txl_sessions_state_set_data(s, b, n, &err));
+      g_assert_no_error(err);
+      g_free(b);
+    }
   }
   g_assert_true(txl_sessions_finish(s, &err));
   g_assert_no_error(err);
@@ -627,7 +636,7 @@ swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
 /* The same weights (another load of the file, and a view over them with no
  * tokenizer of its own, as the learner makes) change nothing; another
  * shape is refused and the sessions go on as before; other weights of the
- * same shape do change the scores. */
+ * same shape do change the scores, and stay through the state bytes. */
 static void
 test_set_model(void)
 {
@@ -655,22 +664,27 @@ test_set_model(void)
   GPtrArray *lines = make_lines(80, 6, 5);
   gboolean ok[2] = { FALSE, FALSE };
 
-  GArray *ref = swapped_run(m, lines, NULL, NULL, ok);
-  GArray *same = swapped_run(m, lines, again, view, ok);
+  GArray *ref = swapped_run(m, lines, NULL, NULL, ok, FALSE);
+  GArray *same = swapped_run(m, lines, again, view, ok, FALSE);
   g_assert_true(ok[0] && ok[1]);
   g_assert_cmpuint(same->len, ==, ref->len);
   g_assert_cmpmem(same->data, same->len * sizeof(double), ref->data,
                   ref->len * sizeof(double));
   ok[0] = TRUE;
-  GArray *refused = swapped_run(m, lines, other, NULL, ok);
+  GArray *refused = swapped_run(m, lines, other, NULL, ok, FALSE);
   g_assert_false(ok[0]);
   g_assert_cmpmem(refused->data, refused->len * sizeof(double), ref->data,
                   ref->len * sizeof(double));
-  GArray *changed = swapped_run(m, lines, seed8, NULL, ok);
+  GArray *changed = swapped_run(m, lines, seed8, NULL, ok, FALSE);
   g_assert_true(ok[0]);
   g_assert_cmpuint(changed->len, ==, ref->len);
   g_assert_true(memcmp(changed->data, ref->data,
                        ref->len * sizeof(double)) != 0);
+  /* state bytes carry memories, not weights: the swapped ones stay */
+  GArray *kept = swapped_run(m, lines, seed8, NULL, ok, TRUE);
+  g_assert_cmpmem(kept->data, kept->len * sizeof(double), changed->data,
+                  changed->len * sizeof(double));
+  g_array_free(kept, TRUE);
 
   g_array_free(ref, TRUE);
   g_array_free(same, TRUE);
