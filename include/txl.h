@@ -496,6 +496,13 @@ TXL_API gboolean txl_sessions_set_time(TxlSessions *s, double t,
 TXL_API gboolean txl_sessions_end(TxlSessions *s, const char *key,
                                   GError **error);
 TXL_API gboolean txl_sessions_finish(TxlSessions *s, GError **error);
+/* Continues every session with another model of the same shape (e.g. the
+ * same model fine-tuned), from the next segment run on; the memories
+ * already held are kept, and the tokenizer and identity stay those of the
+ * model the sessions were made with.  Refuses (and changes nothing) for
+ * another shape. */
+TXL_API gboolean txl_sessions_set_model(TxlSessions *s, TxlModel *model,
+                                        GError **error);
 TXL_API guint txl_sessions_count(const TxlSessions *s);
 /* Bytes held by the open sessions: memory rows, pending tokens and lines,
  * key, bookkeeping.  The worker stream's scratch (one stream's worth,

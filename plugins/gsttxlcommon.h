@@ -41,6 +41,8 @@ typedef struct {
   gint64 line;
   guint64 bytes;
   TxlLineScore s;
+  guint32 flags; /* TXL_LINE_* of its meta (txlsessions; txlmodel keeps its
+                  * own done_flags) */
 } GstTxlDoneLine;
 
 /* ---- model cache ------------------------------------------------------- */

@@ -88,7 +88,7 @@ close_line(GstTxlModel *self)
 {
   if (self->cur_line <= 0)
     return;
-  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s };
+  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0 };
   guint32 flags = self->learning
       ? gst_txl_learn_close(self->learning, d.line, &d.s,
                             self->done_flags->len)
@@ -255,6 +255,12 @@ merge_out(GstBuffer *a, GstBuffer *b)
  * scorer go to the learner, and new weights take over from the next
  * segment on, so the line where they change depends on the input only. */
 static gboolean
+set_model(gpointer scorer, TxlModel *m, GError **error)
+{
+  return txl_scorer_set_model(scorer, m, error);
+}
+
+static gboolean
 learn_run(GstTxlModel *self, GError **error)
 {
   if (!self->learning || !gst_txl_learn_pending(self->learning))
@@ -262,8 +268,16 @@ learn_run(GstTxlModel *self, GError **error)
   GST_OBJECT_LOCK(self);
   gchar *out = g_strdup(self->learn_model);
   GST_OBJECT_UNLOCK(self);
-  gboolean ok = gst_txl_learn_run(self->learning, self->scorer,
-                                  self->done_flags, out, error);
+  GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
+  gboolean ok = gst_txl_learn_run(self->learning, set_model, self->scorer,
+                                  landed, out, error);
+  /* the landing line's meta says the weights change after it */
+  for (guint i = 0; i < landed->len; i++) {
+    guint at = g_array_index(landed, guint, i);
+    if (at < self->done_flags->len)
+      g_array_index(self->done_flags, guint32, at) |= TXL_LINE_NEW_WEIGHTS;
+  }
+  g_array_unref(landed);
   g_free(out);
   guint rounds = gst_txl_learn_rounds(self->learning);
   GST_OBJECT_LOCK(self);
@@ -465,8 +479,8 @@ parse_learn(GstTxlScorerBase *base, gpointer loaded, OwnState *o,
   gint warmup = self->learn_warmup;
   GST_OBJECT_UNLOCK(self);
   o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
-                                   ld->learn, ld->scorer, o->undelivered,
-                                   error);
+                                   ld->learn, set_model, ld->scorer,
+                                   o->undelivered, error);
   return o->learning != NULL;
 }
 

@@ -28,7 +28,8 @@
  * docs/gstreamer.md).  What it shares with txlmodel (stream options, pads,
  * start and restore, the text passed through, snapshots) is
  * GstTxlScorerBase's; its own section of the snapshots is
- * gsttxlsessions_snap.c's. */
+ * gsttxlsessions_snap.c's, and learning on the stream (learn=true, the
+ * lines given to the learner as they are scored) gsttxlsessions_learn.c's. */
 #include "gsttxlsessions.h"
 #include "txlprops.h"
 
@@ -57,6 +58,10 @@ enum {
   PROP_SESSION_IDLE_AFTER,
   PROP_SESSION_OPEN_THRESHOLDS,
   PROP_OPEN_SESSIONS,
+  PROP_LEARN,
+  PROP_LEARN_WARMUP,
+  PROP_LEARN_MODEL,
+  PROP_LEARN_ROUNDS,
 };
 
 static GType
@@ -122,6 +127,7 @@ gst_txl_sessions_on_line(const TxlSessionLine *l, gpointer data)
   x->s.max_token = l->max_token;
   x->s.window = l->window;
   x->s.nonfinite = l->nonfinite;
+  gst_txl_sessions_learn_line(self, x, l->line);
 }
 
 void
@@ -220,6 +226,7 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
   g_clear_pointer(&self->recent, txl_baseline_free);
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
   g_clear_pointer(&self->tfmt, g_free);
   g_clear_pointer(&self->opts_key, g_free);
   g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
@@ -233,9 +240,12 @@ gst_txl_sessions_note_state(GstTxlScorerBase *base)
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
   guint64 b = self->sessions ? txl_sessions_bytes(self->sessions) : 0;
   guint n = self->sessions ? txl_sessions_count(self->sessions) : 0;
+  guint rounds = self->learning ? gst_txl_learn_rounds(self->learning) : 0;
   GST_OBJECT_LOCK(self);
   base->state_bytes = b;
   self->open_sessions = n;
+  if (self->learning)
+    self->learn_rounds = rounds;
   GST_OBJECT_UNLOCK(self);
 }
 
@@ -309,10 +319,10 @@ new_stream(GstTxlScorerBase *base, GError **error)
   /* kept for a restore, which must build its sessions the same way */
   self->opts = o;
   self->opts_key = key;
-  if (!self->sessions)
+  if (!self->sessions || !gst_txl_sessions_learn_start(self, error))
     return FALSE;
   gst_txl_sessions_note_state(base);
-  self->sl = g_array_new(FALSE, FALSE, sizeof(SLine));
+  self->sl = gst_txl_sessions_sl_new(0);
   self->sl_head = 0;
   self->sl_seq0 = 1;
   self->pushed = 0;
@@ -391,6 +401,7 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
     }
   }
   SLine x = { .line = self->cur_line, .text_end = text_end };
+  gst_txl_sessions_learn_keep(self, &x);
   g_array_append_val(self->sl, x);
   gint64 seq = txl_sessions_push_tokens(self->sessions, k,
                                         (const int32_t *)self->ids->data,
@@ -408,7 +419,7 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
     return FALSE;
   self->pushed++;
   g_warn_if_fail(seq == self->sl_seq0 + (gint64)self->sl->len - 1);
-  return !self->failed;
+  return !self->failed && gst_txl_sessions_learn_run(self, error);
 }
 
 /* Sends the lines scored so far in line order, with their text, then the
@@ -427,7 +438,7 @@ push_out(GstTxlSessions *self, gboolean all)
     SLine *x = &g_array_index(self->sl, SLine, head);
     if (!x->done)
       break;
-    GstTxlDoneLine d = { x->line, x->bytes, x->s };
+    GstTxlDoneLine d = { x->line, x->bytes, x->s, x->flags };
     g_array_append_val(self->done_lines, d);
     frontier = MAX(frontier, x->text_end);
     head++;
@@ -439,7 +450,8 @@ push_out(GstTxlSessions *self, gboolean all)
     for (guint i = 0; i < self->done_lines->len; i++) {
       const GstTxlDoneLine *d =
           &g_array_index(self->done_lines, GstTxlDoneLine, i);
-      gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
+      gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s)->flags =
+          d->flags;
     }
     g_array_set_size(self->done_lines, 0);
     gst_txl_text_attach(text, buf, ntext);
@@ -492,7 +504,8 @@ finish(GstTxlScorerBase *base)
     return GST_FLOW_OK;
   GError *err = NULL;
   if (!push_line(self, TRUE, &err) ||
-      !txl_sessions_finish(self->sessions, &err))
+      !txl_sessions_finish(self->sessions, &err) ||
+      !gst_txl_sessions_learn_run(self, &err))
     return gst_txl_scorer_base_score_error(base, err);
   gst_txl_sessions_note_state(base);
   return push_out(self, TRUE);
@@ -607,28 +620,56 @@ static gboolean
 save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
-  return txl_sessions_save(GST_TXL_SESSIONS(base)->sessions, path, o, sect,
-                           bytes, error);
-}
-
-/* A restore builds its sessions as new_stream built the running ones. */
-static gpointer
-load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
-     GHashTable **sect, GError **error)
-{
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  if (check_only)
-    return txl_sessions_load(base->model, path, &self->opts, NULL, NULL,
-                             NULL, sect, error);
-  return txl_sessions_load(base->model, path, &self->opts,
-                           gst_txl_sessions_on_line,
-                           gst_txl_sessions_on_session, self, sect, error);
+  if (self->learning)
+    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SESSIONS_SECTION),
+                        gst_txl_learn_save(self->learning, NULL));
+  return txl_sessions_save(self->sessions, path, o, sect, bytes, error);
 }
 
 static void
 drop_loaded(gpointer loaded)
 {
-  txl_sessions_free(loaded);
+  SLoaded *ld = loaded;
+  txl_sessions_free(ld->sessions);
+  if (ld->learn)
+    g_bytes_unref(ld->learn);
+  g_free(ld);
+}
+
+/* A restore builds its sessions as new_stream built the running ones, and
+ * continues a snapshot only the way it was written: learning or not. */
+static gpointer
+load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
+     GHashTable **sect, GError **error)
+{
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  SLoaded *ld = g_new0(SLoaded, 1);
+  ld->sessions = check_only
+      ? txl_sessions_load(base->model, path, &self->opts, NULL, NULL, NULL,
+                          sect, error)
+      : txl_sessions_load(base->model, path, &self->opts,
+                          gst_txl_sessions_on_line,
+                          gst_txl_sessions_on_session, self, sect, error);
+  if (!ld->sessions) {
+    g_free(ld);
+    return NULL;
+  }
+  GBytes *learn = g_hash_table_lookup(*sect, GST_TXL_LEARN_SESSIONS_SECTION);
+  GST_OBJECT_LOCK(self);
+  gboolean want = self->learn;
+  GST_OBJECT_UNLOCK(self);
+  if (!learn != !want) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s was written by a txlsessions %s learning: continue it "
+                "with learn=%s (or remove it to start afresh)", path,
+                learn ? "with" : "without", learn ? "true" : "false");
+    drop_loaded(ld);
+    g_clear_pointer(sect, g_hash_table_unref);
+    return NULL;
+  }
+  ld->learn = learn ? g_bytes_ref(learn) : NULL;
+  return ld;
 }
 
 /* ---- element ------------------------------------------------------------- */
@@ -647,6 +688,11 @@ static const TxlPropField prop_fields[] = {
   F(PROP_SESSION_IDLE_AFTER, idle_after_s),
   F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s),
   F(PROP_OPEN_SESSIONS, open_sessions),
+  TXL_PROP_UPTO(PROP_LEARN, GstTxlSessions, learn, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlSessions, learn_warmup,
+                GST_STATE_READY),
+  F(PROP_LEARN_MODEL, learn_model),
+  F(PROP_LEARN_ROUNDS, learn_rounds),
 };
 #undef F
 
@@ -677,6 +723,7 @@ gst_txl_sessions_finalize(GObject *object)
   g_free(self->time_format);
   g_free(self->idle_after_s);
   g_free(self->open_thr_s);
+  g_free(self->learn_model);
   G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
 }
 
@@ -691,6 +738,7 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
 
   txl_props_install(gobject_class, &props);
   gobject_class->finalize = gst_txl_sessions_finalize;
+  gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY,
       g_param_spec_string("session-key", "Session key",
@@ -804,5 +852,6 @@ gst_txl_sessions_init(GstTxlSessions *self)
   self->time_format = g_strdup("%y%m%d %H%M%S");
   self->idle_after_s = g_strdup("");
   self->open_thr_s = g_strdup("");
+  self->learn_warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
   g_queue_init(&self->ended);
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* txlsessions inside the plugin: the element's state, shared by
- * gsttxlsessions.c (scoring) and gsttxlsessions_snap.c (its own section of
- * the snapshots), which must see all of it.  What it shares with txlmodel
+ * gsttxlsessions.c (scoring), gsttxlsessions_snap.c (its own section of
+ * the snapshots) and gsttxlsessions_learn.c (learn=true), which must see
+ * all of it.  What it shares with txlmodel
  * is GstTxlScorerBase's (gsttxlscorerbase.h). */
 #ifndef GST_TXL_SESSIONS_H
 #define GST_TXL_SESSIONS_H
 
 #include "gsttxlscorerbase.h"
+#include "txllearn.h"
 
 G_BEGIN_DECLS
 
@@ -23,6 +25,9 @@ typedef struct {
   gboolean done;    /* scored */
   guint64 bytes;
   TxlLineScore s;   /* its scores (lib/anomaly/lines.h) */
+  guint32 flags;    /* TXL_LINE_* of its meta (learn=true) */
+  GArray *ids;      /* learn=true, until scored: its token ids (int32_t),
+                     * for the learner */
 } SLine;
 
 /* first and last line of an open session */
@@ -35,6 +40,12 @@ typedef struct {
   gint64 last_seq;
   GstStructure *s;
 } Ended;
+
+/* What load() read: the sessions and the learning section (learn=true). */
+typedef struct {
+  TxlSessions *sessions;
+  GBytes *learn;
+} SLoaded;
 
 struct _GstTxlSessions {
   GstTxlScorerBase parent;
@@ -51,6 +62,10 @@ struct _GstTxlSessions {
   guint user_set; /* SET_* bits: what the application chose itself; the rest
                    * follows the model file's calibration when it has one */
   gchar *time_format, *idle_after_s, *open_thr_s;
+  gboolean learn;     /* learning on the stream (txllearn.h) */
+  gint learn_warmup;  /* lines before the first round */
+  gchar *learn_model; /* the adapted model file, or NULL */
+  guint learn_rounds; /* read-only: rounds whose weights took over */
 
   /* streaming state, under the sink pad's stream lock */
   gdouble thr; /* threshold and score kind, read at start */
@@ -78,12 +93,28 @@ struct _GstTxlSessions {
    * application nor the model file sets a threshold: the scores of the
    * last ended sessions; NULL otherwise */
   TxlBaseline *recent;
+  GstTxlLearn *learning; /* learn=true */
 };
 
 /* gsttxlsessions.c */
 void gst_txl_sessions_on_line(const TxlSessionLine *l, gpointer data);
 void gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data);
 GstFlowReturn gst_txl_sessions_push_out(GstTxlSessions *self, gboolean all);
+
+/* gsttxlsessions_learn.c: learning on the stream (learn=true) */
+gboolean gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error);
+/* An SLine array whose entries' ids are freed with them. */
+GArray *gst_txl_sessions_sl_new(guint reserve);
+/* Keeps a copy of the pushed line's ids in x while learning. */
+void gst_txl_sessions_learn_keep(GstTxlSessions *self, SLine *x);
+/* x, push number seq, is scored: to the learner, its meta's flags back. */
+void gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, gint64 seq);
+/* After a call into the library: the scored lines to the learner, new
+ * weights into the sessions, the landing line marked. */
+gboolean gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error);
+/* txl_sessions_set_model() as a GstTxlSetModelFunc. */
+gboolean gst_txl_sessions_set_weights(gpointer sessions, TxlModel *m,
+                                      GError **error);
 
 /* gsttxlsessions_snap.c: its own section of the snapshots */
 void gst_txl_sessions_ended_free(gpointer p);

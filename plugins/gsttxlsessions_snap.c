@@ -9,7 +9,9 @@
  * go out in line order), the line being assembled, the sessions' first
  * and last lines, ended sessions waiting for their last line to go out,
  * the text not yet forwarded, the log clock and the counts that tell a
- * consistent cut. */
+ * consistent cut.  With learn=true the learning is the section
+ * "txlsessions.learn" (txllearn.c), and the lines not yet scored keep
+ * their ids here for the learner. */
 #include "gsttxlsessions.h"
 
 #include <string.h>
@@ -17,8 +19,13 @@
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
 
 /* 2: line scores of lib/anomaly/lines.h; 3: the running session rule's
- * window (a version 2 snapshot resumes with an empty one) */
-#define STATE_VERSION 3u
+ * window (a version 2 snapshot resumes with an empty one); 4: each pending
+ * line's meta flags and, learning, the ids of those not yet scored (older
+ * versions have neither: they resume only without learning) */
+#define STATE_VERSION 4u
+/* a pending line's bytes at least, before and from version 4 */
+#define SLINE_MIN_BYTES (20 + TXL_LINE_SCORE_SAVED_BYTES)
+#define SLINE4_MIN_BYTES (SLINE_MIN_BYTES + 8)
 #define MAX_STATE_TEXT (1u << 30)
 
 /* ---- the element's own state ---------------------------------------------- */
@@ -119,6 +126,11 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
     txl_put_u32(b, x->done ? 1 : 0);
     txl_put_u64(b, x->bytes);
     txl_line_score_put(b, &x->s);
+    txl_put_u32(b, x->flags);
+    guint nid = x->ids ? x->ids->len : 0;
+    txl_put_u32(b, nid);
+    for (guint k = 0; k < nid; k++)
+      txl_put_u32(b, (guint32)g_array_index(x->ids, int32_t, k));
   }
   txl_put_u32(b, self->ids->len);
   for (guint i = 0; i < self->ids->len; i++)
@@ -168,6 +180,7 @@ typedef struct {
   GQueue ended;
   GstTxlText text;
   TxlBaseline *recent; /* the running session rule's window, or NULL */
+  GstTxlLearn *learning; /* learn=true: its section, checked */
 } OwnState;
 
 void
@@ -189,7 +202,71 @@ gst_txl_sessions_drop_own(gpointer p)
   gst_txl_text_clear(&o->text);
   g_queue_clear_full(&o->ended, gst_txl_sessions_ended_free);
   g_clear_pointer(&o->recent, txl_baseline_free);
+  g_clear_pointer(&o->learning, gst_txl_learn_free);
   g_free(o);
+}
+
+/* The pending lines of a version's section into sl: from version 4 their
+ * flags (set once scored) and, learning, the ids of those not yet scored. */
+static gboolean
+get_lines(TxlReader *r, guint32 version, guint32 nsl, int n_ids,
+          gboolean learning, GArray *sl)
+{
+  const guint32 known = TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS;
+  for (guint32 i = 0; i < nsl && r->ok; i++) {
+    SLine x = { 0 };
+    x.line = (gint64)txl_get_u64(r);
+    x.text_end = txl_get_u64(r);
+    guint32 done = txl_get_u32(r);
+    x.done = done != 0;
+    x.bytes = txl_get_u64(r);
+    txl_line_score_get(r, &x.s);
+    if (done > 1 || x.line < 1)
+      r->ok = FALSE;
+    guint32 nid = 0;
+    if (version >= 4) {
+      x.flags = txl_get_u32(r);
+      nid = txl_get_u32(r);
+      /* a line has at least its line end; its ids wait only unscored */
+      if ((x.flags & ~known) || (x.flags && (!learning || !done)) ||
+          (nid > 0) != (learning && !done) || nid > txl_reader_left(r) / 4)
+        r->ok = FALSE;
+    }
+    if (r->ok && nid) {
+      x.ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), nid);
+      for (guint32 k = 0; k < nid; k++) {
+        int32_t id = (int32_t)txl_get_u32(r);
+        if (id < 0 || id >= n_ids)
+          r->ok = FALSE;
+        g_array_append_val(x.ids, id);
+      }
+    }
+    g_array_append_val(sl, x);
+  }
+  return r->ok;
+}
+
+/* The learning section (learn=true), checked: a learner continuing it,
+ * its weights in the restored sessions. */
+static gboolean
+parse_learn(GstTxlScorerBase *base, guint32 version, SLoaded *ld,
+            OwnState *o, GError **error)
+{
+  if (version < 4) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's txlsessions state is version %u, written "
+                "by a txl that did not learn in txlsessions: it cannot "
+                "continue a learning; remove it to start afresh", version);
+    return FALSE;
+  }
+  GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  GST_OBJECT_LOCK(self);
+  gint warmup = self->learn_warmup;
+  GST_OBJECT_UNLOCK(self);
+  o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
+                                   ld->learn, gst_txl_sessions_set_weights,
+                                   ld->sessions, NULL, error);
+  return o->learning != NULL;
 }
 
 /* Parses this element's section; every count is bounded by the bytes
@@ -220,24 +297,15 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
     g_free(o);
     return NULL;
   }
-  if (!r.ok || (version != STATE_VERSION && version != 2) || o->pushed < 0 ||
-      o->sl_seq0 < 1 ||
-      nsl > (gsize)(r.end - r.p) / (20 + TXL_LINE_SCORE_SAVED_BYTES) ||
+  SLoaded *ld = loaded;
+  gsize line_min = version >= 4 ? SLINE4_MIN_BYTES : SLINE_MIN_BYTES;
+  if (!r.ok || version < 2 || version > STATE_VERSION || o->pushed < 0 ||
+      o->sl_seq0 < 1 || nsl > txl_reader_left(&r) / line_min ||
       o->sl_seq0 + (gint64)nsl - 1 != o->pushed)
     goto bad;
-  o->sl = g_array_sized_new(FALSE, FALSE, sizeof(SLine), nsl);
-  for (guint32 i = 0; i < nsl; i++) {
-    SLine x;
-    x.line = (gint64)txl_get_u64(&r);
-    x.text_end = txl_get_u64(&r);
-    guint32 done = txl_get_u32(&r);
-    x.done = done != 0;
-    x.bytes = txl_get_u64(&r);
-    txl_line_score_get(&r, &x.s);
-    if (done > 1 || x.line < 1)
-      r.ok = FALSE;
-    g_array_append_val(o->sl, x);
-  }
+  o->sl = gst_txl_sessions_sl_new(nsl);
+  if (!get_lines(&r, version, nsl, n_ids, ld->learn != NULL, o->sl))
+    goto bad;
   guint32 nid = txl_get_u32(&r);
   if (!r.ok || nid > (gsize)(r.end - r.p) / 4)
     goto bad;
@@ -289,6 +357,10 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   }
   if (!txl_reader_done(&r))
     goto bad;
+  if (ld->learn && !parse_learn(base, version, ld, o, error)) {
+    gst_txl_sessions_drop_own(o);
+    return NULL;
+  }
   return o;
 bad:
   gst_txl_sessions_drop_own(o);
@@ -303,8 +375,13 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
   OwnState *o = own;
+  SLoaded *ld = loaded;
   txl_sessions_free(self->sessions);
-  self->sessions = loaded;
+  self->sessions = g_steal_pointer(&ld->sessions);
+  g_clear_pointer(&ld->learn, g_bytes_unref);
+  g_free(ld);
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
+  self->learning = g_steal_pointer(&o->learning);
   base->in_tokens = o->in_tokens;
   base->out_count = o->out_items;
   self->pushed = o->pushed;

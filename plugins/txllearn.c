@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Learning on the stream inside txlmodel (txllearn.h, docs/learning.md). */
+/* Learning on the stream inside txlmodel and txlsessions (txllearn.h,
+ * docs/learning.md). */
 #include "txllearn.h"
 
 #include "txl_anomaly.h"
@@ -40,7 +41,7 @@ init_debug(void)
   static gsize done = 0;
   if (g_once_init_enter(&done)) {
     GST_DEBUG_CATEGORY_INIT(gst_txl_learn_debug, "txllearn", 0,
-                            "txlmodel learning on the stream");
+                            "learning on the stream");
     g_once_init_leave(&done, 1);
   }
 }
@@ -108,6 +109,17 @@ gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
   return q.warm ? TXL_LINE_WARMUP : 0;
 }
 
+guint32
+gst_txl_learn_line(GstTxlLearn *l, const int32_t *ids, guint n, gint64 line,
+                   const TxlLineScore *s, guint done_index)
+{
+  GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
+  g_array_append_vals(copy, ids, n);
+  Queued q = { copy, line, *s, done_index, l->gen == 0 };
+  g_array_append_val(l->queue, q);
+  return q.warm ? TXL_LINE_WARMUP : 0;
+}
+
 gboolean
 gst_txl_learn_pending(const GstTxlLearn *l)
 {
@@ -162,8 +174,9 @@ judge(GstTxlLearn *l, const Queued *q)
 }
 
 gboolean
-gst_txl_learn_run(GstTxlLearn *l, TxlScorer *scorer, GArray *done_flags,
-                  const gchar *model_out, GError **error)
+gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
+                  gpointer target, GArray *landings, const gchar *model_out,
+                  GError **error)
 {
   gboolean ok = TRUE;
   for (guint i = 0; i < l->queue->len && ok; i++) {
@@ -173,14 +186,13 @@ gst_txl_learn_run(GstTxlLearn *l, TxlScorer *scorer, GArray *done_flags,
     TxlModel *m = txl_learner_line(l->learner, (const int32_t *)q->ids->data,
                                    q->ids->len, flag, &err);
     if (m) {
-      ok = txl_scorer_set_model(scorer, m, error);
+      ok = set_model(target, m, error);
       if (ok) {
         l->gen++;
         /* the new weights score differently: their own scores decide */
         txl_baseline_reset(l->recent);
-        if (q->done_index < done_flags->len)
-          g_array_index(done_flags, guint32, q->done_index) |=
-              TXL_LINE_NEW_WEIGHTS;
+        if (landings)
+          g_array_append_val(landings, q->done_index);
         landed(l, q->line, model_out);
       }
       txl_model_unref(m);
@@ -291,7 +303,7 @@ static gboolean
 bad(GError **error)
 {
   g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                      "the snapshot's txlmodel learning state is malformed");
+                      "the snapshot's learning state is malformed");
   return FALSE;
 }
 
@@ -345,8 +357,8 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
 
 GstTxlLearn *
 gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
-                   GBytes *section, TxlScorer *scorer, GstBuffer *undelivered,
-                   GError **error)
+                   GBytes *section, GstTxlSetModelFunc set_model,
+                   gpointer target, GstBuffer *undelivered, GError **error)
 {
   GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines, error);
   if (!l)
@@ -357,7 +369,7 @@ gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
   if (ok) {
     TxlModel *m = txl_learner_model(l->learner);
     if (m)
-      ok = txl_scorer_set_model(scorer, m, error);
+      ok = set_model(target, m, error);
     txl_model_unref(m);
   }
   if (ok) {

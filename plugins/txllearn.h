@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Learning on the stream inside txlmodel (learn=true, docs/learning.md):
- * each scored line's token ids and scores go to a TxlLearner
- * (lib/train/learner.h), whose adapted weights take over in the element's
- * scorer between segments, at a line that depends only on the input.
+/* Learning on the stream inside txlmodel and txlsessions (learn=true,
+ * docs/learning.md): each scored line's token ids and scores go to a
+ * TxlLearner (lib/train/learner.h), whose adapted weights take over in the
+ * element's scorer or sessions between calls into the library, at a line
+ * that depends only on the input.
  *
- * The element calls, in stream order:
+ * txlmodel calls, in stream order:
  *   gst_txl_learn_record() for every score record it emits,
  *   gst_txl_learn_close() when a line is complete (its meta's flags back),
- *   gst_txl_learn_run() after every call into its scorer: the lines closed
- *     meanwhile go to the learner, in order, and new weights are set.
+ * txlsessions, whose lines are scored whole and reported complete, calls
+ *   gst_txl_learn_line() for each line in the order it was scored;
+ * both call gst_txl_learn_run() after every call into the library: the
+ *   lines queued meanwhile go to the learner, in order, and new weights are
+ *   set through the element's set_model callback.
  *
  * Which lines count as flagged for learning is the label-free rule of
  * lib/anomaly/baseline.h over the recent unflagged lines, the rule txlsink
  * applies by default (threshold-mode stream): lines scored with the model
  * file's weights (warm-up) never flag and never count, and the recent
  * scores start again when new weights take over.  That state, the open
- * line's ids and the learner's bytes are the section "txlmodel.learn" of
- * txlmodel's snapshots. */
+ * line's ids and the learner's bytes are the learning section of the
+ * element's snapshots ("txlmodel.learn", "txlsessions.learn"). */
 #ifndef GST_TXL_LEARN_H
 #define GST_TXL_LEARN_H
 
@@ -26,6 +30,12 @@
 G_BEGIN_DECLS
 
 #define GST_TXL_LEARN_SECTION "txlmodel.learn"
+#define GST_TXL_LEARN_SESSIONS_SECTION "txlsessions.learn"
+
+/* Puts the adapted weights m into the element's scorer or sessions
+ * (target); FALSE with error when it refuses them. */
+typedef gboolean (*GstTxlSetModelFunc)(gpointer target, TxlModel *m,
+                                       GError **error);
 
 typedef struct _GstTxlLearn GstTxlLearn;
 
@@ -44,32 +54,40 @@ void gst_txl_learn_free(GstTxlLearn *l);
 /* A score record; line_start: the first of its line. */
 void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
                           gboolean line_start);
-/* The line is complete: queued for the learner; done_index is its entry
- * in the element's done_flags.  Returns its meta's TXL_LINE_* flags. */
+/* The line is complete: queued for the learner; done_index is the
+ * element's own index of the line, reported back by gst_txl_learn_run()
+ * if new weights land after it.  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
                             const TxlLineScore *s, guint done_index);
+/* A complete line given whole (its n token ids, copied), as record() and
+ * close() give it in two steps; a warm-up line when no adapted weights
+ * are in use yet.  Returns its meta's TXL_LINE_* flags. */
+guint32 gst_txl_learn_line(GstTxlLearn *l, const int32_t *ids, guint n,
+                           gint64 line, const TxlLineScore *s,
+                           guint done_index);
 /* Lines queued for the learner. */
 gboolean gst_txl_learn_pending(const GstTxlLearn *l);
-/* Gives the queued lines to the learner and puts new weights into scorer
- * (TXL_LINE_NEW_WEIGHTS added to the landing line's done_flags entry,
- * guint32).  A failed round is a warning; FALSE (error set) only when
- * the scorer refused the weights. */
-gboolean gst_txl_learn_run(GstTxlLearn *l, TxlScorer *scorer,
-                           GArray *done_flags, const gchar *model_out,
-                           GError **error);
+/* Gives the queued lines to the learner and puts new weights in through
+ * set_model(target, ...); the done_index of each line after which new
+ * weights landed is appended to landings (guint; may be NULL), whose meta
+ * gets TXL_LINE_NEW_WEIGHTS.  A failed round is a warning; FALSE (error
+ * set) only when set_model refused the weights. */
+gboolean gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
+                           gpointer target, GArray *landings,
+                           const gchar *model_out, GError **error);
 /* Rounds whose weights took over. */
 gint gst_txl_learn_rounds(GstTxlLearn *l);
 
 /* Snapshots: this learning's section (undelivered: the score buffer a
  * failed push kept, whose line metas' flags are saved too). */
 GBytes *gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered);
-/* A learning continuing from a section, its weights put into scorer
- * (which is not live yet) and its flags onto the metas of undelivered
- * (may be NULL).  NULL with error for bytes that do not fit. */
+/* A learning continuing from a section, its weights put in through
+ * set_model(target, ...) (not live yet) and its flags onto the metas of
+ * undelivered (may be NULL).  NULL with error for bytes that do not fit. */
 GstTxlLearn *gst_txl_learn_load(GstElement *owner, TxlModel *base,
                                 gint warmup_lines, GBytes *section,
-                                TxlScorer *scorer, GstBuffer *undelivered,
-                                GError **error);
+                                GstTxlSetModelFunc set_model, gpointer target,
+                                GstBuffer *undelivered, GError **error);
 
 G_END_DECLS
 

@@ -565,6 +565,18 @@ txl_sessions_finish(TxlSessions *s, GError **error)
   return TRUE;
 }
 
+/* Only the worker's weights change: s->m stays the model the sessions were
+ * made with, whose tokenizer (normalised bytes, primer, end marker) and
+ * identity the adapted weights share, but which a model made from trained
+ * weights (lib/train/learner.c: a view with no tokenizer of its own) does
+ * not carry.  The sessions' exported memories keep their shapes. */
+gboolean
+txl_sessions_set_model(TxlSessions *s, TxlModel *m, GError **error)
+{
+  g_return_val_if_fail(s != NULL && m != NULL, FALSE);
+  return txl_stream_set_model(s->worker, m, error);
+}
+
 guint
 txl_sessions_count(const TxlSessions *s)
 {

@@ -558,8 +558,13 @@ txl_sessions_state_set_data(TxlSessions *s, const guint8 *src, gsize size,
   TxlSessions *trial = txl_sessions_new(s->m, &o, NULL, NULL, NULL, error);
   if (!trial)
     return FALSE;
+  /* the weights in use (txl_sessions_set_model) stay: the bytes carry
+   * memories, not weights */
+  const TxlModel *w = txl_stream_model(s->worker);
+  gboolean ok = w == s->m ||
+                txl_stream_set_model(trial->worker, (TxlModel *)w, error);
   TxlScorer *wrap = txl_scorer_wrap(trial->worker, 0);
-  gboolean ok = txl_scorer_state_set_data(wrap, wb, (gsize)wn, error);
+  ok = ok && txl_scorer_state_set_data(wrap, wb, (gsize)wn, error);
   txl_scorer_unwrap(wrap);
   if (ok) {
     GBytes *sb = g_bytes_new_static(r.p, txl_reader_left(&r));

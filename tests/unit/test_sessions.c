@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* TxlSessions: per-session results equal each session scored alone by a
  * TxlScorer; memory and count bounds hold; every session is finalised
- * exactly once. */
+ * exactly once; the weights can be swapped mid-stream for ones of the same
+ * shape only. */
 #include "bpe.h"
 #include "normalize.h"
+#include "params.h"
 #include "testutil.h"
 
 /* ---- models ---------------------------------------------------------- */
@@ -576,6 +578,126 @@ test_idle_after(void)
   tu_model_done(m, path);
 }
 
+/* ---- swapping the weights ------------------------------------------- */
+
+/* What a swap must keep: every line's numbers, bit for bit. */
+typedef struct {
+  GArray *v; /* doubles: nll, max_token, window, norm_bytes per line */
+} Lines;
+
+static void
+lines_got(const TxlSessionLine *l, gpointer p)
+{
+  Lines *g = p;
+  double v[4] = { l->nll, l->max_token, l->window, (double)l->norm_bytes };
+  g_array_append_vals(g->v, v, 4);
+}
+
+/* The lines' numbers with swap_to set after line 20 (and, for a view,
+ * again after line 40); the result of each set_model in *ok.  roundtrip:
+ * the state bytes taken and set again after line 50. */
+static GArray *
+swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
+            TxlModel *then, gboolean ok[2], gboolean roundtrip)
+{
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "req=s[0-9]+";
+  o.score_end = TRUE;
+  Lines g = { g_array_new(FALSE, FALSE, sizeof(double)) };
+  g_autoptr(GError) err = NULL;
+  TxlSessions *s = txl_sessions_new(m, &o, lines_got, NULL, &g, &err);
+  g_assert_no_error(err);
+  for (guint i = 0; i < lines->len; i++) {
+    g_assert_cmpint(txl_sessions_push_line(s, lines->pdata[i], -1, &err), >,
+                    0);
+    g_assert_no_error(err);
+    TxlModel *to = i == 20 ? swap_to : i == 40 ? then : NULL;
+    if (to) {
+      GError *e = NULL;
+      ok[i == 40] = txl_sessions_set_model(s, to, &e);
+      g_assert_true(ok[i == 40] == (e == NULL));
+      g_clear_error(&e);
+    }
+    if (roundtrip && i == 50) {
+      gsize n = txl_sessions_state_get_size(s);
+      guint8 *b = g_malloc(n);
+      g_assert_cmpuint(txl_sessions_state_get_data(s, b, n), ==, n);
+      g_assert_true(txl_sessions_state_set_data(s, b, n, &err));
+      g_assert_no_error(err);
+      g_free(b);
+    }
+  }
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_assert_no_error(err);
+  txl_sessions_free(s);
+  return g.v;
+}
+
+/* The same weights (another load of the file, and a view over them with no
+ * tokenizer of its own, as the learner makes) change nothing; another
+ * shape is refused and the sessions go on as before; other weights of the
+ * same shape do change the scores, and stay through the state bytes. */
+static void
+test_set_model(void)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  c.div_val = 1; /* what training, and so a view over params, supports */
+  c.n_cutoffs = 0;
+  char *path = tu_write_model(&c, 7, NULL);
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  g_assert_no_error(err);
+  TxlModel *again = txl_model_load(path, &err);
+  g_assert_no_error(err);
+  TxlParams *p = txl_params_from_model(m, &err);
+  g_assert_no_error(err);
+  TxlModel *view = txl_model_from_params_owned(p);
+  TxlConfig oc = c;
+  oc.d_inner = 48;
+  char *other_path = tu_write_model(&oc, 7, NULL);
+  TxlModel *other = txl_model_load(other_path, &err);
+  g_assert_no_error(err);
+  char *seed8_path = tu_write_model(&c, 8, NULL);
+  TxlModel *seed8 = txl_model_load(seed8_path, &err);
+  g_assert_no_error(err);
+  GPtrArray *lines = make_lines(80, 6, 5);
+  gboolean ok[2] = { FALSE, FALSE };
+
+  GArray *ref = swapped_run(m, lines, NULL, NULL, ok, FALSE);
+  GArray *same = swapped_run(m, lines, again, view, ok, FALSE);
+  g_assert_true(ok[0] && ok[1]);
+  g_assert_cmpuint(same->len, ==, ref->len);
+  g_assert_cmpmem(same->data, same->len * sizeof(double), ref->data,
+                  ref->len * sizeof(double));
+  ok[0] = TRUE;
+  GArray *refused = swapped_run(m, lines, other, NULL, ok, FALSE);
+  g_assert_false(ok[0]);
+  g_assert_cmpmem(refused->data, refused->len * sizeof(double), ref->data,
+                  ref->len * sizeof(double));
+  GArray *changed = swapped_run(m, lines, seed8, NULL, ok, FALSE);
+  g_assert_true(ok[0]);
+  g_assert_cmpuint(changed->len, ==, ref->len);
+  g_assert_true(memcmp(changed->data, ref->data,
+                       ref->len * sizeof(double)) != 0);
+  /* state bytes carry memories, not weights: the swapped ones stay */
+  GArray *kept = swapped_run(m, lines, seed8, NULL, ok, TRUE);
+  g_assert_cmpmem(kept->data, kept->len * sizeof(double), changed->data,
+                  changed->len * sizeof(double));
+  g_array_free(kept, TRUE);
+
+  g_array_free(ref, TRUE);
+  g_array_free(same, TRUE);
+  g_array_free(refused, TRUE);
+  g_array_free(changed, TRUE);
+  g_ptr_array_free(lines, TRUE);
+  txl_model_unref(again);
+  txl_model_unref(view);
+  tu_model_done(other, other_path);
+  tu_model_done(seed8, seed8_path);
+  tu_model_done(m, path);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -586,5 +708,6 @@ main(int argc, char **argv)
   g_test_add_func("/sessions/bounds", test_bounds);
   g_test_add_func("/sessions/errors", test_errors);
   g_test_add_func("/sessions/idle-after", test_idle_after);
+  g_test_add_func("/sessions/set-model", test_set_model);
   return g_test_run();
 }

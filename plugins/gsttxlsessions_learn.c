@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* txlsessions learn=true: learning on the stream (txllearn.h,
+ * docs/learning.md), the glue between the element's lines and the
+ * learner that txlmodel shares.
+ *
+ * txlsessions pushes each line whole into its session and hears that it
+ * was scored later (gst_txl_sessions_on_line), when its session's segment
+ * runs: so the learner is given the lines in the order they were scored,
+ * interleaved across the sessions, not in line order.  That order depends
+ * only on the input, as the line where new weights land does.  A pushed
+ * line keeps a copy of its ids until it is scored; the lines scored by a
+ * call into the library go to the learner right after the call, new
+ * weights go into the sessions' worker (txl_sessions_set_model) and score
+ * from the next segment run on, and the landing line's meta says so. */
+#include "gsttxlsessions.h"
+
+#define GST_CAT_DEFAULT gst_txl_sessions_debug
+
+static void
+sline_clear(gpointer p)
+{
+  SLine *x = p;
+  g_clear_pointer(&x->ids, g_array_unref);
+}
+
+GArray *
+gst_txl_sessions_sl_new(guint reserve)
+{
+  GArray *a = g_array_sized_new(FALSE, TRUE, sizeof(SLine), reserve);
+  g_array_set_clear_func(a, sline_clear);
+  return a;
+}
+
+gboolean
+gst_txl_sessions_set_weights(gpointer sessions, TxlModel *m, GError **error)
+{
+  return txl_sessions_set_model(sessions, m, error);
+}
+
+gboolean
+gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error)
+{
+  GST_OBJECT_LOCK(self);
+  gboolean learn = self->learn;
+  gint warmup = self->learn_warmup;
+  self->learn_rounds = 0;
+  GST_OBJECT_UNLOCK(self);
+  if (!learn)
+    return TRUE;
+  self->learning = gst_txl_learn_new(GST_ELEMENT(self),
+                                     GST_TXL_SCORER_BASE(self)->model, warmup,
+                                     error);
+  return self->learning != NULL;
+}
+
+void
+gst_txl_sessions_learn_keep(GstTxlSessions *self, SLine *x)
+{
+  if (!self->learning)
+    return;
+  x->ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), self->ids->len);
+  g_array_append_vals(x->ids, self->ids->data, self->ids->len);
+}
+
+void
+gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, gint64 seq)
+{
+  if (!self->learning)
+    return;
+  /* the push number, truncated: gst_txl_sessions_learn_run finds the line
+   * again modulo 2^32, which holds while fewer lines than that wait */
+  x->flags |= gst_txl_learn_line(self->learning,
+                                 x->ids ? (const int32_t *)x->ids->data : NULL,
+                                 x->ids ? x->ids->len : 0, x->line, &x->s,
+                                 (guint)seq);
+  /* the learner has its own copy */
+  g_clear_pointer(&x->ids, g_array_unref);
+}
+
+gboolean
+gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
+{
+  if (!self->learning || !gst_txl_learn_pending(self->learning))
+    return TRUE;
+  GST_OBJECT_LOCK(self);
+  gchar *out = g_strdup(self->learn_model);
+  GST_OBJECT_UNLOCK(self);
+  GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
+  gboolean ok = gst_txl_learn_run(self->learning,
+                                  gst_txl_sessions_set_weights,
+                                  self->sessions, landed, out, error);
+  g_free(out);
+  /* the landing line was scored by this call: it has not gone out yet */
+  for (guint i = 0; i < landed->len; i++) {
+    guint at = g_array_index(landed, guint, i) - (guint)self->sl_seq0;
+    if (at < self->sl->len)
+      g_array_index(self->sl, SLine, at).flags |= TXL_LINE_NEW_WEIGHTS;
+  }
+  g_array_unref(landed);
+  guint rounds = gst_txl_learn_rounds(self->learning);
+  GST_OBJECT_LOCK(self);
+  self->learn_rounds = rounds;
+  GST_OBJECT_UNLOCK(self);
+  return ok;
+}
