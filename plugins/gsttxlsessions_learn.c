@@ -96,6 +96,10 @@ gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
     if (at < self->sl->len)
       g_array_index(self->sl, SLine, at).flags |= TXL_LINE_NEW_WEIGHTS;
   }
+  /* the running session rule (no threshold given) judged sessions scored
+   * with the old weights: it starts again, as the line rule does */
+  if (landed->len > 0 && self->recent)
+    txl_baseline_reset(self->recent);
   g_array_unref(landed);
   guint rounds = gst_txl_learn_rounds(self->learning);
   GST_OBJECT_LOCK(self);
