@@ -218,7 +218,7 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again." },
   { "txld_pipeline_errors_total", "counter", "ERROR messages from the pipeline." },
   { "txld_pipeline_up", "gauge", "1 while the pipeline is PLAYING." },
-  { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel learn=true elements (restored streams count from their start)." },
+  { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel and txlsessions learn=true elements (restored streams count from their start)." },
 };
 
 static void

@@ -220,7 +220,7 @@ static void schedule_restart(TxldPipeline *p, gboolean failed);
 
 /* Stops the current run.  Setting NULL makes every txlmodel write its
  * snapshot on the way through READY; the sync handler sees the message. */
-/* Learning on the stream (txlmodel learn=true): the rounds landed in the
+/* Learning on the stream (learn=true): the rounds landed in the
  * pipeline's scoring elements; a stopped pipeline keeps its last count. */
 static void
 read_learn_rounds(TxldPipeline *p)
