@@ -646,21 +646,16 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
     g_free(ld);
     return NULL;
   }
-  GBytes *learn = g_hash_table_lookup(*sect, GST_TXL_LEARN_SECTION);
   GstTxlModel *self = GST_TXL_MODEL(base);
   GST_OBJECT_LOCK(self);
   gboolean want = self->learn;
   GST_OBJECT_UNLOCK(self);
-  if (!learn != !want) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "%s was written by a txlmodel %s learning: continue it with "
-                "learn=%s (or remove it to start afresh)", path,
-                learn ? "with" : "without", learn ? "true" : "false");
+  if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SECTION, want,
+                                  "txlmodel", path, &ld->learn, error)) {
     drop_loaded(ld);
     g_clear_pointer(sect, g_hash_table_unref);
     return NULL;
   }
-  ld->learn = learn ? g_bytes_ref(learn) : NULL;
   return ld;
 }
 

@@ -389,3 +389,21 @@ gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
     g_clear_pointer(&l, gst_txl_learn_free);
   return l;
 }
+
+gboolean
+gst_txl_learn_take_section(GHashTable *sect, const gchar *section,
+                           gboolean want, const gchar *element,
+                           const gchar *path, GBytes **out, GError **error)
+{
+  GBytes *learn = g_hash_table_lookup(sect, section);
+  *out = NULL;
+  if (!learn != !want) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "%s was written by a %s %s learning: continue it with "
+                "learn=%s (or remove it to start afresh)", path, element,
+                learn ? "with" : "without", learn ? "true" : "false");
+    return FALSE;
+  }
+  *out = learn ? g_bytes_ref(learn) : NULL;
+  return TRUE;
+}

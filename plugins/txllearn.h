@@ -89,6 +89,14 @@ GstTxlLearn *gst_txl_learn_load(GstElement *owner, TxlModel *base,
                                 GstTxlSetModelFunc set_model, gpointer target,
                                 GstBuffer *undelivered, GError **error);
 
+/* A snapshot's learning section (NULL in *out when it has none) checked
+ * against whether the element learns (want): a snapshot continues only the
+ * way it was written; the error names element and path. */
+gboolean gst_txl_learn_take_section(GHashTable *sect, const gchar *section,
+                                    gboolean want, const gchar *element,
+                                    const gchar *path, GBytes **out,
+                                    GError **error);
+
 G_END_DECLS
 
 #endif

@@ -26,7 +26,7 @@ TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld'
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
 WARMUP = 150
 sys.path.insert(0, HERE)
-from checks import check, tally  # noqa: E402
+from checks import check, tally, tiny_byte_model  # noqa: E402
 
 
 def log_lines(n, seed):
@@ -132,15 +132,7 @@ def txld_restart(tmp, model, data, cut, ref):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-learnpipe-')
-    train = os.path.join(tmp, 'train.log')
-    with open(train, 'w') as f:
-        f.write('\n'.join(log_lines(200, 1)) + '\n')
-    model = os.path.join(tmp, 'm.gguf')
-    p = subprocess.run([TXL, 'train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
-                        '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
-                        '--batch', '4', '--steps', '40', '--lr', '3e-3', '--eval-every', '0',
-                        '--checkpoint-every', '0', train], capture_output=True, timeout=300)
-    check('a small byte model to start from', p.returncode == 0, p.stderr)
+    model = tiny_byte_model(TXL, tmp, log_lines(200, 1))
     lines = log_lines(300, 2)
     lines[250] = 'kernel: BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
     data = ('\n'.join(lines) + '\n').encode()

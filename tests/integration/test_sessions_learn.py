@@ -19,7 +19,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from checks import check, tally  # noqa: E402
+from checks import check, tally, tiny_byte_model  # noqa: E402
 from gstlaunch import ENV, cut_and_resume, run  # noqa: E402
 
 ROOT = os.path.join(HERE, '..', '..')
@@ -83,15 +83,7 @@ def rounds_after(model, src):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sesslearn-')
-    train = os.path.join(tmp, 'train.log')
-    with open(train, 'w') as f:
-        f.write('\n'.join(log_lines(200, 1)) + '\n')
-    model = os.path.join(tmp, 'm.gguf')
-    p = subprocess.run([TXL, 'train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
-                        '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
-                        '--batch', '4', '--steps', '40', '--lr', '3e-3', '--eval-every', '0',
-                        '--checkpoint-every', '0', train], capture_output=True, timeout=300)
-    check('a small byte model to start from', p.returncode == 0, p.stderr)
+    model = tiny_byte_model(TXL, tmp, log_lines(200, 1))
     lines = log_lines(300, 2)
     lines[250] = 'kernel: sess=3 BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
     data = ('\n'.join(lines) + '\n').encode()
