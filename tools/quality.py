@@ -17,6 +17,12 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      learning on the stream against the same
                                      model fine-tuned offline on the first
                                      1,000 for 10 minutes (table 1b)
+  tools/quality.py hdfs-live DIR [--max-session-memory BYTES]
+                                     the pipeline path on the HDFS slice in
+                                     one pass: txlsessions learn=true, the
+                                     running session rule, the bundled model;
+                                     the second half's sessions judged
+                                     (docs/notes/2026-11-25-label-free-eval.md)
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
@@ -304,6 +310,57 @@ def cmd_offline(a):
             steps[-1] if steps else "all"), flush=True)
 
 
+def auroc(pos, neg):
+    """P(an anomalous score above a normal one), ties counting half."""
+    import bisect
+    neg = sorted(neg)
+    hits = 0.0
+    for p in pos:
+        lo, hi = bisect.bisect_left(neg, p), bisect.bisect_right(neg, p)
+        hits += lo + 0.5 * (hi - lo)
+    return hits / max(1, len(pos) * len(neg))
+
+
+def cmd_hdfs_live(a):
+    """filesrc ! txltokenizer ! txlsessions learn=true ! txlsink over the
+    whole slice; the session records of the blocks that start in the second
+    half (by first line) are judged against the labels."""
+    log = os.path.join(a.dir, "HDFS_loglead_dev.log")
+    labels = {}
+    with open(os.path.join(a.dir, "HDFS_loglead_dev.block_labels.csv")) as f:
+        for row in f:
+            k, _, v = row.strip().partition(",")
+            if k.startswith("blk_"):
+                labels[k] = v in ("Anomaly", "1", "true")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.jsonl")
+        el = ["txlsessions", "model=" + MODEL, "learn=true"]
+        if a.max_session_memory:
+            el.append("max-session-memory=%d" % a.max_session_memory)
+        t0 = time.monotonic()
+        subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + log, "!",
+                        "txltokenizer", "model=" + MODEL, "!"] + el +
+                       ["!", "txlsink", "location=" + out], check=True, capture_output=True,
+                       env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
+        mins = (time.monotonic() - t0) / 60
+        with open(out) as f:
+            ss = [json.loads(l) for l in f if l.startswith('{"session"')]
+    reasons = {}
+    for s in ss:
+        reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
+    ss = sorted((s for s in ss if s["session"] in labels), key=lambda s: s["first_line"])
+    test = ss[len(ss) // 2:]
+    pos = [s["score"] for s in test if labels[s["session"]]]
+    neg = [s["score"] for s in test if not labels[s["session"]]]
+    tp = sum(1 for s in test if s["flag"] and labels[s["session"]])
+    fp = sum(1 for s in test if s["flag"] and not labels[s["session"]])
+    p, r = tp / max(1, tp + fp), tp / max(1, len(pos))
+    print("session records %d %s, test %d (%d anomalous), warm-up %d: AUROC %.3f, flagged %d, "
+          "P %.3f R %.3f F1 %.3f, %.0f min" % (
+              len(ss), reasons, len(test), len(pos), sum(1 for s in ss if s.get("warmup")),
+              auroc(pos, neg), tp + fp, p, r, 2 * p * r / max(1e-9, p + r), mins))
+
+
 def main():
     global MODEL
     p = argparse.ArgumentParser(description=__doc__,
@@ -315,6 +372,10 @@ def main():
     s = sub.add_parser("offline")
     s.add_argument("logs", nargs="+")
     s.add_argument("--minutes", type=float, default=10)
+    s = sub.add_parser("hdfs-live")
+    s.add_argument("dir")
+    s.add_argument("--max-session-memory", type=int, default=0,
+                   help="txlsessions' bound in bytes (default: the element's, 1 GiB)")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
@@ -330,7 +391,7 @@ def main():
     a = p.parse_args()
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
-     "hdfs": cmd_hdfs, "offline": cmd_offline}[a.cmd](a)
+     "hdfs": cmd_hdfs, "offline": cmd_offline, "hdfs-live": cmd_hdfs_live}[a.cmd](a)
 
 
 if __name__ == "__main__":
