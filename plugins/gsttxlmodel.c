@@ -47,10 +47,7 @@ struct _GstTxlModel {
   GstClockTime max_latency; /* 0: off */
   GstClockID latency_id;    /* the armed timer, object lock */
   guint64 tokens_seen;      /* read-only: the stream's tokens */
-  gboolean learn;           /* learning on the stream (txllearn.h) */
-  gint learn_warmup;        /* lines before the first round */
-  gchar *learn_model;       /* the adapted model file, or NULL */
-  guint learn_rounds;       /* read-only: rounds whose weights took over */
+  GstTxlLearnProps learn;   /* learning on the stream (txllearn.h) */
 
   /* streaming state, under the sink pad's stream lock */
   TxlScorer *scorer;
@@ -176,14 +173,8 @@ new_stream(GstTxlScorerBase *base, GError **error)
                                 error);
   if (!self->scorer)
     return FALSE;
-  GST_OBJECT_LOCK(self);
-  gboolean learn = self->learn;
-  gint warmup = self->learn_warmup;
-  self->learn_rounds = 0;
-  GST_OBJECT_UNLOCK(self);
-  if (learn &&
-      !(self->learning = gst_txl_learn_new(GST_ELEMENT(self), base->model,
-                                           warmup, error)))
+  if (!gst_txl_learn_start(GST_ELEMENT(self), &self->learn, base->model,
+                           &self->learning, error))
     return FALSE;
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
@@ -265,12 +256,9 @@ learn_run(GstTxlModel *self, GError **error)
 {
   if (!self->learning || !gst_txl_learn_pending(self->learning))
     return TRUE;
-  GST_OBJECT_LOCK(self);
-  gchar *out = g_strdup(self->learn_model);
-  GST_OBJECT_UNLOCK(self);
   GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean ok = gst_txl_learn_run(self->learning, set_model, self->scorer,
-                                  landed, out, error);
+  gboolean ok = gst_txl_learn_step(self->learning, &self->learn, set_model,
+                                   self->scorer, landed, error);
   /* the landing line's meta says the weights change after it */
   for (guint i = 0; i < landed->len; i++) {
     guint at = g_array_index(landed, guint, i);
@@ -278,11 +266,6 @@ learn_run(GstTxlModel *self, GError **error)
       g_array_index(self->done_flags, guint32, at) |= TXL_LINE_NEW_WEIGHTS;
   }
   g_array_unref(landed);
-  g_free(out);
-  guint rounds = gst_txl_learn_rounds(self->learning);
-  GST_OBJECT_LOCK(self);
-  self->learn_rounds = rounds;
-  GST_OBJECT_UNLOCK(self);
   return ok;
 }
 
@@ -475,9 +458,7 @@ parse_learn(GstTxlScorerBase *base, gpointer loaded, OwnState *o,
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
   Loaded *ld = loaded;
-  GST_OBJECT_LOCK(self);
-  gint warmup = self->learn_warmup;
-  GST_OBJECT_UNLOCK(self);
+  gint warmup = gst_txl_learn_props_warmup(GST_ELEMENT(self), &self->learn);
   o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
                                    ld->learn, set_model, ld->scorer,
                                    o->undelivered, error);
@@ -648,7 +629,7 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
   }
   GstTxlModel *self = GST_TXL_MODEL(base);
   GST_OBJECT_LOCK(self);
-  gboolean want = self->learn;
+  gboolean want = self->learn.on;
   GST_OBJECT_UNLOCK(self);
   if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SECTION, want,
                                   "txlmodel", path, &ld->learn, error)) {
@@ -690,13 +671,11 @@ publish(GstTxlScorerBase *base)
   }
   guint64 seen = self->scorer ? (guint64)txl_scorer_tokens_seen(self->scorer)
                               : 0;
-  guint rounds = self->learning ? gst_txl_learn_rounds(self->learning) : 0;
   GST_OBJECT_LOCK(self);
   base->state_bytes = bytes;
   self->tokens_seen = seen;
-  if (self->learning)
-    self->learn_rounds = rounds;
   GST_OBJECT_UNLOCK(self);
+  gst_txl_learn_publish(self->learning, &self->learn);
 }
 
 /* ---- latency bound ---------------------------------------------------- */
@@ -876,11 +855,11 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start),
   TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency),
   TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen),
-  TXL_PROP_UPTO(PROP_LEARN, GstTxlModel, learn, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlModel, learn_warmup,
+  TXL_PROP_UPTO(PROP_LEARN, GstTxlModel, learn.on, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlModel, learn.warmup,
                 GST_STATE_READY),
-  TXL_PROP(PROP_LEARN_MODEL, GstTxlModel, learn_model),
-  TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn_rounds),
+  TXL_PROP(PROP_LEARN_MODEL, GstTxlModel, learn.model_out),
+  TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn.rounds),
 };
 
 static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
@@ -889,7 +868,7 @@ static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
 static void
 gst_txl_model_finalize(GObject *object)
 {
-  g_free(GST_TXL_MODEL(object)->learn_model);
+  g_free(GST_TXL_MODEL(object)->learn.model_out);
   G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
 }
 
@@ -962,5 +941,5 @@ static void
 gst_txl_model_init(GstTxlModel *self)
 {
   self->reset_on_stream_start = DEFAULT_RESET_ON_STREAM_START;
-  self->learn_warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
+  self->learn.warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
 }

@@ -240,13 +240,11 @@ gst_txl_sessions_note_state(GstTxlScorerBase *base)
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
   guint64 b = self->sessions ? txl_sessions_bytes(self->sessions) : 0;
   guint n = self->sessions ? txl_sessions_count(self->sessions) : 0;
-  guint rounds = self->learning ? gst_txl_learn_rounds(self->learning) : 0;
   GST_OBJECT_LOCK(self);
   base->state_bytes = b;
   self->open_sessions = n;
-  if (self->learning)
-    self->learn_rounds = rounds;
   GST_OBJECT_UNLOCK(self);
+  gst_txl_learn_publish(self->learning, &self->learn);
 }
 
 static gboolean
@@ -656,7 +654,7 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
     return NULL;
   }
   GST_OBJECT_LOCK(self);
-  gboolean want = self->learn;
+  gboolean want = self->learn.on;
   GST_OBJECT_UNLOCK(self);
   if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SESSIONS_SECTION, want,
                                   "txlsessions", path, &ld->learn, error)) {
@@ -683,11 +681,11 @@ static const TxlPropField prop_fields[] = {
   F(PROP_SESSION_IDLE_AFTER, idle_after_s),
   F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s),
   F(PROP_OPEN_SESSIONS, open_sessions),
-  TXL_PROP_UPTO(PROP_LEARN, GstTxlSessions, learn, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlSessions, learn_warmup,
+  TXL_PROP_UPTO(PROP_LEARN, GstTxlSessions, learn.on, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlSessions, learn.warmup,
                 GST_STATE_READY),
-  F(PROP_LEARN_MODEL, learn_model),
-  F(PROP_LEARN_ROUNDS, learn_rounds),
+  F(PROP_LEARN_MODEL, learn.model_out),
+  F(PROP_LEARN_ROUNDS, learn.rounds),
 };
 #undef F
 
@@ -718,7 +716,7 @@ gst_txl_sessions_finalize(GObject *object)
   g_free(self->time_format);
   g_free(self->idle_after_s);
   g_free(self->open_thr_s);
-  g_free(self->learn_model);
+  g_free(self->learn.model_out);
   G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
 }
 
@@ -847,6 +845,6 @@ gst_txl_sessions_init(GstTxlSessions *self)
   self->time_format = g_strdup("%y%m%d %H%M%S");
   self->idle_after_s = g_strdup("");
   self->open_thr_s = g_strdup("");
-  self->learn_warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
+  self->learn.warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
   g_queue_init(&self->ended);
 }

@@ -62,10 +62,7 @@ struct _GstTxlSessions {
   guint user_set; /* SET_* bits: what the application chose itself; the rest
                    * follows the model file's calibration when it has one */
   gchar *time_format, *idle_after_s, *open_thr_s;
-  gboolean learn;     /* learning on the stream (txllearn.h) */
-  gint learn_warmup;  /* lines before the first round */
-  gchar *learn_model; /* the adapted model file, or NULL */
-  guint learn_rounds; /* read-only: rounds whose weights took over */
+  GstTxlLearnProps learn; /* learning on the stream (txllearn.h) */
 
   /* streaming state, under the sink pad's stream lock */
   gdouble thr; /* threshold and score kind, read at start */

@@ -40,17 +40,9 @@ gst_txl_sessions_set_weights(gpointer sessions, TxlModel *m, GError **error)
 gboolean
 gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error)
 {
-  GST_OBJECT_LOCK(self);
-  gboolean learn = self->learn;
-  gint warmup = self->learn_warmup;
-  self->learn_rounds = 0;
-  GST_OBJECT_UNLOCK(self);
-  if (!learn)
-    return TRUE;
-  self->learning = gst_txl_learn_new(GST_ELEMENT(self),
-                                     GST_TXL_SCORER_BASE(self)->model, warmup,
-                                     error);
-  return self->learning != NULL;
+  return gst_txl_learn_start(GST_ELEMENT(self), &self->learn,
+                             GST_TXL_SCORER_BASE(self)->model,
+                             &self->learning, error);
 }
 
 void
@@ -82,14 +74,10 @@ gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
 {
   if (!self->learning || !gst_txl_learn_pending(self->learning))
     return TRUE;
-  GST_OBJECT_LOCK(self);
-  gchar *out = g_strdup(self->learn_model);
-  GST_OBJECT_UNLOCK(self);
   GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean ok = gst_txl_learn_run(self->learning,
-                                  gst_txl_sessions_set_weights,
-                                  self->sessions, landed, out, error);
-  g_free(out);
+  gboolean ok = gst_txl_learn_step(self->learning, &self->learn,
+                                   gst_txl_sessions_set_weights,
+                                   self->sessions, landed, error);
   /* the landing line was scored by this call: it has not gone out yet */
   for (guint i = 0; i < landed->len; i++) {
     guint at = g_array_index(landed, guint, i) - (guint)self->sl_seq0;
@@ -101,9 +89,5 @@ gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
   if (landed->len > 0 && self->recent)
     txl_baseline_reset(self->recent);
   g_array_unref(landed);
-  guint rounds = gst_txl_learn_rounds(self->learning);
-  GST_OBJECT_LOCK(self);
-  self->learn_rounds = rounds;
-  GST_OBJECT_UNLOCK(self);
   return ok;
 }

@@ -260,9 +260,7 @@ parse_learn(GstTxlScorerBase *base, guint32 version, SLoaded *ld,
     return FALSE;
   }
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  GST_OBJECT_LOCK(self);
-  gint warmup = self->learn_warmup;
-  GST_OBJECT_UNLOCK(self);
+  gint warmup = gst_txl_learn_props_warmup(GST_ELEMENT(self), &self->learn);
   o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
                                    ld->learn, gst_txl_sessions_set_weights,
                                    ld->sessions, NULL, error);

@@ -407,3 +407,52 @@ gst_txl_learn_take_section(GHashTable *sect, const gchar *section,
   *out = learn ? g_bytes_ref(learn) : NULL;
   return TRUE;
 }
+
+gboolean
+gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
+                    GstTxlLearn **out, GError **error)
+{
+  GST_OBJECT_LOCK(owner);
+  gboolean on = p->on;
+  gint warmup = p->warmup;
+  p->rounds = 0;
+  GST_OBJECT_UNLOCK(owner);
+  *out = on ? gst_txl_learn_new(owner, base, warmup, error) : NULL;
+  return !on || *out != NULL;
+}
+
+gint
+gst_txl_learn_props_warmup(GstElement *owner, GstTxlLearnProps *p)
+{
+  GST_OBJECT_LOCK(owner);
+  gint warmup = p->warmup;
+  GST_OBJECT_UNLOCK(owner);
+  return warmup;
+}
+
+gboolean
+gst_txl_learn_step(GstTxlLearn *l, GstTxlLearnProps *p,
+                   GstTxlSetModelFunc set_model, gpointer target,
+                   GArray *landings, GError **error)
+{
+  if (!l || !gst_txl_learn_pending(l))
+    return TRUE;
+  GST_OBJECT_LOCK(l->owner);
+  gchar *out = g_strdup(p->model_out);
+  GST_OBJECT_UNLOCK(l->owner);
+  gboolean ok = gst_txl_learn_run(l, set_model, target, landings, out, error);
+  g_free(out);
+  gst_txl_learn_publish(l, p);
+  return ok;
+}
+
+void
+gst_txl_learn_publish(GstTxlLearn *l, GstTxlLearnProps *p)
+{
+  if (!l)
+    return;
+  guint rounds = (guint)gst_txl_learn_rounds(l);
+  GST_OBJECT_LOCK(l->owner);
+  p->rounds = rounds;
+  GST_OBJECT_UNLOCK(l->owner);
+}

@@ -89,6 +89,32 @@ GstTxlLearn *gst_txl_learn_load(GstElement *owner, TxlModel *base,
                                 GstTxlSetModelFunc set_model, gpointer target,
                                 GstBuffer *undelivered, GError **error);
 
+/* The values of the four learn properties, as each learning element keeps
+ * them (read and written under the element's object lock). */
+typedef struct {
+  gboolean on;      /* learn */
+  gint warmup;      /* learn-warmup: lines before the first round */
+  gchar *model_out; /* learn-model: the adapted model file, or NULL */
+  guint rounds;     /* learn-rounds (read-only): rounds whose weights took
+                     * over */
+} GstTxlLearnProps;
+
+/* A new stream's learning (*out NULL when learn is off); learn-rounds
+ * starts again from 0.  FALSE with error when the model cannot be trained. */
+gboolean gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p,
+                             TxlModel *base, GstTxlLearn **out,
+                             GError **error);
+/* learn-warmup, read under owner's lock (a snapshot's learning continues
+ * with it). */
+gint gst_txl_learn_props_warmup(GstElement *owner, GstTxlLearnProps *p);
+/* gst_txl_learn_run() with learn-model read and learn-rounds published
+ * under the owner's lock; nothing to do without queued lines. */
+gboolean gst_txl_learn_step(GstTxlLearn *l, GstTxlLearnProps *p,
+                            GstTxlSetModelFunc set_model, gpointer target,
+                            GArray *landings, GError **error);
+/* learn-rounds after a restore (l may be NULL: not learning). */
+void gst_txl_learn_publish(GstTxlLearn *l, GstTxlLearnProps *p);
+
 /* A snapshot's learning section (NULL in *out when it has none) checked
  * against whether the element learns (want): a snapshot continues only the
  * way it was written; the error names element and path. */
