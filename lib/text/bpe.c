@@ -658,6 +658,15 @@ txl_pretok_push(TxlPretok *p, const guchar *data, gsize len)
   }
 }
 
+/* Called at a line's start, where nothing is held back: the bytes (a
+ * record header, record.h) move the offsets and make no piece. */
+void
+txl_pretok_skip(TxlPretok *p, gsize n)
+{
+  chunk_flush(p);
+  p->offset += n;
+}
+
 void
 txl_pretok_finish(TxlPretok *p)
 {

@@ -98,6 +98,8 @@ TxlPretok *txl_pretok_new(const TxlBpe *bpe, TxlPieceFunc func,
                           gpointer user_data);
 void txl_pretok_free(TxlPretok *p);
 void txl_pretok_push(TxlPretok *p, const guchar *data, gsize len);
+/* Input bytes that make no piece, at a line's start (record.h). */
+void txl_pretok_skip(TxlPretok *p, gsize n);
 /* End of input: flushes what is held back. */
 void txl_pretok_finish(TxlPretok *p);
 /* The bytes held back and the offsets (txl_pretok_state_size() bytes),

@@ -3,6 +3,7 @@
  * output depends only on the concatenated input, never on how it was cut
  * into pieces. */
 #include "bpe.h"
+#include "record.h"
 #include "model_internal.h"
 
 #include <string.h>
@@ -265,7 +266,13 @@ struct _TxlEncoder {
   gboolean line_has_text;
   TxlPretok *pretok; /* bpe: chunks and fields, held back until certain */
   TxlBpeOut out;
+  /* record headers (record.h): where the next byte stands, and the bytes of
+   * a header not yet closed (text again if it never closes) */
+  int hdr;
+  GByteArray *held;
 };
+
+enum { HDR_BODY = 0, HDR_LINE_START = 1, HDR_OPEN = 2 };
 
 /* bpe: a pre-token is final, encode it.  Line numbers advance here, as
  * the '\n' piece is emitted, since pieces lag behind the input. */
@@ -301,6 +308,8 @@ txl_encoder_new(const TxlTokenizer *tok, TxlTokenFunc func, gpointer data)
   e->func = func;
   e->data = data;
   e->line = 1;
+  e->hdr = HDR_LINE_START;
+  e->held = g_byte_array_new();
   e->word = g_string_new(NULL);
   if (tok->type == TXL_TOKENIZER_BPE)
     e->pretok = txl_pretok_new(tok->bpe, bpe_piece, e);
@@ -313,6 +322,7 @@ txl_encoder_free(TxlEncoder *e)
   if (!e)
     return;
   g_string_free(e->word, TRUE);
+  g_byte_array_unref(e->held);
   txl_pretok_free(e->pretok);
   txl_bpe_out_clear(&e->out);
   g_free(e);
@@ -345,8 +355,9 @@ end_line(TxlEncoder *e, gsize at)
     e->func(e->tok->eos_id, e->line, at, at + 1, e->data);
 }
 
-void
-txl_encoder_push(TxlEncoder *e, const char *data, gsize len)
+/* Text to tokenize (a record header never reaches here). */
+static void
+feed(TxlEncoder *e, const char *data, gsize len)
 {
   const TxlTokenizer *t = e->tok;
   if (e->pretok) {
@@ -379,9 +390,71 @@ txl_encoder_push(TxlEncoder *e, const char *data, gsize len)
   }
 }
 
+/* A closed header: its bytes advance the offsets and make no token. */
+static void
+skip_header(TxlEncoder *e)
+{
+  if (e->pretok)
+    txl_pretok_skip(e->pretok, e->held->len);
+  e->offset += e->held->len;
+  g_byte_array_set_size(e->held, 0);
+}
+
+/* A header that did not close (a line end, or too long): it was text. */
+static void
+replay_header(TxlEncoder *e)
+{
+  GByteArray *h = e->held;
+  e->held = g_byte_array_new();
+  feed(e, (const char *)h->data, h->len);
+  g_byte_array_unref(h);
+  e->hdr = HDR_BODY;
+}
+
+/* Splits the input at record headers (record.h): what a header holds is
+ * skipped, the rest is fed to the tokenizer.  The same bytes give the same
+ * ids however they are cut into pieces. */
+void
+txl_encoder_push(TxlEncoder *e, const char *data, gsize len)
+{
+  gsize i = 0;
+  while (i < len) {
+    guchar b = (guchar)data[i];
+    if (e->hdr == HDR_LINE_START) {
+      if (b == TXL_RECORD_RS) {
+        g_byte_array_append(e->held, &b, 1);
+        e->hdr = HDR_OPEN;
+        i++;
+      } else {
+        e->hdr = HDR_BODY;
+      }
+    } else if (e->hdr == HDR_OPEN) {
+      if (e->held->len >= TXL_RECORD_MAX_HEADER || b == '\n') {
+        replay_header(e);
+      } else {
+        g_byte_array_append(e->held, &b, 1);
+        i++;
+        if (b == TXL_RECORD_RS) {
+          skip_header(e);
+          e->hdr = HDR_BODY;
+        }
+      }
+    } else {
+      const char *nl = memchr(data + i, '\n', len - i);
+      gsize n = nl ? (gsize)(nl - (data + i)) + 1 : len - i;
+      feed(e, data + i, n);
+      i += n;
+      if (nl)
+        e->hdr = HDR_LINE_START;
+    }
+  }
+}
+
 void
 txl_encoder_finish(TxlEncoder *e)
 {
+  if (e->hdr == HDR_OPEN)
+    replay_header(e); /* a header cut off by the end of input was text */
   if (e->pretok) {
     txl_pretok_finish(e->pretok);
     return;
@@ -397,16 +470,19 @@ txl_encoder_finish(TxlEncoder *e)
 
 /* ---- encoder state ---------------------------------------------------- */
 
-#define ENC_STATE_VERSION 1u
-#define ENC_STATE_FIXED (4 + 4 + 8 + 8 + 4 + 8 + 8)
+/* Version 2 added the record header's place and held bytes; a version 1
+ * state reads as being inside a line's text. */
+#define ENC_STATE_VERSION 2u
+#define ENC_STATE_FIXED (4 + 4 + 8 + 8 + 4 + 8 + 8 + 4 + 8)
 
 /* Layout (little endian): u32 version, u32 tokenizer type, i64 line,
  * u64 offset, u32 line has text, u64 word start, u64 word length and its
- * bytes, then the BPE pre-tokenizer's part (bpe.h) when there is one. */
+ * bytes, u32 header place, u64 held header length and its bytes, then the
+ * BPE pre-tokenizer's part (bpe.h) when there is one. */
 gsize
 txl_encoder_state_get_size(const TxlEncoder *e)
 {
-  return ENC_STATE_FIXED + e->word->len +
+  return ENC_STATE_FIXED + e->word->len + e->held->len +
          (e->pretok ? txl_pretok_state_size(e->pretok) : 0);
 }
 
@@ -422,6 +498,9 @@ encoder_bytes(const TxlEncoder *e)
   txl_put_u64(out, e->word_start);
   txl_put_u64(out, e->word->len);
   g_byte_array_append(out, (const guint8 *)e->word->str, (guint)e->word->len);
+  txl_put_u32(out, (guint32)e->hdr);
+  txl_put_u64(out, e->held->len);
+  g_byte_array_append(out, e->held->data, e->held->len);
   if (e->pretok)
     txl_pretok_save(e->pretok, out);
   return out;
@@ -455,7 +534,7 @@ txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
   guint64 line = txl_get_u64(&r), offset = txl_get_u64(&r);
   guint32 has_text = txl_get_u32(&r);
   guint64 wstart = txl_get_u64(&r), wlen = txl_get_u64(&r);
-  if (!r.ok || version != ENC_STATE_VERSION)
+  if (!r.ok || version < 1 || version > ENC_STATE_VERSION)
     goto bad;
   if (type != (guint32)e->tok->type) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -470,6 +549,19 @@ txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
       (wlen && e->tok->type != TXL_TOKENIZER_WORD) || wstart > offset)
     goto bad;
   const guint8 *word = txl_get_raw(&r, (gsize)wlen);
+  guint32 hdr = HDR_BODY;
+  guint64 hlen = 0;
+  const guint8 *held = NULL;
+  if (version >= 2) {
+    hdr = txl_get_u32(&r);
+    hlen = txl_get_u64(&r);
+    if (!r.ok || hdr > HDR_OPEN || hlen > txl_reader_left(&r) ||
+        hlen >= TXL_RECORD_MAX_HEADER || (hlen > 0) != (hdr == HDR_OPEN))
+      goto bad;
+    held = txl_get_raw(&r, (gsize)hlen);
+    if (hlen && held[0] != TXL_RECORD_RS)
+      goto bad;
+  }
   if (e->pretok) {
     /* a trial copy, so that nothing changes unless all of it is good */
     TxlPretok *trial = txl_pretok_new(e->tok->bpe, bpe_piece, e);
@@ -488,6 +580,10 @@ txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
   e->word_start = wstart;
   g_string_truncate(e->word, 0);
   g_string_append_len(e->word, (const char *)word, (gssize)wlen);
+  e->hdr = (int)hdr;
+  g_byte_array_set_size(e->held, 0);
+  if (hlen)
+    g_byte_array_append(e->held, held, (guint)hlen);
   return TRUE;
 bad:
   g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,

@@ -6,5 +6,6 @@
 
 #include "bpe.h"
 #include "normalize.h"
+#include "record.h"
 
 #endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Record lines: a log line with named fields riding in front of it.
+ *
+ * Sources that parse a protocol (syslog, JSON lines, the journal) know more
+ * than the message: host, program, severity, time.  They write each record
+ * as one line of text,
+ *
+ *     RS key=value US key=value ... RS message LF
+ *
+ * (RS = 0x1E, US = 0x1F, ASCII's record and unit separators), so that the
+ * fields travel through every element, queue and snapshot exactly as the
+ * text does.  The tokenizer skips the header: only the message is scored
+ * and counted in a line's bytes.  A line that does not start with RS is a
+ * plain line, all message.  Keys are [A-Za-z0-9_.-]; values and messages
+ * never hold a control byte (the writer turns each into a space), so RS,
+ * US and LF cannot be forged from inside a field. */
+#ifndef TXL_RECORD_H
+#define TXL_RECORD_H
+
+#include <glib.h>
+
+#define TXL_RECORD_RS 0x1e
+#define TXL_RECORD_US 0x1f
+/* A header longer than this is not one: the tokenizer reads the rest of
+ * the line as text, so a stray RS cannot hide a whole stream. */
+#define TXL_RECORD_MAX_HEADER 8192
+
+typedef struct {
+  const char *key;
+  const char *value; /* need not be NUL-terminated */
+  gssize len;        /* bytes of value, -1: up to its NUL */
+} TxlRecordField;
+
+/* Appends one record line (with its LF) to out.  Fields with a NULL or
+ * empty value are left out; without any, the line is the message alone.
+ * Control bytes in values and message become spaces; a key that is not
+ * [A-Za-z0-9_.-]+ is left out. */
+void txl_record_append(GString *out, const TxlRecordField *fields, gsize n,
+                       const char *msg, gsize msg_len);
+
+/* Bytes of line's header, both RS included: 0 for a plain line (or one
+ * whose header does not close within TXL_RECORD_MAX_HEADER). */
+gsize txl_record_header_len(const char *line, gsize len);
+
+/* Walks the fields of a header (as txl_record_header_len measured it):
+ * start with *pos = 0; each call gives the next field and returns TRUE. */
+gboolean txl_record_next_field(const char *line, gsize header_len,
+                               gsize *pos, const char **key, gsize *key_len,
+                               const char **value, gsize *value_len);
+
+/* The value of one field, or FALSE when the header has none. */
+gboolean txl_record_get(const char *line, gsize header_len, const char *key,
+                        const char **value, gsize *value_len);
+
+#endif
