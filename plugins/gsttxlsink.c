@@ -31,6 +31,7 @@
  * output file instead of replacing it. */
 #include "gsttxlsink.h"
 #include "txl_formats.h"
+#include "txl_text.h"
 #include "txlprops.h"
 
 #include <errno.h>
@@ -527,8 +528,10 @@ render_scores(GstTxlSink *self, GstBuffer *buf)
       Line *l = line_get(self, self->text_line);
       if (l) {
         l->bytes += len;
-        gsize keep = MIN(len - (nl ? 1 : 0), TEXT_CAP - MIN(TEXT_CAP,
-                                                            l->text->len));
+        gboolean rec = (l->text->len ? (guchar)l->text->str[0]
+                                     : (guchar)p[0]) == TXL_RECORD_RS;
+        gsize cap = rec ? TEXT_CAP_RECORD : TEXT_CAP;
+        gsize keep = MIN(len - (nl ? 1 : 0), cap - MIN(cap, l->text->len));
         g_string_append_len(l->text, p, keep);
         if (nl)
           l->closed = TRUE;

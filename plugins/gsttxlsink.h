@@ -8,6 +8,7 @@
 #include "txl_anomaly.h"
 #include "gsttxlcommon.h"
 #include "txlparts.h"
+#include "txl_text.h"
 
 #include <gst/base/gstbasesink.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ typedef enum {
 } GstTxlThresholdMode;
 
 #define TEXT_CAP 4096 /* bytes of a line kept for the output */
+/* ... and of a record line, whose header comes on top (record.h) */
+#define TEXT_CAP_RECORD (TEXT_CAP + TXL_RECORD_MAX_HEADER)
 
 typedef struct {
   gint64 line;

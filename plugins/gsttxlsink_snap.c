@@ -83,7 +83,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     l->tok_bytes = txl_get_u64(&r);
     guint32 cl = txl_get_u32(&r);
     gsize tn;
-    const guint8 *td = txl_get_blob(&r, &tn, TEXT_CAP);
+    const guint8 *td = txl_get_blob(&r, &tn, TEXT_CAP_RECORD);
     l->text = g_string_new_len(td ? (const char *)td : "", (gssize)tn);
     l->closed = cl != 0;
     g_queue_push_tail(&lines, l);

@@ -29,19 +29,24 @@ void
 txl_record_append(GString *out, const TxlRecordField *fields, gsize n,
                   const char *msg, gsize msg_len)
 {
-  gboolean open = FALSE;
+  gsize start = out->len;
   for (gsize i = 0; i < n; i++) {
     const TxlRecordField *f = &fields[i];
     gsize len = !f->value ? 0 : f->len < 0 ? strlen(f->value) : (gsize)f->len;
     if (len == 0 || !key_ok(f->key))
       continue;
-    g_string_append_c(out, open ? TXL_RECORD_US : TXL_RECORD_RS);
-    open = TRUE;
+    /* the header stays within TXL_RECORD_MAX_HEADER, its closing RS
+     * included: a value that would not fit is cut, later fields dropped */
+    gsize used = out->len - start, need = 1 + strlen(f->key) + 1 + 1;
+    if (used + need >= TXL_RECORD_MAX_HEADER)
+      break;
+    len = MIN(len, TXL_RECORD_MAX_HEADER - used - need);
+    g_string_append_c(out, out->len > start ? TXL_RECORD_US : TXL_RECORD_RS);
     g_string_append(out, f->key);
     g_string_append_c(out, '=');
     append_clean(out, f->value, len);
   }
-  if (open)
+  if (out->len > start)
     g_string_append_c(out, TXL_RECORD_RS);
   append_clean(out, msg, msg_len);
   g_string_append_c(out, '\n');

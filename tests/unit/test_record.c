@@ -47,6 +47,19 @@ test_write_read(void)
   big[TXL_RECORD_MAX_HEADER] = TXL_RECORD_RS;
   g_assert_cmpuint(txl_record_header_len(big, TXL_RECORD_MAX_HEADER + 2), ==, 0);
   g_free(big);
+  /* a value too long for a header is cut so that the header still is one;
+   * fields after it are left out */
+  gchar *huge = g_strnfill(3 * TXL_RECORD_MAX_HEADER, 'v');
+  TxlRecordField hf[] = { { "a", "1", -1 }, { "sd", huge, -1 },
+                          { "z", "2", -1 } };
+  g_string_truncate(s, 0);
+  txl_record_append(s, hf, 3, "m", 1);
+  h = txl_record_header_len(s->str, s->len);
+  g_assert_cmpuint(h, ==, TXL_RECORD_MAX_HEADER);
+  g_assert_cmpstr(s->str + h, ==, "m\n");
+  g_assert_true(txl_record_get(s->str, h, "a", &v, &vl));
+  g_assert_false(txl_record_get(s->str, h, "z", &v, &vl));
+  g_free(huge);
   g_string_free(s, TRUE);
 }
 
