@@ -221,7 +221,7 @@ txl_syslog_append_record(const TxlSyslogMsg *m, GString *out)
 struct _TxlSyslogFramer {
   gsize max;
   GByteArray *buf;  /* the frame being read (at most max bytes) */
-  enum { F_START, F_COUNT, F_OCTETS, F_LINE } state;
+  enum { F_START, F_COUNT, F_COUNT_SPACE, F_OCTETS, F_LINE } state;
   guint64 count;    /* F_COUNT: digits so far; F_OCTETS: bytes still due */
   guint digits;
   gboolean cut;     /* bytes of this frame were dropped */
@@ -297,13 +297,20 @@ txl_syslog_framer_push(TxlSyslogFramer *f, const char *data, gsize len,
         keep(f, &b, 1);
         i++;
       } else if (b == ' ' && f->count > 0) {
-        g_byte_array_set_size(f->buf, 0); /* the count is not message */
-        f->state = F_OCTETS;
+        keep(f, &b, 1);
+        f->state = F_COUNT_SPACE;
         i++;
       } else {
-        /* not a count: a malformed frame, read as a line from here on,
-         * its digits kept */
-        bad++;
+        f->state = F_LINE; /* digits that are no count: a plain line */
+      }
+      break;
+    case F_COUNT_SPACE:
+      /* an octet-counted frame holds a syslog message, which starts with
+       * its PRI: so "261103 080000 INFO ..." stays a plain line */
+      if (b == '<') {
+        g_byte_array_set_size(f->buf, 0); /* the count is not message */
+        f->state = F_OCTETS;
+      } else {
         f->state = F_LINE;
       }
       break;
@@ -336,7 +343,6 @@ guint
 txl_syslog_framer_finish(TxlSyslogFramer *f, TxlFrameFunc func,
                          gpointer user_data)
 {
-  gboolean short_count = f->state == F_OCTETS ||
-                         (f->state == F_COUNT && f->buf->len > 0);
+  gboolean short_count = f->state == F_OCTETS;
   return deliver(f, short_count, func, user_data);
 }

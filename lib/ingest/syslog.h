@@ -42,13 +42,13 @@ typedef void (*TxlFrameFunc)(const char *frame, gsize len, gpointer data);
 TxlSyslogFramer *txl_syslog_framer_new(gsize max_frame);
 void txl_syslog_framer_free(TxlSyslogFramer *f);
 /* Each frame found in data goes to func; either framing is recognised per
- * frame (a frame that starts with a digit is octet-counted).  Returns how
- * many malformed frames it met: a count that is not a number followed by
- * a space (the frame is then read up to its line end), or a cut frame. */
+ * frame: one that starts with a number, a space and '<' (a PRI) is
+ * octet-counted, any other is read up to its line end.  Returns how many
+ * malformed frames it met: frames cut at max_frame. */
 guint txl_syslog_framer_push(TxlSyslogFramer *f, const char *data, gsize len,
                              TxlFrameFunc func, gpointer user_data);
 /* The connection ended: a frame it was reading is delivered as it is
- * (counted malformed when an octet count promised more). */
+ * (counted malformed when its octet count promised more). */
 guint txl_syslog_framer_finish(TxlSyslogFramer *f, TxlFrameFunc func,
                                gpointer user_data);
 
