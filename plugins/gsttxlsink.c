@@ -213,10 +213,35 @@ judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
   return flag;
 }
 
+/* A record line's fields (lib/text/record.h) as a structure, NULL for a
+ * plain line. */
+static GstStructure *
+record_fields(const char *line, gsize header_len)
+{
+  if (header_len == 0)
+    return NULL;
+  GstStructure *s = gst_structure_new_empty("txl-fields");
+  gsize pos = 0, kl, vl;
+  const char *k, *v;
+  while (txl_record_next_field(line, header_len, &pos, &k, &kl, &v, &vl)) {
+    gchar *key = g_strndup(k, kl), *val = g_utf8_make_valid(v, (gssize)vl);
+    gst_structure_set(s, key, G_TYPE_STRING, val, NULL);
+    g_free(key);
+    g_free(val);
+  }
+  return s;
+}
+
 static gboolean
 write_line(GstTxlSink *self, Line *l, gdouble threshold)
 {
-  guint64 bytes = self->have_text ? l->bytes : l->tok_bytes;
+  /* a record line's header is not text: its fields go out on their own */
+  gsize hdr = self->have_text ? txl_record_header_len(l->text->str,
+                                                      l->text->len)
+                              : 0;
+  const char *msg = l->text->str + hdr;
+  gsize msg_len = l->text->len - hdr;
+  guint64 bytes = self->have_text ? l->bytes - hdr : l->tok_bytes;
   const TxlLineScore *sc = l->has_meta ? &l->meta : &l->acc.s;
   double mean = txl_line_mean_nll(sc);
   double bpb = txl_line_bpb(sc);
@@ -238,9 +263,13 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
   if (sc->nonfinite)
     g_string_append_printf(o, ", \"nonfinite\": %u", sc->nonfinite);
+  if (hdr) {
+    g_string_append(o, ", \"fields\": ");
+    txl_record_append_json(o, l->text->str, hdr);
+  }
   g_string_append(o, ", \"text\": ");
   if (self->have_text)
-    txl_json_append_string(o, l->text->str, l->text->len);
+    txl_json_append_string(o, msg, msg_len);
   else
     g_string_append(o, "null");
   g_string_append(o, "}\n");
@@ -258,9 +287,9 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     return FALSE;
   }
 
-  gchar *text = self->have_text ? g_utf8_make_valid(l->text->str,
-                                                    l->text->len)
+  gchar *text = self->have_text ? g_utf8_make_valid(msg, (gssize)msg_len)
                                 : NULL;
+  GstStructure *fields = record_fields(l->text->str, hdr);
   GstStructure *s = gst_structure_new("txl-line",
       "line", G_TYPE_INT64, l->line,
       "tokens", G_TYPE_INT64, sc->tokens,
@@ -275,6 +304,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "flag", G_TYPE_BOOLEAN, flag,
       "warmup", G_TYPE_BOOLEAN, warm,
       "text", G_TYPE_STRING, text, NULL);
+  if (fields)
+    gst_structure_set(s, "fields", GST_TYPE_STRUCTURE, fields, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
   gst_structure_free(s);
   GST_OBJECT_LOCK(self);
@@ -308,12 +339,16 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
         "text", G_TYPE_STRING, text,
         "running-time", GST_TYPE_CLOCK_TIME, running,
         "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
+    if (fields)
+      gst_structure_set(m, "fields", GST_TYPE_STRUCTURE, fields, NULL);
     GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
                     "bits/byte", l->line, worst);
     gst_element_post_message(GST_ELEMENT(self),
                              gst_message_new_element(GST_OBJECT(self), m));
   }
   g_free(text);
+  if (fields)
+    gst_structure_free(fields);
   return TRUE;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Record lines (record.h): writing them, and reading their fields back. */
 #include "record.h"
+#include "jsonstr.h"
 
 #include <string.h>
 
@@ -106,4 +107,22 @@ txl_record_get(const char *line, gsize header_len, const char *key,
     if (kl == klen && memcmp(k, key, kl) == 0)
       return TRUE;
   return FALSE;
+}
+
+void
+txl_record_append_json(GString *out, const char *line, gsize header_len)
+{
+  gsize pos = 0, kl, vl;
+  const char *k, *v;
+  gboolean first = TRUE;
+  g_string_append_c(out, '{');
+  while (txl_record_next_field(line, header_len, &pos, &k, &kl, &v, &vl)) {
+    if (!first)
+      g_string_append(out, ", ");
+    first = FALSE;
+    txl_json_append_string(out, k, kl);
+    g_string_append(out, ": ");
+    txl_json_append_string(out, v, vl);
+  }
+  g_string_append_c(out, '}');
 }

@@ -52,4 +52,7 @@ gboolean txl_record_next_field(const char *line, gsize header_len,
 gboolean txl_record_get(const char *line, gsize header_len, const char *key,
                         const char **value, gsize *value_len);
 
+/* Appends the header's fields as one JSON object ({} without any). */
+void txl_record_append_json(GString *out, const char *line, gsize header_len);
+
 #endif
