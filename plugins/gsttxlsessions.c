@@ -31,6 +31,7 @@
  * gsttxlsessions_snap.c's, and learning on the stream (learn=true, the
  * lines given to the learner as they are scored) gsttxlsessions_learn.c's. */
 #include "gsttxlsessions.h"
+#include "txl_text.h"
 #include "txlprops.h"
 
 #include <math.h>
@@ -47,6 +48,7 @@ GST_DEBUG_CATEGORY(gst_txl_sessions_debug);
 enum {
   PROP_0,
   PROP_SESSION_KEY,
+  PROP_SESSION_FIELD,
   PROP_SESSION_KEY_GROUP,
   PROP_MAX_SESSIONS,
   PROP_MAX_SESSION_MEMORY,
@@ -272,6 +274,17 @@ new_stream(GstTxlScorerBase *base, GError **error)
     self->end_marker = cal ? cal->session_end_marker : FALSE;
   gchar *key = g_strdup(self->key);
   o.key_group = self->key_group;
+  gboolean field_ok = TRUE;
+  if (self->key_field && *self->key_field) {
+    /* a record line's field (lib/text/record.h): its value, between the
+     * separator before "name=" and the next one */
+    for (const char *c = self->key_field; *c; c++)
+      field_ok &= g_ascii_isalnum(*c) || *c == '_' || *c == '.' || *c == '-';
+    g_free(key);
+    key = g_strdup_printf("(?<=[\\x1e\\x1f])%s=\\K[^\\x1e\\x1f]+",
+                          self->key_field);
+    o.key_group = 0;
+  }
   o.segment = base->segment;
   o.stream.mem_len = base->mem_len;
   o.stream.clamp_len = base->clamp_len;
@@ -294,6 +307,13 @@ new_stream(GstTxlScorerBase *base, GError **error)
   self->tfmt = self->time_format && *self->time_format
                    ? g_strdup(self->time_format) : NULL;
   GST_OBJECT_UNLOCK(self);
+  if (!field_ok) {
+    g_free(key);
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "session-field takes a field name: letters, digits, "
+                        "'_', '.' and '-'");
+    return FALSE;
+  }
   if (!lists_ok) {
     g_free(key);
     g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
@@ -374,6 +394,8 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
   }
   char *key = txl_sessions_key(self->sessions, text ? text : "", len);
   const char *k = key ? key : "";
+  if (!decoded) /* a record line's header (record.h) was not scored */
+    bytes -= MIN(bytes, txl_record_header_len(text, len));
   Span *sp = g_hash_table_lookup(self->spans, k);
   if (!sp) {
     sp = g_new(Span, 1);
@@ -670,6 +692,7 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
 #define F(id, field) TXL_PROP(id, GstTxlSessions, field)
 static const TxlPropField prop_fields[] = {
   F(PROP_SESSION_KEY, key),
+  F(PROP_SESSION_FIELD, key_field),
   F(PROP_SESSION_KEY_GROUP, key_group),
   F(PROP_MAX_SESSIONS, max_sessions),
   F(PROP_MAX_SESSION_MEMORY, max_memory),
@@ -695,7 +718,8 @@ static void
 user_chose(GObject *object, guint id)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  if (id == PROP_SESSION_KEY || id == PROP_SESSION_KEY_GROUP)
+  if (id == PROP_SESSION_KEY || id == PROP_SESSION_KEY_GROUP ||
+      id == PROP_SESSION_FIELD)
     self->user_set |= SET_KEY;
   else if (id == PROP_SESSION_SCORE)
     self->user_set |= SET_SCORE;
@@ -713,6 +737,7 @@ gst_txl_sessions_finalize(GObject *object)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(object);
   g_free(self->key);
+  g_free(self->key_field);
   g_free(self->time_format);
   g_free(self->idle_after_s);
   g_free(self->open_thr_s);
@@ -739,6 +764,11 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
           "match is the line's session; lines where it finds nothing share "
           "the session \"\" (unset: the model's calibration, else "
           DEFAULT_KEY ")", DEFAULT_KEY, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_FIELD,
+      g_param_spec_string("session-field", "Session field",
+          "A field of record lines (txlsyslogsrc's host, app, procid...) "
+          "whose value is the line's session; set, it replaces session-key",
+          NULL, rw));
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY_GROUP,
       g_param_spec_int("session-key-group", "Session key group",
           "Capture group of session-key that is the key (0: the whole "

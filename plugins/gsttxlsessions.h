@@ -52,6 +52,7 @@ struct _GstTxlSessions {
 
   /* properties, object lock */
   gchar *key;
+  gchar *key_field; /* session-field: a record field is the key */
   gint key_group;
   guint max_sessions;
   guint64 max_memory, idle_lines;

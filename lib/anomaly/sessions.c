@@ -16,6 +16,7 @@
  * at each line end, as txl_scorer_finish() would, so a line's score is
  * known when the line is pushed. */
 #include "sessions_internal.h"
+#include "record.h"
 #include "stream_state.h"
 
 #include <math.h>
@@ -539,8 +540,11 @@ txl_sessions_push_line(TxlSessions *s, const char *line, gssize len,
   txl_encoder_push(s->enc, "\n", 1);
   /* a line end is always a token boundary: every token of the line has
    * been reported now */
+  /* a record line's header (record.h) is not part of what is scored */
   return txl_sessions_push_tokens(s, key, (const int32_t *)s->ids->data,
-                                  s->ids->len, body + 1, error);
+                                  s->ids->len,
+                                  body + 1 - txl_record_header_len(line, body),
+                                  error);
 }
 
 gboolean

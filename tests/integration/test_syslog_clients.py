@@ -132,8 +132,36 @@ def malformed_client(port):
     s.close()
 
 
+def run_session_field(tmp):
+    """txlsessions session-field=app: record lines grouped by a field of
+    their header, session bytes without the header."""
+    path = os.path.join(tmp, 'records.txt')
+    apps = ['sshd', 'cron', 'nginx']
+    with open(path, 'w') as f:
+        for i in range(30):
+            f.write('\x1ehost=h%d\x1fapp=%s\x1eevent %d happened\n' % (i % 2, apps[i % 3], i))
+    rc, out = gstlaunch.run(['gst-launch-1.0', '-q', 'filesrc', 'location=' + path, '!', 'txltokenizer',
+                             'model=' + MODEL, '!', 'txlsessions', 'model=' + MODEL, 'session-field=app',
+                             '!', 'txlsink'])
+    rows = [json.loads(l) for l in out.splitlines() if l.startswith('{')]
+    sess = {r['session']: r for r in rows if 'session' in r}
+    lines = [r for r in rows if 'line' in r and 'session' not in r]
+    check('session-field=app: one session per app', rc == 0 and sorted(sess) == sorted(apps), out[-300:])
+    want = sum(len(('event %d happened\n' % i).encode()) for i in range(0, 30, 3))
+    check('session-field: session bytes count messages only',
+          sess.get('sshd', {}).get('bytes') == want, (sess.get('sshd'), want))
+    check('session-field: every line scored, its text the message',
+          len(lines) == 30 and all(l['text'].startswith('event') for l in lines))
+    rc, out = gstlaunch.run(['gst-launch-1.0', '-q', 'filesrc', 'location=' + path, '!', 'txltokenizer',
+                             'model=' + MODEL, '!', 'txlsessions', 'model=' + MODEL, 'session-field=a b',
+                             '!', 'fakesink'])
+    check('session-field: a bad name is a clear error', rc != 0 and 'session-field takes a field name' in out,
+          out[-300:])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-syslog-')
+    run_session_field(tmp)
     port = free_port()
     pipe = Pipeline(port)
     if not check('the source listens', wait_for(lambda: listening(port), 30)):
