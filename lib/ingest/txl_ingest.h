@@ -4,6 +4,7 @@
 #ifndef TXL_LAYER_INGEST_H
 #define TXL_LAYER_INGEST_H
 
+#include "reader.h"
 #include "syslog.h"
 
 #endif
