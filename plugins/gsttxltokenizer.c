@@ -14,6 +14,7 @@
  * Its state travels in the scoring element's snapshots (txlparts.h): the encoder's
  * held-back bytes, the counters, and any tokens not yet delivered. */
 #include "gsttxlcommon.h"
+#include "txl_ingest.h"
 #include "txlparts.h"
 #include "txlprops.h"
 
@@ -31,6 +32,9 @@ struct _GstTxlTokenizer {
   /* properties, object lock */
   gchar *model_path;
   gboolean buffer_lines;
+  gint format; /* TxlFormat */
+  gchar *message_field, *time_field, *host_field, *session_field;
+  gchar *continuation;
 
   /* from READY */
   TxlModel *model;
@@ -38,6 +42,12 @@ struct _GstTxlTokenizer {
    * (snapshot queries come from txlmodel, maybe on another thread) */
   GMutex state_lock;
   TxlEncoder *enc;
+  /* format != raw: the input's lines become record lines (lib/ingest/
+   * reader.h) before the encoder sees them; what follows (text metas,
+   * offsets, line numbers) is about the record lines */
+  TxlRecordReader *reader;
+  GString *recs;       /* the reader's output for one push */
+  gboolean warned_no_message;
   GByteArray *records; /* packed records not yet pushed */
   GByteArray *text;    /* input bytes not yet attached to a buffer */
   guint64 text_offset; /* stream offset of text->data[0] */
@@ -52,7 +62,34 @@ struct _GstTxlTokenizer {
   gboolean fetched;        /* asked txlmodel for a restored state */
 };
 
-enum { PROP_0, PROP_MODEL, PROP_BUFFER_LINES };
+enum {
+  PROP_0,
+  PROP_MODEL,
+  PROP_BUFFER_LINES,
+  PROP_FORMAT,
+  PROP_MESSAGE_FIELD,
+  PROP_TIME_FIELD,
+  PROP_HOST_FIELD,
+  PROP_SESSION_FIELD,
+  PROP_CONTINUATION,
+};
+
+static GType
+gst_txl_format_get_type(void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    { TXL_FORMAT_RAW, "bytes as they come, nothing parsed", "raw" },
+    { TXL_FORMAT_AUTO, "a line that is a JSON object is JSON, others text",
+      "auto" },
+    { TXL_FORMAT_JSON, "JSON lines", "json" },
+    { TXL_FORMAT_TEXT, "text lines", "text" },
+    { 0, NULL, NULL },
+  };
+  if (g_once_init_enter(&type))
+    g_once_init_leave(&type, g_enum_register_static("GstTxlFormat", values));
+  return type;
+}
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
@@ -100,8 +137,37 @@ mark_line_end(GstTxlTokenizer *self, gint64 line)
   }
 }
 
+static void encode_records(GstTxlTokenizer *self, const guint8 *data,
+                           gsize len);
+
+/* Input bytes: through the record reader when there is one. */
 static void
-encode(GstTxlTokenizer *self, const guint8 *data, gsize len)
+encode(GstTxlTokenizer *self, const guint8 *data, gsize len, gboolean end)
+{
+  if (!self->reader) {
+    encode_records(self, data, len);
+    return;
+  }
+  g_mutex_lock(&self->state_lock);
+  g_string_truncate(self->recs, 0);
+  txl_record_reader_push(self->reader, (const char *)data, len, self->recs);
+  if (end)
+    txl_record_reader_finish(self->reader, self->recs);
+  TxlRecordReaderStats st;
+  txl_record_reader_stats(self->reader, &st);
+  g_mutex_unlock(&self->state_lock);
+  if (st.no_message && !self->warned_no_message) {
+    self->warned_no_message = TRUE;
+    GST_ELEMENT_WARNING(self, STREAM, FORMAT,
+        ("JSON lines without a message field: each is scored as its whole "
+         "text. Name the field with message-field."),
+        ("none of message, msg, MESSAGE, log, body, Body, text"));
+  }
+  encode_records(self, (const guint8 *)self->recs->str, self->recs->len);
+}
+
+static void
+encode_records(GstTxlTokenizer *self, const guint8 *data, gsize len)
 {
   g_mutex_lock(&self->state_lock);
   g_byte_array_append(self->text, data, (guint)len);
@@ -120,6 +186,25 @@ encode(GstTxlTokenizer *self, const guint8 *data, gsize len)
   g_mutex_unlock(&self->state_lock);
 }
 
+/* The record reader the format properties ask for; NULL for raw (and on
+ * error: a bad continuation rule or field name). */
+static TxlRecordReader *
+make_reader(GstTxlTokenizer *self, GError **error)
+{
+  TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
+  GST_OBJECT_LOCK(self);
+  o.format = (TxlFormat)self->format;
+  o.message_field = self->message_field;
+  o.time_field = self->time_field;
+  o.host_field = self->host_field;
+  o.session_field = self->session_field;
+  o.continuation = self->continuation;
+  TxlRecordReader *r = o.format == TXL_FORMAT_RAW
+                           ? NULL : txl_record_reader_new(&o, error);
+  GST_OBJECT_UNLOCK(self);
+  return r;
+}
+
 static void
 reset_stream(GstTxlTokenizer *self)
 {
@@ -132,6 +217,8 @@ reset_stream(GstTxlTokenizer *self)
     g_byte_array_set_size(self->records, 0);
   if (self->text)
     g_byte_array_set_size(self->text, 0);
+  g_clear_pointer(&self->reader, txl_record_reader_free);
+  self->reader = make_reader(self, NULL); /* the options were checked */
   self->text_offset = 0;
   self->line = 1;
   self->n_tokens = 0;
@@ -213,7 +300,9 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
 
 /* ---- state, for txlmodel's snapshots -------------------------------------- */
 
-#define STATE_VERSION 1u
+/* Version 2 added the record reader's held line and record (format other
+ * than raw); a version 1 state resumes with nothing held there. */
+#define STATE_VERSION 2u
 
 /* What a snapshot needs to continue this stream, given that txlmodel has
  * received `received` tokens of it; FALSE when the two do not fit (tokens
@@ -263,6 +352,13 @@ save_state(GstTxlTokenizer *self, guint64 received)
   txl_put_u64(b, text_offset);
   txl_put_blob(b, text->data, text->len);
   txl_put_blob(b, recs->data, recs->len);
+  txl_put_u32(b, self->reader ? 1 : 0);
+  GBytes *rs = self->reader ? txl_record_reader_save(self->reader) : NULL;
+  gsize rsn = 0;
+  const guint8 *rsd = rs ? g_bytes_get_data(rs, &rsn) : NULL;
+  txl_put_blob(b, rsd, rsn);
+  if (rs)
+    g_bytes_unref(rs);
   g_byte_array_unref(recs);
   g_byte_array_unref(text);
   return g_byte_array_free_to_bytes(b);
@@ -282,7 +378,15 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   guint64 n_tokens = txl_get_u64(&r), text_offset = txl_get_u64(&r);
   const guint8 *td = txl_get_blob(&r, &tn, G_MAXUINT32);
   const guint8 *rd = txl_get_blob(&r, &rn, G_MAXUINT32);
-  if (!txl_reader_done(&r) || version != STATE_VERSION || line < 1 ||
+  guint32 has_reader = 0;
+  gsize qn = 0;
+  const guint8 *qd = NULL;
+  if (version >= 2) {
+    has_reader = txl_get_u32(&r);
+    qd = txl_get_blob(&r, &qn, G_MAXUINT32);
+  }
+  if (!txl_reader_done(&r) || version < 1 || version > STATE_VERSION ||
+      has_reader > 1 || line < 1 ||
       rn % TXL_TOKEN_RECORD_SIZE != 0 ||
       rn / TXL_TOKEN_RECORD_SIZE > n_tokens) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -301,16 +405,39 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
       return FALSE;
     }
   }
+  if (has_reader && !self->reader) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's txltokenizer read records (format other than "
+                "raw); this one has format=raw");
+    return FALSE;
+  }
+  TxlRecordReader *reader = make_reader(self, NULL);
+  if (has_reader) {
+    GBytes *qb = g_bytes_new_static(qd, qn);
+    gboolean rok = txl_record_reader_restore(reader, qb, error);
+    g_bytes_unref(qb);
+    if (!rok) {
+      txl_record_reader_free(reader);
+      return FALSE;
+    }
+  }
+  if (!apply) {
+    txl_record_reader_free(reader);
+    reader = NULL;
+  }
   TxlEncoder *enc = txl_encoder_new(tok, on_token, self);
   GBytes *eb = g_bytes_new_static(ed, en);
   gboolean ok = txl_encoder_restore(enc, eb, error);
   g_bytes_unref(eb);
   if (!ok || !apply) {
     txl_encoder_free(enc);
+    txl_record_reader_free(reader);
     return ok;
   }
   txl_encoder_free(self->enc);
   self->enc = enc;
+  txl_record_reader_free(self->reader);
+  self->reader = reader;
   self->line = line;
   self->n_tokens = n_tokens;
   self->text_offset = text_offset;
@@ -394,6 +521,8 @@ finish_stream(GstTxlTokenizer *self)
 {
   if (!self->enc)
     return GST_FLOW_OK;
+  if (self->reader)
+    encode(self, NULL, 0, TRUE); /* the reader's held line and record */
   g_mutex_lock(&self->state_lock);
   txl_encoder_finish(self->enc);
   mark_line_end(self, self->line);
@@ -424,14 +553,14 @@ gst_txl_tokenizer_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
     gst_buffer_unref(buf);
     return GST_FLOW_ERROR;
   }
-  encode(self, map.data, map.size);
+  encode(self, map.data, map.size, FALSE);
   GST_OBJECT_LOCK(self);
   gboolean buffer_lines = self->buffer_lines;
   GST_OBJECT_UNLOCK(self);
   /* datagram transports (syslog over UDP) send one message per buffer,
    * usually without a line end: the buffer's end is the line's */
   if (buffer_lines && map.size > 0 && map.data[map.size - 1] != '\n')
-    encode(self, (const guint8 *)"\n", 1);
+    encode(self, (const guint8 *)"\n", 1, FALSE);
   gst_buffer_unmap(buf, &map);
   GstFlowReturn ret = push_pending(self, buf, FALSE);
   gst_buffer_unref(buf);
@@ -518,7 +647,18 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
       return GST_STATE_CHANGE_FAILURE;
     break;
   }
-  case GST_STATE_CHANGE_READY_TO_PAUSED:
+  case GST_STATE_CHANGE_READY_TO_PAUSED: {
+    GError *err = NULL;
+    TxlRecordReader *check = make_reader(self, &err);
+    if (err) {
+      GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s", err->message),
+                        (NULL));
+      g_error_free(err);
+      return GST_STATE_CHANGE_FAILURE;
+    }
+    txl_record_reader_free(check);
+    self->recs = g_string_new(NULL);
+    self->warned_no_message = FALSE;
     self->records = g_byte_array_new();
     self->text = g_byte_array_new();
     reset_stream(self);
@@ -526,6 +666,7 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     self->time_segment = FALSE;
     self->fetched = FALSE;
     break;
+  }
   default:
     break;
   }
@@ -542,6 +683,9 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     g_clear_pointer(&self->enc, txl_encoder_free);
     g_clear_pointer(&self->records, g_byte_array_unref);
     g_clear_pointer(&self->text, g_byte_array_unref);
+    g_clear_pointer(&self->reader, txl_record_reader_free);
+    if (self->recs)
+      g_string_free(g_steal_pointer(&self->recs), TRUE);
     g_mutex_unlock(&self->state_lock);
     break;
   case GST_STATE_CHANGE_READY_TO_NULL:
@@ -555,6 +699,15 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
 
 static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines),
+  TXL_PROP_UPTO(PROP_FORMAT, GstTxlTokenizer, format, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_MESSAGE_FIELD, GstTxlTokenizer, message_field,
+                GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_TIME_FIELD, GstTxlTokenizer, time_field, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_HOST_FIELD, GstTxlTokenizer, host_field, GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_SESSION_FIELD, GstTxlTokenizer, session_field,
+                GST_STATE_READY),
+  TXL_PROP_UPTO(PROP_CONTINUATION, GstTxlTokenizer, continuation,
+                GST_STATE_READY),
   TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL),
 };
 
@@ -566,6 +719,11 @@ gst_txl_tokenizer_finalize(GObject *object)
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
   g_free(self->model_path);
+  g_free(self->message_field);
+  g_free(self->time_field);
+  g_free(self->host_field);
+  g_free(self->session_field);
+  g_free(self->continuation);
   g_mutex_clear(&self->state_lock);
   G_OBJECT_CLASS(gst_txl_tokenizer_parent_class)->finalize(object);
 }
@@ -585,6 +743,35 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
           "gets one (one message per datagram, e.g. syslog over UDP)", FALSE,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
+  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+                         GST_PARAM_MUTABLE_READY;
+  g_object_class_install_property(gobject_class, PROP_FORMAT,
+      g_param_spec_enum("format", "Format",
+          "How input lines are read: auto (a line that is a JSON object "
+          "gives its message as text and its time, host, app, severity as "
+          "fields; a trailing CR is dropped), json, text, or raw (bytes as "
+          "they come)", gst_txl_format_get_type(), TXL_FORMAT_AUTO, rw));
+  g_object_class_install_property(gobject_class, PROP_MESSAGE_FIELD,
+      g_param_spec_string("message-field", "Message field",
+          "JSON field holding the message, dotted for nested ones (unset: "
+          "message, msg, MESSAGE, log, body, Body, text)", NULL, rw));
+  g_object_class_install_property(gobject_class, PROP_TIME_FIELD,
+      g_param_spec_string("time-field", "Time field",
+          "JSON field holding the time (unset: time, timestamp, @timestamp, "
+          "ts, __REALTIME_TIMESTAMP, Timestamp, date)", NULL, rw));
+  g_object_class_install_property(gobject_class, PROP_HOST_FIELD,
+      g_param_spec_string("host-field", "Host field",
+          "JSON field holding the host (unset: host, hostname, _HOSTNAME, "
+          "host.name, kubernetes.host)", NULL, rw));
+  g_object_class_install_property(gobject_class, PROP_SESSION_FIELD,
+      g_param_spec_string("session-field", "Session field",
+          "JSON field whose value becomes the record field \"session\" "
+          "(txlsessions session-field=session)", NULL, rw));
+  g_object_class_install_property(gobject_class, PROP_CONTINUATION,
+      g_param_spec_string("continuation", "Continuation",
+          "Regular expression (PCRE): a line it matches joins the record "
+          "before it (a stack trace: \"^(\\s|Caused by:)\"); that record is "
+          "scored when the next one begins", NULL, rw));
   g_object_class_install_property(gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model",
           "Path of the txl model file (GGUF) whose tokenizer splits the "
@@ -618,4 +805,5 @@ gst_txl_tokenizer_init(GstTxlTokenizer *self)
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   g_mutex_init(&self->state_lock);
   self->line = 1;
+  self->format = TXL_FORMAT_AUTO;
 }

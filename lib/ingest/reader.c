@@ -322,7 +322,8 @@ txl_record_reader_push(TxlRecordReader *r, const char *data, gsize len,
 void
 txl_record_reader_finish(TxlRecordReader *r, GString *out)
 {
-  if (r->line->len) {
+  gboolean unterminated = r->line->len > 0;
+  if (unterminated) {
     end_line(r, out);
     g_byte_array_set_size(r->line, 0);
     r->cutting = FALSE;
@@ -334,6 +335,10 @@ txl_record_reader_finish(TxlRecordReader *r, GString *out)
     g_byte_array_set_size(r->pending, 0);
     r->has_pending = FALSE;
   }
+  /* a last line without its line end keeps going without one: the
+   * tokenizer treats it as the input's unterminated end, as before */
+  if (unterminated && out->len && out->str[out->len - 1] == '\n')
+    g_string_truncate(out, out->len - 1);
 }
 
 void

@@ -46,7 +46,8 @@ void txl_record_reader_free(TxlRecordReader *r);
 void txl_record_reader_push(TxlRecordReader *r, const char *data, gsize len,
                      GString *out);
 /* End of input: what is held (a line without its end, a record waiting
- * for continuation lines) goes out. */
+ * for continuation lines) goes out; an unterminated last line stays
+ * without a line end. */
 void txl_record_reader_finish(TxlRecordReader *r, GString *out);
 
 /* Counters since creation: JSON lines without a message field (scored as

@@ -122,7 +122,7 @@ test_text_continuation(void)
                    "  tail";
   const char *want2 = "Exception in thread main \tat a.B.c(B.java:1) Caused by: x\n"
                       "next line\n"
-                      "{\"msg\":\"json is text here\"}   tail\n";
+                      "{\"msg\":\"json is text here\"}   tail";
   check_pieces(&o, in, want2);
   o.continuation = "(";
   GError *err = NULL;
