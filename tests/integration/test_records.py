@@ -85,7 +85,7 @@ def main():
              'Caused by: java.io.IOException: disk\n'
              '\t... 2 more\n'
              '2026-11-25 10:00:02 INFO next\n')
-    t1 = score(tmp, 'trace', trace.encode(), tok='continuation=^(\\s|Caused\\sby:|java\\.)')
+    t1 = score(tmp, 'trace', trace.encode(), tok='continuation=^([[:space:]]|Caused[[:space:]]by:|java[.])')
     check('continuation: a stack trace is one record', len(t1) == 2 and 'Caused by: java.io' in
           t1[0]['text'] and t1[1]['text'] == '2026-11-25 10:00:02 INFO next', [r['text'] for r in t1])
     t0 = score(tmp, 'trace0', trace.encode())
