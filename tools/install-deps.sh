@@ -16,9 +16,10 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommen
 # the live page in headless Chromium (skipped without it)
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   libsoup-3.0-dev
-# tests/integration/test_syslog.py: the real syslog client (logger, in
-# bsdutils) and server (rsyslogd) on loopback
+# tests/integration/test_syslog_clients.py: the real syslog client (logger,
+# in bsdutils) and server (rsyslogd) on loopback; test_alerts.py: Alertmanager
+# and Prometheus
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
-  bsdutils rsyslog
+  bsdutils rsyslog prometheus-alertmanager prometheus
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   chromium || echo "install-deps: chromium not installed; the live-page test will be skipped"

@@ -12,6 +12,7 @@
  * found at once; unknown keys are errors too, because a misspelt key that
  * is silently ignored (snapshot-intervall) loses data later. */
 #include "txld_config.h"
+#include "txld_alert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,7 @@
 static const char *const known_keys[] = {
   "name", "launch", "snapshot", "restore", "snapshot-interval",
   "snapshot-tokens", "restart", "restart-delay", "restart-max-delay",
-  "output", NULL,
+  "output", "alertmanager", "webhook", NULL,
 };
 
 void
@@ -41,6 +42,8 @@ txld_conf_free(TxldConf *c)
   g_free(c->launch);
   g_free(c->snapshot);
   g_free(c->output);
+  g_free(c->alertmanager);
+  g_free(c->webhook);
   g_free(c->digest);
   g_free(c);
 }
@@ -351,15 +354,28 @@ txld_conf_load(const char *path, const char *state_dir, GError **error)
   g_autofree char *out = get_string(kf, "output");
   if (out && *out)
     c->output = resolve(out, state_dir);
+  static const char *const url_keys[] = { "alertmanager", "webhook" };
+  char **urls[] = { &c->alertmanager, &c->webhook };
+  for (guint i = 0; i < G_N_ELEMENTS(url_keys); i++) {
+    g_autofree char *u = get_string(kf, url_keys[i]);
+    if (u && *u && !txld_alert_url_ok(u)) {
+      fail(error, path, url_keys[i], "'%s' is not an http:// or https:// URL",
+           u);
+      return NULL;
+    }
+    if (u && *u)
+      *urls[i] = g_steal_pointer(&u);
+  }
 
   /* the digest: a reload restarts a pipeline only when one of these
    * changed (the file name is not part of it: renaming a file alone does
    * not interrupt scoring) */
   g_autofree char *all = g_strdup_printf(
-      "%s\n%s\n%s\n%d\n%u\n%" G_GUINT64_FORMAT "\n%d\n%.17g\n%.17g\n%s",
+      "%s\n%s\n%s\n%d\n%u\n%" G_GUINT64_FORMAT "\n%d\n%.17g\n%.17g\n%s\n%s\n%s",
       c->name, c->launch, c->snapshot ? c->snapshot : "", c->restore,
       c->snapshot_interval, c->snapshot_tokens, (int)c->restart,
-      c->restart_delay, c->restart_max_delay, c->output ? c->output : "");
+      c->restart_delay, c->restart_max_delay, c->output ? c->output : "",
+      c->alertmanager ? c->alertmanager : "", c->webhook ? c->webhook : "");
   c->digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, all, -1);
   return g_steal_pointer(&c);
 }

@@ -37,6 +37,8 @@ typedef struct {
   double restart_delay;     /* first back-off, seconds */
   double restart_max_delay; /* back-off cap, seconds */
   char *output;             /* JSON Lines appended by txld, NULL: none */
+  char *alertmanager;       /* base URL for flagged lines, NULL: none */
+  char *webhook;            /* URL for flagged lines, NULL: none */
   char *digest;             /* of every field: equal digests, same pipeline */
 } TxldConf;
 

@@ -24,6 +24,8 @@
 #include <libsoup/soup.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 static SoupServer *server;
@@ -69,9 +71,9 @@ pipeline_json(GString *o, TxldPipeline *p)
   g_autofree char *launch = txld_bounded(c->launch, TXLD_ECHO_MAX);
   json_str(o, launch);
   g_string_append_printf(o, ", \"restart\": \"%s\", \"runs\": %u, \"restarts\": %u, "
-                         "\"errors\": %u, \"last_error\": ",
+                         "\"ends\": %u, \"errors\": %u, \"last_error\": ",
                          txld_restart_name(c->restart), p->runs, p->restarts,
-                         p->errors);
+                         p->ends, p->errors);
   g_autofree char *last_error = txld_bounded(p->last_error, TXLD_ECHO_MAX);
   json_str(o, last_error);
   if (p->state == TXLD_BACKOFF)
@@ -203,8 +205,9 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
 /* ---- Prometheus ------------------------------------------------------------ */
 
 typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
-               M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ERRORS, M_UP, M_LEARN,
-               N_METRICS } Metric;
+               M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ENDS, M_ERRORS, M_UP,
+               M_ALERTS_SENT, M_ALERTS_FAILED, M_ALERTS_DROPPED, M_LEARN,
+               N_METRICS } Metric; /* in the order of metrics[] */
 
 static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_tokens_total", "counter", "Tokens scored since txld started." },
@@ -215,9 +218,13 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_state_memory_bytes", "gauge", "Bytes of recurrent state the pipeline's txlmodel and txlsessions elements hold now." },
   { "txld_pipeline_seconds_since_snapshot", "gauge", "Seconds since the last snapshot (or restore, or first start)." },
   { "txld_pipeline_snapshots_total", "counter", "Snapshots written." },
-  { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again." },
+  { "txld_pipeline_restarts_total", "counter", "Times the pipeline was started again after an error." },
+  { "txld_pipeline_ends_total", "counter", "Ends of stream (input read to its end); with restart=always each is followed by a new run, which is not counted as a restart." },
   { "txld_pipeline_errors_total", "counter", "ERROR messages from the pipeline." },
   { "txld_pipeline_up", "gauge", "1 while the pipeline is PLAYING." },
+  { "txld_pipeline_alerts_sent_total", "counter", "Flagged lines accepted by the alertmanager or webhook (2xx)." },
+  { "txld_pipeline_alerts_failed_total", "counter", "Alert requests that failed (no answer, or not 2xx)." },
+  { "txld_pipeline_alerts_dropped_total", "counter", "Alerts dropped because too many requests were on their way." },
   { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel and txlsessions learn=true elements (restored streams count from their start)." },
 };
 
@@ -232,6 +239,100 @@ prom_value(GString *o, double v)
     g_string_append_printf(o, "%.17g", v);
 }
 
+/* The score histogram of every pipeline (Prometheus histogram: cumulative
+ * buckets with their upper bound, then sum and count). */
+static void
+score_histograms(TxldDaemon *d, GString *o)
+{
+  static const double bounds[] = TXLD_SCORE_BOUNDS;
+  g_string_append(o, "# HELP txld_pipeline_line_score_bits_per_byte The "
+                  "scored lines' worst part, bits per byte (what thresholds "
+                  "judge).\n# TYPE txld_pipeline_line_score_bits_per_byte "
+                  "histogram\n");
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    const char *n = p->conf->name;
+    g_mutex_lock(&p->lock);
+    for (int b = 0; b < TXLD_N_SCORE_BOUNDS; b++) {
+      g_string_append_printf(o, "txld_pipeline_line_score_bits_per_byte_bucket"
+                             "{pipeline=\"%s\",le=\"", n);
+      prom_value(o, bounds[b]);
+      g_string_append_printf(o, "\"} %" G_GUINT64_FORMAT "\n", p->score_le[b]);
+    }
+    g_string_append_printf(o, "txld_pipeline_line_score_bits_per_byte_sum"
+                           "{pipeline=\"%s\"} ", n);
+    prom_value(o, p->score_sum);
+    g_string_append_printf(o, "\ntxld_pipeline_line_score_bits_per_byte_count"
+                           "{pipeline=\"%s\"} %" G_GUINT64_FORMAT "\n", n,
+                           p->score_n);
+    g_mutex_unlock(&p->lock);
+  }
+}
+
+/* The usual process_* metrics (the Prometheus client libraries' names),
+ * from /proc, and build_info. */
+static void
+process_metrics(TxldDaemon *d, GString *o)
+{
+  long rss_pages = 0, vsize_pages = 0;
+  g_autofree char *statm = NULL;
+  if (g_file_get_contents("/proc/self/statm", &statm, NULL, NULL))
+    sscanf(statm, "%ld %ld", &vsize_pages, &rss_pages);
+  long page = sysconf(_SC_PAGESIZE);
+  double cpu = (double)clock() / CLOCKS_PER_SEC;
+  guint fds = 0;
+  GDir *dir = g_dir_open("/proc/self/fd", 0, NULL);
+  if (dir) {
+    while (g_dir_read_name(dir))
+      fds++;
+    g_dir_close(dir);
+  }
+  struct rlimit rl;
+  double max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? (double)rl.rlim_cur : 0;
+  g_string_append_printf(o,
+      "# HELP process_cpu_seconds_total User and system CPU time spent.\n"
+      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.3f\n"
+      "# HELP process_resident_memory_bytes Resident memory size.\n"
+      "# TYPE process_resident_memory_bytes gauge\n"
+      "process_resident_memory_bytes %ld\n"
+      "# HELP process_virtual_memory_bytes Virtual memory size.\n"
+      "# TYPE process_virtual_memory_bytes gauge\n"
+      "process_virtual_memory_bytes %ld\n"
+      "# HELP process_open_fds Open file descriptors.\n"
+      "# TYPE process_open_fds gauge\nprocess_open_fds %u\n"
+      "# HELP process_max_fds Limit of open file descriptors.\n"
+      "# TYPE process_max_fds gauge\nprocess_max_fds %.0f\n"
+      "# HELP process_start_time_seconds Start time since the epoch.\n"
+      "# TYPE process_start_time_seconds gauge\n"
+      "process_start_time_seconds %.3f\n"
+      "# HELP txld_build_info txld's version, as a label; always 1.\n"
+      "# TYPE txld_build_info gauge\n"
+      "txld_build_info{version=\"%s\",gstreamer=\"%u.%u.%u\"} 1\n",
+      cpu, rss_pages * page, vsize_pages * page, fds, max_fds,
+      d->started_us / 1e6, TXLD_VERSION, GST_VERSION_MAJOR, GST_VERSION_MINOR,
+      GST_VERSION_MICRO);
+}
+
+/* /readyz: every pipeline that should run is PLAYING (one ended by its
+ * restart policy counts as ready; one starting, backing off or broken
+ * does not). */
+static GString *
+readiness(TxldDaemon *d, guint *status)
+{
+  GString *o = g_string_new(NULL);
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    if (p->state == TXLD_RUNNING || p->state == TXLD_FINISHED)
+      continue;
+    g_string_append_printf(o, "%s: %s\n", p->conf->name,
+                           txld_state_name(p->state));
+  }
+  *status = o->len ? 503 : 200;
+  if (!o->len)
+    g_string_append(o, "ready\n");
+  return o;
+}
+
 static GString *
 metrics_text(TxldDaemon *d)
 {
@@ -243,6 +344,8 @@ metrics_text(TxldDaemon *d)
     for (guint i = 0; i < d->pipelines->len; i++) {
       TxldPipeline *p = d->pipelines->pdata[i];
       double v = 0;
+      TxldAlertCounts ac;
+      txld_alert_stats_get(p->alerts, &ac);
       g_mutex_lock(&p->lock);
       switch ((Metric)m) {
       case M_TOKENS: v = p->tokens; break;
@@ -254,6 +357,10 @@ metrics_text(TxldDaemon *d)
       case M_SINCE: v = since_snapshot_s(p, now); break;
       case M_SNAPSHOTS: v = p->snapshots; break;
       case M_RESTARTS: v = p->restarts; break;
+      case M_ENDS: v = p->ends; break;
+      case M_ALERTS_SENT: v = ac.sent; break;
+      case M_ALERTS_FAILED: v = ac.failed; break;
+      case M_ALERTS_DROPPED: v = ac.dropped; break;
       case M_ERRORS: v = p->errors; break;
       case M_UP: v = p->state == TXLD_RUNNING; break;
       case M_LEARN: v = p->learn_rounds; break;
@@ -282,6 +389,8 @@ metrics_text(TxldDaemon *d)
       "# TYPE txld_resident_memory_bytes gauge\ntxld_resident_memory_bytes %ld\n",
       d->pipelines->len, d->config_errors->len, d->reloads,
       rss_pages * sysconf(_SC_PAGESIZE));
+  score_histograms(d, o);
+  process_metrics(d, o);
   TxldHttpStats hs;
   txld_httpconn_stats(&hs);
   g_string_append_printf(o,
@@ -400,6 +509,17 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
     reply(msg, 200, "text/html; charset=utf-8", g_string_new(TXLD_PAGE));
     return;
   }
+  if (get && strcmp(path, "/healthz") == 0) {
+    /* answered by the main loop: the daemon is not stuck */
+    reply(msg, 200, "text/plain; charset=utf-8", g_string_new("ok\n"));
+    return;
+  }
+  if (get && strcmp(path, "/readyz") == 0) {
+    guint status;
+    GString *body = readiness(d, &status);
+    reply(msg, status, "text/plain; charset=utf-8", body);
+    return;
+  }
   if (get && strcmp(path, "/metrics") == 0) {
     reply(msg, 200, "text/plain; version=0.0.4; charset=utf-8",
           metrics_text(d));
@@ -474,7 +594,7 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
       return;
     }
   }
-  reply_error(msg, 404, "not found: GET /, /metrics, /pipelines, "
+  reply_error(msg, 404, "not found: GET /, /metrics, /healthz, /readyz, /pipelines, "
               "/pipelines/NAME, /api/recent; POST /pipelines/NAME/snapshot, "
               "/reload");
 }

@@ -47,6 +47,7 @@ txld_pipeline_new(TxldConf *conf)
   p->last_ppl = NAN;
   p->last_bpb = NAN;
   g_mutex_init(&p->lock);
+  p->alerts = txld_alert_stats_new();
   return p;
 }
 
@@ -75,6 +76,7 @@ txld_pipeline_free(TxldPipeline *p)
   g_free(p->asked_path);
   g_free(p->last_snapshot_path);
   g_mutex_clear(&p->lock);
+  txld_alert_stats_unref(p->alerts);
   txld_conf_free(p->conf);
   g_free(p);
 }
@@ -111,6 +113,13 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
     p->last_ppl = ppl;
     p->last_bpb = bpb;
   }
+  if (tokens > 0 && isfinite(worst)) {
+    static const double bounds[] = TXLD_SCORE_BOUNDS;
+    for (int b = 0; b < TXLD_N_SCORE_BOUNDS; b++)
+      p->score_le[b] += worst <= bounds[b];
+    p->score_sum += worst;
+    p->score_n++;
+  }
   TxldLine *r = &p->ring[p->ring_count++ % TXLD_RING_LINES];
   *r = (TxldLine){ now, line, ppl, bpb, flag };
   if (flag) {
@@ -119,6 +128,16 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
         &p->anomalies_ring[p->anomalies_count++ % TXLD_RING_ANOMALIES];
     g_free(a->text);
     *a = (TxldAnomaly){ now, line, bpb, worst, g_strdup(text ? text : "") };
+  }
+  const TxldConf *c = p->conf;
+  if (flag && (c->alertmanager || c->webhook)) {
+    GstStructure *fields = NULL;
+    if (gst_structure_has_field(s, "fields"))
+      gst_structure_get(s, "fields", GST_TYPE_STRUCTURE, &fields, NULL);
+    TxldAlert al = { c->name, line, bpb, worst, text, fields, now };
+    txld_alert_send(c->alertmanager, c->webhook, &al, p->alerts);
+    if (fields)
+      gst_structure_free(fields);
   }
   if (p->output) {
     GString *o = g_string_new(NULL);
@@ -326,9 +345,12 @@ restart_cb(gpointer data)
 {
   TxldPipeline *p = data;
   p->restart_source = 0;
-  p->restarts++;
-  txld_log(G_LOG_LEVEL_MESSAGE, p->conf->name, "restarting (restart %u)",
-           p->restarts);
+  /* an end of input (a file read to its end, a source that finished) is
+   * no failure: only restarts after an error count as restarts */
+  if (p->last_failed)
+    p->restarts++;
+  txld_log(G_LOG_LEVEL_MESSAGE, p->conf->name, "restarting (%s)",
+           p->last_failed ? "after an error" : "after its end of stream");
   txld_pipeline_start(p);
   return G_SOURCE_REMOVE;
 }
@@ -337,6 +359,9 @@ static void
 schedule_restart(TxldPipeline *p, gboolean failed)
 {
   TxldConf *c = p->conf;
+  p->last_failed = failed;
+  if (!failed)
+    p->ends++;
   gboolean again = c->restart == TXLD_RESTART_ALWAYS ||
                    (failed && c->restart == TXLD_RESTART_ON_FAILURE);
   if (!again) {

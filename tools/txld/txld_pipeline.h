@@ -7,6 +7,7 @@
 #ifndef TXLD_PIPELINE_H
 #define TXLD_PIPELINE_H
 
+#include "txld_alert.h"
 #include "txld_config.h"
 
 #include <gst/gst.h>
@@ -38,6 +39,11 @@ typedef struct {
   char *text;
 } TxldAnomaly;
 
+/* Buckets of the score histogram, bits per byte: the bundled model gives
+ * normal log lines 0.1 to 2, anomalies 4 and more. */
+#define TXLD_SCORE_BOUNDS { 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, INFINITY }
+#define TXLD_N_SCORE_BOUNDS 8
+
 typedef struct TxldPipeline TxldPipeline;
 
 struct TxldPipeline {
@@ -49,7 +55,11 @@ struct TxldPipeline {
   TxldState state;
   char *last_error;
   guint runs;         /* times built and started */
-  guint restarts;     /* restarts after an error or end of stream */
+  guint restarts;     /* restarts after an error */
+  guint ends;         /* ends of stream (each followed by a new run when
+                       * restart=always): not failures */
+  gboolean last_failed; /* the pending restart follows an error */
+  TxldAlertStats *alerts; /* flagged lines sent to alertmanager/webhook */
   guint errors;       /* ERROR messages seen */
   guint failures;     /* consecutive short runs, for the back-off */
   double next_delay;  /* the back-off of the pending restart */
@@ -78,6 +88,11 @@ struct TxldPipeline {
   guint64 state_bytes;          /* of the last snapshot's state */
   guint64 learn_rounds;         /* txlmodel learn=true: rounds landed */
   guint64 state_read_at;        /* snapshots + restores when it was read */
+  /* the lines' worst bits per byte: counts at or below each bound of
+   * TXLD_SCORE_BOUNDS (the last, +Inf), their sum and number */
+  guint64 score_le[TXLD_N_SCORE_BOUNDS];
+  double score_sum;
+  guint64 score_n;
   TxldLine ring[TXLD_RING_LINES];
   guint64 ring_count;           /* lines ever put in the ring */
   TxldAnomaly anomalies_ring[TXLD_RING_ANOMALIES];

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Alerts end to end on loopback: txld scores a log with an injected
+anomaly and sends it to Debian's prometheus-alertmanager (API v2) and to a
+webhook; Debian's prometheus scrapes txld's /metrics, and an alert rule
+over them fires into the same Alertmanager.  Also /healthz, /readyz, the
+score histogram, process metrics and build_info, and an end of input that
+is not counted as a restart.  Exits 77 (skipped) without the two
+programs (tools/install-deps.sh installs them)."""
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from checks import check, tally
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..', '..')
+MODEL = os.path.abspath(os.path.join(ROOT, 'models', 'default.gguf'))
+TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+sys.path.insert(0, os.path.join(ROOT, 'tools'))
+import loggen  # noqa: E402
+from freeport import free_port  # noqa: E402
+
+ANOMALY = 'qzx9 ☃ ###### 0xdeadbeef ~~ \\\\ ]]] zzzzqqq vvvv !!!'
+
+
+def get(url, timeout=5):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return 0, str(e)
+
+
+def wait_for(cond, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.2)
+    return cond()
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    got = []
+
+    def do_POST(self):
+        n = int(self.headers.get('Content-Length', 0))
+        Hook.got.append(json.loads(self.rfile.read(n)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def start(args, log):
+    return subprocess.Popen(args, stdout=open(log, 'wb'), stderr=subprocess.STDOUT)
+
+
+def main():
+    am_bin, prom_bin = shutil.which('prometheus-alertmanager'), shutil.which('prometheus')
+    if not am_bin or not prom_bin:
+        print('SKIP: prometheus-alertmanager and prometheus are not installed')
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix='txl-alerts-')
+    procs = []
+    try:
+        return run(tmp, am_bin, prom_bin, procs)
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def run(tmp, am_bin, prom_bin, procs):
+    am_port, hook_port, prom_port = free_port(), free_port(), free_port()
+    with open(os.path.join(tmp, 'am.yml'), 'w') as f:
+        f.write('route:\n  receiver: none\n  group_wait: 0s\nreceivers:\n  - name: none\n')
+    procs.append(start([am_bin, '--config.file=' + os.path.join(tmp, 'am.yml'),
+                        '--storage.path=' + os.path.join(tmp, 'am-data'),
+                        '--web.listen-address=127.0.0.1:%d' % am_port,
+                        '--cluster.listen-address='], os.path.join(tmp, 'am.log')))
+    am = 'http://127.0.0.1:%d' % am_port
+    if not check('alertmanager starts', wait_for(lambda: get(am + '/-/ready')[0] == 200, 60),
+                 open(os.path.join(tmp, 'am.log')).read()[-500:]):
+        return tally()
+    hook = http.server.HTTPServer(('127.0.0.1', hook_port), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+
+    # the log: JSON lines of one host and app, the anomaly last
+    g = loggen.Gen(5, loggen.START)
+    log = os.path.join(tmp, 'app.log')
+    with open(log, 'w') as f:
+        for _ in range(150):
+            f.write(json.dumps({'msg': g.normal(), 'host': 'web-1', 'app': 'shop'}) + '\n')
+        f.write(json.dumps({'msg': ANOMALY, 'host': 'web-1', 'app': 'shop'}) + '\n')
+    conf = os.path.join(tmp, 'conf')
+    os.makedirs(conf)
+    with open(os.path.join(conf, 'shop.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlmodel model=%s '
+                '! txlsink location=/dev/null threshold-mode=fixed threshold=6.0\n'
+                'restart = never\nsnapshot = none\nalertmanager = %s\n'
+                'webhook = http://127.0.0.1:%d/hook\n' % (log, MODEL, MODEL, am, hook_port))
+    with open(os.path.join(conf, 'broken.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = txlnosuchelement\nrestart = never\n')
+    portfile = os.path.join(tmp, 'port')
+    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
+    procs.append(subprocess.Popen([TXLD, '--config', conf, '--state-dir', os.path.join(tmp, 'state'),
+                                   '--port', '0', '--port-file', portfile],
+                                  stdout=open(os.path.join(tmp, 'txld.log'), 'wb'),
+                                  stderr=subprocess.STDOUT, env=env))
+    wait_for(lambda: os.path.exists(portfile) and open(portfile).read().strip(), 30)
+    txld = 'http://127.0.0.1:%s' % open(portfile).read().strip()
+    check('/healthz answers ok', get(txld + '/healthz') == (200, 'ok\n'))
+
+    def metrics():
+        return get(txld + '/metrics')[1]
+
+    def value(name):
+        for l in metrics().splitlines():
+            if l.startswith(name + '{pipeline="shop"}'):
+                return float(l.rsplit(' ', 1)[1])
+        return None
+    wait_for(lambda: value('txld_pipeline_ends_total') == 1, 60)
+    check('the end of the file is an end, not a restart',
+          value('txld_pipeline_ends_total') == 1 and value('txld_pipeline_restarts_total') == 0,
+          (value('txld_pipeline_ends_total'), value('txld_pipeline_restarts_total')))
+    status, body = get(txld + '/readyz')
+    check('/readyz: 503 naming the broken pipeline only (one ended by its restart policy is ready)',
+          status == 503 and 'broken: failed' in body and 'shop' not in body, (status, body))
+    m = metrics()
+    check('build_info and process metrics', 'txld_build_info{version="' in m and
+          'process_cpu_seconds_total' in m and 'process_open_fds' in m and
+          'process_start_time_seconds' in m, m[-300:])
+    check('the score histogram counts every line',
+          'txld_pipeline_line_score_bits_per_byte_bucket{pipeline="shop",le="+Inf"} 151' in m and
+          'txld_pipeline_line_score_bits_per_byte_count{pipeline="shop"} 151' in m)
+
+    # the anomaly in Alertmanager, with its labels, and at the webhook
+    def am_alert(name):
+        status, body = get(am + '/api/v2/alerts')
+        alerts = json.loads(body) if status == 200 else []
+        return [a for a in alerts if a['labels'].get('alertname') == name]
+    got = wait_for(lambda: am_alert('TxlAnomaly'), 30)
+    check('Alertmanager holds the anomaly', got and got[0]['labels'].get('pipeline') == 'shop' and
+          got[0]['labels'].get('host') == 'web-1' and got[0]['labels'].get('app') == 'shop' and
+          ANOMALY[:10] in got[0]['annotations'].get('summary', ''), got)
+    wait_for(lambda: any(ANOMALY[:10] in h.get('text', '') for h in Hook.got), 30)
+    hit = [h for h in Hook.got if ANOMALY[:10] in h.get('text', '')]
+    check('the webhook got the anomaly with its fields', hit and hit[0]['pipeline'] == 'shop' and
+          hit[0]['fields'] == {'host': 'web-1', 'app': 'shop'} and hit[0]['worst'] > 6.0, Hook.got[:2])
+    sent = value('txld_pipeline_alerts_sent_total')
+    check('alerts counted as sent', sent is not None and sent >= 2 and
+          value('txld_pipeline_alerts_failed_total') == 0, sent)
+
+    # Prometheus scrapes txld; a rule over its metrics fires into Alertmanager
+    with open(os.path.join(tmp, 'rules.yml'), 'w') as f:
+        f.write('groups:\n  - name: txl\n    rules:\n      - alert: TxldLinesFlagged\n'
+                '        expr: txld_pipeline_anomalies_total > 0\n')
+    with open(os.path.join(tmp, 'prom.yml'), 'w') as f:
+        f.write('global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n'
+                'rule_files:\n  - %s\n' % os.path.join(tmp, 'rules.yml') +
+                'alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ["127.0.0.1:%d"]\n'
+                % am_port +
+                'scrape_configs:\n  - job_name: txld\n    static_configs:\n      - targets: ["%s"]\n'
+                % txld.split('//')[1])
+    procs.append(start([prom_bin, '--config.file=' + os.path.join(tmp, 'prom.yml'),
+                        '--storage.tsdb.path=' + os.path.join(tmp, 'prom-data'),
+                        '--web.listen-address=127.0.0.1:%d' % prom_port],
+                       os.path.join(tmp, 'prom.log')))
+    prom = 'http://127.0.0.1:%d' % prom_port
+
+    def firing():
+        status, body = get(prom + '/api/v1/alerts')
+        alerts = json.loads(body)['data']['alerts'] if status == 200 else []
+        return [a for a in alerts if a['labels'].get('alertname') == 'TxldLinesFlagged'
+                and a['state'] == 'firing']
+    f = wait_for(firing, 90)
+    check('Prometheus scrapes txld and its rule fires', f and f[0]['labels'].get('pipeline') == 'shop',
+          open(os.path.join(tmp, 'prom.log')).read()[-500:])
+    check('the rule\'s alert reaches Alertmanager', wait_for(lambda: am_alert('TxldLinesFlagged'), 60))
+    failed = tally()
+    if not failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return failed
+
+
+if __name__ == '__main__':
+    sys.exit(1 if main() else 0)

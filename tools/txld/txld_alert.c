@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Alerts to Alertmanager and webhooks (txld_alert.h). */
+#include "txld_alert.h"
+#include "txl_formats.h"
+
+#include <libsoup/soup.h>
+#include <string.h>
+
+static SoupSession *session; /* main thread only */
+static guint inflight;       /* main thread only */
+
+struct TxldAlertStats {
+  gint ref;
+  GMutex lock;
+  TxldAlertCounts c;
+};
+
+TxldAlertStats *
+txld_alert_stats_new(void)
+{
+  TxldAlertStats *s = g_new0(TxldAlertStats, 1);
+  s->ref = 1;
+  g_mutex_init(&s->lock);
+  return s;
+}
+
+static TxldAlertStats *
+stats_ref(TxldAlertStats *s)
+{
+  g_atomic_int_inc(&s->ref);
+  return s;
+}
+
+void
+txld_alert_stats_unref(TxldAlertStats *s)
+{
+  if (s && g_atomic_int_dec_and_test(&s->ref)) {
+    g_mutex_clear(&s->lock);
+    g_free(s);
+  }
+}
+
+void
+txld_alert_stats_get(TxldAlertStats *s, TxldAlertCounts *out)
+{
+  g_mutex_lock(&s->lock);
+  *out = s->c;
+  g_mutex_unlock(&s->lock);
+}
+
+typedef struct {
+  char *url;
+  GBytes *body;
+  TxldAlertStats *stats;
+} Request;
+
+static void
+request_free(Request *r)
+{
+  g_free(r->url);
+  g_bytes_unref(r->body);
+  txld_alert_stats_unref(r->stats);
+  g_free(r);
+}
+
+/* which: offset of the counter in TxldAlertCounts */
+static void
+count(Request *r, gsize which)
+{
+  g_mutex_lock(&r->stats->lock);
+  (*(guint64 *)((char *)&r->stats->c + which))++;
+  g_mutex_unlock(&r->stats->lock);
+}
+
+static void
+sent(GObject *source, GAsyncResult *res, gpointer data)
+{
+  Request *r = data;
+  SoupMessage *msg = soup_session_get_async_result_message(session, res);
+  GError *err = NULL;
+  GBytes *reply = soup_session_send_and_read_finish(session, res, &err);
+  guint status = msg ? soup_message_get_status(msg) : 0;
+  if (reply && status >= 200 && status < 300) {
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, sent));
+  } else {
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, failed));
+    g_warning("alert to %s failed: %s", r->url,
+              err ? err->message : soup_status_get_phrase(status));
+  }
+  g_clear_error(&err);
+  if (reply)
+    g_bytes_unref(reply);
+  inflight--;
+  request_free(r);
+}
+
+static gboolean
+start(gpointer data)
+{
+  Request *r = data;
+  if (!session) {
+    session = soup_session_new();
+    soup_session_set_timeout(session, 10);
+    soup_session_set_user_agent(session, "txld");
+  }
+  if (inflight >= TXLD_ALERT_INFLIGHT) {
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, dropped));
+    request_free(r);
+    return G_SOURCE_REMOVE;
+  }
+  SoupMessage *msg = soup_message_new(SOUP_METHOD_POST, r->url);
+  if (!msg) {
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, failed));
+    request_free(r);
+    return G_SOURCE_REMOVE;
+  }
+  soup_message_set_request_body_from_bytes(msg, "application/json", r->body);
+  inflight++;
+  soup_session_send_and_read_async(session, msg, G_PRIORITY_DEFAULT, NULL,
+                                   sent, r);
+  g_object_unref(msg);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+queue(const char *url, GString *body, TxldAlertStats *stats)
+{
+  Request *r = g_new0(Request, 1);
+  r->url = g_strdup(url);
+  r->body = g_string_free_to_bytes(body);
+  r->stats = stats_ref(stats);
+  g_main_context_invoke(NULL, start, r);
+}
+
+static void
+append_time(GString *o, gint64 us)
+{
+  GDateTime *t = g_date_time_new_from_unix_utc(us / G_USEC_PER_SEC);
+  gchar *s = g_date_time_format(t, "%Y-%m-%dT%H:%M:%SZ");
+  g_string_append_printf(o, "\"%s\"", s);
+  g_free(s);
+  g_date_time_unref(t);
+}
+
+/* "key": "value" pairs of the record fields that make good labels. */
+static void
+append_fields(GString *o, const GstStructure *f, const char *const *only)
+{
+  if (!f)
+    return;
+  for (int i = 0; i < gst_structure_n_fields(f); i++) {
+    const char *k = gst_structure_nth_field_name(f, i);
+    const char *v = gst_structure_get_string(f, k);
+    gboolean wanted = !only;
+    for (guint j = 0; only && only[j]; j++)
+      wanted |= strcmp(only[j], k) == 0;
+    if (!v || !wanted)
+      continue;
+    g_string_append(o, ", ");
+    txl_json_append_string(o, k, strlen(k));
+    g_string_append(o, ": ");
+    txl_json_append_string(o, v, strlen(v));
+  }
+}
+
+void
+txld_alert_send(const char *alertmanager, const char *webhook,
+                const TxldAlert *a, TxldAlertStats *stats)
+{
+  const char *text = a->text ? a->text : "";
+  if (alertmanager && *alertmanager) {
+    /* one alert per pipeline and source: Alertmanager folds repeats into
+     * it, the annotations say the latest line */
+    static const char *const labels[] = { "host", "app", "session", NULL };
+    GString *o = g_string_new("[{\"labels\": {\"alertname\": \"TxlAnomaly\", "
+                              "\"pipeline\": ");
+    txl_json_append_string(o, a->pipeline, strlen(a->pipeline));
+    append_fields(o, a->fields, labels);
+    g_string_append(o, "}, \"annotations\": {\"summary\": ");
+    txl_json_append_string(o, text, MIN(strlen(text), 1024));
+    g_string_append_printf(o, ", \"line\": \"%" G_GINT64_FORMAT "\", "
+                           "\"bits_per_byte\": \"%.3f\"}, \"startsAt\": ",
+                           a->line, a->worst);
+    append_time(o, a->time_us);
+    g_string_append(o, ", \"endsAt\": ");
+    append_time(o, a->time_us + (gint64)TXLD_ALERT_HOLD_S * G_USEC_PER_SEC);
+    g_string_append(o, "}]");
+    gchar *url = g_strdup_printf("%s%sapi/v2/alerts", alertmanager,
+                                 g_str_has_suffix(alertmanager, "/") ? "" : "/");
+    queue(url, o, stats);
+    g_free(url);
+  }
+  if (webhook && *webhook) {
+    GString *o = g_string_new("{\"pipeline\": ");
+    txl_json_append_string(o, a->pipeline, strlen(a->pipeline));
+    g_string_append_printf(o, ", \"line\": %" G_GINT64_FORMAT ", \"bpb\": ",
+                           a->line);
+    txl_json_append_double(o, "%.6f", a->bpb);
+    g_string_append(o, ", \"worst\": ");
+    txl_json_append_double(o, "%.6f", a->worst);
+    g_string_append_printf(o, ", \"time\": %.6f, \"text\": ",
+                           a->time_us / 1e6);
+    txl_json_append_string(o, text, strlen(text));
+    g_string_append(o, ", \"fields\": {");
+    gsize at = o->len;
+    append_fields(o, a->fields, NULL);
+    if (o->len > at)
+      g_string_erase(o, (gssize)at, 2); /* the first ", " */
+    g_string_append(o, "}}");
+    queue(webhook, o, stats);
+  }
+}
+
+gboolean
+txld_alert_url_ok(const char *url)
+{
+  GUri *u = g_uri_parse(url, G_URI_FLAGS_NONE, NULL);
+  if (!u)
+    return FALSE;
+  const char *scheme = g_uri_get_scheme(u);
+  gboolean ok = scheme && (strcmp(scheme, "http") == 0 ||
+                           strcmp(scheme, "https") == 0) &&
+                g_uri_get_host(u) && *g_uri_get_host(u);
+  g_uri_unref(u);
+  return ok;
+}

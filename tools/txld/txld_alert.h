@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Anomalies out as alerts: Alertmanager's API v2 and a generic webhook
+ * (docs/alerts.md).  A flagged line is turned into a request on the
+ * streaming thread and sent from the main loop; at most TXLD_ALERT_INFLIGHT
+ * requests are on their way, later alerts are dropped and counted, so a
+ * slow or dead receiver never holds up scoring. */
+#ifndef TXLD_ALERT_H
+#define TXLD_ALERT_H
+
+#include <gst/gst.h>
+
+#define TXLD_ALERT_INFLIGHT 64
+/* how long Alertmanager keeps an alert active after its last line */
+#define TXLD_ALERT_HOLD_S 300
+
+typedef struct {
+  guint64 sent, failed, dropped;
+} TxldAlertCounts;
+
+/* A pipeline's alert counters, shared with its requests in flight (which
+ * may outlive a pipeline removed by a reload): reference-counted. */
+typedef struct TxldAlertStats TxldAlertStats;
+TxldAlertStats *txld_alert_stats_new(void);
+void txld_alert_stats_unref(TxldAlertStats *s);
+void txld_alert_stats_get(TxldAlertStats *s, TxldAlertCounts *out);
+
+typedef struct {
+  const char *pipeline;
+  gint64 line;
+  double bpb, worst;
+  const char *text;
+  const GstStructure *fields; /* record fields (host, app, session...), or NULL */
+  gint64 time_us;             /* wall clock */
+} TxldAlert;
+
+/* Queues the alert to Alertmanager (base URL, e.g. http://127.0.0.1:9093)
+ * and/or the webhook URL; either may be NULL.  Any thread. */
+void txld_alert_send(const char *alertmanager, const char *webhook,
+                     const TxldAlert *a, TxldAlertStats *stats);
+
+/* Whether url is an http:// or https:// URL with a host. */
+gboolean txld_alert_url_ok(const char *url);
+
+#endif
