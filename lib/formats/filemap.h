@@ -12,6 +12,11 @@ void *txl_map_file(const char *path, const char *what, gsize *size,
                    GError **error);
 void txl_unmap_file(void *map, gsize size);
 
+/* Opens path read-only for a reader that checks with fstat what it is
+ * before reading: O_NONBLOCK, as opening a FIFO would otherwise wait for a
+ * writer first.  -1 with an error when it cannot be opened. */
+int txl_open_nonblock(const char *path, GError **error);
+
 /* Reads a regular file of at most max bytes whole, NUL-terminated; its
  * size is checked before anything is allocated, and a FIFO or a device is
  * refused at once instead of read without end. */
