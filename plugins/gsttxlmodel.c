@@ -444,33 +444,13 @@ own_state_free(gpointer p)
   g_free(o);
 }
 
-/* What load() read: the scorer and the learning section (learn=true). */
-typedef struct {
-  TxlScorer *scorer;
-  GBytes *learn;
-} Loaded;
-
-/* The learning section, checked: a learner continuing it, its weights in
- * the restored scorer. */
-static gboolean
-parse_learn(GstTxlScorerBase *base, gpointer loaded, OwnState *o,
-            GError **error)
-{
-  GstTxlModel *self = GST_TXL_MODEL(base);
-  Loaded *ld = loaded;
-  gint warmup = gst_txl_learn_props_warmup(GST_ELEMENT(self), &self->learn);
-  o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
-                                   ld->learn, set_model, ld->scorer,
-                                   o->undelivered, error);
-  return o->learning != NULL;
-}
-
 /* Parses and checks this element's section against the restored scorer. */
 static gpointer
 parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
           GError **error)
 {
-  TxlScorer *sc = ((Loaded *)loaded)->scorer;
+  GstTxlLearnLoaded *ld = loaded;
+  TxlScorer *sc = ld->state;
   OwnState *o = g_new0(OwnState, 1);
   TxlReader r;
   txl_reader_init(&r, bytes);
@@ -546,7 +526,13 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   }
   if (!txl_reader_done(&r))
     goto bad;
-  if (((Loaded *)loaded)->learn && !parse_learn(base, loaded, o, error)) {
+  /* the learning section, checked: a learner continuing it, its weights
+   * in the restored scorer */
+  if (ld->learn &&
+      !(o->learning = gst_txl_learn_resume(GST_ELEMENT(base),
+                                           &GST_TXL_MODEL(base)->learn,
+                                           base->model, ld, set_model,
+                                           o->undelivered, error))) {
     own_state_free(o);
     return NULL;
   }
@@ -565,11 +551,8 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
   OwnState *o = own;
-  Loaded *ld = loaded;
   txl_scorer_free(self->scorer);
-  self->scorer = g_steal_pointer(&ld->scorer);
-  g_clear_pointer(&ld->learn, g_bytes_unref);
-  g_free(ld);
+  self->scorer = gst_txl_learn_loaded_take(loaded);
   g_clear_pointer(&self->learning, gst_txl_learn_free);
   self->learning = g_steal_pointer(&o->learning);
   base->in_tokens = o->in_tokens;
@@ -598,21 +581,9 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
-  if (self->learning)
-    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SECTION),
-                        gst_txl_learn_save(self->learning,
-                                           self->undelivered));
+  gst_txl_learn_save_section(self->learning, sect, GST_TXL_LEARN_SECTION,
+                             self->undelivered);
   return txl_scorer_save_full(self->scorer, path, o, sect, bytes, error);
-}
-
-static void
-drop_loaded(gpointer loaded)
-{
-  Loaded *ld = loaded;
-  txl_scorer_free(ld->scorer);
-  if (ld->learn)
-    g_bytes_unref(ld->learn);
-  g_free(ld);
 }
 
 /* A snapshot continues only the way it was written: learning or not. */
@@ -620,24 +591,12 @@ static gpointer
 load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
      GHashTable **sect, GError **error)
 {
-  Loaded *ld = g_new0(Loaded, 1);
-  ld->scorer = txl_scorer_load_full(base->model, path, on_score, base, sect,
-                                    error);
-  if (!ld->scorer) {
-    g_free(ld);
-    return NULL;
-  }
-  GstTxlModel *self = GST_TXL_MODEL(base);
-  GST_OBJECT_LOCK(self);
-  gboolean want = self->learn.on;
-  GST_OBJECT_UNLOCK(self);
-  if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SECTION, want,
-                                  "txlmodel", path, &ld->learn, error)) {
-    drop_loaded(ld);
-    g_clear_pointer(sect, g_hash_table_unref);
-    return NULL;
-  }
-  return ld;
+  TxlScorer *sc = txl_scorer_load_full(base->model, path, on_score, base,
+                                       sect, error);
+  return gst_txl_learn_loaded_new(GST_ELEMENT(base),
+                                  &GST_TXL_MODEL(base)->learn, sc,
+                                  (GDestroyNotify)txl_scorer_free, sect,
+                                  GST_TXL_LEARN_SECTION, path, error);
 }
 
 static gboolean
@@ -929,7 +888,7 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->save_own = save_own;
   base_class->save = save;
   base_class->load = load;
-  base_class->drop_loaded = drop_loaded;
+  base_class->drop_loaded = gst_txl_learn_loaded_free;
   base_class->parse_own = parse_own;
   base_class->drop_own = own_state_free;
   base_class->apply = apply;

@@ -619,20 +619,9 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  if (self->learning)
-    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SESSIONS_SECTION),
-                        gst_txl_learn_save(self->learning, NULL));
+  gst_txl_learn_save_section(self->learning, sect,
+                             GST_TXL_LEARN_SESSIONS_SECTION, NULL);
   return txl_sessions_save(self->sessions, path, o, sect, bytes, error);
-}
-
-static void
-drop_loaded(gpointer loaded)
-{
-  SLoaded *ld = loaded;
-  txl_sessions_free(ld->sessions);
-  if (ld->learn)
-    g_bytes_unref(ld->learn);
-  g_free(ld);
 }
 
 /* A restore builds its sessions as new_stream built the running ones, and
@@ -642,27 +631,16 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
      GHashTable **sect, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  SLoaded *ld = g_new0(SLoaded, 1);
-  ld->sessions = check_only
+  TxlSessions *s = check_only
       ? txl_sessions_load(base->model, path, &self->opts, NULL, NULL, NULL,
                           sect, error)
       : txl_sessions_load(base->model, path, &self->opts,
                           gst_txl_sessions_on_line,
                           gst_txl_sessions_on_session, self, sect, error);
-  if (!ld->sessions) {
-    g_free(ld);
-    return NULL;
-  }
-  GST_OBJECT_LOCK(self);
-  gboolean want = self->learn.on;
-  GST_OBJECT_UNLOCK(self);
-  if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SESSIONS_SECTION, want,
-                                  "txlsessions", path, &ld->learn, error)) {
-    drop_loaded(ld);
-    g_clear_pointer(sect, g_hash_table_unref);
-    return NULL;
-  }
-  return ld;
+  return gst_txl_learn_loaded_new(GST_ELEMENT(self), &self->learn, s,
+                                  (GDestroyNotify)txl_sessions_free, sect,
+                                  GST_TXL_LEARN_SESSIONS_SECTION, path,
+                                  error);
 }
 
 /* ---- element ------------------------------------------------------------- */
@@ -828,7 +806,7 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->save_own = gst_txl_sessions_save_own;
   base_class->save = save;
   base_class->load = load;
-  base_class->drop_loaded = drop_loaded;
+  base_class->drop_loaded = gst_txl_learn_loaded_free;
   base_class->parse_own = gst_txl_sessions_parse_own;
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;
