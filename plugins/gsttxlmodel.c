@@ -821,15 +821,9 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn.rounds),
 };
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
-static void
-gst_txl_model_finalize(GObject *object)
-{
-  g_free(GST_TXL_MODEL(object)->learn.model_out);
-  G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+};
 
 static void
 gst_txl_model_class_init(GstTxlModelClass *klass)
@@ -840,7 +834,6 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_model_finalize;
   gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,

@@ -429,18 +429,9 @@ static const TxlPropField prop_fields[] = {
 };
 #undef F
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
-static void
-gst_txl_sampler_finalize(GObject *object)
-{
-  GstTxlSampler *self = GST_TXL_SAMPLER(object);
-  g_free(self->model_path);
-  g_free(self->stop);
-  g_free(self->snap_location);
-  G_OBJECT_CLASS(gst_txl_sampler_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+};
 
 static void
 gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
@@ -449,7 +440,6 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_sampler_finalize;
   g_object_class_install_property(gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model", "Path of the txl model file "
           "(shared with the other elements through the model cache)", NULL,

@@ -458,19 +458,21 @@ static const TxlPropField prop_fields[] = {
 };
 #undef F
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
+/* What the base holds besides its properties' strings: the stream (the
+ * subclass's part too), the scheduler, a restore's sections. */
 static void
-gst_txl_scorer_base_finalize(GObject *object)
+release(GObject *object)
 {
   GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
   free_stream(self);
-  g_free(self->model_path);
   txl_snap_sched_clear(&self->snap);
   g_clear_pointer(&self->restored, g_hash_table_unref);
-  G_OBJECT_CLASS(gst_txl_scorer_base_parent_class)->finalize(object);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .finalize = release,
+};
 
 static gboolean
 snapshot_action(GstTxlScorerBase *self, const gchar *path)
@@ -576,7 +578,6 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_scorer_base_finalize;
   install_stream_properties(gobject_class);
   install_snapshot_properties(gobject_class);
 

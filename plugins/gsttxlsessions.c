@@ -683,20 +683,10 @@ user_chose(GObject *object, guint id)
     self->user_set |= SET_END_MARKER;
 }
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      user_chose };
-
-static void
-gst_txl_sessions_finalize(GObject *object)
-{
-  GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  g_free(self->key);
-  g_free(self->time_format);
-  g_free(self->idle_after_s);
-  g_free(self->open_thr_s);
-  g_free(self->learn.model_out);
-  G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .changed = user_chose,
+};
 
 static void
 gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
@@ -708,7 +698,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
                          GST_PARAM_MUTABLE_READY;
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_sessions_finalize;
   gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY,

@@ -558,17 +558,17 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL),
 };
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
+/* What the tokenizer holds besides its properties' strings. */
 static void
-gst_txl_tokenizer_finalize(GObject *object)
+release(GObject *object)
 {
-  GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
-  g_free(self->model_path);
-  g_mutex_clear(&self->state_lock);
-  G_OBJECT_CLASS(gst_txl_tokenizer_parent_class)->finalize(object);
+  g_mutex_clear(&GST_TXL_TOKENIZER(object)->state_lock);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .finalize = release,
+};
 
 static void
 gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
@@ -577,7 +577,6 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_tokenizer_finalize;
 
   g_object_class_install_property(gobject_class, PROP_BUFFER_LINES,
       g_param_spec_boolean("buffer-lines", "Buffer lines",
