@@ -867,21 +867,11 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->settings = "scoring";
   base_class->not_ours = "%s: not a txlmodel snapshot (no txlmodel state; "
                          "`txl score` snapshots continue with `txl score`)";
+  GST_TXL_SCORER_BASE_SET_COMMON_HOOKS(base_class);
   base_class->opened = opened;
-  base_class->new_stream = new_stream;
-  base_class->free_stream = free_stream;
-  base_class->live = live;
-  base_class->progress = progress;
-  base_class->score = score;
-  base_class->push_out = push_scored;
-  base_class->finish = finish;
-  base_class->stream_start = stream_start;
   base_class->quiet = quiet;
   base_class->publish = publish;
   base_class->save_own = save_own;
-  base_class->save = save;
-  base_class->load = load;
-  base_class->drop_loaded = gst_txl_learn_loaded_free;
   base_class->parse_own = parse_own;
   base_class->drop_own = own_state_free;
   base_class->apply = apply;

@@ -782,20 +782,10 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->settings = "session";
   base_class->not_ours = "%s: not a txlsessions element's snapshot (no "
                          "txlsessions state)";
+  GST_TXL_SCORER_BASE_SET_COMMON_HOOKS(base_class);
   base_class->prepare = prepare;
-  base_class->new_stream = new_stream;
-  base_class->free_stream = free_stream;
-  base_class->live = live;
-  base_class->progress = progress;
-  base_class->score = score;
-  base_class->push_out = push_scored;
-  base_class->finish = finish;
-  base_class->stream_start = stream_start;
   base_class->publish = gst_txl_sessions_note_state;
   base_class->save_own = gst_txl_sessions_save_own;
-  base_class->save = save;
-  base_class->load = load;
-  base_class->drop_loaded = gst_txl_learn_loaded_free;
   base_class->parse_own = gst_txl_sessions_parse_own;
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;
