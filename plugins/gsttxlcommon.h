@@ -62,6 +62,15 @@ guint txl_model_cache_size(void);
  * Returns a cache reference or NULL. */
 TxlModel *gst_txl_element_load_model(GstElement *element,
                                      gboolean need_tokenizer);
+/* The parent class's change_state with the element's model held over the
+ * READY state: loaded into *model (as above) before the parent's
+ * NULL_TO_READY, released after a READY_TO_NULL.  An element with a model
+ * calls it where it would call the parent's. */
+GstStateChangeReturn gst_txl_element_change_state(GstElement *element,
+                                                  GstElementClass *parent,
+                                                  GstStateChange transition,
+                                                  TxlModel **model,
+                                                  gboolean need_tokenizer);
 
 /* ---- token caps (txlcaps.c) -------------------------------------------- */
 

@@ -345,12 +345,6 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
 {
   GstTxlSampler *self = GST_TXL_SAMPLER(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY: {
-    self->model = gst_txl_element_load_model(element, TRUE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    break;
-  }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {
     GError *err = NULL;
     self->pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -388,9 +382,9 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
   default:
     break;
   }
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_sampler_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_sampler_parent_class), transition,
+      &self->model, TRUE);
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY: {
     gchar *loc = location(self);
@@ -403,10 +397,6 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
       g_array_free(g_steal_pointer(&self->pending), TRUE);
     break;
   }
-  case GST_STATE_CHANGE_READY_TO_NULL:
-    if (self->model)
-      txl_model_cache_release(g_steal_pointer(&self->model));
-    break;
   default:
     break;
   }

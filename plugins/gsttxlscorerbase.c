@@ -398,13 +398,6 @@ gst_txl_scorer_base_change_state(GstElement *element,
 {
   GstTxlScorerBase *self = GST_TXL_SCORER_BASE(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY:
-    self->model = gst_txl_element_load_model(element, FALSE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    if (CLASS(self)->opened)
-      CLASS(self)->opened(self);
-    break;
   case GST_STATE_CHANGE_READY_TO_PAUSED:
     if (!start(self))
       return GST_STATE_CHANGE_FAILURE;
@@ -412,12 +405,16 @@ gst_txl_scorer_base_change_state(GstElement *element,
   default:
     break;
   }
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_scorer_base_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_scorer_base_parent_class),
+      transition, &self->model, FALSE);
   if (ret == GST_STATE_CHANGE_FAILURE)
     return ret;
   switch (transition) {
+  case GST_STATE_CHANGE_NULL_TO_READY:
+    if (CLASS(self)->opened)
+      CLASS(self)->opened(self);
+    break;
   case GST_STATE_CHANGE_PAUSED_TO_READY:
     quiet(self);
     /* shutdown without an end of stream: what changed since the last
@@ -430,7 +427,6 @@ gst_txl_scorer_base_change_state(GstElement *element,
     break;
   case GST_STATE_CHANGE_READY_TO_NULL:
     gst_caps_replace(&self->refused, NULL);
-    txl_model_cache_release(g_steal_pointer(&self->model));
     break;
   default:
     break;

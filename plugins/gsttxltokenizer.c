@@ -512,12 +512,6 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY: {
-    self->model = gst_txl_element_load_model(element, TRUE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    break;
-  }
   case GST_STATE_CHANGE_READY_TO_PAUSED:
     self->records = g_byte_array_new();
     self->text = g_byte_array_new();
@@ -530,9 +524,9 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     break;
   }
 
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_tokenizer_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_tokenizer_parent_class), transition,
+      &self->model, TRUE);
   if (ret == GST_STATE_CHANGE_FAILURE)
     return ret;
 
@@ -543,9 +537,6 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     g_clear_pointer(&self->records, g_byte_array_unref);
     g_clear_pointer(&self->text, g_byte_array_unref);
     g_mutex_unlock(&self->state_lock);
-    break;
-  case GST_STATE_CHANGE_READY_TO_NULL:
-    txl_model_cache_release(g_steal_pointer(&self->model));
     break;
   default:
     break;
