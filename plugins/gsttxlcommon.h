@@ -32,6 +32,10 @@ GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              const TxlLineScore *s);
 /* The TxlLineScore a meta was made from. */
 void gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s);
+/* The error for an element's snapshot state of version 1, whose line
+ * scores were per raw byte: "remove the snapshot to start <afresh>". */
+void gst_txl_line_scores_v1_error(GError **error, const gchar *element,
+                                  const gchar *afresh);
 /* txlsink's JSON line (with its '\n') for an ended session's
  * "txl-session" structure (txlsessionjson.c). */
 GString *gst_txl_session_json(const GstStructure *s);

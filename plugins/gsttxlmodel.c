@@ -463,12 +463,7 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   o->out_records = txl_get_u64(&r);
   guint64 n = txl_get_u64(&r);
   if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlmodel state is version 1, written "
-                        "by a txl that scored lines per raw byte; this one "
-                        "scores them per normalised byte with a worst part "
-                        "(docs/line-scores.md) and cannot continue those lines: "
-                        "remove the snapshot to start the stream afresh");
+    gst_txl_line_scores_v1_error(error, "txlmodel", "the stream afresh");
     g_free(o);
     return NULL;
   }

@@ -286,12 +286,7 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   o->sl_seq0 = (gint64)txl_get_u64(&r);
   guint32 nsl = txl_get_u32(&r);
   if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlsessions state is version 1, "
-                        "written by a txl that scored lines per raw byte; "
-                        "this one scores them per normalised byte with a "
-                        "worst part (docs/line-scores.md) and cannot continue "
-                        "those lines: remove the snapshot to start afresh");
+    gst_txl_line_scores_v1_error(error, "txlsessions", "afresh");
     g_free(o);
     return NULL;
   }
