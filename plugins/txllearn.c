@@ -504,8 +504,7 @@ gst_txl_learn_loaded_free(gpointer loaded)
   GstTxlLearnLoaded *ld = loaded;
   if (ld->state)
     ld->free_state(ld->state);
-  if (ld->learn)
-    g_bytes_unref(ld->learn);
+  g_clear_pointer(&ld->learn, g_bytes_unref);
   g_free(ld);
 }
 

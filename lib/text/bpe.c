@@ -778,40 +778,13 @@ out_reserve(TxlBpeOut *o, gsize n)
 
 /* Min-heap of (rank << 32 | position): the lowest rank merges first, and
  * among equal ranks the leftmost, as training applied it. */
-static inline void
-heap_push(guint64 *h, gsize *n, guint64 v)
+static inline gboolean
+key_before(const guint64 *a, const guint64 *b)
 {
-  gsize i = (*n)++;
-  while (i > 0) {
-    gsize up = (i - 1) / 2;
-    if (h[up] <= v)
-      break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = v;
+  return *a < *b;
 }
 
-static inline guint64
-heap_pop(guint64 *h, gsize *n)
-{
-  guint64 top = h[0], v = h[--(*n)];
-  gsize i = 0, m = *n;
-  for (;;) {
-    gsize c = 2 * i + 1;
-    if (c >= m)
-      break;
-    if (c + 1 < m && h[c + 1] < h[c])
-      c++;
-    if (v <= h[c])
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (m)
-    h[i] = v;
-  return top;
-}
+TXL_DEFINE_HEAP(heap, guint64, key_before)
 
 static void encode_merge(const TxlBpe *b, const guchar *s, gsize n,
                          TxlBpeOut *o);

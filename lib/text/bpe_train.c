@@ -151,43 +151,22 @@ item_before(const HeapItem *x, const HeapItem *y)
   return x->count > y->count || (x->count == y->count && x->pair < y->pair);
 }
 
+TXL_DEFINE_HEAP(items, HeapItem, item_before)
+
 static void
 stats_push(Stats *st, gint64 count, guint32 pair)
 {
-  HeapItem v = { count, pair };
-  g_array_append_val(st->heap, v);
-  HeapItem *h = (HeapItem *)st->heap->data;
-  gsize i = st->heap->len - 1;
-  while (i > 0) {
-    gsize up = (i - 1) / 2;
-    if (!item_before(&v, &h[up]))
-      break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = v;
+  gsize n = st->heap->len;
+  g_array_set_size(st->heap, n + 1);
+  items_push((HeapItem *)st->heap->data, &n, (HeapItem){ count, pair });
 }
 
 static HeapItem
 stats_pop(Stats *st)
 {
-  HeapItem *h = (HeapItem *)st->heap->data, top = h[0];
-  HeapItem v = h[st->heap->len - 1];
-  g_array_set_size(st->heap, st->heap->len - 1);
-  gsize i = 0, m = st->heap->len;
-  for (;;) {
-    gsize c = 2 * i + 1;
-    if (c >= m)
-      break;
-    if (c + 1 < m && item_before(&h[c + 1], &h[c]))
-      c++;
-    if (!item_before(&h[c], &v))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (m)
-    h[i] = v;
+  gsize n = st->heap->len;
+  HeapItem top = items_pop((HeapItem *)st->heap->data, &n);
+  g_array_set_size(st->heap, n);
   return top;
 }
 
