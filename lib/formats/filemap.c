@@ -111,3 +111,15 @@ txl_unmap_file(void *map, gsize size)
   if (map)
     munmap(map, size);
 }
+
+gboolean
+txl_fail(GError **error, int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, TXL_ERROR, code, msg);
+  g_free(msg);
+  return FALSE;
+}

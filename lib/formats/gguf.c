@@ -9,7 +9,6 @@
  * inside the buffer, so they need no bounds checks of their own. */
 #include "gguf.h"
 #include "bytes.h"
-#include "fail.h"
 #include "filemap.h"
 
 #include <errno.h>

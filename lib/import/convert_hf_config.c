@@ -4,7 +4,6 @@
 #include "convert_hf_internal.h"
 
 #include "config.h"
-#include "fail.h"
 #include "filemap.h"
 #include "jsondepth.h"
 

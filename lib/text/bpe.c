@@ -4,7 +4,7 @@
 #include "bpe.h"
 #include "bpe_internal.h"
 #include "bytes.h"
-#include "fail.h"
+#include "filemap.h"
 
 #include <string.h>
 
