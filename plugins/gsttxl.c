@@ -19,6 +19,29 @@ meta_api_type(GType *type, const char *name)
   return *type;
 }
 
+/* The implementation of a meta, registered on first use into *info. */
+static const GstMetaInfo *
+meta_info(const GstMetaInfo **info, GType api, const char *impl, gsize size,
+          GstMetaInitFunction init, GstMetaFreeFunction free,
+          GstMetaTransformFunction transform)
+{
+  if (g_once_init_enter(info)) {
+    const GstMetaInfo *i =
+        gst_meta_register(api, impl, size, init, free, transform);
+    g_once_init_leave(info, i);
+  }
+  return *info;
+}
+
+/* Both metas describe a buffer as a whole: only a full copy keeps them; a
+ * region of the records does not stand for all of them. */
+static gboolean
+whole_copy(GQuark type, gpointer data)
+{
+  return GST_META_TRANSFORM_IS_COPY(type) &&
+         !((GstMetaTransformCopy *)data)->region;
+}
+
 /* ---- GstTxlTextMeta ---------------------------------------------------- */
 
 GType
@@ -49,30 +72,20 @@ text_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
                     GQuark type, gpointer data)
 {
   GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
-  /* the bytes belong to the records as a whole: only a full copy keeps
-   * them; a region of the records does not stand for all of them */
-  if (GST_META_TRANSFORM_IS_COPY(type)) {
-    GstMetaTransformCopy *copy = data;
-    if (!copy->region) {
-      gst_buffer_add_txl_text_meta(dest, m->offset, m->bytes);
-      return TRUE;
-    }
-  }
-  return FALSE;
+  /* the bytes belong to the records as a whole */
+  if (!whole_copy(type, data))
+    return FALSE;
+  gst_buffer_add_txl_text_meta(dest, m->offset, m->bytes);
+  return TRUE;
 }
 
 const GstMetaInfo *
 gst_txl_text_meta_get_info(void)
 {
   static const GstMetaInfo *info = NULL;
-  if (g_once_init_enter(&info)) {
-    const GstMetaInfo *i = gst_meta_register(
-        GST_TXL_TEXT_META_API_TYPE, GST_TXL_TEXT_META_IMPL_NAME,
-        sizeof(GstTxlTextMeta), text_meta_init, text_meta_free,
-        text_meta_transform);
-    g_once_init_leave(&info, i);
-  }
-  return info;
+  return meta_info(&info, GST_TXL_TEXT_META_API_TYPE,
+                   GST_TXL_TEXT_META_IMPL_NAME, sizeof(GstTxlTextMeta),
+                   text_meta_init, text_meta_free, text_meta_transform);
 }
 
 GstTxlTextMeta *
@@ -114,29 +127,21 @@ line_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
                     GQuark type, gpointer data)
 {
   const GstTxlLineMeta *m = (const GstTxlLineMeta *)meta;
-  /* like the text meta, it describes the buffer as a whole */
-  if (GST_META_TRANSFORM_IS_COPY(type) &&
-      !((GstMetaTransformCopy *)data)->region) {
-    TxlLineScore s;
-    gst_txl_line_meta_score(m, &s);
-    gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s)->flags =
-        m->flags;
-    return TRUE;
-  }
-  return FALSE;
+  if (!whole_copy(type, data))
+    return FALSE;
+  TxlLineScore s;
+  gst_txl_line_meta_score(m, &s);
+  gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s)->flags = m->flags;
+  return TRUE;
 }
 
 const GstMetaInfo *
 gst_txl_line_meta_get_info(void)
 {
   static const GstMetaInfo *info = NULL;
-  if (g_once_init_enter(&info)) {
-    const GstMetaInfo *i = gst_meta_register(
-        GST_TXL_LINE_META_API_TYPE, GST_TXL_LINE_META_IMPL_NAME,
-        sizeof(GstTxlLineMeta), line_meta_init, NULL, line_meta_transform);
-    g_once_init_leave(&info, i);
-  }
-  return info;
+  return meta_info(&info, GST_TXL_LINE_META_API_TYPE,
+                   GST_TXL_LINE_META_IMPL_NAME, sizeof(GstTxlLineMeta),
+                   line_meta_init, NULL, line_meta_transform);
 }
 
 GstTxlLineMeta *
@@ -168,6 +173,20 @@ gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s)
   s->max_token = m->max_token;
   s->window = m->window;
   s->nonfinite = m->nonfinite;
+}
+
+/* Snapshots of version 1 hold line scores per raw byte (before
+ * docs/line-scores.md); their lines cannot be continued. */
+void
+gst_txl_line_scores_v1_error(GError **error, const gchar *element,
+                             const gchar *afresh)
+{
+  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+              "the snapshot's %s state is version 1, written by a txl that "
+              "scored lines per raw byte; this one scores them per "
+              "normalised byte with a worst part (docs/line-scores.md) and "
+              "cannot continue those lines: remove the snapshot to start "
+              "%s", element, afresh);
 }
 
 /* ---- plugin ------------------------------------------------------------ */

@@ -32,6 +32,10 @@ GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              const TxlLineScore *s);
 /* The TxlLineScore a meta was made from. */
 void gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s);
+/* The error for an element's snapshot state of version 1, whose line
+ * scores were per raw byte: "remove the snapshot to start <afresh>". */
+void gst_txl_line_scores_v1_error(GError **error, const gchar *element,
+                                  const gchar *afresh);
 /* txlsink's JSON line (with its '\n') for an ended session's
  * "txl-session" structure (txlsessionjson.c). */
 GString *gst_txl_session_json(const GstStructure *s);
@@ -62,6 +66,15 @@ guint txl_model_cache_size(void);
  * Returns a cache reference or NULL. */
 TxlModel *gst_txl_element_load_model(GstElement *element,
                                      gboolean need_tokenizer);
+/* The parent class's change_state with the element's model held over the
+ * READY state: loaded into *model (as above) before the parent's
+ * NULL_TO_READY, released after a READY_TO_NULL.  An element with a model
+ * calls it where it would call the parent's. */
+GstStateChangeReturn gst_txl_element_change_state(GstElement *element,
+                                                  GstElementClass *parent,
+                                                  GstStateChange transition,
+                                                  TxlModel **model,
+                                                  gboolean need_tokenizer);
 
 /* ---- token caps (txlcaps.c) -------------------------------------------- */
 

@@ -444,33 +444,13 @@ own_state_free(gpointer p)
   g_free(o);
 }
 
-/* What load() read: the scorer and the learning section (learn=true). */
-typedef struct {
-  TxlScorer *scorer;
-  GBytes *learn;
-} Loaded;
-
-/* The learning section, checked: a learner continuing it, its weights in
- * the restored scorer. */
-static gboolean
-parse_learn(GstTxlScorerBase *base, gpointer loaded, OwnState *o,
-            GError **error)
-{
-  GstTxlModel *self = GST_TXL_MODEL(base);
-  Loaded *ld = loaded;
-  gint warmup = gst_txl_learn_props_warmup(GST_ELEMENT(self), &self->learn);
-  o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
-                                   ld->learn, set_model, ld->scorer,
-                                   o->undelivered, error);
-  return o->learning != NULL;
-}
-
 /* Parses and checks this element's section against the restored scorer. */
 static gpointer
 parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
           GError **error)
 {
-  TxlScorer *sc = ((Loaded *)loaded)->scorer;
+  GstTxlLearnLoaded *ld = loaded;
+  TxlScorer *sc = ld->state;
   OwnState *o = g_new0(OwnState, 1);
   TxlReader r;
   txl_reader_init(&r, bytes);
@@ -483,12 +463,7 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   o->out_records = txl_get_u64(&r);
   guint64 n = txl_get_u64(&r);
   if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlmodel state is version 1, written "
-                        "by a txl that scored lines per raw byte; this one "
-                        "scores them per normalised byte with a worst part "
-                        "(docs/line-scores.md) and cannot continue those lines: "
-                        "remove the snapshot to start the stream afresh");
+    gst_txl_line_scores_v1_error(error, "txlmodel", "the stream afresh");
     g_free(o);
     return NULL;
   }
@@ -546,7 +521,13 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   }
   if (!txl_reader_done(&r))
     goto bad;
-  if (((Loaded *)loaded)->learn && !parse_learn(base, loaded, o, error)) {
+  /* the learning section, checked: a learner continuing it, its weights
+   * in the restored scorer */
+  if (ld->learn &&
+      !(o->learning = gst_txl_learn_resume(GST_ELEMENT(base),
+                                           &GST_TXL_MODEL(base)->learn,
+                                           base->model, ld, set_model,
+                                           o->undelivered, error))) {
     own_state_free(o);
     return NULL;
   }
@@ -565,11 +546,8 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
   OwnState *o = own;
-  Loaded *ld = loaded;
   txl_scorer_free(self->scorer);
-  self->scorer = g_steal_pointer(&ld->scorer);
-  g_clear_pointer(&ld->learn, g_bytes_unref);
-  g_free(ld);
+  self->scorer = gst_txl_learn_loaded_take(loaded);
   g_clear_pointer(&self->learning, gst_txl_learn_free);
   self->learning = g_steal_pointer(&o->learning);
   base->in_tokens = o->in_tokens;
@@ -598,21 +576,9 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
-  if (self->learning)
-    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SECTION),
-                        gst_txl_learn_save(self->learning,
-                                           self->undelivered));
+  gst_txl_learn_save_section(self->learning, sect, GST_TXL_LEARN_SECTION,
+                             self->undelivered);
   return txl_scorer_save_full(self->scorer, path, o, sect, bytes, error);
-}
-
-static void
-drop_loaded(gpointer loaded)
-{
-  Loaded *ld = loaded;
-  txl_scorer_free(ld->scorer);
-  if (ld->learn)
-    g_bytes_unref(ld->learn);
-  g_free(ld);
 }
 
 /* A snapshot continues only the way it was written: learning or not. */
@@ -620,24 +586,12 @@ static gpointer
 load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
      GHashTable **sect, GError **error)
 {
-  Loaded *ld = g_new0(Loaded, 1);
-  ld->scorer = txl_scorer_load_full(base->model, path, on_score, base, sect,
-                                    error);
-  if (!ld->scorer) {
-    g_free(ld);
-    return NULL;
-  }
-  GstTxlModel *self = GST_TXL_MODEL(base);
-  GST_OBJECT_LOCK(self);
-  gboolean want = self->learn.on;
-  GST_OBJECT_UNLOCK(self);
-  if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SECTION, want,
-                                  "txlmodel", path, &ld->learn, error)) {
-    drop_loaded(ld);
-    g_clear_pointer(sect, g_hash_table_unref);
-    return NULL;
-  }
-  return ld;
+  TxlScorer *sc = txl_scorer_load_full(base->model, path, on_score, base,
+                                       sect, error);
+  return gst_txl_learn_loaded_new(GST_ELEMENT(base),
+                                  &GST_TXL_MODEL(base)->learn, sc,
+                                  (GDestroyNotify)txl_scorer_free, sect,
+                                  GST_TXL_LEARN_SECTION, path, error);
 }
 
 static gboolean
@@ -862,15 +816,9 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn.rounds),
 };
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
-static void
-gst_txl_model_finalize(GObject *object)
-{
-  g_free(GST_TXL_MODEL(object)->learn.model_out);
-  G_OBJECT_CLASS(gst_txl_model_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+};
 
 static void
 gst_txl_model_class_init(GstTxlModelClass *klass)
@@ -881,7 +829,6 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_model_finalize;
   gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,
@@ -915,21 +862,11 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->settings = "scoring";
   base_class->not_ours = "%s: not a txlmodel snapshot (no txlmodel state; "
                          "`txl score` snapshots continue with `txl score`)";
+  GST_TXL_SCORER_BASE_SET_COMMON_HOOKS(base_class);
   base_class->opened = opened;
-  base_class->new_stream = new_stream;
-  base_class->free_stream = free_stream;
-  base_class->live = live;
-  base_class->progress = progress;
-  base_class->score = score;
-  base_class->push_out = push_scored;
-  base_class->finish = finish;
-  base_class->stream_start = stream_start;
   base_class->quiet = quiet;
   base_class->publish = publish;
   base_class->save_own = save_own;
-  base_class->save = save;
-  base_class->load = load;
-  base_class->drop_loaded = drop_loaded;
   base_class->parse_own = parse_own;
   base_class->drop_own = own_state_free;
   base_class->apply = apply;

@@ -345,12 +345,6 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
 {
   GstTxlSampler *self = GST_TXL_SAMPLER(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY: {
-    self->model = gst_txl_element_load_model(element, TRUE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    break;
-  }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {
     GError *err = NULL;
     self->pending = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -388,9 +382,9 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
   default:
     break;
   }
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_sampler_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_sampler_parent_class), transition,
+      &self->model, TRUE);
   switch (transition) {
   case GST_STATE_CHANGE_PAUSED_TO_READY: {
     gchar *loc = location(self);
@@ -403,10 +397,6 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
       g_array_free(g_steal_pointer(&self->pending), TRUE);
     break;
   }
-  case GST_STATE_CHANGE_READY_TO_NULL:
-    if (self->model)
-      txl_model_cache_release(g_steal_pointer(&self->model));
-    break;
   default:
     break;
   }
@@ -429,18 +419,9 @@ static const TxlPropField prop_fields[] = {
 };
 #undef F
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
-static void
-gst_txl_sampler_finalize(GObject *object)
-{
-  GstTxlSampler *self = GST_TXL_SAMPLER(object);
-  g_free(self->model_path);
-  g_free(self->stop);
-  g_free(self->snap_location);
-  G_OBJECT_CLASS(gst_txl_sampler_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+};
 
 static void
 gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
@@ -449,7 +430,6 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_sampler_finalize;
   g_object_class_install_property(gobject_class, PROP_MODEL,
       g_param_spec_string("model", "Model", "Path of the txl model file "
           "(shared with the other elements through the model cache)", NULL,

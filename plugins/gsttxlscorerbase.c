@@ -398,13 +398,6 @@ gst_txl_scorer_base_change_state(GstElement *element,
 {
   GstTxlScorerBase *self = GST_TXL_SCORER_BASE(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY:
-    self->model = gst_txl_element_load_model(element, FALSE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    if (CLASS(self)->opened)
-      CLASS(self)->opened(self);
-    break;
   case GST_STATE_CHANGE_READY_TO_PAUSED:
     if (!start(self))
       return GST_STATE_CHANGE_FAILURE;
@@ -412,12 +405,16 @@ gst_txl_scorer_base_change_state(GstElement *element,
   default:
     break;
   }
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_scorer_base_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_scorer_base_parent_class),
+      transition, &self->model, FALSE);
   if (ret == GST_STATE_CHANGE_FAILURE)
     return ret;
   switch (transition) {
+  case GST_STATE_CHANGE_NULL_TO_READY:
+    if (CLASS(self)->opened)
+      CLASS(self)->opened(self);
+    break;
   case GST_STATE_CHANGE_PAUSED_TO_READY:
     quiet(self);
     /* shutdown without an end of stream: what changed since the last
@@ -430,7 +427,6 @@ gst_txl_scorer_base_change_state(GstElement *element,
     break;
   case GST_STATE_CHANGE_READY_TO_NULL:
     gst_caps_replace(&self->refused, NULL);
-    txl_model_cache_release(g_steal_pointer(&self->model));
     break;
   default:
     break;
@@ -458,19 +454,21 @@ static const TxlPropField prop_fields[] = {
 };
 #undef F
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
+/* What the base holds besides its properties' strings: the stream (the
+ * subclass's part too), the scheduler, a restore's sections. */
 static void
-gst_txl_scorer_base_finalize(GObject *object)
+release(GObject *object)
 {
   GstTxlScorerBase *self = GST_TXL_SCORER_BASE(object);
   free_stream(self);
-  g_free(self->model_path);
   txl_snap_sched_clear(&self->snap);
   g_clear_pointer(&self->restored, g_hash_table_unref);
-  G_OBJECT_CLASS(gst_txl_scorer_base_parent_class)->finalize(object);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .finalize = release,
+};
 
 static gboolean
 snapshot_action(GstTxlScorerBase *self, const gchar *path)
@@ -576,7 +574,6 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_scorer_base_finalize;
   install_stream_properties(gobject_class);
   install_snapshot_properties(gobject_class);
 

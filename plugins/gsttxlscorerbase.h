@@ -136,6 +136,25 @@ struct _GstTxlScorerBase {
                                * next input buffer (-1: any) */
 };
 
+/* The hooks every scorer implements, by the convention that its file names
+ * them as the hooks (static functions; push_out's is push_scored), filled
+ * in by one line of its class_init instead of the same list in each; what
+ * load() reads is a GstTxlLearnLoaded (txllearn.h) in both. */
+#define GST_TXL_SCORER_BASE_SET_COMMON_HOOKS(base_class)                     \
+  G_STMT_START {                                                             \
+    (base_class)->new_stream = new_stream;                                   \
+    (base_class)->free_stream = free_stream;                                 \
+    (base_class)->live = live;                                               \
+    (base_class)->progress = progress;                                       \
+    (base_class)->score = score;                                             \
+    (base_class)->push_out = push_scored;                                    \
+    (base_class)->finish = finish;                                           \
+    (base_class)->stream_start = stream_start;                               \
+    (base_class)->save = save;                                               \
+    (base_class)->load = load;                                               \
+    (base_class)->drop_loaded = gst_txl_learn_loaded_free;                   \
+  } G_STMT_END
+
 /* The stream options of the properties (object lock taken). */
 void gst_txl_scorer_base_stream_options(GstTxlScorerBase *self,
                                         TxlStreamOptions *o, int *segment,

@@ -641,20 +641,9 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  if (self->learning)
-    g_hash_table_insert(sect, g_strdup(GST_TXL_LEARN_SESSIONS_SECTION),
-                        gst_txl_learn_save(self->learning, NULL));
+  gst_txl_learn_save_section(self->learning, sect,
+                             GST_TXL_LEARN_SESSIONS_SECTION, NULL);
   return txl_sessions_save(self->sessions, path, o, sect, bytes, error);
-}
-
-static void
-drop_loaded(gpointer loaded)
-{
-  SLoaded *ld = loaded;
-  txl_sessions_free(ld->sessions);
-  if (ld->learn)
-    g_bytes_unref(ld->learn);
-  g_free(ld);
 }
 
 /* A restore builds its sessions as new_stream built the running ones, and
@@ -664,27 +653,16 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
      GHashTable **sect, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  SLoaded *ld = g_new0(SLoaded, 1);
-  ld->sessions = check_only
+  TxlSessions *s = check_only
       ? txl_sessions_load(base->model, path, &self->opts, NULL, NULL, NULL,
                           sect, error)
       : txl_sessions_load(base->model, path, &self->opts,
                           gst_txl_sessions_on_line,
                           gst_txl_sessions_on_session, self, sect, error);
-  if (!ld->sessions) {
-    g_free(ld);
-    return NULL;
-  }
-  GST_OBJECT_LOCK(self);
-  gboolean want = self->learn.on;
-  GST_OBJECT_UNLOCK(self);
-  if (!gst_txl_learn_take_section(*sect, GST_TXL_LEARN_SESSIONS_SECTION, want,
-                                  "txlsessions", path, &ld->learn, error)) {
-    drop_loaded(ld);
-    g_clear_pointer(sect, g_hash_table_unref);
-    return NULL;
-  }
-  return ld;
+  return gst_txl_learn_loaded_new(GST_ELEMENT(self), &self->learn, s,
+                                  (GDestroyNotify)txl_sessions_free, sect,
+                                  GST_TXL_LEARN_SESSIONS_SECTION, path,
+                                  error);
 }
 
 /* ---- element ------------------------------------------------------------- */
@@ -729,21 +707,10 @@ user_chose(GObject *object, guint id)
     self->user_set |= SET_END_MARKER;
 }
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      user_chose };
-
-static void
-gst_txl_sessions_finalize(GObject *object)
-{
-  GstTxlSessions *self = GST_TXL_SESSIONS(object);
-  g_free(self->key);
-  g_free(self->key_field);
-  g_free(self->time_format);
-  g_free(self->idle_after_s);
-  g_free(self->open_thr_s);
-  g_free(self->learn.model_out);
-  G_OBJECT_CLASS(gst_txl_sessions_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .changed = user_chose,
+};
 
 static void
 gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
@@ -755,7 +722,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
                          GST_PARAM_MUTABLE_READY;
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_sessions_finalize;
   gst_txl_learn_install_props(gobject_class, PROP_LEARN);
 
   g_object_class_install_property(gobject_class, PROP_SESSION_KEY,
@@ -845,20 +811,10 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->settings = "session";
   base_class->not_ours = "%s: not a txlsessions element's snapshot (no "
                          "txlsessions state)";
+  GST_TXL_SCORER_BASE_SET_COMMON_HOOKS(base_class);
   base_class->prepare = prepare;
-  base_class->new_stream = new_stream;
-  base_class->free_stream = free_stream;
-  base_class->live = live;
-  base_class->progress = progress;
-  base_class->score = score;
-  base_class->push_out = push_scored;
-  base_class->finish = finish;
-  base_class->stream_start = stream_start;
   base_class->publish = gst_txl_sessions_note_state;
   base_class->save_own = gst_txl_sessions_save_own;
-  base_class->save = save;
-  base_class->load = load;
-  base_class->drop_loaded = drop_loaded;
   base_class->parse_own = gst_txl_sessions_parse_own;
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;

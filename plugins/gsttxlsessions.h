@@ -41,12 +41,6 @@ typedef struct {
   GstStructure *s;
 } Ended;
 
-/* What load() read: the sessions and the learning section (learn=true). */
-typedef struct {
-  TxlSessions *sessions;
-  GBytes *learn;
-} SLoaded;
-
 struct _GstTxlSessions {
   GstTxlScorerBase parent;
 

@@ -249,7 +249,7 @@ get_lines(TxlReader *r, guint32 version, guint32 nsl, int n_ids,
 /* The learning section (learn=true), checked: a learner continuing it,
  * its weights in the restored sessions. */
 static gboolean
-parse_learn(GstTxlScorerBase *base, guint32 version, SLoaded *ld,
+parse_learn(GstTxlScorerBase *base, guint32 version, GstTxlLearnLoaded *ld,
             OwnState *o, GError **error)
 {
   if (version < 4) {
@@ -260,10 +260,10 @@ parse_learn(GstTxlScorerBase *base, guint32 version, SLoaded *ld,
     return FALSE;
   }
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  gint warmup = gst_txl_learn_props_warmup(GST_ELEMENT(self), &self->learn);
-  o->learning = gst_txl_learn_load(GST_ELEMENT(self), base->model, warmup,
-                                   ld->learn, gst_txl_sessions_set_weights,
-                                   ld->sessions, NULL, error);
+  o->learning = gst_txl_learn_resume(GST_ELEMENT(self), &self->learn,
+                                     base->model, ld,
+                                     gst_txl_sessions_set_weights, NULL,
+                                     error);
   return o->learning != NULL;
 }
 
@@ -286,16 +286,11 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   o->sl_seq0 = (gint64)txl_get_u64(&r);
   guint32 nsl = txl_get_u32(&r);
   if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlsessions state is version 1, "
-                        "written by a txl that scored lines per raw byte; "
-                        "this one scores them per normalised byte with a "
-                        "worst part (docs/line-scores.md) and cannot continue "
-                        "those lines: remove the snapshot to start afresh");
+    gst_txl_line_scores_v1_error(error, "txlsessions", "afresh");
     g_free(o);
     return NULL;
   }
-  SLoaded *ld = loaded;
+  GstTxlLearnLoaded *ld = loaded;
   gsize line_min = version >= 4 ? SLINE4_MIN_BYTES : SLINE_MIN_BYTES;
   if (!r.ok || version < 2 || version > STATE_VERSION || o->pushed < 0 ||
       o->sl_seq0 < 1 || nsl > txl_reader_left(&r) / line_min ||
@@ -373,11 +368,8 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
   OwnState *o = own;
-  SLoaded *ld = loaded;
   txl_sessions_free(self->sessions);
-  self->sessions = g_steal_pointer(&ld->sessions);
-  g_clear_pointer(&ld->learn, g_bytes_unref);
-  g_free(ld);
+  self->sessions = gst_txl_learn_loaded_take(loaded);
   g_clear_pointer(&self->learning, gst_txl_learn_free);
   self->learning = g_steal_pointer(&o->learning);
   base->in_tokens = o->in_tokens;

@@ -740,19 +740,21 @@ threshold_chosen(GObject *object, guint id)
     self->mode = TXL_THRESHOLD_FIXED;
 }
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      threshold_chosen };
-
+/* What the sink holds besides its properties' strings. */
 static void
-gst_txl_sink_finalize(GObject *object)
+release(GObject *object)
 {
   GstTxlSink *self = GST_TXL_SINK(object);
-  g_free(self->location);
   g_queue_clear_full(&self->lines, gst_txl_sink_line_free);
   g_clear_pointer(&self->stopped, g_bytes_unref);
   g_rec_mutex_clear(&self->state_lock);
-  G_OBJECT_CLASS(gst_txl_sink_parent_class)->finalize(object);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .changed = threshold_chosen,
+  .finalize = release,
+};
 
 static void
 gst_txl_sink_class_init(GstTxlSinkClass *klass)
@@ -763,7 +765,6 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_sink_finalize;
 
   g_object_class_install_property(gobject_class, PROP_LOCATION,
       g_param_spec_string("location", "Location",

@@ -57,12 +57,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   gsize bn = 0;
   const guint8 *bd = has_bl ? txl_get_blob(&r, &bn, G_MAXUINT32) : NULL;
   if (r.ok && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's txlsink state is version 1, written "
-                        "by a txl that scored lines per raw byte; this one "
-                        "scores them per normalised byte with a worst part "
-                        "(docs/line-scores.md) and cannot continue those lines: "
-                        "remove the snapshot to start afresh");
+    gst_txl_line_scores_v1_error(error, "txlsink", "afresh");
     return FALSE;
   }
   if (!r.ok || (version != 2 && version != STATE_VERSION) || have_text > 1 ||

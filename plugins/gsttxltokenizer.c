@@ -641,12 +641,6 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
 {
   GstTxlTokenizer *self = GST_TXL_TOKENIZER(element);
   switch (transition) {
-  case GST_STATE_CHANGE_NULL_TO_READY: {
-    self->model = gst_txl_element_load_model(element, TRUE);
-    if (!self->model)
-      return GST_STATE_CHANGE_FAILURE;
-    break;
-  }
   case GST_STATE_CHANGE_READY_TO_PAUSED: {
     GError *err = NULL;
     TxlRecordReader *check = make_reader(self, &err);
@@ -671,9 +665,9 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     break;
   }
 
-  GstStateChangeReturn ret =
-      GST_ELEMENT_CLASS(gst_txl_tokenizer_parent_class)
-          ->change_state(element, transition);
+  GstStateChangeReturn ret = gst_txl_element_change_state(
+      element, GST_ELEMENT_CLASS(gst_txl_tokenizer_parent_class), transition,
+      &self->model, TRUE);
   if (ret == GST_STATE_CHANGE_FAILURE)
     return ret;
 
@@ -687,9 +681,6 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
     if (self->recs)
       g_string_free(g_steal_pointer(&self->recs), TRUE);
     g_mutex_unlock(&self->state_lock);
-    break;
-  case GST_STATE_CHANGE_READY_TO_NULL:
-    txl_model_cache_release(g_steal_pointer(&self->model));
     break;
   default:
     break;
@@ -711,22 +702,17 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL),
 };
 
-static const TxlPropTable props = { prop_fields, G_N_ELEMENTS(prop_fields),
-                                      NULL };
-
+/* What the tokenizer holds besides its properties' strings. */
 static void
-gst_txl_tokenizer_finalize(GObject *object)
+release(GObject *object)
 {
-  GstTxlTokenizer *self = GST_TXL_TOKENIZER(object);
-  g_free(self->model_path);
-  g_free(self->message_field);
-  g_free(self->time_field);
-  g_free(self->host_field);
-  g_free(self->session_field);
-  g_free(self->continuation);
-  g_mutex_clear(&self->state_lock);
-  G_OBJECT_CLASS(gst_txl_tokenizer_parent_class)->finalize(object);
+  g_mutex_clear(&GST_TXL_TOKENIZER(object)->state_lock);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+  .finalize = release,
+};
 
 static void
 gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
@@ -735,7 +721,6 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-  gobject_class->finalize = gst_txl_tokenizer_finalize;
 
   g_object_class_install_property(gobject_class, PROP_BUFFER_LINES,
       g_param_spec_boolean("buffer-lines", "Buffer lines",

@@ -128,3 +128,18 @@ gst_txl_element_load_model(GstElement *element, gboolean need_tokenizer)
   g_free(path);
   return m;
 }
+
+GstStateChangeReturn
+gst_txl_element_change_state(GstElement *element, GstElementClass *parent,
+                             GstStateChange transition, TxlModel **model,
+                             gboolean need_tokenizer)
+{
+  if (transition == GST_STATE_CHANGE_NULL_TO_READY &&
+      !(*model = gst_txl_element_load_model(element, need_tokenizer)))
+    return GST_STATE_CHANGE_FAILURE;
+  GstStateChangeReturn ret = parent->change_state(element, transition);
+  if (transition == GST_STATE_CHANGE_READY_TO_NULL &&
+      ret != GST_STATE_CHANGE_FAILURE)
+    txl_model_cache_release(g_steal_pointer(model));
+  return ret;
+}

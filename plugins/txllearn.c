@@ -7,6 +7,7 @@
 #include "txl_train.h"
 
 #include <math.h>
+#include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC(gst_txl_learn_debug);
 #define GST_CAT_DEFAULT gst_txl_learn_debug
@@ -390,10 +391,13 @@ gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
   return l;
 }
 
-gboolean
-gst_txl_learn_take_section(GHashTable *sect, const gchar *section,
-                           gboolean want, const gchar *element,
-                           const gchar *path, GBytes **out, GError **error)
+/* A snapshot's learning section (NULL in *out when it has none) checked
+ * against whether the element learns (want); the error names element and
+ * path. */
+static gboolean
+take_section(GHashTable *sect, const gchar *section, gboolean want,
+             const gchar *element, const gchar *path, GBytes **out,
+             GError **error)
 {
   GBytes *learn = g_hash_table_lookup(sect, section);
   *out = NULL;
@@ -421,8 +425,10 @@ gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
   return !on || *out != NULL;
 }
 
-gint
-gst_txl_learn_props_warmup(GstElement *owner, GstTxlLearnProps *p)
+/* learn-warmup, read under owner's lock (a snapshot's learning continues
+ * with it). */
+static gint
+props_warmup(GstElement *owner, GstTxlLearnProps *p)
 {
   GST_OBJECT_LOCK(owner);
   gint warmup = p->warmup;
@@ -455,4 +461,77 @@ gst_txl_learn_publish(GstTxlLearn *l, GstTxlLearnProps *p)
   GST_OBJECT_LOCK(l->owner);
   p->rounds = rounds;
   GST_OBJECT_UNLOCK(l->owner);
+}
+
+/* The element named in a mismatch error: the section's first part
+ * ("txlmodel.learn": txlmodel). */
+static gchar *
+section_element(const gchar *section)
+{
+  const gchar *dot = strchr(section, '.');
+  return dot ? g_strndup(section, (gsize)(dot - section)) : g_strdup(section);
+}
+
+GstTxlLearnLoaded *
+gst_txl_learn_loaded_new(GstElement *owner, GstTxlLearnProps *p,
+                         gpointer state, GDestroyNotify free_state,
+                         GHashTable **sect, const gchar *section,
+                         const gchar *path, GError **error)
+{
+  if (!state)
+    return NULL;
+  GstTxlLearnLoaded *ld = g_new0(GstTxlLearnLoaded, 1);
+  ld->state = state;
+  ld->free_state = free_state;
+  GST_OBJECT_LOCK(owner);
+  gboolean want = p->on;
+  GST_OBJECT_UNLOCK(owner);
+  gchar *element = section_element(section);
+  gboolean ok = take_section(*sect, section, want, element, path, &ld->learn,
+                             error);
+  g_free(element);
+  if (!ok) {
+    gst_txl_learn_loaded_free(ld);
+    g_clear_pointer(sect, g_hash_table_unref);
+    return NULL;
+  }
+  return ld;
+}
+
+void
+gst_txl_learn_loaded_free(gpointer loaded)
+{
+  GstTxlLearnLoaded *ld = loaded;
+  if (ld->state)
+    ld->free_state(ld->state);
+  g_clear_pointer(&ld->learn, g_bytes_unref);
+  g_free(ld);
+}
+
+gpointer
+gst_txl_learn_loaded_take(gpointer loaded)
+{
+  GstTxlLearnLoaded *ld = loaded;
+  gpointer state = g_steal_pointer(&ld->state);
+  gst_txl_learn_loaded_free(ld);
+  return state;
+}
+
+GstTxlLearn *
+gst_txl_learn_resume(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
+                     GstTxlLearnLoaded *loaded, GstTxlSetModelFunc set_model,
+                     GstBuffer *undelivered, GError **error)
+{
+  gint warmup = props_warmup(owner, p);
+  return gst_txl_learn_load(owner, base, warmup, loaded->learn, set_model,
+                            loaded->state, undelivered, error);
+}
+
+void
+gst_txl_learn_save_section(GstTxlLearn *l, GHashTable *sect,
+                           const gchar *section, GstBuffer *undelivered)
+{
+  if (l)
+    g_hash_table_insert(sect, g_strdup(section),
+                        gst_txl_learn_save(l, undelivered));
 }

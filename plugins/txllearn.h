@@ -104,9 +104,6 @@ typedef struct {
 gboolean gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p,
                              TxlModel *base, GstTxlLearn **out,
                              GError **error);
-/* learn-warmup, read under owner's lock (a snapshot's learning continues
- * with it). */
-gint gst_txl_learn_props_warmup(GstElement *owner, GstTxlLearnProps *p);
 /* gst_txl_learn_run() with learn-model read and learn-rounds published
  * under the owner's lock; nothing to do without queued lines. */
 gboolean gst_txl_learn_step(GstTxlLearn *l, GstTxlLearnProps *p,
@@ -115,13 +112,44 @@ gboolean gst_txl_learn_step(GstTxlLearn *l, GstTxlLearnProps *p,
 /* learn-rounds after a restore (l may be NULL: not learning). */
 void gst_txl_learn_publish(GstTxlLearn *l, GstTxlLearnProps *p);
 
-/* A snapshot's learning section (NULL in *out when it has none) checked
- * against whether the element learns (want): a snapshot continues only the
- * way it was written; the error names element and path. */
-gboolean gst_txl_learn_take_section(GHashTable *sect, const gchar *section,
-                                    gboolean want, const gchar *element,
-                                    const gchar *path, GBytes **out,
-                                    GError **error);
+/* ---- a learning element's snapshot, the part txlmodel and txlsessions
+ * share: the library's state (TxlScorer, TxlSessions) travels from load()
+ * to apply() with the learning section beside it ---- */
+
+/* What load() read (the base class's "loaded"). */
+typedef struct {
+  gpointer state;            /* the library's part, freed with free_state */
+  GDestroyNotify free_state;
+  GBytes *learn;             /* the learning section, or NULL */
+} GstTxlLearnLoaded;
+
+/* state as the library loaded it (NULL: it failed, error set) with the
+ * snapshot's section checked against learn (p, under owner's lock): a
+ * snapshot continues only the way it was written.  NULL with error, state
+ * freed and *sect dropped, when they do not fit. */
+GstTxlLearnLoaded *gst_txl_learn_loaded_new(GstElement *owner,
+                                            GstTxlLearnProps *p,
+                                            gpointer state,
+                                            GDestroyNotify free_state,
+                                            GHashTable **sect,
+                                            const gchar *section,
+                                            const gchar *path,
+                                            GError **error);
+/* drop_loaded */
+void gst_txl_learn_loaded_free(gpointer loaded);
+/* For apply(): the library's state, taken, the rest dropped. */
+gpointer gst_txl_learn_loaded_take(gpointer loaded);
+/* The learning that continues loaded's section (owner's learn-warmup; its
+ * weights into loaded's state through set_model): NULL with error when
+ * the section does not fit. */
+GstTxlLearn *gst_txl_learn_resume(GstElement *owner, GstTxlLearnProps *p,
+                                  TxlModel *base, GstTxlLearnLoaded *loaded,
+                                  GstTxlSetModelFunc set_model,
+                                  GstBuffer *undelivered, GError **error);
+/* save(): the learning's section among the snapshot's (none without l). */
+void gst_txl_learn_save_section(GstTxlLearn *l, GHashTable *sect,
+                                const gchar *section,
+                                GstBuffer *undelivered);
 
 G_END_DECLS
 

@@ -93,6 +93,46 @@ get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec)
     G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
 }
 
+/* One class's part of the instance: its own finalize, then its string
+ * fields (cleared, as a finalize hook may have cleared one already). */
+static void
+finalize_level(GObject *object, GType type, const TxlPropTable *table)
+{
+  if (table->finalize)
+    table->finalize(object);
+  guint n;
+  GParamSpec **specs = g_object_class_list_properties(
+      G_OBJECT_CLASS(g_type_class_peek(type)), &n);
+  for (guint i = 0; i < n; i++) {
+    if (specs[i]->owner_type != type ||
+        G_PARAM_SPEC_VALUE_TYPE(specs[i]) != G_TYPE_STRING)
+      continue;
+    for (gsize k = 0; k < table->n; k++)
+      if (table->fields[k].id == specs[i]->param_id)
+        g_clear_pointer((gchar **)G_STRUCT_MEMBER_P(object,
+                                                    table->fields[k].offset),
+                        g_free);
+  }
+  g_free(specs);
+}
+
+/* The object's class and its ancestors, most derived first, as far as
+ * they finalize through here; then the first class that does not. */
+static void
+finalize(GObject *object)
+{
+  GType type = G_OBJECT_TYPE(object);
+  GObjectClass *klass;
+  do {
+    const TxlPropTable *table = g_type_get_qdata(type, props_quark());
+    if (table)
+      finalize_level(object, type, table);
+    type = g_type_parent(type);
+    klass = g_type_class_peek(type);
+  } while (klass->finalize == finalize);
+  klass->finalize(object);
+}
+
 void
 txl_props_install(GObjectClass *klass, const TxlPropTable *table)
 {
@@ -100,4 +140,5 @@ txl_props_install(GObjectClass *klass, const TxlPropTable *table)
                    (gpointer)table);
   klass->set_property = set_property;
   klass->get_property = get_property;
+  klass->finalize = finalize;
 }

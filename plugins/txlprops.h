@@ -3,7 +3,11 @@
  * one table per element class instead of a switch per property: the table
  * names each property's id and field, the field's type is the property's
  * (a string property's field is an owned gchar *, an enum's an int).  All
- * is done under the object lock. */
+ * is done under the object lock.
+ *
+ * The table also finalizes: it owns the string fields, so it frees them,
+ * runs the class's own finalize for what else the instance holds and
+ * chains up, a class at a time, to the first class without a table. */
 #ifndef TXL_PROPS_H
 #define TXL_PROPS_H
 
@@ -26,9 +30,13 @@ typedef struct {
   gsize n;
   /* after a property was set, object lock held (may be NULL) */
   void (*changed)(GObject *object, guint id);
+  /* what the instance holds besides its string fields, freed at finalize
+   * before them, without chaining up (may be NULL) */
+  void (*finalize)(GObject *object);
 } TxlPropTable;
 
-/* The class's set_property and get_property: through its table. */
+/* The class's set_property, get_property and finalize: through its table
+ * (a class with a table leaves finalize to it). */
 void txl_props_install(GObjectClass *klass, const TxlPropTable *table);
 
 G_END_DECLS

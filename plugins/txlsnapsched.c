@@ -114,16 +114,25 @@ txl_snap_sched_triggers(TxlSnapSched *s)
   g_free(loc);
 }
 
+/* From a clock thread: the triggers, under the stream lock when it is
+ * free; FALSE when it is taken (the stream is busy). */
+static gboolean
+triggers_if_free(TxlSnapSched *s)
+{
+  if (!GST_PAD_STREAM_TRYLOCK(s->sinkpad))
+    return FALSE;
+  if (s->ops->live(s->element))
+    txl_snap_sched_triggers(s);
+  GST_PAD_STREAM_UNLOCK(s->sinkpad);
+  return TRUE;
+}
+
+/* a busy stream sees the triggers at its next buffer */
 static gboolean
 on_snap_timer(GstClock *clock, GstClockTime time, GstClockID id,
               gpointer data)
 {
-  TxlSnapSched *s = sched_of(data);
-  if (!GST_PAD_STREAM_TRYLOCK(s->sinkpad))
-    return TRUE;
-  if (s->ops->live(s->element))
-    txl_snap_sched_triggers(s);
-  GST_PAD_STREAM_UNLOCK(s->sinkpad);
+  triggers_if_free(sched_of(data));
   return TRUE;
 }
 
@@ -138,15 +147,8 @@ on_request_timer(GstClock *clock, GstClockTime time, GstClockID id,
   if (current)
     g_clear_pointer(&s->req_timer, gst_clock_id_unref);
   SELF_UNLOCK(s);
-  if (!current || !pending)
-    return TRUE;
-  if (!GST_PAD_STREAM_TRYLOCK(s->sinkpad)) {
-    arm_request_timer(s);
-    return TRUE;
-  }
-  if (s->ops->live(s->element))
-    txl_snap_sched_triggers(s);
-  GST_PAD_STREAM_UNLOCK(s->sinkpad);
+  if (current && pending && !triggers_if_free(s))
+    arm_request_timer(s); /* a request must not wait for data */
   return TRUE;
 }
 

@@ -291,7 +291,7 @@ bad:
 gboolean
 txl_baseline_restore(TxlBaseline *b, GBytes *state, GError **error)
 {
-  gsize len = 0;
-  const guint8 *p = state ? g_bytes_get_data(state, &len) : NULL;
+  gsize len;
+  const guint8 *p = txl_bytes_data(state, &len);
   return txl_baseline_state_set_data(b, p, len, error);
 }

@@ -83,23 +83,29 @@ txl_token_norm_bytes(const TxlTokenizer *tok, int32_t id)
   }
 }
 
+/* The rule every per-unit line score follows before its own division: a
+ * line without tokens has none (NAN), one with a non-finite token score is
+ * infinitely surprising.  FALSE when the score is an ordinary number. */
+static gboolean
+special_score(const TxlLineScore *s, double *v)
+{
+  *v = s->tokens <= 0 ? NAN : INFINITY;
+  return s->tokens <= 0 || s->nonfinite;
+}
+
 double
 txl_line_mean_nll(const TxlLineScore *s)
 {
-  if (s->tokens <= 0)
-    return NAN;
-  if (s->nonfinite)
-    return INFINITY;
-  return s->nll / (double)s->tokens;
+  double v;
+  return special_score(s, &v) ? v : s->nll / (double)s->tokens;
 }
 
 double
 txl_line_bpb(const TxlLineScore *s)
 {
-  if (s->tokens <= 0)
-    return NAN;
-  if (s->nonfinite)
-    return INFINITY;
+  double v;
+  if (special_score(s, &v))
+    return v;
   return s->norm_bytes ? s->nll / G_LN2 / (double)s->norm_bytes : 0.0;
 }
 

@@ -81,8 +81,8 @@ section_head(TxlSessions *s, const TxlSnapshotOptions *so, gsize *n_floats)
       resident = i;
   txl_put_u64(b, (guint64)((guint64)resident));
   GBytes *enc = s->enc ? txl_encoder_save(s->enc) : NULL;
-  gsize en = 0;
-  const void *ed = enc ? g_bytes_get_data(enc, &en) : NULL;
+  gsize en;
+  const guint8 *ed = txl_bytes_data(enc, &en);
   txl_put_blob(b, ed, en);
   if (enc)
     g_bytes_unref(enc);

@@ -44,11 +44,18 @@ txl_reader_init_data(TxlReader *r, const void *data, gsize n)
   r->ok = r->p != NULL || n == 0;
 }
 
+const guint8 *
+txl_bytes_data(GBytes *bytes, gsize *n)
+{
+  *n = 0;
+  return bytes ? g_bytes_get_data(bytes, n) : NULL;
+}
+
 void
 txl_reader_init(TxlReader *r, GBytes *bytes)
 {
-  gsize n = 0;
-  const void *d = bytes ? g_bytes_get_data(bytes, &n) : NULL;
+  gsize n;
+  const guint8 *d = txl_bytes_data(bytes, &n);
   txl_reader_init_data(r, d, n);
 }
 

@@ -121,6 +121,8 @@ typedef struct {
   gboolean ok; /* FALSE once anything was missing */
 } TxlReader;
 
+/* The data of bytes (NULL, *n 0, for NULL bytes: a state not given). */
+const guint8 *txl_bytes_data(GBytes *bytes, gsize *n);
 /* NULL or empty bytes: an empty reader */
 void txl_reader_init(TxlReader *r, GBytes *bytes);
 /* Over n bytes at data (NULL with n 0: empty). */

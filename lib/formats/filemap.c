@@ -8,20 +8,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Opens a regular, non-empty file of at most max bytes; -1 with an error
- * otherwise.  O_NONBLOCK: opening a FIFO would wait for a writer before
- * fstat could tell what it is. */
-static int
-open_regular(const char *path, const char *what, guint64 max, gsize *size,
-             GError **error)
+int
+txl_open_nonblock(const char *path, GError **error)
 {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     int e = errno;
     g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot open: %s", path,
                 g_strerror(e));
-    return -1;
   }
+  return fd;
+}
+
+/* Opens a regular, non-empty file of at most max bytes; -1 with an error
+ * otherwise. */
+static int
+open_regular(const char *path, const char *what, guint64 max, gsize *size,
+             GError **error)
+{
+  int fd = txl_open_nonblock(path, error);
+  if (fd < 0)
+    return -1;
   struct stat st;
   const char *problem = NULL;
   int code = TXL_ERROR_IO;
@@ -103,4 +110,16 @@ txl_unmap_file(void *map, gsize size)
 {
   if (map)
     munmap(map, size);
+}
+
+gboolean
+txl_fail(GError **error, int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error_literal(error, TXL_ERROR, code, msg);
+  g_free(msg);
+  return FALSE;
 }

@@ -184,24 +184,13 @@ take_u64(Cursor *c, uint64_t *v)
   return TRUE;
 }
 
-static void G_GNUC_PRINTF(3, 4)
-fail(GError **error, int code, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, TXL_ERROR, code, msg);
-  g_free(msg);
-}
-
 static gboolean
 truncated(const Cursor *c, const char *what, GError **error)
 {
-  fail(error, TXL_ERROR_FORMAT,
-       "truncated: %s at offset %" G_GUINT64_FORMAT
-       " runs past the end of the file (%" G_GUINT64_FORMAT " bytes)",
-       what, c->pos, c->size);
+  txl_fail(error, TXL_ERROR_FORMAT,
+           "truncated: %s at offset %" G_GUINT64_FORMAT
+           " runs past the end of the file (%" G_GUINT64_FORMAT " bytes)",
+           what, c->pos, c->size);
   return FALSE;
 }
 
@@ -216,40 +205,41 @@ read_name(Cursor *c, const char *what, uint64_t idx, uint64_t max_len,
   uint64_t len;
   const guint8 *b;
   if (!take_u64(c, &len)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "truncated: length of %s #%" G_GUINT64_FORMAT " name at offset %"
-         G_GUINT64_FORMAT " runs past the end of the file (%" G_GUINT64_FORMAT
-         " bytes)", what, idx, pos, c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "truncated: length of %s #%" G_GUINT64_FORMAT
+             " name at offset %" G_GUINT64_FORMAT
+             " runs past the end of the file (%" G_GUINT64_FORMAT " bytes)",
+             what, idx, pos, c->size);
     return NULL;
   }
   if (len == 0) {
-    fail(error, TXL_ERROR_FORMAT, "%s #%" G_GUINT64_FORMAT " has an empty name",
-         what, idx);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "%s #%" G_GUINT64_FORMAT " has an empty name", what, idx);
     return NULL;
   }
   if (len > max_len) {
-    fail(error, TXL_ERROR_FORMAT,
-         "%s #%" G_GUINT64_FORMAT " name is %" G_GUINT64_FORMAT
-         " bytes long, at most %" G_GUINT64_FORMAT " are allowed",
-         what, idx, len, max_len);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "%s #%" G_GUINT64_FORMAT " name is %" G_GUINT64_FORMAT
+             " bytes long, at most %" G_GUINT64_FORMAT " are allowed",
+             what, idx, len, max_len);
     return NULL;
   }
   if (!take(c, len, &b)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "truncated: %s #%" G_GUINT64_FORMAT " name (%" G_GUINT64_FORMAT
-         " bytes at offset %" G_GUINT64_FORMAT ") runs past the end of the "
-         "file (%" G_GUINT64_FORMAT " bytes)", what, idx, len, pos + 8,
-         c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "truncated: %s #%" G_GUINT64_FORMAT " name (%" G_GUINT64_FORMAT
+             " bytes at offset %" G_GUINT64_FORMAT ") runs past the end of the "
+             "file (%" G_GUINT64_FORMAT " bytes)", what, idx, len, pos + 8,
+             c->size);
     return NULL;
   }
   if (memchr(b, 0, len)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "%s #%" G_GUINT64_FORMAT " name contains a NUL byte", what, idx);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "%s #%" G_GUINT64_FORMAT " name contains a NUL byte", what, idx);
     return NULL;
   }
   if (!g_utf8_validate((const char *)b, (gssize)len, NULL)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "%s #%" G_GUINT64_FORMAT " name is not valid UTF-8", what, idx);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "%s #%" G_GUINT64_FORMAT " name is not valid UTF-8", what, idx);
     return NULL;
   }
   return g_strndup((const char *)b, len);
@@ -262,9 +252,9 @@ check_bools(const char *key, const guint8 *b, uint64_t n, GError **error)
 {
   for (uint64_t i = 0; i < n; i++) {
     if (b[i] > 1) {
-      fail(error, TXL_ERROR_FORMAT,
-           "key '%s': bool value %u at index %" G_GUINT64_FORMAT
-           " is neither 0 nor 1", key, b[i], i);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "key '%s': bool value %u at index %" G_GUINT64_FORMAT
+               " is neither 0 nor 1", key, b[i], i);
       return FALSE;
     }
   }
@@ -280,9 +270,9 @@ read_scalar(Cursor *c, const char *key, uint32_t t, GgufKv *kv,
   if (t == GGUF_TYPE_STRING) {
     uint64_t len;
     if (!take_u64(c, &len) || !take(c, len, &b)) {
-      fail(error, TXL_ERROR_FORMAT,
-           "key '%s': string value runs past the end of the file (%"
-           G_GUINT64_FORMAT " bytes)", key, c->size);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "key '%s': string value runs past the end of the file (%"
+               G_GUINT64_FORMAT " bytes)", key, c->size);
       return FALSE;
     }
     kv->count = len;
@@ -292,9 +282,9 @@ read_scalar(Cursor *c, const char *key, uint32_t t, GgufKv *kv,
   unsigned sz = type_size(t);
   g_assert(sz > 0);
   if (!take(c, sz, &b)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': %s value runs past the end of the file (%"
-         G_GUINT64_FORMAT " bytes)", key, type_name(t), c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': %s value runs past the end of the file (%"
+             G_GUINT64_FORMAT " bytes)", key, type_name(t), c->size);
     return FALSE;
   }
   if (t == GGUF_TYPE_BOOL && !check_bools(key, b, 1, error))
@@ -310,19 +300,20 @@ read_array(Cursor *c, const char *key, GgufKv *kv, GError **error)
   uint32_t et;
   uint64_t n;
   if (!take_u32(c, &et) || !take_u64(c, &n)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': array header runs past the end of the file (%"
-         G_GUINT64_FORMAT " bytes)", key, c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': array header runs past the end of the file (%"
+             G_GUINT64_FORMAT " bytes)", key, c->size);
     return FALSE;
   }
   if (et == GGUF_TYPE_ARRAY) {
-    fail(error, TXL_ERROR_UNSUPPORTED,
-         "key '%s': nested arrays are not supported", key);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "key '%s': nested arrays are not supported", key);
     return FALSE;
   }
   if (!type_is_known(et)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': unknown array element type %" G_GUINT32_FORMAT, key, et);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': unknown array element type %" G_GUINT32_FORMAT, key,
+             et);
     return FALSE;
   }
   kv->elem_type = et;
@@ -332,10 +323,11 @@ read_array(Cursor *c, const char *key, GgufKv *kv, GError **error)
    * field), so a count beyond left / size cannot be genuine. */
   unsigned min = et == GGUF_TYPE_STRING ? 8 : type_size(et);
   if (n > left(c) / min) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': array of %" G_GUINT64_FORMAT " %s elements does not fit "
-         "in the %" G_GUINT64_FORMAT " bytes left in the file",
-         key, n, type_name(et), left(c));
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': array of %" G_GUINT64_FORMAT
+             " %s elements does not fit "
+             "in the %" G_GUINT64_FORMAT " bytes left in the file",
+             key, n, type_name(et), left(c));
     return FALSE;
   }
   if (et != GGUF_TYPE_STRING) {
@@ -346,10 +338,10 @@ read_array(Cursor *c, const char *key, GgufKv *kv, GError **error)
   for (uint64_t i = 0; i < n; i++) {
     uint64_t len;
     if (!take_u64(c, &len) || !take(c, len, NULL)) {
-      fail(error, TXL_ERROR_FORMAT,
-           "key '%s': string #%" G_GUINT64_FORMAT " of the array runs past "
-           "the end of the file (%" G_GUINT64_FORMAT " bytes)",
-           key, i, c->size);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "key '%s': string #%" G_GUINT64_FORMAT " of the array runs past "
+               "the end of the file (%" G_GUINT64_FORMAT " bytes)",
+               key, i, c->size);
       return FALSE;
     }
   }
@@ -366,19 +358,19 @@ read_kv(GgufFile *f, Cursor *c, uint64_t idx, GError **error)
   /* The slot counts as filled from here so gguf_close() frees the key. */
   f->n_kvs = idx + 1;
   if (g_hash_table_contains(f->kv_index, kv->key)) {
-    fail(error, TXL_ERROR_FORMAT, "duplicate key '%s'", kv->key);
+    txl_fail(error, TXL_ERROR_FORMAT, "duplicate key '%s'", kv->key);
     return FALSE;
   }
   if (!take_u32(c, &kv->type)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': value type runs past the end of the file (%"
-         G_GUINT64_FORMAT " bytes)", kv->key, c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': value type runs past the end of the file (%"
+             G_GUINT64_FORMAT " bytes)", kv->key, c->size);
     return FALSE;
   }
   if (!type_is_known(kv->type)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s': unknown value type %" G_GUINT32_FORMAT, kv->key,
-         kv->type);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s': unknown value type %" G_GUINT32_FORMAT, kv->key,
+             kv->type);
     return FALSE;
   }
   uint64_t start = c->pos;
@@ -401,16 +393,16 @@ read_alignment(GgufFile *f, GError **error)
   if (!kv)
     return TRUE;
   if (kv->type != GGUF_TYPE_UINT32) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key 'general.alignment' has type %s, expected u32",
-         type_name(kv->type));
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key 'general.alignment' has type %s, expected u32",
+             type_name(kv->type));
     return FALSE;
   }
   uint32_t a = txl_le_get32(kv->val);
   if (a == 0 || (a & (a - 1)) != 0 || a > MAX_ALIGNMENT) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key 'general.alignment' = %" G_GUINT32_FORMAT
-         " must be a power of two no larger than %u", a, MAX_ALIGNMENT);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key 'general.alignment' = %" G_GUINT32_FORMAT
+             " must be a power of two no larger than %u", a, MAX_ALIGNMENT);
     return FALSE;
   }
   f->alignment = a;
@@ -431,54 +423,54 @@ read_tensor_info(GgufFile *f, Cursor *c, uint64_t idx, uint64_t *offset,
   t->name = name;
   f->n_tensors = idx + 1;
   if (g_hash_table_contains(f->tensor_index, name)) {
-    fail(error, TXL_ERROR_FORMAT, "duplicate tensor name '%s'", name);
+    txl_fail(error, TXL_ERROR_FORMAT, "duplicate tensor name '%s'", name);
     return FALSE;
   }
   if (!take_u32(c, &t->n_dims)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tensor '%s': n_dims runs past the end of the file (%"
-         G_GUINT64_FORMAT " bytes)", name, c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tensor '%s': n_dims runs past the end of the file (%"
+             G_GUINT64_FORMAT " bytes)", name, c->size);
     return FALSE;
   }
   if (t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tensor '%s': n_dims = %" G_GUINT32_FORMAT " is outside [1, %d]",
-         name, t->n_dims, GGUF_MAX_DIMS);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tensor '%s': n_dims = %" G_GUINT32_FORMAT " is outside [1, %d]",
+             name, t->n_dims, GGUF_MAX_DIMS);
     return FALSE;
   }
   for (int d = 0; d < GGUF_MAX_DIMS; d++)
     t->ne[d] = 1;
   for (uint32_t d = 0; d < t->n_dims; d++) {
     if (!take_u64(c, &t->ne[d])) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tensor '%s': dims run past the end of the file (%"
-           G_GUINT64_FORMAT " bytes)", name, c->size);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tensor '%s': dims run past the end of the file (%"
+               G_GUINT64_FORMAT " bytes)", name, c->size);
       return FALSE;
     }
   }
   if (!take_u32(c, &t->type) || !take_u64(c, offset)) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tensor '%s': type/offset run past the end of the file (%"
-         G_GUINT64_FORMAT " bytes)", name, c->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tensor '%s': type/offset run past the end of the file (%"
+             G_GUINT64_FORMAT " bytes)", name, c->size);
     return FALSE;
   }
   if (t->type != GGUF_TENSOR_F32 && t->type != GGUF_TENSOR_F16) {
-    fail(error, TXL_ERROR_UNSUPPORTED,
-         "tensor '%s': ggml type %" G_GUINT32_FORMAT
-         " is not supported (only F32 = 0 and F16 = 1)", name, t->type);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "tensor '%s': ggml type %" G_GUINT32_FORMAT
+             " is not supported (only F32 = 0 and F16 = 1)", name, t->type);
     return FALSE;
   }
   uint64_t n = t->type == GGUF_TENSOR_F32 ? 4 : 2;
   for (uint32_t d = 0; d < t->n_dims; d++) {
     if (t->ne[d] == 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tensor '%s': dimension %" G_GUINT32_FORMAT " is 0", name, d);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tensor '%s': dimension %" G_GUINT32_FORMAT " is 0", name, d);
       return FALSE;
     }
     if (n > G_MAXUINT64 / t->ne[d]) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tensor '%s': size of the %s shape overflows 64 bits", name,
-           tensor_type_name(t->type));
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tensor '%s': size of the %s shape overflows 64 bits", name,
+               tensor_type_name(t->type));
       return FALSE;
     }
     n *= t->ne[d];
@@ -511,10 +503,10 @@ place_tensors(GgufFile *f, uint64_t header_end, const uint64_t *offsets,
   /* header_end <= size and a <= 1 MiB: no overflow. */
   uint64_t base = (header_end + a - 1) / a * a;
   if (base > f->size) {
-    fail(error, TXL_ERROR_FORMAT,
-         "data section would start at %" G_GUINT64_FORMAT
-         ", past the end of the file (%" G_GUINT64_FORMAT " bytes)",
-         base, (uint64_t)f->size);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "data section would start at %" G_GUINT64_FORMAT
+             ", past the end of the file (%" G_GUINT64_FORMAT " bytes)",
+             base, (uint64_t)f->size);
     return FALSE;
   }
   uint64_t avail = f->size - base;
@@ -523,23 +515,26 @@ place_tensors(GgufFile *f, uint64_t header_end, const uint64_t *offsets,
     GgufTensor *t = &f->tensors[i];
     uint64_t off = offsets[i];
     if (off % a != 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tensor '%s': offset %" G_GUINT64_FORMAT
-           " is not a multiple of the alignment %" G_GUINT64_FORMAT,
-           t->name, off, a);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tensor '%s': offset %" G_GUINT64_FORMAT
+               " is not a multiple of the alignment %" G_GUINT64_FORMAT,
+               t->name, off, a);
       return FALSE;
     }
     if (off > avail || t->nbytes > avail - off) {
       if (off > G_MAXUINT64 - base || t->nbytes > G_MAXUINT64 - base - off)
-        fail(error, TXL_ERROR_FORMAT,
-             "tensor '%s': offset %" G_GUINT64_FORMAT " + %" G_GUINT64_FORMAT
-             " bytes runs past the end of the file (%" G_GUINT64_FORMAT
-             " bytes)", t->name, off, t->nbytes, (uint64_t)f->size);
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "tensor '%s': offset %" G_GUINT64_FORMAT
+                 " + %" G_GUINT64_FORMAT
+                 " bytes runs past the end of the file (%" G_GUINT64_FORMAT
+                 " bytes)",
+                 t->name, off, t->nbytes, (uint64_t)f->size);
       else
-        fail(error, TXL_ERROR_FORMAT,
-             "tensor '%s': data [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-             ") runs past the end of the file (%" G_GUINT64_FORMAT " bytes)",
-             t->name, base + off, base + off + t->nbytes, (uint64_t)f->size);
+        txl_fail(
+            error, TXL_ERROR_FORMAT,
+            "tensor '%s': data [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+            ") runs past the end of the file (%" G_GUINT64_FORMAT " bytes)",
+            t->name, base + off, base + off + t->nbytes, (uint64_t)f->size);
       return FALSE;
     }
     t->data = f->data + base + off;
@@ -552,11 +547,12 @@ place_tensors(GgufFile *f, uint64_t header_end, const uint64_t *offsets,
     const GgufTensor *t = &f->tensors[ext[i].idx];
     uint64_t p_end = ext[i - 1].start + p->nbytes;
     if (p_end > ext[i].start) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tensor '%s' [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-           ") overlaps tensor '%s' [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
-           ")", t->name, ext[i].start, ext[i].start + t->nbytes, p->name,
-           ext[i - 1].start, p_end);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tensor '%s' [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+               ") overlaps tensor '%s' [%" G_GUINT64_FORMAT
+               ", %" G_GUINT64_FORMAT ")",
+               t->name, ext[i].start, ext[i].start + t->nbytes, p->name,
+               ext[i - 1].start, p_end);
       return FALSE;
     }
   }
@@ -573,9 +569,9 @@ read_header(GgufFile *f, Cursor *c, uint64_t *n_tensors, uint64_t *n_kvs,
   if (!take(c, 4, &b))
     return truncated(c, "magic", error);
   if (memcmp(b, "GGUF", 4) != 0) {
-    fail(error, TXL_ERROR_FORMAT,
-         "not a GGUF file (magic %02x %02x %02x %02x, expected \"GGUF\")",
-         b[0], b[1], b[2], b[3]);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "not a GGUF file (magic %02x %02x %02x %02x, expected \"GGUF\")",
+             b[0], b[1], b[2], b[3]);
     return FALSE;
   }
   if (!take_u32(c, &f->version))
@@ -583,12 +579,12 @@ read_header(GgufFile *f, Cursor *c, uint64_t *n_tensors, uint64_t *n_kvs,
   if (f->version != 3) {
     uint32_t swapped = GUINT32_SWAP_LE_BE(f->version);
     if (swapped >= 1 && swapped <= 3)
-      fail(error, TXL_ERROR_UNSUPPORTED,
-           "big-endian GGUF files are not supported");
+      txl_fail(error, TXL_ERROR_UNSUPPORTED,
+               "big-endian GGUF files are not supported");
     else
-      fail(error, TXL_ERROR_UNSUPPORTED,
-           "GGUF version %" G_GUINT32_FORMAT " is not supported (only 3)",
-           f->version);
+      txl_fail(error, TXL_ERROR_UNSUPPORTED,
+               "GGUF version %" G_GUINT32_FORMAT " is not supported (only 3)",
+               f->version);
     return FALSE;
   }
   if (!take_u64(c, n_tensors))
@@ -597,28 +593,29 @@ read_header(GgufFile *f, Cursor *c, uint64_t *n_tensors, uint64_t *n_kvs,
     return truncated(c, "metadata count", error);
   /* Bound the counts by the bytes left before allocating for them. */
   if (*n_kvs > MAX_KVS) {
-    fail(error, TXL_ERROR_FORMAT,
-         "kv_count %" G_GUINT64_FORMAT " exceeds the limit of %u", *n_kvs,
-         MAX_KVS);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "kv_count %" G_GUINT64_FORMAT " exceeds the limit of %u", *n_kvs,
+             MAX_KVS);
     return FALSE;
   }
   if (*n_tensors > MAX_TENSORS) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tensor_count %" G_GUINT64_FORMAT " exceeds the limit of %u",
-         *n_tensors, MAX_TENSORS);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tensor_count %" G_GUINT64_FORMAT " exceeds the limit of %u",
+             *n_tensors, MAX_TENSORS);
     return FALSE;
   }
   if (*n_kvs > left(c) / MIN_KV_BYTES) {
-    fail(error, TXL_ERROR_FORMAT,
-         "kv_count %" G_GUINT64_FORMAT " cannot fit in the %" G_GUINT64_FORMAT
-         " bytes left in the file", *n_kvs, left(c));
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "kv_count %" G_GUINT64_FORMAT
+             " cannot fit in the %" G_GUINT64_FORMAT " bytes left in the file",
+             *n_kvs, left(c));
     return FALSE;
   }
   if (*n_tensors > left(c) / MIN_TENSOR_INFO_BYTES ||
       *n_tensors * MIN_TENSOR_INFO_BYTES > left(c) - *n_kvs * MIN_KV_BYTES) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tensor_count %" G_GUINT64_FORMAT " cannot fit in the %"
-         G_GUINT64_FORMAT " bytes left in the file", *n_tensors, left(c));
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tensor_count %" G_GUINT64_FORMAT " cannot fit in the %"
+             G_GUINT64_FORMAT " bytes left in the file", *n_tensors, left(c));
     return FALSE;
   }
   return TRUE;
@@ -719,7 +716,7 @@ lookup(const GgufFile *f, const char *key, GError **error)
 {
   const GgufKv *kv = g_hash_table_lookup(f->kv_index, key);
   if (!kv)
-    fail(error, TXL_ERROR_FORMAT, "missing key '%s'", key);
+    txl_fail(error, TXL_ERROR_FORMAT, "missing key '%s'", key);
   return kv;
 }
 
@@ -727,12 +724,12 @@ static void
 wrong_type(const GgufKv *kv, const char *expected, GError **error)
 {
   if (kv->type == GGUF_TYPE_ARRAY)
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s' has type array of %s, expected %s", kv->key,
-         type_name(kv->elem_type), expected);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s' has type array of %s, expected %s", kv->key,
+             type_name(kv->elem_type), expected);
   else
-    fail(error, TXL_ERROR_FORMAT, "key '%s' has type %s, expected %s",
-         kv->key, type_name(kv->type), expected);
+    txl_fail(error, TXL_ERROR_FORMAT, "key '%s' has type %s, expected %s",
+             kv->key, type_name(kv->type), expected);
 }
 
 /* The kv of key if ok(its type); NULL with an error (a missing key, or
@@ -814,15 +811,17 @@ gguf_get_int(const GgufFile *f, const char *key, gint64 min, gint64 max,
   uint64_t raw = 0;
   gint64 v = decode_int(kv->type, kv->val, &big, &raw);
   if (big) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s' = %" G_GUINT64_FORMAT " is out of range [%" G_GINT64_FORMAT
-         ", %" G_GINT64_FORMAT "]", key, raw, min, max);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s' = %" G_GUINT64_FORMAT
+             " is out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]",
+             key, raw, min, max);
     return FALSE;
   }
   if (v < min || v > max) {
-    fail(error, TXL_ERROR_FORMAT,
-         "key '%s' = %" G_GINT64_FORMAT " is out of range [%" G_GINT64_FORMAT
-         ", %" G_GINT64_FORMAT "]", key, v, min, max);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "key '%s' = %" G_GINT64_FORMAT
+             " is out of range [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]",
+             key, v, min, max);
     return FALSE;
   }
   *out = v;
@@ -865,8 +864,8 @@ gguf_get_string(const GgufFile *f, const char *key, GError **error)
   if (!kv)
     return NULL;
   if (memchr(kv->val, 0, kv->count)) {
-    fail(error, TXL_ERROR_FORMAT, "key '%s': string contains a NUL byte",
-         key);
+    txl_fail(error, TXL_ERROR_FORMAT, "key '%s': string contains a NUL byte",
+             key);
     return NULL;
   }
   return g_strndup((const char *)kv->val, kv->count);
@@ -885,9 +884,10 @@ lookup_array(const GgufFile *f, const char *key, gboolean (*ok)(uint32_t),
   }
   /* A u8 array copied into gint64[] grows eightfold: keep that bounded. */
   if (kv->count > MAX_ARRAY_GET) {
-    fail(error, TXL_ERROR_UNSUPPORTED,
-         "key '%s': array of %" G_GUINT64_FORMAT
-         " elements exceeds the limit of %u", key, kv->count, MAX_ARRAY_GET);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "key '%s': array of %" G_GUINT64_FORMAT
+             " elements exceeds the limit of %u",
+             key, kv->count, MAX_ARRAY_GET);
     return NULL;
   }
   return kv;
@@ -909,9 +909,9 @@ gguf_get_int_array(const GgufFile *f, const char *key, gint64 **out,
     uint64_t raw = 0;
     v[i] = decode_int(kv->elem_type, kv->val + i * sz, &big, &raw);
     if (big) {
-      fail(error, TXL_ERROR_FORMAT,
-           "key '%s': element %" G_GUINT64_FORMAT " = %" G_GUINT64_FORMAT
-           " does not fit a signed 64-bit integer", key, i, raw);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "key '%s': element %" G_GUINT64_FORMAT " = %" G_GUINT64_FORMAT
+               " does not fit a signed 64-bit integer", key, i, raw);
       g_free(v);
       return FALSE;
     }

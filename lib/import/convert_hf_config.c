@@ -14,16 +14,6 @@
 
 /* ---- config.json ----------------------------------------------------- */
 
-static void G_GNUC_PRINTF(3, 4)
-cfg_error(GError **error, int code, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, TXL_ERROR, code, msg);
-}
-
 /* Integer key.  Python writes integers without a fraction, so 2.0 or
  * "2" means the file was not written by transformers and is refused. */
 static gboolean
@@ -35,21 +25,21 @@ cfg_int(JsonObject *o, const char *key, gboolean required, int def, int *out,
     *present = n != NULL;
   if (!n) {
     if (required) {
-      cfg_error(error, TXL_ERROR_FORMAT, "required key \"%s\" is missing",
-                key);
+      txl_fail(error, TXL_ERROR_FORMAT, "required key \"%s\" is missing",
+               key);
       return FALSE;
     }
     *out = def;
     return TRUE;
   }
   if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) != G_TYPE_INT64) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be an integer", key);
+    txl_fail(error, TXL_ERROR_FORMAT, "\"%s\" must be an integer", key);
     return FALSE;
   }
   gint64 v = json_node_get_int(n);
   if (v < G_MININT || v > G_MAXINT) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"%s\" = %" G_GINT64_FORMAT " is out of range", key, v);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "\"%s\" = %" G_GINT64_FORMAT " is out of range", key, v);
     return FALSE;
   }
   *out = (int)v;
@@ -69,7 +59,7 @@ cfg_bool(JsonObject *o, const char *key, gboolean def, gboolean *out,
   }
   if (!JSON_NODE_HOLDS_VALUE(n) ||
       json_node_get_value_type(n) != G_TYPE_BOOLEAN) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be true or false", key);
+    txl_fail(error, TXL_ERROR_FORMAT, "\"%s\" must be true or false", key);
     return FALSE;
   }
   *out = json_node_get_boolean(n);
@@ -87,7 +77,7 @@ cfg_number(JsonObject *o, const char *key, double def, double *out,
   }
   GType t = JSON_NODE_HOLDS_VALUE(n) ? json_node_get_value_type(n) : 0;
   if (t != G_TYPE_INT64 && t != G_TYPE_DOUBLE) {
-    cfg_error(error, TXL_ERROR_FORMAT, "\"%s\" must be a number", key);
+    txl_fail(error, TXL_ERROR_FORMAT, "\"%s\" must be a number", key);
     return FALSE;
   }
   *out = json_node_get_double(n);
@@ -106,9 +96,9 @@ check_supported(JsonObject *o, GError **error)
                         ? json_node_get_string(mt)
                         : NULL;
     if (!s || strcmp(s, "transfo-xl") != 0) {
-      cfg_error(error, TXL_ERROR_UNSUPPORTED,
-                "\"model_type\" is %s%s%s, expected \"transfo-xl\"",
-                s ? "\"" : "", s ? s : "not a string", s ? "\"" : "");
+      txl_fail(error, TXL_ERROR_UNSUPPORTED,
+               "\"model_type\" is %s%s%s, expected \"transfo-xl\"",
+               s ? "\"" : "", s ? s : "not a string", s ? "\"" : "");
       return FALSE;
     }
   }
@@ -119,20 +109,20 @@ check_supported(JsonObject *o, GError **error)
       !cfg_int(o, "ext_len", FALSE, 0, &ext_len, NULL, error))
     return FALSE;
   if (attn_type != 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "attn_type = %d is not supported; only 0 (Transformer-XL "
-              "relative attention) is", attn_type);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "attn_type = %d is not supported; only 0 (Transformer-XL "
+             "relative attention) is", attn_type);
     return FALSE;
   }
   if (sample_softmax > 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "sample_softmax = %d is not supported; only the full adaptive "
-              "softmax (sample_softmax <= 0) is", sample_softmax);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "sample_softmax = %d is not supported; only the full adaptive "
+             "softmax (sample_softmax <= 0) is", sample_softmax);
     return FALSE;
   }
   if (ext_len > 0) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "ext_len = %d is not supported; only 0 is", ext_len);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "ext_len = %d is not supported; only 0 is", ext_len);
     return FALSE;
   }
 
@@ -145,20 +135,20 @@ parse_cutoffs(JsonObject *o, TxlConfig *c, GError **error)
 {
   JsonNode *cn = json_object_get_member(o, "cutoffs");
   if (!cn) {
-    cfg_error(error, TXL_ERROR_FORMAT, "required key \"cutoffs\" is missing");
+    txl_fail(error, TXL_ERROR_FORMAT, "required key \"cutoffs\" is missing");
     return FALSE;
   }
   if (!JSON_NODE_HOLDS_ARRAY(cn)) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"cutoffs\" must be an array of integers");
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "\"cutoffs\" must be an array of integers");
     return FALSE;
   }
   JsonArray *ca = json_node_get_array(cn);
   guint nc = json_array_get_length(ca);
   if (nc > TXL_MAX_CUTOFFS) {
-    cfg_error(error, TXL_ERROR_UNSUPPORTED,
-              "\"cutoffs\" has %u entries; at most %d are supported", nc,
-              TXL_MAX_CUTOFFS);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "\"cutoffs\" has %u entries; at most %d are supported", nc,
+             TXL_MAX_CUTOFFS);
     return FALSE;
   }
   c->n_cutoffs = (int)nc;
@@ -167,8 +157,8 @@ parse_cutoffs(JsonObject *o, TxlConfig *c, GError **error)
     if (!JSON_NODE_HOLDS_VALUE(e) ||
         json_node_get_value_type(e) != G_TYPE_INT64 ||
         json_node_get_int(e) < G_MININT || json_node_get_int(e) > G_MAXINT) {
-      cfg_error(error, TXL_ERROR_FORMAT, "\"cutoffs\"[%u] must be an integer",
-                i);
+      txl_fail(error, TXL_ERROR_FORMAT, "\"cutoffs\"[%u] must be an integer",
+               i);
       return FALSE;
     }
     c->cutoffs[i] = (int)json_node_get_int(e);
@@ -196,30 +186,30 @@ parse_tie_projs(JsonObject *o, TxlConfig *c, GError **error)
   JsonNode *tn = json_object_get_member(o, "tie_projs");
   if (tn) {
     if (!JSON_NODE_HOLDS_ARRAY(tn)) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" must be an array of booleans");
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "\"tie_projs\" must be an array of booleans");
       return FALSE;
     }
     JsonArray *ta = json_node_get_array(tn);
     if (json_array_get_length(ta) != nc + 1) {
-      cfg_error(error, TXL_ERROR_FORMAT,
-                "\"tie_projs\" has %u entries, expected len(cutoffs) + 1 = %u",
-                json_array_get_length(ta), nc + 1);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "\"tie_projs\" has %u entries, expected len(cutoffs) + 1 = %u",
+               json_array_get_length(ta), nc + 1);
       return FALSE;
     }
     for (guint i = 0; i <= nc; i++) {
       JsonNode *e = json_array_get_element(ta, i);
       if (!JSON_NODE_HOLDS_VALUE(e) ||
           json_node_get_value_type(e) != G_TYPE_BOOLEAN) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\"[%u] must be true or false", i);
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "\"tie_projs\"[%u] must be true or false", i);
         return FALSE;
       }
       c->tie_projs[i] = json_node_get_boolean(e);
       if (has_share && c->tie_projs[i] != implied[i]) {
-        cfg_error(error, TXL_ERROR_FORMAT,
-                  "\"tie_projs\" and \"proj_share_all_but_first\" disagree "
-                  "(entry %u)", i);
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "\"tie_projs\" and \"proj_share_all_but_first\" disagree "
+                 "(entry %u)", i);
         return FALSE;
       }
     }
@@ -246,13 +236,13 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
       !cfg_int(o, "n_token", FALSE, 0, &nt, &has_nt, error))
     return FALSE;
   if (!has_vs && !has_nt) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "required key \"vocab_size\" (or \"n_token\") is missing");
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "required key \"vocab_size\" (or \"n_token\") is missing");
     return FALSE;
   }
   if (has_vs && has_nt && vs != nt) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"vocab_size\" = %d and \"n_token\" = %d disagree", vs, nt);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "\"vocab_size\" = %d and \"n_token\" = %d disagree", vs, nt);
     return FALSE;
   }
   c->n_token = has_vs ? vs : nt;
@@ -291,8 +281,8 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
   if (!cfg_number(o, "layer_norm_epsilon", 1e-5, &eps, error))
     return FALSE;
   if (!(eps > 0.0 && eps < 1.0)) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"layer_norm_epsilon\" = %g must be in (0, 1)", eps);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "\"layer_norm_epsilon\" = %g must be in (0, 1)", eps);
     return FALSE;
   }
   c->layer_norm_eps = (float)eps;
@@ -312,8 +302,8 @@ txl_hf_parse_config(JsonObject *o, TxlConfig *c, GError **error)
       !cfg_bool(o, "tie_weight", TRUE, &tw, &has_tw, error))
     return FALSE;
   if (has_twe && has_tw && twe != tw) {
-    cfg_error(error, TXL_ERROR_FORMAT,
-              "\"tie_word_embeddings\" and \"tie_weight\" disagree");
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "\"tie_word_embeddings\" and \"tie_weight\" disagree");
     return FALSE;
   }
   c->tie_weight = has_twe ? twe : tw;

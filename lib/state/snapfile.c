@@ -11,6 +11,7 @@
  *   lock tells a live writer's from a dead one's);
  * - the writer's identity (which pipeline and element wrote a file). */
 #include "snapfile.h"
+#include "filemap.h"
 #include "model_check.h"
 
 #include <errno.h>
@@ -36,15 +37,9 @@ txl_snapshot_budget(guint64 *bytes, GError **error)
 int
 txl_snapfile_open(const char *path, guint64 *size, GError **error)
 {
-  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
-   * writer before fstat could tell what it is */
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot open: %s", path,
-                g_strerror(e));
+  int fd = txl_open_nonblock(path, error);
+  if (fd < 0)
     return -1;
-  }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;

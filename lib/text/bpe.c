@@ -4,6 +4,7 @@
 #include "bpe.h"
 #include "bpe_internal.h"
 #include "bytes.h"
+#include "filemap.h"
 
 #include <string.h>
 
@@ -188,22 +189,21 @@ bpe_finalize(TxlBpe *b)
   }
 }
 
-/* ---- model file ------------------------------------------------------ */
-
-static gboolean
-fail(GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-
-static gboolean
-fail(GError **error, int code, const char *fmt, ...)
+guint
+txl_bytes_key_hash(gconstpointer key)
 {
-  va_list ap;
-  va_start(ap, fmt);
-  char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error_literal(error, TXL_ERROR, code, msg);
-  g_free(msg);
-  return FALSE;
+  const TxlBytesKey *k = key;
+  return txl_fnv1a(k->s, k->len);
 }
+
+gboolean
+txl_bytes_key_equal(gconstpointer a, gconstpointer b)
+{
+  const TxlBytesKey *x = a, *y = b;
+  return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
+}
+
+/* ---- model file ------------------------------------------------------ */
 
 static gboolean
 load_rules(TxlBpe *b, const GgufFile *f, GError **error)
@@ -215,10 +215,10 @@ load_rules(TxlBpe *b, const GgufFile *f, GError **error)
                     error))
     return FALSE;
   if (ver != TXL_NORM_VERSION)
-    return fail(error, TXL_ERROR_UNSUPPORTED,
-                "tokenizer.normalize_version %" G_GINT64_FORMAT
-                " is not supported (this library applies version %d)",
-                ver, TXL_NORM_VERSION);
+    return txl_fail(error, TXL_ERROR_UNSUPPORTED,
+                    "tokenizer.normalize_version %" G_GINT64_FORMAT
+                    " is not supported (this library applies version %d)",
+                    ver, TXL_NORM_VERSION);
   const char **names;
   gsize *lens, n;
   if (!gguf_get_string_array(f, "tokenizer.normalize", &names, &lens, &n,
@@ -230,12 +230,13 @@ load_rules(TxlBpe *b, const GgufFile *f, GError **error)
     if (r < 0) {
       g_autofree char *raw = g_strndup(names[i], MIN(lens[i], 64));
       g_autofree char *esc = g_strescape(raw, NULL);
-      ok = fail(error, TXL_ERROR_UNSUPPORTED,
-                "tokenizer.normalize[%zu] '%s' is not a known rule", i, esc);
+      ok =
+          txl_fail(error, TXL_ERROR_UNSUPPORTED,
+                   "tokenizer.normalize[%zu] '%s' is not a known rule", i, esc);
     } else if (b->rules & (1u << r)) {
-      ok = fail(error, TXL_ERROR_FORMAT,
-                "tokenizer.normalize[%zu]: rule '%s' listed twice", i,
-                txl_norm_rule_name(r));
+      ok = txl_fail(error, TXL_ERROR_FORMAT,
+                    "tokenizer.normalize[%zu]: rule '%s' listed twice", i,
+                    txl_norm_rule_name(r));
     } else {
       b->rules |= 1u << r;
     }
@@ -264,20 +265,20 @@ load_merges(TxlBpe *b, const char **toks, const gsize *tlen, gsize n,
     for (int side = 0; side < 2; side++) {
       gint64 id = side ? r : l;
       if (id < 0 || id >= n_token) {
-        fail(error, TXL_ERROR_FORMAT,
-             "tokenizer.merges[%zu] = %" G_GINT64_FORMAT
-             " is not a token id (n_token %d)", 2 * k + side, id, n_token);
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "tokenizer.merges[%zu] = %" G_GINT64_FORMAT
+                 " is not a token id (n_token %d)", 2 * k + side, id, n_token);
         g_byte_array_unref(cat);
         g_free(avail);
         return FALSE;
       }
       if (is_sp[id] || !avail[id]) {
-        fail(error, TXL_ERROR_FORMAT,
-             "tokenizer.merges[%zu] uses id %" G_GINT64_FORMAT
-             ", which is %s", 2 * k + side, id,
-             is_sp[id] ? "a special token"
-                       : "not created by any earlier merge (merges must be "
-                         "in rank order, without cycles)");
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "tokenizer.merges[%zu] uses id %" G_GINT64_FORMAT
+                 ", which is %s", 2 * k + side, id,
+                 is_sp[id] ? "a special token"
+                           : "not created by any earlier merge (merges must "
+                             "be in rank order, without cycles)");
         g_byte_array_unref(cat);
         g_free(avail);
         return FALSE;
@@ -289,9 +290,11 @@ load_merges(TxlBpe *b, const char **toks, const gsize *tlen, gsize n,
     int res = cat->len <= TXL_BPE_MAX_TOKEN ? bpe_find(b, cat->data, cat->len)
                                             : -1;
     if (res < 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.merges pair %zu (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-           "): their concatenation is not in tokenizer.tokens", k, l, r);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.merges pair %zu (%" G_GINT64_FORMAT
+               ", %" G_GINT64_FORMAT
+               "): their concatenation is not in tokenizer.tokens",
+               k, l, r);
       g_byte_array_unref(cat);
       g_free(avail);
       return FALSE;
@@ -319,16 +322,16 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
     goto out;
   if (strcmp(pre, TXL_BPE_PRE) != 0) {
     g_autofree char *esc = g_strescape(pre, NULL);
-    fail(error, TXL_ERROR_UNSUPPORTED,
-         "tokenizer.pre '%s' is not supported (this library has '%s')", esc,
-         TXL_BPE_PRE);
+    txl_fail(error, TXL_ERROR_UNSUPPORTED,
+             "tokenizer.pre '%s' is not supported (this library has '%s')", esc,
+             TXL_BPE_PRE);
     goto out;
   }
   if (!gguf_get_string_array(f, "tokenizer.tokens", &toks, &tlen, &n, error))
     goto out;
   if (n != (gsize)n_token) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tokenizer.tokens has %zu symbols, n_token is %d", n, n_token);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.tokens has %zu symbols, n_token is %d", n, n_token);
     goto out;
   }
   if (gguf_has_key(f, "tokenizer.specials") &&
@@ -337,44 +340,45 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
   is_sp = g_new0(guint8, n + 1);
   for (gsize i = 0; i < ns; i++) {
     if (specials[i] < 0 || specials[i] >= n_token) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.specials[%zu] = %" G_GINT64_FORMAT
-           " is not a token id (n_token %d)", i, specials[i], n_token);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.specials[%zu] = %" G_GINT64_FORMAT
+               " is not a token id (n_token %d)", i, specials[i], n_token);
       goto out;
     }
     if (is_sp[specials[i]]++) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.specials[%zu]: id %" G_GINT64_FORMAT " listed twice", i,
-           specials[i]);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.specials[%zu]: id %" G_GINT64_FORMAT " listed twice",
+               i, specials[i]);
       goto out;
     }
   }
   for (gsize i = 0; i < n; i++) {
     if (tlen[i] == 0 || tlen[i] > TXL_BPE_MAX_TOKEN) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.tokens[%zu] has %zu bytes (1..%d allowed)", i, tlen[i],
-           TXL_BPE_MAX_TOKEN);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.tokens[%zu] has %zu bytes (1..%d allowed)", i,
+               tlen[i], TXL_BPE_MAX_TOKEN);
       goto out;
     }
     int dup;
     if (bpe_add_token(b, toks[i], tlen[i], is_sp[i], &dup) < 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.tokens[%zu] repeats the bytes of tokenizer.tokens[%d]",
-           i, dup);
+      txl_fail(
+          error, TXL_ERROR_FORMAT,
+          "tokenizer.tokens[%zu] repeats the bytes of tokenizer.tokens[%d]", i,
+          dup);
       goto out;
     }
   }
   for (int c = 0; c < 256; c++)
     if (b->byte_id[c] < 0) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.tokens lacks a token for the byte 0x%02x", c);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.tokens lacks a token for the byte 0x%02x", c);
       goto out;
     }
   if (!gguf_get_int_array(f, "tokenizer.merges", &merges, &nm, error))
     goto out;
   if (nm % 2) {
-    fail(error, TXL_ERROR_FORMAT,
-         "tokenizer.merges has %zu ids, not a whole number of pairs", nm);
+    txl_fail(error, TXL_ERROR_FORMAT,
+             "tokenizer.merges has %zu ids, not a whole number of pairs", nm);
     goto out;
   }
   made = g_new0(guint8, n);
@@ -382,9 +386,9 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
     goto out;
   for (gsize i = 0; i < n; i++)
     if (!is_sp[i] && tlen[i] > 1 && !made[i]) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.tokens[%zu] is not created by any of tokenizer.merges",
-           i);
+      txl_fail(
+          error, TXL_ERROR_FORMAT,
+          "tokenizer.tokens[%zu] is not created by any of tokenizer.merges", i);
       goto out;
     }
   if (!load_rules(b, f, error))
@@ -394,18 +398,18 @@ txl_bpe_load_gguf(const GgufFile *f, int n_token, GError **error)
   const guint32 *m = (const guint32 *)b->merges->data;
   for (gsize k = 0; k < nm / 2; k++)
     if (bpe_rank(b, m[3 * k], m[3 * k + 1]) != (int)k) {
-      fail(error, TXL_ERROR_FORMAT,
-           "tokenizer.merges pair %zu (%u, %u) repeats an earlier pair", k,
-           m[3 * k], m[3 * k + 1]);
+      txl_fail(error, TXL_ERROR_FORMAT,
+               "tokenizer.merges pair %zu (%u, %u) repeats an earlier pair", k,
+               m[3 * k], m[3 * k + 1]);
       goto out;
     }
   for (int r = 0; r < TXL_NORM_N_RULES; r++)
     for (int sp = 0; sp < 2 && (b->rules & (1u << r)); sp++)
       if (b->ph[r][sp] < 0) {
-        fail(error, TXL_ERROR_FORMAT,
-             "tokenizer.normalize has '%s' but tokenizer.specials has no "
-             "'%s%s' token", txl_norm_rule_name(r), sp ? " " : "",
-             txl_norm_placeholder(r));
+        txl_fail(error, TXL_ERROR_FORMAT,
+                 "tokenizer.normalize has '%s' but tokenizer.specials has no "
+                 "'%s%s' token", txl_norm_rule_name(r), sp ? " " : "",
+                 txl_norm_placeholder(r));
         goto out;
       }
   ok = TRUE;
@@ -749,9 +753,7 @@ struct _TxlBpeCache {
 static inline guint32
 cache_hash(const guchar *s, gsize n)
 {
-  guint32 h = 2166136261u;
-  for (gsize i = 0; i < n; i++)
-    h = (h ^ s[i]) * 16777619u;
+  guint32 h = txl_fnv1a(s, n);
   return (h ^ (h >> 15)) & (CACHE_SLOTS - 1);
 }
 
@@ -785,40 +787,13 @@ out_reserve(TxlBpeOut *o, gsize n)
 
 /* Min-heap of (rank << 32 | position): the lowest rank merges first, and
  * among equal ranks the leftmost, as training applied it. */
-static inline void
-heap_push(guint64 *h, gsize *n, guint64 v)
+static inline gboolean
+key_before(const guint64 *a, const guint64 *b)
 {
-  gsize i = (*n)++;
-  while (i > 0) {
-    gsize up = (i - 1) / 2;
-    if (h[up] <= v)
-      break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = v;
+  return *a < *b;
 }
 
-static inline guint64
-heap_pop(guint64 *h, gsize *n)
-{
-  guint64 top = h[0], v = h[--(*n)];
-  gsize i = 0, m = *n;
-  for (;;) {
-    gsize c = 2 * i + 1;
-    if (c >= m)
-      break;
-    if (c + 1 < m && h[c + 1] < h[c])
-      c++;
-    if (v <= h[c])
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (m)
-    h[i] = v;
-  return top;
-}
+TXL_DEFINE_HEAP(heap, guint64, key_before)
 
 static void encode_merge(const TxlBpe *b, const guchar *s, gsize n,
                          TxlBpeOut *o);

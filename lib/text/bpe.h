@@ -26,6 +26,27 @@
 
 typedef struct _TxlBpe TxlBpe;
 
+/* FNV-1a over n bytes: the hash of every byte-string table in lib/text. */
+static inline guint32
+txl_fnv1a(const guchar *s, gsize n)
+{
+  guint32 h = 2166136261u;
+  for (gsize i = 0; i < n; i++)
+    h = (h ^ s[i]) * 16777619u;
+  return h;
+}
+
+/* A byte string (not NUL-terminated) as a GHashTable key, hashed and
+ * compared by its bytes: the trainer's words, the word tokenizer's
+ * symbols. */
+typedef struct {
+  const guchar *s;
+  gsize len;
+} TxlBytesKey;
+
+guint txl_bytes_key_hash(gconstpointer key);
+gboolean txl_bytes_key_equal(gconstpointer a, gconstpointer b);
+
 /* ---- vocabulary ------------------------------------------------------ */
 
 void txl_bpe_free(TxlBpe *bpe);

@@ -33,6 +33,44 @@ int bpe_add_token(TxlBpe *b, const void *s, gsize len, gboolean special,
  * merges are in. */
 void bpe_finalize(TxlBpe *b);
 
+/* A binary heap over an array of T, ordered by before(const T *, const
+ * T *) (the one that comes out first): the encoder's merge queue and the
+ * trainer's pair counts share this one sift-up and sift-down.  Defines
+ * static inline prefix_push(T *h, gsize *n, T v), which needs room for
+ * one more, and prefix_pop(T *h, gsize *n) for a non-empty heap. */
+#define TXL_DEFINE_HEAP(prefix, T, before)                                    \
+  static inline void prefix##_push(T *h, gsize *n, T v)                       \
+  {                                                                           \
+    gsize i = (*n)++;                                                         \
+    while (i > 0) {                                                           \
+      gsize up = (i - 1) / 2;                                                 \
+      if (!before(&v, &h[up]))                                                \
+        break;                                                                \
+      h[i] = h[up];                                                           \
+      i = up;                                                                 \
+    }                                                                         \
+    h[i] = v;                                                                 \
+  }                                                                           \
+  static inline T prefix##_pop(T *h, gsize *n)                                \
+  {                                                                           \
+    T top = h[0], v = h[--(*n)];                                              \
+    gsize i = 0, m = *n;                                                      \
+    for (;;) {                                                                \
+      gsize c = 2 * i + 1;                                                    \
+      if (c >= m)                                                             \
+        break;                                                                \
+      if (c + 1 < m && before(&h[c + 1], &h[c]))                              \
+        c++;                                                                  \
+      if (!before(&h[c], &v))                                                 \
+        break;                                                                \
+      h[i] = h[c];                                                            \
+      i = c;                                                                  \
+    }                                                                         \
+    if (m)                                                                    \
+      h[i] = v;                                                               \
+    return top;                                                               \
+  }
+
 static inline guint32
 pair_slot(guint64 key, guint32 mask)
 {

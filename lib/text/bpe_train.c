@@ -15,34 +15,12 @@ typedef struct {
   gint64 count;
 } Word;
 
-typedef struct {
-  const guchar *s;
-  gsize len;
-} Key;
-
-static guint
-key_hash(gconstpointer p)
-{
-  const Key *k = p;
-  guint h = 2166136261u;
-  for (gsize i = 0; i < k->len; i++)
-    h = (h ^ k->s[i]) * 16777619u;
-  return h;
-}
-
-static gboolean
-key_equal(gconstpointer a, gconstpointer b)
-{
-  const Key *x = a, *y = b;
-  return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
-}
-
 struct _TxlBpeTrainer {
   TxlBpeTrainOptions o;
   TxlBpe *bpe;
   TxlPretok *pretok;
   GStringChunk *store;
-  GHashTable *seen; /* Key -> word index + 1 */
+  GHashTable *seen; /* TxlBytesKey -> word index + 1 */
   GArray *words;    /* Word, in order of first appearance */
   gint64 bytes_in;
 };
@@ -54,7 +32,7 @@ count_piece(const guchar *s, gsize len, gsize start, int special,
   TxlBpeTrainer *t = data;
   if (special >= 0)
     return;
-  Key k = { s, len };
+  TxlBytesKey k = { s, len };
   gpointer v = g_hash_table_lookup(t->seen, &k);
   if (v) {
     g_array_index(t->words, Word, GPOINTER_TO_UINT(v) - 1).count++;
@@ -65,7 +43,7 @@ count_piece(const guchar *s, gsize len, gsize start, int special,
                                                        (gssize)len),
              (guint32)len, 1 };
   g_array_append_val(t->words, w);
-  Key *nk = g_new(Key, 1);
+  TxlBytesKey *nk = g_new(TxlBytesKey, 1);
   nk->s = w.bytes;
   nk->len = len;
   g_hash_table_insert(t->seen, nk, GUINT_TO_POINTER(t->words->len));
@@ -109,7 +87,8 @@ txl_bpe_trainer_new(const TxlBpeTrainOptions *opts, GError **error)
   bpe_finalize(t->bpe);
   t->pretok = txl_pretok_new(t->bpe, count_piece, t);
   t->store = g_string_chunk_new(1 << 16);
-  t->seen = g_hash_table_new_full(key_hash, key_equal, g_free, NULL);
+  t->seen = g_hash_table_new_full(txl_bytes_key_hash, txl_bytes_key_equal,
+                                  g_free, NULL);
   t->words = g_array_new(FALSE, FALSE, sizeof(Word));
   return t;
 }
@@ -172,43 +151,22 @@ item_before(const HeapItem *x, const HeapItem *y)
   return x->count > y->count || (x->count == y->count && x->pair < y->pair);
 }
 
+TXL_DEFINE_HEAP(items, HeapItem, item_before)
+
 static void
 stats_push(Stats *st, gint64 count, guint32 pair)
 {
-  HeapItem v = { count, pair };
-  g_array_append_val(st->heap, v);
-  HeapItem *h = (HeapItem *)st->heap->data;
-  gsize i = st->heap->len - 1;
-  while (i > 0) {
-    gsize up = (i - 1) / 2;
-    if (!item_before(&v, &h[up]))
-      break;
-    h[i] = h[up];
-    i = up;
-  }
-  h[i] = v;
+  gsize n = st->heap->len;
+  g_array_set_size(st->heap, n + 1);
+  items_push((HeapItem *)st->heap->data, &n, (HeapItem){ count, pair });
 }
 
 static HeapItem
 stats_pop(Stats *st)
 {
-  HeapItem *h = (HeapItem *)st->heap->data, top = h[0];
-  HeapItem v = h[st->heap->len - 1];
-  g_array_set_size(st->heap, st->heap->len - 1);
-  gsize i = 0, m = st->heap->len;
-  for (;;) {
-    gsize c = 2 * i + 1;
-    if (c >= m)
-      break;
-    if (c + 1 < m && item_before(&h[c + 1], &h[c]))
-      c++;
-    if (!item_before(&h[c], &v))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (m)
-    h[i] = v;
+  gsize n = st->heap->len;
+  HeapItem top = items_pop((HeapItem *)st->heap->data, &n);
+  g_array_set_size(st->heap, n);
   return top;
 }
 

@@ -104,24 +104,27 @@ at(const Scan *c, gsize i)
   return i < c->len ? c->s[i] : 0;
 }
 
-/* Length of the digit run at i, counting at most max + 1 (so "too long"
- * is visible without reading an unbounded run). */
-static gsize
-digits(const Scan *c, gsize i, gsize max)
+/* Length of the run at i of bytes that `is` accepts, counting at most
+ * max + 1 (so "too long" is visible without reading an unbounded run). */
+static inline gsize
+run_of(const Scan *c, gsize i, gsize max, gboolean (*is)(guchar))
 {
   gsize n = 0;
-  while (n <= max && is_digit(at(c, i + n)))
+  while (n <= max && is(at(c, i + n)))
     n++;
   return n;
 }
 
 static gsize
+digits(const Scan *c, gsize i, gsize max)
+{
+  return run_of(c, i, max, is_digit);
+}
+
+static gsize
 hexes(const Scan *c, gsize i, gsize max)
 {
-  gsize n = 0;
-  while (n <= max && is_hex(at(c, i + n)))
-    n++;
-  return n;
+  return run_of(c, i, max, is_hex);
 }
 
 static int

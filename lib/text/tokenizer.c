@@ -8,28 +8,6 @@
 
 #include <string.h>
 
-typedef struct {
-  const char *s;
-  gsize len;
-} Sym;
-
-static guint
-sym_hash(gconstpointer p)
-{
-  const Sym *k = p;
-  guint h = 2166136261u;
-  for (gsize i = 0; i < k->len; i++)
-    h = (h ^ (guchar)k->s[i]) * 16777619u;
-  return h;
-}
-
-static gboolean
-sym_equal(gconstpointer a, gconstpointer b)
-{
-  const Sym *x = a, *y = b;
-  return x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
-}
-
 void
 txl_tokenizer_clear(TxlTokenizer *t)
 {
@@ -168,10 +146,11 @@ txl_tokenizer_load(TxlTokenizer *t, const GgufFile *f, int n_token,
   if (gguf_has_key(f, "tokenizer.lower_case") &&
       !gguf_get_bool(f, "tokenizer.lower_case", &t->lower_case, error))
     return FALSE;
-  t->lookup = g_hash_table_new_full(sym_hash, sym_equal, g_free, NULL);
+  t->lookup = g_hash_table_new_full(txl_bytes_key_hash, txl_bytes_key_equal,
+                                    g_free, NULL);
   for (int i = 0; i < n_token; i++) {
-    Sym *k = g_new(Sym, 1);
-    k->s = t->sym[i];
+    TxlBytesKey *k = g_new(TxlBytesKey, 1);
+    k->s = (const guchar *)t->sym[i];
     k->len = t->sym_len[i];
     /* the first of duplicate symbols wins, as a list lookup would */
     if (g_hash_table_contains(t->lookup, k))
@@ -337,7 +316,7 @@ emit_word(TxlEncoder *e)
   if (t->lower_case)
     for (gsize i = 0; i < e->word->len; i++)
       e->word->str[i] = g_ascii_tolower(e->word->str[i]);
-  Sym k = { e->word->str, e->word->len };
+  TxlBytesKey k = { (const guchar *)e->word->str, e->word->len };
   int id = GPOINTER_TO_INT(g_hash_table_lookup(t->lookup, &k)) - 1;
   if (id < 0)
     id = t->unk_id;
@@ -594,8 +573,8 @@ bad:
 gboolean
 txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
 {
-  gsize n = 0;
-  const guint8 *p = state ? g_bytes_get_data(state, &n) : NULL;
+  gsize n;
+  const guint8 *p = txl_bytes_data(state, &n);
   return txl_encoder_state_set_data(e, p, n, error);
 }
 

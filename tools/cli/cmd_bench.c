@@ -16,9 +16,16 @@ now(void)
   return g_get_monotonic_time() / 1e6;
 }
 
-/* Best of several runs of a square sgemm: the machine's practical peak. */
+/* c = a b for n x n matrices, b as the product wants it. */
+typedef void (*SquareProduct)(int n, const float *a, const float *b,
+                              float *c);
+
+/* The best GFLOP/s of a square product over at least three runs and at
+ * least `seconds`, on fixed inputs in [-0.5, 0.5); pack (may be NULL)
+ * turns the right operand into what product takes. */
 static double
-sgemm_peak_gflops(int n, double seconds)
+best_gflops(SquareProduct product, float *(*pack)(int n, const float *b),
+            int n, double seconds)
 {
   float *a = g_new(float, (gsize)n * n), *b = g_new(float, (gsize)n * n),
         *c = g_new0(float, (gsize)n * n);
@@ -26,20 +33,50 @@ sgemm_peak_gflops(int n, double seconds)
     a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     b[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
   }
+  float *bp = pack ? pack(n, b) : b;
   double best = 0.0, t_end = now() + seconds;
   int runs = 0;
   while (runs < 3 || now() < t_end) {
     double t0 = now();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n,
-                b, n, 0.0f, c, n);
+    product(n, a, bp, c);
     double g = 2.0 * n * n * (double)n / (now() - t0) / 1e9;
     best = g > best ? g : best;
     runs++;
   }
+  if (bp != b)
+    g_free(bp);
   g_free(a);
   g_free(b);
   g_free(c);
   return best;
+}
+
+static void
+blas_product(int n, const float *a, const float *b, float *c)
+{
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n,
+              b, n, 0.0f, c, n);
+}
+
+/* Best of several runs of a square sgemm: the machine's practical peak. */
+static double
+sgemm_peak_gflops(int n, double seconds)
+{
+  return best_gflops(blas_product, NULL, n, seconds);
+}
+
+static float *
+own_pack(int n, const float *w)
+{
+  float *wp = g_new(float, txl_gemm_packed_floats(n, n));
+  txl_gemm_pack(w, n, n, n, wp);
+  return wp;
+}
+
+static void
+own_product(int n, const float *a, const float *wp, float *c)
+{
+  txl_gemm_linear(a, n, n, wp, n, c, n, TXL_GEMM_ZERO, NULL, FALSE);
 }
 
 /* The same square product on our own kernels (lib/kernels/gemm.c, weights packed
@@ -49,28 +86,7 @@ sgemm_peak_gflops(int n, double seconds)
 static double
 own_gemm_peak_gflops(int n, double seconds)
 {
-  float *a = g_new(float, (gsize)n * n), *w = g_new(float, (gsize)n * n),
-        *c = g_new0(float, (gsize)n * n);
-  float *wp = g_new(float, txl_gemm_packed_floats(n, n));
-  for (gsize i = 0; i < (gsize)n * n; i++) {
-    a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
-    w[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
-  }
-  txl_gemm_pack(w, n, n, n, wp);
-  double best = 0.0, t_end = now() + seconds;
-  int runs = 0;
-  while (runs < 3 || now() < t_end) {
-    double t0 = now();
-    txl_gemm_linear(a, n, n, wp, n, c, n, TXL_GEMM_ZERO, NULL, FALSE);
-    double g = 2.0 * n * n * (double)n / (now() - t0) / 1e9;
-    best = g > best ? g : best;
-    runs++;
-  }
-  g_free(a);
-  g_free(w);
-  g_free(c);
-  g_free(wp);
-  return best;
+  return best_gflops(own_product, own_pack, n, seconds);
 }
 
 /* FLOPs of one segment: as this engine executes it (all_rows: hidden

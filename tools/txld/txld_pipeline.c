@@ -239,20 +239,34 @@ static void schedule_restart(TxldPipeline *p, gboolean failed);
 
 /* Stops the current run.  Setting NULL makes every txlmodel write its
  * snapshot on the way through READY; the sync handler sees the message. */
+/* The sum of an unsigned property over the pipeline's scoring elements
+ * that have it (an older plugin may lack it); FALSE when none has. */
+static gboolean
+sum_over_models(TxldPipeline *p, const char *name, guint64 *sum)
+{
+  gboolean any = FALSE;
+  *sum = 0;
+  for (guint i = 0; i < p->models->len; i++) {
+    GObject *m = p->models->pdata[i];
+    if (!g_object_class_find_property(G_OBJECT_GET_CLASS(m), name))
+      continue;
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, G_TYPE_UINT64); /* a guint property converts */
+    g_object_get_property(m, name, &v);
+    *sum += g_value_get_uint64(&v);
+    g_value_unset(&v);
+    any = TRUE;
+  }
+  return any;
+}
+
 /* Learning on the stream (learn=true): the rounds landed in the
  * pipeline's scoring elements; a stopped pipeline keeps its last count. */
 static void
 read_learn_rounds(TxldPipeline *p)
 {
-  guint64 rounds = 0;
-  for (guint i = 0; i < p->models->len; i++) {
-    GObject *m = p->models->pdata[i];
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(m), "learn-rounds")) {
-      guint r = 0;
-      g_object_get(m, "learn-rounds", &r, NULL);
-      rounds += r;
-    }
-  }
+  guint64 rounds;
+  sum_over_models(p, "learn-rounds", &rounds);
   if (p->models->len) {
     g_mutex_lock(&p->lock);
     p->learn_rounds = rounds;
@@ -611,17 +625,8 @@ txld_pipeline_tick(TxldPipeline *p)
 
   /* the state grows until the memory is full: the element says how much it
    * holds now; an older plugin only through each new snapshot's header */
-  guint64 live = 0;
-  gboolean have_live = FALSE;
-  for (guint i = 0; i < p->models->len; i++) {
-    GObject *m = p->models->pdata[i];
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(m), "state-bytes")) {
-      guint64 b = 0;
-      g_object_get(m, "state-bytes", &b, NULL);
-      live += b;
-      have_live = TRUE;
-    }
-  }
+  guint64 live;
+  gboolean have_live = sum_over_models(p, "state-bytes", &live);
   read_learn_rounds(p);
   if (have_live) {
     g_mutex_lock(&p->lock);
