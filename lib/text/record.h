@@ -19,6 +19,10 @@
 
 #include <glib.h>
 
+/* The field a source writes its resume position into (txljournalsrc: the
+ * entry's journal cursor): txltokenizer keeps the last one it took in. */
+#define TXL_RECORD_CURSOR "cursor"
+
 #define TXL_RECORD_RS 0x1e
 #define TXL_RECORD_US 0x1f
 /* A header longer than this is not one: the tokenizer reads the rest of
