@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gemm.h"
 #include "ops.h"
-#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -13,14 +13,14 @@ txl_linear(const float *x, int n, int in, const float *W, const float *b,
     for (int i = 0; i < n; i++)
       memcpy(y + (gsize)i * out, b, sizeof(float) * out);
   }
-  txl_sgemm(TRUE, n, out, in, x, in, W, in, b ? 1.0f : 0.0f, y, out);
+  txl_gemm(FALSE, TRUE, n, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y, out);
 }
 
 void
 txl_linear_acc(const float *x, int n, int in, const float *W, int out,
                float *y)
 {
-  txl_sgemm(TRUE, n, out, in, x, in, W, in, 1.0f, y, out);
+  txl_gemm(FALSE, TRUE, n, out, in, 1.0f, x, in, W, in, 1.0f, y, out);
 }
 
 void

@@ -30,15 +30,10 @@
 #ifndef TXL_TRAIN_H
 #define TXL_TRAIN_H
 
+#include "gemm.h"
 #include "params.h"
 
 /* ---- kernels (exposed for tests/unit/test_grad.c) ----------------------- */
-
-/* C (M x N) = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm, with
- * the columns of C split over the thread pool when the product is large. */
-void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
-              float alpha, const float *A, int lda, const float *B, int ldb,
-              float beta, float *C, int ldc);
 
 /* y (n, out) = x (n, in) W^T + b, W (out, in); b may be NULL. */
 void txl_linear_forward(const float *x, int n, int in, const float *W,

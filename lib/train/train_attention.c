@@ -10,11 +10,11 @@
  * gradient scattered back through the shift.  Tasks own whole heads (for
  * every stream), so the accumulated drk and bias gradients of a head have
  * one writer and a fixed summation order whatever the thread count. */
+#include "gemm.h"
 #include "ops.h"
 #include "parallel.h"
 #include "train.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -94,10 +94,10 @@ forward_head(const Job *job, float *s, int b, int n)
   float *P = job->prob + blk;
 
   biased_queries(a, b, n, qu, qv);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, K, dh, 1.0f, qu, dh,
-              kb + (gsize)n * dh, 2 * HD, 0.0f, ac, K);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, K, dh, 1.0f, qv, dh,
-              a->rk + (gsize)n * dh, HD, 0.0f, bd, K);
+  txl_gemm(FALSE, TRUE, T, K, dh, 1.0f, qu, dh,
+           kb + (gsize)n * dh, 2 * HD, 0.0f, ac, K);
+  txl_gemm(FALSE, TRUE, T, K, dh, 1.0f, qv, dh,
+           a->rk + (gsize)n * dh, HD, 0.0f, bd, K);
   softmax_rows(a, ac, bd, P);
   const float *use = P;
   if (a->dropatt > 0.0f) {
@@ -105,9 +105,9 @@ forward_head(const Job *job, float *s, int b, int n)
     txl_dropout(pd, (gsize)T * K, a->dropatt, a->key, blk);
     use = pd;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, K, 1.0f, use,
-              K, kb + HD + (gsize)n * dh, 2 * HD, 0.0f,
-              job->out + (gsize)b * T * HD + (gsize)n * dh, HD);
+  txl_gemm(FALSE, FALSE, T, dh, K, 1.0f, use,
+           K, kb + HD + (gsize)n * dh, 2 * HD, 0.0f,
+           job->out + (gsize)b * T * HD + (gsize)n * dh, HD);
 }
 
 static void
@@ -133,10 +133,10 @@ backward_head(const Job *job, float *s, int b, int n)
     txl_dropout(pd, (gsize)T * K, a->dropatt, a->key, blk);
     use = pd;
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, dh, T, 1.0f, use, K,
-              dO, HD, 0.0f, dkb + HD + (gsize)n * dh, 2 * HD);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, K, dh, 1.0f, dO, HD,
-              kb + HD + (gsize)n * dh, 2 * HD, 0.0f, dp, K);
+  txl_gemm(TRUE, FALSE, K, dh, T, 1.0f, use, K,
+           dO, HD, 0.0f, dkb + HD + (gsize)n * dh, 2 * HD);
+  txl_gemm(FALSE, TRUE, T, K, dh, 1.0f, dO, HD,
+           kb + HD + (gsize)n * dh, 2 * HD, 0.0f, dp, K);
   txl_dropout(dp, (gsize)T * K, a->dropatt, a->key, blk);
 
   /* softmax: dS = P (dP - <P, dP>) scale; zero where P is masked.  The
@@ -158,15 +158,15 @@ backward_head(const Job *job, float *s, int b, int n)
 
   biased_queries(a, b, n, qu, qv);
   /* keys and positions */
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, dh, T, 1.0f, dp, K,
-              qu, dh, 0.0f, dkb + (gsize)n * dh, 2 * HD);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, dh, T, 1.0f, dbd, K,
-              qv, dh, 1.0f, job->drk + (gsize)n * dh, HD);
+  txl_gemm(TRUE, FALSE, K, dh, T, 1.0f, dp, K,
+           qu, dh, 0.0f, dkb + (gsize)n * dh, 2 * HD);
+  txl_gemm(TRUE, FALSE, K, dh, T, 1.0f, dbd, K,
+           qv, dh, 1.0f, job->drk + (gsize)n * dh, HD);
   /* queries (and through them the r biases) */
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, K, 1.0f, dp, K,
-              kb + (gsize)n * dh, 2 * HD, 0.0f, dqu, dh);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, K, 1.0f, dbd,
-              K, a->rk + (gsize)n * dh, HD, 0.0f, dqv, dh);
+  txl_gemm(FALSE, FALSE, T, dh, K, 1.0f, dp, K,
+           kb + (gsize)n * dh, 2 * HD, 0.0f, dqu, dh);
+  txl_gemm(FALSE, FALSE, T, dh, K, 1.0f, dbd,
+           K, a->rk + (gsize)n * dh, HD, 0.0f, dqv, dh);
   float *wb = job->dwb + (gsize)n * dh, *rb = job->drb + (gsize)n * dh;
   for (int i = 0; i < T; i++) {
     float *dq = job->dq + ((gsize)b * T + i) * HD + (gsize)n * dh;

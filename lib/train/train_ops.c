@@ -7,15 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-void
-txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
-         const float *A, int lda, const float *B, int ldb, float beta,
-         float *C, int ldc)
-{
-  txl_blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                ldc);
-}
-
 /* ---- linear ---------------------------------------------------------- */
 
 void
