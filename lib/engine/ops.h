@@ -6,12 +6,23 @@
 
 #include "model_internal.h"
 
-/* y[n, out] = x[n, in] W^T (+ b) with W (out, in) as PyTorch stores it. */
-void txl_linear(const float *x, int n, int in, const float *W, const float *b,
-                int out, float *y);
-/* Same, accumulating into y (y += x W^T). */
-void txl_linear_acc(const float *x, int n, int in, const float *W, int out,
-                    float *y);
+/* A linear layer: W (out, in) as PyTorch stores it, its bias (NULL: none)
+ * and W packed by txl_gemm_pack() where the caller keeps that form (NULL:
+ * W is read in place).  The inference forward packs its layer weights once
+ * per model (model.c) for lib/kernels/gemm.h's own kernels; training's
+ * weights change every step and one-off products (the position table) are
+ * not worth packing, so those go through txl_gemm(). */
+typedef struct {
+  const float *w, *packed, *b;
+  int in, out;
+} TxlLinear;
+
+/* The one linear forward: y (n, out) = x (n, in) W^T + b, then max(0, .)
+ * when relu; with acc, y += x W^T instead (no bias).  Packed, every y
+ * element is one fused multiply-add chain from the bias or y's value
+ * (gemm.h); in place, OpenBLAS's product is added to them. */
+void txl_linear(const TxlLinear *L, const float *x, int n, float *y,
+                gboolean acc, gboolean relu);
 /* Row-wise layer norm, the one inference and training share: with mean
  * and rstd not NULL it also saves each row's mean and 1/std, what the
  * backward (lib/train, txl_ln_backward) needs. */
@@ -20,6 +31,69 @@ void txl_layer_norm(const float *x, int n, int d, const float *w,
                     float *rstd);
 void txl_relu(float *x, gsize n);
 void txl_add(float *y, const float *x, gsize n);
+
+/* Inverted dropout: multiplies x[i] by keep(i) / (1 - p), i = first ..
+ * first+n-1 of the mask named by key.  The same call is its own backward.
+ * p == 0: no-op. */
+void txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first);
+/* The key of one dropout site (distinct for every seed, step, site, layer). */
+guint64 txl_dropout_key(guint64 seed, guint64 step, int site, int layer);
+
+/* ---- one layer's forward, inference's and training's ------------------ */
+
+/* A layer's weights as txl_layer_forward() reads them (the attention
+ * core's own, the projections of queries, keys, values and positions and
+ * the r biases, stay with the core). */
+typedef struct {
+  TxlLinear o, ff1, ff2;
+  const float *attn_ln_w, *attn_ln_b, *ff_ln_w, *ff_ln_b;
+  float eps;
+  gboolean pre_lnorm;
+} TxlLayerW;
+
+/* What training adds to a layer's forward (llm.c's way: the forward writes
+ * what the backward reads): dropout at the attention output, after the
+ * ReLU and after the second product, and the row statistics of the layer
+ * norms.  Inference passes none. */
+typedef struct {
+  float p;
+  guint64 key_attn_out, key_ff_mid, key_ff_out;
+  float *mu1, *rs1; /* post-LN: the attention norm's (pre-LN: the core's) */
+  float *mu2, *rs2; /* the feed-forward norm's */
+} TxlLayerSave;
+
+/* The attention core of a layer: from the layer's input, kept by the
+ * caller in its own layout, the attention vectors av (n, n_head * d_head)
+ * of the segment's n rows (with pre-LN, the norm of its inputs too). */
+typedef void (*TxlAttendFunc)(gpointer ctx, int layer, float *av);
+
+/* Buffers of one layer's forward; with TxlLayerSave they are what backward
+ * reads, so each must be its own except where said. */
+typedef struct {
+  TxlAttendFunc attend;
+  gpointer ctx;
+  int layer;
+  float *av;   /* (n, HD) the core's output */
+  float *sum1; /* (n, d) input + attention output (post-LN: norm input) */
+  float *ffin; /* (n, d) feed-forward input */
+  float *act;  /* (n, d_inner) after the ReLU (and dropout) */
+  float *sum2; /* (n, d) post-LN: ffin + feed-forward output, the norm's
+                * input (may be sum1 without TxlLayerSave); pre-LN: unused,
+                * the sum is y */
+} TxlLayerBufs;
+
+/* One Transformer-XL layer over n rows h (n, d) into y (y may be h):
+ *   pre-LN:  s = h + Attn(LN1(.)),  y = s + FF(LN2(s))
+ *   post-LN: s = LN1(h + Attn(.)),  y = LN2(s + FF(s))
+ * with FF(x) = relu(x W1^T + b1) W2^T + b2.  The attention core is the
+ * caller's: inference keeps keys and values (or hidden states) of one
+ * stream with its own kernels and never materialises the probabilities,
+ * training attends B streams over re-projected memory and keeps the
+ * probabilities, so the two cannot share it without changing either's
+ * numbers.  t: NULL for inference. */
+void txl_layer_forward(const TxlLayerW *w, const float *h, int n,
+                       const TxlLayerBufs *b, const TxlLayerSave *t,
+                       float *y);
 /* Sinusoidal embedding of distance `dist` (d floats: sines then cosines). */
 void txl_pos_emb(float dist, int d, float *out);
 

@@ -31,15 +31,14 @@
 #define TXL_TRAIN_H
 
 #include "gemm.h"
+#include "ops.h"
 #include "params.h"
 
 /* ---- kernels (exposed for tests/unit/test_grad.c) ----------------------- */
 
-/* y (n, out) = x (n, in) W^T + b, W (out, in); b may be NULL. */
-void txl_linear_forward(const float *x, int n, int in, const float *W,
-                        const float *b, int out, float *y);
-/* Gradients of the above: dW += dy^T x, db += sum of dy rows (db may be
- * NULL), and dx = dy W (beta 0) or dx += dy W (beta 1); dx may be NULL. */
+/* Gradients of txl_linear() (ops.h) with W (out, in) read in place: dW +=
+ * dy^T x, db += sum of dy rows (db may be NULL), and dx = dy W (beta 0) or
+ * dx += dy W (beta 1); dx may be NULL. */
 void txl_linear_backward(const float *dy, const float *x, int n, int in,
                          const float *W, int out, float *dx, float beta,
                          float *dW, float *db);
@@ -52,11 +51,7 @@ void txl_ln_backward(const float *dy, const float *x, const float *mean,
                      const float *rstd, int n, int d, const float *w,
                      float *dx, float beta, float *dw, float *db);
 
-/* Multiplies x[i] by keep(i) / (1 - p), i = first..first+n-1 of the mask
- * named by key.  The same call is its own backward.  p == 0: no-op. */
-void txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first);
-/* The key of one dropout site (distinct for every seed, step, site, layer). */
-guint64 txl_dropout_key(guint64 seed, guint64 step, int site, int layer);
+/* Dropout is the engine's txl_dropout() (ops.h). */
 
 /* Relative attention of B streams over [memory; segment] (K = mlen + T
  * keys), as docs/model.md defines it.  q: (B*T, HD) rows; kv:

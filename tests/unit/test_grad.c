@@ -87,7 +87,8 @@ static double
 lin_loss(gpointer p)
 {
   LinCtx *c = p;
-  txl_linear_forward(c->x, c->n, c->in, c->W, c->b, c->out, c->y);
+  const TxlLinear L = { c->W, NULL, c->b, c->in, c->out };
+  txl_linear(&L, c->x, c->n, c->y, FALSE, FALSE);
   return dot(c->G, c->y, (gsize)c->n * c->out);
 }
 
