@@ -33,6 +33,19 @@ txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
   return lo > 0 ? lo : 0;
 }
 
+void
+txl_attn_biased_queries(const float *q, int ldq, int rows, int dh,
+                        const float *u, const float *v, float *qu, float *qv)
+{
+  for (int i = 0; i < rows; i++) {
+    const float *qi = q + (gsize)i * ldq;
+    for (int c = 0; c < dh; c++) {
+      qu[(gsize)i * dh + c] = qi[c] + u[c];
+      qv[(gsize)i * dh + c] = qi[c] + v[c];
+    }
+  }
+}
+
 /* row[j] = exp((row[j] + pos[j]) * scale - max), over n >= 1 entries;
  * returns 1 / sum, applied to the (narrower) output row instead */
 static float
@@ -109,13 +122,8 @@ heads_task(int t, int n_tasks, gpointer p)
     const float *v = a->r_r_bias + (gsize)n * dh;
     const float *kt = a->kt + (gsize)n * dh * a->ldkt;
     const float *rp = a->rp + (gsize)n * rhead + (gsize)P0 * NR * dh;
-    for (int i = 0; i < qlen; i++) {
-      const float *qi = a->q + (gsize)i * a->ldq + (gsize)n * dh;
-      for (int c = 0; c < dh; c++) {
-        qu[(gsize)i * dh + c] = qi[c] + u[c];
-        qv[(gsize)i * dh + c] = qi[c] + v[c];
-      }
-    }
+    txl_attn_biased_queries(a->q + (gsize)n * dh, a->ldq, qlen, dh, u, v, qu,
+                            qv);
     for (int i0 = 0; i0 < qlen; i0 += TXL_GEMM_MR) {
       const int mr = MIN(TXL_GEMM_MR, qlen - i0);
       /* keys seen by some query of the block: [lo0, hi1] */

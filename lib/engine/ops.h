@@ -121,9 +121,20 @@ typedef struct {
 gsize txl_attn_scratch_floats(int qlen, int klen, int d_head);
 void txl_rel_attention(const TxlAttnArgs *a, float *scratch, int slots,
                        float *out);
+/* One head's queries plus its two biases: qu = q + r_w_bias (content
+ * scores), qv = q + r_r_bias (position scores), for `rows` query rows of
+ * stride ldq into rows of d_head. */
+void txl_attn_biased_queries(const float *q, int ldq, int rows, int d_head,
+                             const float *u, const float *v, float *qu,
+                             float *qv);
 /* First key index visible to query i under same_length (0 otherwise). */
 int txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
                        int same_length);
+
+/* The largest of z[0..n-1], and in *sum the sum of exp(z[j] - largest) in
+ * double: the row's log-sum-exp is largest + log(*sum), rounded as each
+ * caller needs (the output log-softmax, training's cross-entropy). */
+float txl_row_max_expsum(const float *z, int n, double *sum);
 
 /* Output side: log P(target) for n rows of final hidden states.  scratch
  * must hold txl_out_scratch_floats(m, n) floats, rows n ints. */

@@ -60,15 +60,24 @@ project(const TxlModel *m, const TxlCluster *cl, const float *h, int rows,
   return buf;
 }
 
-static void
-log_softmax_row(float *x, int n)
+float
+txl_row_max_expsum(const float *z, int n, double *sum)
 {
   float mx = -INFINITY;
   for (int i = 0; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
+    mx = z[i] > mx ? z[i] : mx;
   double s = 0.0;
   for (int i = 0; i < n; i++)
-    s += expf(x[i] - mx);
+    s += expf(z[i] - mx);
+  *sum = s;
+  return mx;
+}
+
+static void
+log_softmax_row(float *x, int n)
+{
+  double s;
+  float mx = txl_row_max_expsum(x, n, &s);
   float lse = mx + (float)log(s);
   for (int i = 0; i < n; i++)
     x[i] -= lse;

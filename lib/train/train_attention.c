@@ -36,14 +36,9 @@ static void
 biased_queries(const TxlTrainAttn *a, int b, int n, float *qu, float *qv)
 {
   const int T = a->T, dh = a->d_head, HD = a->n_head * dh;
-  const float *u = a->r_w_bias + (gsize)n * dh, *v = a->r_r_bias + (gsize)n * dh;
-  for (int i = 0; i < T; i++) {
-    const float *qi = a->q + ((gsize)b * T + i) * HD + (gsize)n * dh;
-    for (int c = 0; c < dh; c++) {
-      qu[(gsize)i * dh + c] = qi[c] + u[c];
-      qv[(gsize)i * dh + c] = qi[c] + v[c];
-    }
-  }
+  txl_attn_biased_queries(a->q + (gsize)b * T * HD + (gsize)n * dh, HD, T, dh,
+                          a->r_w_bias + (gsize)n * dh,
+                          a->r_r_bias + (gsize)n * dh, qu, qv);
 }
 
 static int

@@ -84,12 +84,8 @@ txl_ce_forward(const float *logits, int n, int V, const int32_t *targets,
   double total = 0.0;
   for (int i = 0; i < n; i++) {
     const float *z = logits + (gsize)i * V;
-    float mx = -INFINITY;
-    for (int j = 0; j < V; j++)
-      mx = z[j] > mx ? z[j] : mx;
-    double s = 0.0;
-    for (int j = 0; j < V; j++)
-      s += expf(z[j] - mx);
+    double s;
+    float mx = txl_row_max_expsum(z, V, &s);
     double l = mx + log(s);
     lse[i] = (float)l;
     total += l - z[targets[i]];
