@@ -85,6 +85,17 @@ txl_pos_emb(float dist, int d, float *out)
   }
 }
 
+void
+txl_pos_table(int K, int clamp_len, int d, float *out)
+{
+  for (int m = 0; m < K; m++) {
+    int dist = K - 1 - m;
+    if (clamp_len > 0 && dist > clamp_len)
+      dist = clamp_len;
+    txl_pos_emb((float)dist, d, out + (gsize)m * d);
+  }
+}
+
 /* splitmix64's finaliser: a good 64-bit mixer, so consecutive counters
  * give independent-looking bits */
 static inline guint64

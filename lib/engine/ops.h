@@ -96,6 +96,9 @@ void txl_layer_forward(const TxlLayerW *w, const float *h, int n,
                        float *y);
 /* Sinusoidal embedding of distance `dist` (d floats: sines then cosines). */
 void txl_pos_emb(float dist, int d, float *out);
+/* K rows of them for distances K-1 down to 0 (the keys' order), capped at
+ * clamp_len when it is > 0. */
+void txl_pos_table(int K, int clamp_len, int d, float *out);
 
 /* Embeds n ids into h (n, d_model), scaled by sqrt(d_model).  scratch needs
  * n * (d_embed + d_model) floats, idx n ints.  Ids must be valid. */

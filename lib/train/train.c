@@ -359,12 +359,7 @@ static void
 positions_forward(TxlTrainState *s)
 {
   const int d = s->p->cfg.d_model, K = s->mlen + s->T;
-  for (int m = 0; m < K; m++) {
-    int dist = K - 1 - m;
-    if (s->clamp_len > 0 && dist > s->clamp_len)
-      dist = s->clamp_len;
-    txl_pos_emb((float)dist, d, s->pos + (gsize)m * d);
-  }
+  txl_pos_table(K, s->clamp_len, d, s->pos);
   /* one mask for every layer and stream, as the official code drops the
    * position embedding once */
   txl_dropout(s->pos, (gsize)K * d, s->dropout, key(s, SITE_POS, 0), 0);
