@@ -89,6 +89,24 @@ txl_attn_scratch_floats(int qlen, int klen, int d_head)
          (gsize)qlen * (klen + TXL_GEMM_NR) + qlen;
 }
 
+/* Training's additions to row i of head n, e holding exp(score - max) of
+ * the keys [lo, hi] and inv 1 / their sum: the probabilities saved for
+ * backward, and the row dropped, so that the weighted sum after is over
+ * dropped probabilities (scaling by inv commutes with the dropout). */
+static void
+train_row(const TxlAttnArgs *a, int n, int i, int lo, int hi, float *e,
+          float inv)
+{
+  const int klen = a->mlen + a->qlen;
+  const gsize at = ((gsize)n * a->qlen + i) * klen;
+  float *p = a->prob + at;
+  memset(p, 0, sizeof(float) * lo);
+  for (int j = lo; j <= hi; j++)
+    p[j] = e[j] * inv;
+  memset(p + hi + 1, 0, sizeof(float) * (klen - hi - 1));
+  txl_dropout(e + lo, hi - lo + 1, a->dropatt, a->key, a->first + at + lo);
+}
+
 typedef struct {
   const TxlAttnArgs *a;
   float *scratch;
@@ -159,6 +177,8 @@ heads_task(int t, int n_tasks, gpointer p)
         inv[i] = softmax_row(row + lo,
                              bd + (gsize)i * ldbd + off + (qlen - 1 - i) + lo,
                              hi - lo + 1, scale);
+        if (a->prob)
+          train_row(a, n, i, lo, hi, row, inv[i]);
         /* the weighted sum below reads keys [lo0, hi1] */
         if (lo > lo0)
           memset(row + lo0, 0, sizeof(float) * (lo - lo0));

@@ -57,6 +57,17 @@ txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
 }
 
 void
+txl_transpose(const float *src, int n, int w, int lds, float *dst, int ldd)
+{
+  /* 8 x 8 blocks keep both sides' cache lines in use */
+  for (int i0 = 0; i0 < n; i0 += 8)
+    for (int c0 = 0; c0 < w; c0 += 8)
+      for (int c = c0; c < MIN(c0 + 8, w); c++)
+        for (int i = i0; i < MIN(i0 + 8, n); i++)
+          dst[(gsize)c * ldd + i] = src[(gsize)i * lds + c];
+}
+
+void
 txl_relu(float *x, gsize n)
 {
   for (gsize i = 0; i < n; i++)

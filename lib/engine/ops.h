@@ -29,6 +29,9 @@ void txl_linear(const TxlLinear *L, const float *x, int n, float *y,
 void txl_layer_norm(const float *x, int n, int d, const float *w,
                     const float *b, float eps, float *y, float *mean,
                     float *rstd);
+/* dst[c * ldd + i] = src[i * lds + c] for n rows of w columns. */
+void txl_transpose(const float *src, int n, int w, int lds, float *dst,
+                   int ldd);
 void txl_relu(float *x, gsize n);
 void txl_add(float *y, const float *x, gsize n);
 
@@ -120,6 +123,13 @@ typedef struct {
   const float *v; int ldv;
   const float *rp; int rmaxk;
   const float *r_w_bias, *r_r_bias;
+  /* Training only (NULL and 0 in inference): the probabilities written to
+   * prob, qlen rows of klen per head, head after head, zero outside each
+   * query's keys; and attention dropout on them, mask element (n, i, j) at
+   * first + (n * qlen + i) * klen + j of key. */
+  float *prob;
+  float dropatt;
+  guint64 key, first;
 } TxlAttnArgs;
 gsize txl_attn_scratch_floats(int qlen, int klen, int d_head);
 void txl_rel_attention(const TxlAttnArgs *a, float *scratch, int slots,

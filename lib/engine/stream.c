@@ -258,18 +258,6 @@ trim_memory_t(float *kt, int rows, int cap, int total, int keep)
   }
 }
 
-/* dst[c * ldd + i] = src[i * lds + c] for n rows of w: 8 x 8 blocks keep
- * both sides' cache lines in use */
-static void
-transpose(const float *src, int n, int w, int lds, float *dst, int ldd)
-{
-  for (int i0 = 0; i0 < n; i0 += 8)
-    for (int c0 = 0; c0 < w; c0 += 8)
-      for (int c = c0; c < MIN(c0 + 8, w); c++)
-        for (int i = i0; i < MIN(i0 + 8, n); i++)
-          dst[(gsize)c * ldd + i] = src[(gsize)i * lds + c];
-}
-
 /* The inference attention core of layer l (TxlAttendFunc): the queries,
  * keys and values of the segment's rows, the memory's keys and values,
  * relative attention over them, and the memory trimmed to mem_len. */
@@ -302,7 +290,7 @@ attend(gpointer ctx, int l, float *av)
     for (int i = 0; i < n; i++)
       memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD,
              s->qkv + (gsize)i * 3 * HD + 2 * HD, sizeof(float) * HD);
-    transpose(s->qkv + HD, n, HD, 3 * HD, s->kmem[l] + s->mlen, s->cap);
+    txl_transpose(s->qkv + HD, n, HD, 3 * HD, s->kmem[l] + s->mlen, s->cap);
     q = s->qkv;
     kt = s->kmem[l];
     ldkt = s->cap;
@@ -319,7 +307,7 @@ attend(gpointer ctx, int l, float *av)
       xin = s->x;
     }
     txl_linear(&qkv, xin, klen, s->qkv, FALSE, FALSE);
-    transpose(s->qkv + HD, klen, HD, 3 * HD, s->kt, klen);
+    txl_transpose(s->qkv + HD, klen, HD, 3 * HD, s->kt, klen);
     q = s->qkv + (gsize)s->mlen * 3 * HD;
     kt = s->kt;
     ldkt = klen;
@@ -454,7 +442,7 @@ txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
   const gsize w = row_width(s), n = (gsize)s->mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
     if (s->kind == TXL_MEMORY_KV) /* rows of keys, as the format has them */
-      transpose(s->kmem[l], (int)w, s->mlen, s->cap, out, (int)w);
+      txl_transpose(s->kmem[l], (int)w, s->mlen, s->cap, out, (int)w);
     else
       memcpy(out, s->kmem[l], sizeof(float) * n);
     out += n;
@@ -482,7 +470,7 @@ txl_stream_state_import(TxlStream *s, const float *in, int mlen,
   const gsize w = row_width(s), n = (gsize)mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
     if (s->kind == TXL_MEMORY_KV)
-      transpose(in, mlen, (int)w, (int)w, s->kmem[l], s->cap);
+      txl_transpose(in, mlen, (int)w, (int)w, s->kmem[l], s->cap);
     else
       memcpy(s->kmem[l], in, sizeof(float) * n);
     in += n;

@@ -137,8 +137,9 @@ carve(TxlTrainState *s, float *base)
   TAKE(s->gav, N * HD);
   TAKE(s->gff, N * di);
   TAKE(s->ge, N * MAX(E, d));
-  TAKE(s->attn_scratch,
-       s->slots * txl_train_attn_scratch_floats(s->T, s->Kmax, c->d_head));
+  TAKE(s->attn_scratch, txl_train_attn_scratch_floats(s->T, s->Kmax,
+                                                      c->n_head, c->d_head,
+                                                      s->slots));
 #undef TAKE
   return count;
 }

@@ -57,7 +57,8 @@ void txl_ln_backward(const float *dy, const float *x, const float *mean,
  * keys), as docs/model.md defines it.  q: (B*T, HD) rows; kv:
  * (B*K, 2*HD) rows, keys then values; rk: (K, HD) projected positions,
  * row m at distance K-1-m (already clamped).  Saves the probabilities
- * (B, H, T, K), before attention dropout, for backward. */
+ * (B, H, T, K), before attention dropout, for backward.  The forward is
+ * the engine's txl_rel_attention() (ops.h). */
 typedef struct {
   int B, T, mlen, n_head, d_head;
   int same_length, mem_len;
@@ -67,8 +68,10 @@ typedef struct {
   const float *r_w_bias, *r_r_bias;
 } TxlTrainAttn;
 
-gsize txl_train_attn_scratch_floats(int T, int K, int d_head);
-/* scratch: slots x txl_train_attn_scratch_floats(); slots >= 1 */
+/* Floats of the scratch of forward and backward with up to `slots` heads
+ * at once (slots >= 1), for K keys at most. */
+gsize txl_train_attn_scratch_floats(int T, int K, int n_head, int d_head,
+                                    int slots);
 void txl_train_attn_forward(const TxlTrainAttn *a, float *prob, float *out,
                             float *scratch, int slots);
 /* dq (B*T, HD) and dkv (B*K, 2HD) are written; drk (K, HD), dr_w_bias and
