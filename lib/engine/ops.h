@@ -89,11 +89,13 @@ typedef struct {
  *   pre-LN:  s = h + Attn(LN1(.)),  y = s + FF(LN2(s))
  *   post-LN: s = LN1(h + Attn(.)),  y = LN2(s + FF(s))
  * with FF(x) = relu(x W1^T + b1) W2^T + b2.  The attention core is the
- * caller's: inference keeps keys and values (or hidden states) of one
- * stream with its own kernels and never materialises the probabilities,
- * training attends B streams over re-projected memory and keeps the
- * probabilities, so the two cannot share it without changing either's
- * numbers.  t: NULL for inference. */
+ * caller's, around the one txl_rel_attention(): inference projects only
+ * the segment's rows, with weights packed once per model, and keeps one
+ * stream's keys and values transposed in its memory; training projects
+ * B streams' memory rows again each step (W_qkv and the norm get gradient
+ * through them) with weights that change every step, read in place.
+ * Either one in the other's layout would change inference's numbers or
+ * cost training a pack of every weight per step.  t: NULL for inference. */
 void txl_layer_forward(const TxlLayerW *w, const float *h, int n,
                        const TxlLayerBufs *b, const TxlLayerSave *t,
                        float *y);
@@ -108,7 +110,8 @@ void txl_pos_table(int K, int clamp_len, int d, float *out);
 void txl_embed(const TxlModel *m, const int32_t *ids, int n, float *h,
                float *scratch, int *idx);
 
-/* Relative multi-head attention core for one layer.  q rows have stride
+/* Relative multi-head attention of one layer, inference's and training's
+ * forward alike (lib/train/train_attention.c).  q rows have stride
  * ldq; the klen = mlen + qlen keys are given transposed (kt: row
  * n*d_head+c holds feature c of head n for key positions 0..klen-1, row
  * stride ldkt) and the values as rows (v, stride ldv); rp is the layer's
