@@ -14,6 +14,7 @@
 #include "gsttxlcommon.h"
 #include "txl_text.h"
 #include "txlparts.h"
+#include "txlprops.h"
 
 #include <gst/base/gstpushsrc.h>
 #include <string.h>
@@ -83,7 +84,9 @@ gst_txl_journal_src_start(GstBaseSrc *src)
     return FALSE;
   }
   self->positioned = FALSE;
+  GST_OBJECT_LOCK(self);
   self->entries = 0;
+  GST_OBJECT_UNLOCK(self);
   return TRUE;
 }
 
@@ -154,8 +157,6 @@ field(sd_journal *j, const char *name, gsize *len)
   return (const char *)d + nl + 1;
 }
 
-static const char *const priorities[] = { "emerg", "alert", "crit", "err",
-  "warning", "notice", "info", "debug" };
 
 /* The current entry as one record line appended to out. */
 static void
@@ -171,8 +172,8 @@ append_entry(GstTxlJournalSrc *self, GString *out)
   const char *pid = field(j, "_PID", &pl);
   const char *unit = field(j, "_SYSTEMD_UNIT", &ul);
   const char *prio = field(j, "PRIORITY", &sl);
-  const char *sev = prio && sl == 1 && prio[0] >= '0' && prio[0] <= '7'
-                        ? priorities[prio[0] - '0'] : NULL;
+  const char *sev = prio && sl == 1 ? txl_record_severity_name(prio[0] - '0')
+                                     : NULL;
   uint64_t usec = 0;
   gchar *when = NULL;
   if (sd_journal_get_realtime_usec(j, &usec) >= 0) {
@@ -193,7 +194,9 @@ append_entry(GstTxlJournalSrc *self, GString *out)
   txl_record_append(out, f, G_N_ELEMENTS(f), msg ? msg : "", msg ? ml : 0);
   free(cursor);
   g_free(when);
+  GST_OBJECT_LOCK(self);
   self->entries++;
+  GST_OBJECT_UNLOCK(self);
 }
 
 static GstFlowReturn
@@ -235,69 +238,17 @@ gst_txl_journal_src_create(GstPushSrc *src, GstBuffer **buf)
   return GST_FLOW_OK;
 }
 
-static void
-gst_txl_journal_src_set_property(GObject *object, guint id,
-                                 const GValue *value, GParamSpec *pspec)
-{
-  GstTxlJournalSrc *self = GST_TXL_JOURNAL_SRC(object);
-  GST_OBJECT_LOCK(self);
-  switch (id) {
-  case PROP_DIRECTORY:
-    g_free(self->directory);
-    self->directory = g_value_dup_string(value);
-    break;
-  case PROP_MATCHES:
-    g_free(self->matches);
-    self->matches = g_value_dup_string(value);
-    break;
-  case PROP_FOLLOW:
-    self->follow = g_value_get_boolean(value);
-    break;
-  case PROP_FROM_HEAD:
-    self->from_head = g_value_get_boolean(value);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
-}
+#define F(id, field) TXL_PROP_UPTO(id, GstTxlJournalSrc, field, GST_STATE_READY)
+static const TxlPropField prop_fields[] = {
+  F(PROP_DIRECTORY, directory), F(PROP_MATCHES, matches),
+  F(PROP_FOLLOW, follow), F(PROP_FROM_HEAD, from_head),
+  TXL_PROP(PROP_ENTRIES, GstTxlJournalSrc, entries),
+};
+#undef F
 
-static void
-gst_txl_journal_src_get_property(GObject *object, guint id, GValue *value,
-                                 GParamSpec *pspec)
-{
-  GstTxlJournalSrc *self = GST_TXL_JOURNAL_SRC(object);
-  GST_OBJECT_LOCK(self);
-  switch (id) {
-  case PROP_DIRECTORY:
-    g_value_set_string(value, self->directory);
-    break;
-  case PROP_MATCHES:
-    g_value_set_string(value, self->matches);
-    break;
-  case PROP_FOLLOW:
-    g_value_set_boolean(value, self->follow);
-    break;
-  case PROP_FROM_HEAD:
-    g_value_set_boolean(value, self->from_head);
-    break;
-  case PROP_ENTRIES:
-    g_value_set_uint64(value, self->entries);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
-}
-
-static void
-gst_txl_journal_src_finalize(GObject *object)
-{
-  GstTxlJournalSrc *self = GST_TXL_JOURNAL_SRC(object);
-  g_free(self->directory);
-  g_free(self->matches);
-  G_OBJECT_CLASS(gst_txl_journal_src_parent_class)->finalize(object);
-}
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),
+};
 
 static void
 gst_txl_journal_src_init(GstTxlJournalSrc *self)
@@ -316,9 +267,7 @@ gst_txl_journal_src_class_init(GstTxlJournalSrcClass *klass)
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                          GST_PARAM_MUTABLE_READY;
-  oc->set_property = gst_txl_journal_src_set_property;
-  oc->get_property = gst_txl_journal_src_get_property;
-  oc->finalize = gst_txl_journal_src_finalize;
+  txl_props_install(oc, &props);
   g_object_class_install_property(oc, PROP_DIRECTORY,
       g_param_spec_string("directory", "Directory",
                           "Read the journal files of this directory (unset: "

@@ -165,8 +165,6 @@ find(JsonObject *o, const char *set, const char *const *names,
   return NULL;
 }
 
-static const char *const priorities[] = { "emerg", "alert", "crit", "err",
-  "warning", "notice", "info", "debug" };
 
 /* A JSON object as one record line appended to out; FALSE when the line is
  * not a JSON object. */
@@ -194,7 +192,7 @@ json_record(TxlRecordReader *r, const char *line, gsize len, GString *out)
       level[0] <= '7' && !level[1]) {
     int pri = level[0] - '0'; /* journald's number, as syslog's name */
     g_free(level);
-    level = g_strdup(priorities[pri]);
+    level = g_strdup(txl_record_severity_name(pri));
   }
   TxlRecordField f[] = { { "host", host, -1 }, { "app", app, -1 },
                          { "time", tm, -1 }, { "severity", level, -1 },

@@ -56,6 +56,10 @@ gboolean txl_record_next_field(const char *line, gsize header_len,
 gboolean txl_record_get(const char *line, gsize header_len, const char *key,
                         const char **value, gsize *value_len);
 
+/* Syslog's name of a severity 0..7 ("emerg" ... "debug"), the "severity"
+ * field every source writes; NULL outside that range. */
+const char *txl_record_severity_name(int level);
+
 /* Appends the header's fields as one JSON object ({} without any). */
 void txl_record_append_json(GString *out, const char *line, gsize header_len);
 
