@@ -162,6 +162,23 @@ out_file(GstTxlSink *self)
   return self->out;
 }
 
+/* Writes one piece of output: to the file, or (inside txljson) to the
+ * emit hook, which sends it downstream.  FALSE when it could not. */
+static gboolean
+put_out(GstTxlSink *self, const char *data, gsize len)
+{
+  if (self->emit)
+    return self->emit(self, data, len, self->emit_data);
+  return fwrite(data, 1, len, out_file(self)) == len && fflush(self->out) == 0;
+}
+
+void
+gst_txl_sink_set_emit(GstTxlSink *sink, GstTxlSinkEmit emit, gpointer data)
+{
+  sink->emit = emit;
+  sink->emit_data = data;
+}
+
 /* A line's anomaly (the worst part above the cut (fixed, quantile,
  * stream) or a z-score (mad, zscore); NaN while the baseline warms up),
  * whether it is warm-up (stream), and its flag; the baseline learns from
@@ -273,8 +290,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   else
     g_string_append(o, "null");
   g_string_append(o, "}\n");
-  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
-                fflush(self->out) == 0;
+  gboolean ok = put_out(self, o->str, o->len);
   g_string_free(o, TRUE);
   if (!ok) {
     GST_OBJECT_LOCK(self);
@@ -424,8 +440,7 @@ gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
 static GstFlowReturn
 render_text(GstTxlSink *self, const guint8 *data, gsize len)
 {
-  if (fwrite(data, 1, len, out_file(self)) != len ||
-      fflush(self->out) != 0) {
+  if (!put_out(self, (const char *)data, len)) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write the text."),
                       ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
@@ -487,8 +502,7 @@ write_session(GstTxlSink *self, const GstStructure *s)
   if (!write_ready(self, FALSE))
     return FALSE;
   GString *o = gst_txl_session_json(s);
-  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
-                fflush(self->out) == 0;
+  gboolean ok = put_out(self, o->str, o->len);
   g_string_free(o, TRUE);
   if (!ok) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
@@ -607,7 +621,7 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
       self->held = TRUE;
     else if (gst_event_has_name(event, "txl-session")) {
       self->records++; /* counted as txlsessions counts it */
-      if (self->out)
+      if (self->out || self->emit)
         write_session(self, gst_event_get_structure(event));
     }
     break;
@@ -631,7 +645,9 @@ gst_txl_sink_start(GstBaseSink *bs)
   g_rec_mutex_lock(&self->state_lock);
   g_clear_pointer(&self->stopped, g_bytes_unref);
   g_rec_mutex_unlock(&self->state_lock);
-  if (location && *location) {
+  if (self->emit) {
+    self->out = NULL; /* inside txljson: the output goes downstream */
+  } else if (location && *location) {
     /* "a": checks the file now, empties nothing yet */
     self->out = fopen(location, "a");
     self->truncate_pending = !append;
