@@ -148,6 +148,31 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* How long ago the data that completed the line arrived, on the pipeline
+ * clock: a live source's timestamps (do-timestamp) against now; NONE for
+ * untimed data or outside PLAYING. */
+static GstClockTime
+line_latency(GstTxlSink *self)
+{
+  GstBaseSink *bs = GST_BASE_SINK(self);
+  if (!GST_CLOCK_TIME_IS_VALID(self->last_pts) ||
+      bs->segment.format != GST_FORMAT_TIME ||
+      GST_STATE(self) != GST_STATE_PLAYING)
+    return GST_CLOCK_TIME_NONE;
+  GstClockTime arrived = gst_segment_to_running_time(
+      &bs->segment, GST_FORMAT_TIME, self->last_pts);
+  GstClock *clock = gst_element_get_clock(GST_ELEMENT(self));
+  if (!clock || !GST_CLOCK_TIME_IS_VALID(arrived)) {
+    if (clock)
+      gst_object_unref(clock);
+    return GST_CLOCK_TIME_NONE;
+  }
+  GstClockTime now = gst_clock_get_time(clock) -
+                     gst_element_get_base_time(GST_ELEMENT(self));
+  gst_object_unref(clock);
+  return now >= arrived ? now - arrived : 0;
+}
+
 /* The output, emptied first unless the stream continues a snapshot or
  * append is set (see truncate_pending). */
 static FILE *
@@ -319,7 +344,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
       "warmup", G_TYPE_BOOLEAN, warm,
-      "text", G_TYPE_STRING, text, NULL);
+      "text", G_TYPE_STRING, text,
+      "latency", GST_TYPE_CLOCK_TIME, line_latency(self), NULL);
   if (fields)
     gst_structure_set(s, "fields", GST_TYPE_STRUCTURE, fields, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
