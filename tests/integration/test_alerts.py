@@ -28,6 +28,12 @@ sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 from freeport import free_port  # noqa: E402
 
+def tool_env():
+    """The environment for the servers the test starts: without the
+    sanitizer runtime tools/check-memory.sh preloads for gst-launch-1.0."""
+    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
+
+
 ANOMALY = 'qzx9 ☃ ###### 0xdeadbeef ~~ \\\\ ]]] zzzzqqq vvvv !!!'
 
 
@@ -65,7 +71,7 @@ class Hook(http.server.BaseHTTPRequestHandler):
 
 
 def start(args, log):
-    return subprocess.Popen(args, stdout=open(log, 'wb'), stderr=subprocess.STDOUT)
+    return subprocess.Popen(args, stdout=open(log, 'wb'), stderr=subprocess.STDOUT, env=tool_env())
 
 
 def main():
