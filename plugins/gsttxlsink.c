@@ -150,14 +150,13 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
 
 /* How long ago the data that completed the line arrived, on the pipeline
  * clock: a live source's timestamps (do-timestamp) against now; NONE for
- * untimed data or outside PLAYING. */
+ * untimed data or without a clock. */
 static GstClockTime
 line_latency(GstTxlSink *self)
 {
   GstBaseSink *bs = GST_BASE_SINK(self);
   if (!GST_CLOCK_TIME_IS_VALID(self->last_pts) ||
-      bs->segment.format != GST_FORMAT_TIME ||
-      GST_STATE(self) != GST_STATE_PLAYING)
+      bs->segment.format != GST_FORMAT_TIME)
     return GST_CLOCK_TIME_NONE;
   GstClockTime arrived = gst_segment_to_running_time(
       &bs->segment, GST_FORMAT_TIME, self->last_pts);
@@ -167,9 +166,13 @@ line_latency(GstTxlSink *self)
       gst_object_unref(clock);
     return GST_CLOCK_TIME_NONE;
   }
-  GstClockTime now = gst_clock_get_time(clock) -
-                     gst_element_get_base_time(GST_ELEMENT(self));
+  /* no base time yet (the pipeline on its way to PLAYING): no "now" */
+  GstClockTime base = gst_element_get_base_time(GST_ELEMENT(self));
+  GstClockTime abs_now = gst_clock_get_time(clock);
   gst_object_unref(clock);
+  if (base == 0 || !GST_CLOCK_TIME_IS_VALID(base) || abs_now < base)
+    return GST_CLOCK_TIME_NONE;
+  GstClockTime now = abs_now - base;
   return now >= arrived ? now - arrived : 0;
 }
 

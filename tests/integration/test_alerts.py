@@ -179,7 +179,8 @@ def run(tmp, am_bin, prom_bin, procs):
           live('txld_pipeline_line_latency_seconds_count') == 10 and
           0 < live('txld_pipeline_line_latency_seconds_sum') < 10 * 5,
           (live('txld_pipeline_line_latency_seconds_count'),
-           live('txld_pipeline_line_latency_seconds_sum')))
+           live('txld_pipeline_line_latency_seconds_sum'), live('txld_pipeline_lines_total'),
+           get(txld + '/pipelines/live')[1][:600]))
     check('ten clients hanging up: no restart, no end',
           live('txld_pipeline_restarts_total') == 0 and live('txld_pipeline_ends_total') == 0 and
           live('txld_pipeline_up') == 1)
