@@ -171,7 +171,7 @@ tu_train_config(TxlConfig *c)
 }
 
 /* Writes a byte-tokenizer model; returns the path (g_free it). */
-static char *
+G_GNUC_UNUSED static char *
 tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
 {
   GgufWriter *w = gguf_writer_new();

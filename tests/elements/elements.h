@@ -6,10 +6,21 @@
 #define TXL_TEST_ELEMENTS_H
 
 #include "../testutil.h"
+#include "../tu_test.h"
 #include "txltokens.h"
 
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
+
+/* The start of every element test's main: GLib's test framework, then
+ * GStreamer, then the program's TU_TESTs. */
+G_GNUC_UNUSED static void
+el_test_init(int *argc, char ***argv)
+{
+  g_test_init(argc, argv, NULL);
+  gst_init(argc, argv);
+  tu_add_tests();
+}
 
 /* A word-tokenizer model: <eos>, <unk>, a few words, then w6..w299. */
 G_GNUC_UNUSED static char *

@@ -154,8 +154,7 @@ calibrated(const TxlCalibration *c)
   return path;
 }
 
-static void
-test_sessions_calibration(void)
+TU_TEST("/calibration/sessions", test_sessions_calibration)
 {
   /* uncalibrated, everything set by hand: the reference */
   Run ref = run("txlsessions", "session-key=\"req=([0-9]+)\" "
@@ -221,8 +220,7 @@ test_sessions_calibration(void)
   model = g_steal_pointer(&plain);
 }
 
-static void
-test_single_stream_calibration(void)
+TU_TEST("/calibration/single-stream", test_single_stream_calibration)
 {
   TxlCalibration c = { .sessions = FALSE, .session_score = 3,
                        .line_threshold_bpb = 2.25 };
@@ -251,13 +249,9 @@ test_single_stream_calibration(void)
 int
 main(int argc, char **argv)
 {
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
+  el_test_init(&argc, &argv);
   model = el_write_byte_model(5);
   log_path = make_log();
-  g_test_add_func("/calibration/sessions", test_sessions_calibration);
-  g_test_add_func("/calibration/single-stream",
-                  test_single_stream_calibration);
   int rc = g_test_run();
   tu_remove(model);
   tu_remove(log_path);

@@ -229,8 +229,7 @@ direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
   return d.lp;
 }
 
-static void
-test_landing(void)
+TU_TEST("/learn/landing", test_landing)
 {
   GString *t = log_text();
   gsize n = t->len;
@@ -303,8 +302,7 @@ test_landing(void)
 
 /* A round whose loss goes non-finite (weights scaled by 1e18) is dropped
  * with a warning; the stream goes on with the model file's weights. */
-static void
-test_failed_round(void)
+TU_TEST("/learn/failed-round", test_failed_round)
 {
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(model, &err);
@@ -426,8 +424,7 @@ output(Fixture *f)
   return s;
 }
 
-static void
-test_sink_marks(void)
+TU_TEST("/learn/sink-marks", test_sink_marks)
 {
   Fixture f;
   fixture_init(&f);
@@ -463,8 +460,7 @@ test_sink_marks(void)
   fixture_clear(&f);
 }
 
-static void
-test_snapshot_cuts(void)
+TU_TEST("/learn/snapshot-cuts", test_snapshot_cuts)
 {
   Fixture f;
   fixture_init(&f);
@@ -508,13 +504,8 @@ test_snapshot_cuts(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
+  el_test_init(&argc, &argv);
   model = tiny_model();
-  g_test_add_func("/learn/landing", test_landing);
-  g_test_add_func("/learn/failed-round", test_failed_round);
-  g_test_add_func("/learn/sink-marks", test_sink_marks);
-  g_test_add_func("/learn/snapshot-cuts", test_snapshot_cuts);
   int rc = g_test_run();
   tu_remove(model);
   g_free(model);

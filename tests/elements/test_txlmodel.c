@@ -105,8 +105,7 @@ assert_scores(GArray *recs, GArray *want, const int32_t *ids,
 
 #define N 97
 
-static void
-test_exact(void)
+TU_TEST("/txlmodel/exact", test_exact)
 {
   char *m = el_write_byte_model(11);
   int32_t ids[N];
@@ -131,8 +130,7 @@ test_exact(void)
 }
 
 /* segment, mem-len, same-length and clamp-len reach the scorer */
-static void
-test_settings(void)
+TU_TEST("/txlmodel/settings", test_settings)
 {
   char *m = el_write_byte_model(12);
   int32_t ids[N];
@@ -158,8 +156,7 @@ test_settings(void)
 
 /* flush-on-newline scores the partial segment at each line end: the same
  * as a scorer finished at every line end, different from offline. */
-static void
-test_flush_on_newline(void)
+TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
 {
   char *m = el_write_byte_model(13);
   int32_t ids[N];
@@ -219,8 +216,7 @@ test_flush_on_newline(void)
 }
 
 /* Tokens of another vocabulary: negotiation fails, naming both ids. */
-static void
-test_caps_mismatch(void)
+TU_TEST("/txlmodel/caps-mismatch", test_caps_mismatch)
 {
   char *bytes = el_write_byte_model(14);
   char *words = el_write_word_model(14);
@@ -274,8 +270,7 @@ test_caps_mismatch(void)
   g_free(words);
 }
 
-static void
-test_bad_model(void)
+TU_TEST("/txlmodel/bad-model", test_bad_model)
 {
   const char *paths[] = { "/nonexistent/m.gguf", NULL };
   for (int k = 0; k < 2; k++) {
@@ -297,8 +292,7 @@ test_bad_model(void)
 
 /* A model with an inf or NaN weight does not start: an element error that
  * names the tensor, not a stream of inf and null scores. */
-static void
-test_non_finite_model(void)
+TU_TEST("/txlmodel/non-finite-model", test_non_finite_model)
 {
   const float bad[] = { INFINITY, NAN };
   for (int k = 0; k < 2; k++) {
@@ -316,8 +310,7 @@ test_non_finite_model(void)
 
 /* A buffer that is not whole records, and an id outside the vocabulary:
  * element errors. */
-static void
-test_bad_input(void)
+TU_TEST("/txlmodel/bad-input", test_bad_input)
 {
   char *m = el_write_byte_model(17);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
@@ -336,8 +329,7 @@ test_bad_input(void)
 
 /* FLUSH_STOP and a new STREAM_START forget the memory: the same tokens
  * again give the same scores, the first one NaN again. */
-static void
-test_resets(void)
+TU_TEST("/txlmodel/resets", test_resets)
 {
   char *m = el_write_byte_model(18);
   int32_t ids[N];
@@ -382,8 +374,7 @@ test_resets(void)
   g_free(m);
 }
 
-static void
-test_latency(void)
+TU_TEST("/txlmodel/latency", test_latency)
 {
   char *m = el_write_byte_model(19);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
@@ -403,8 +394,7 @@ test_latency(void)
 }
 
 /* The text meta goes through, cut at the last scored token. */
-static void
-test_text(void)
+TU_TEST("/txlmodel/text", test_text)
 {
   char *m = el_write_byte_model(20);
   const char *text = "ab\ncdefgh\nij";
@@ -443,8 +433,7 @@ test_text(void)
   g_free(m);
 }
 
-static void
-test_cache(void)
+TU_TEST("/txlmodel/cache", test_cache)
 {
   char *m = el_write_byte_model(21);
   g_autoptr(GError) err = NULL;
@@ -483,8 +472,7 @@ test_cache(void)
  * unterminated last line is closed at EOS. */
 #define NL 11
 
-static void
-test_line_meta(void)
+TU_TEST("/txlmodel/line-meta", test_line_meta)
 {
   char *m = el_write_byte_model(61);
   GstHarness *h = el_token_harness("txlmodel", m, "segment", 4, NULL);
@@ -563,8 +551,7 @@ records_after_quiet(const char *m, guint64 max_latency)
   return n;
 }
 
-static void
-test_max_latency(void)
+TU_TEST("/txlmodel/max-latency", test_max_latency)
 {
   char *m = el_write_byte_model(71);
   /* the first token's record goes out at once; the other four need their
@@ -578,20 +565,6 @@ test_max_latency(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txlmodel/exact", test_exact);
-  g_test_add_func("/txlmodel/settings", test_settings);
-  g_test_add_func("/txlmodel/flush-on-newline", test_flush_on_newline);
-  g_test_add_func("/txlmodel/caps-mismatch", test_caps_mismatch);
-  g_test_add_func("/txlmodel/bad-model", test_bad_model);
-  g_test_add_func("/txlmodel/non-finite-model", test_non_finite_model);
-  g_test_add_func("/txlmodel/bad-input", test_bad_input);
-  g_test_add_func("/txlmodel/resets", test_resets);
-  g_test_add_func("/txlmodel/latency", test_latency);
-  g_test_add_func("/txlmodel/text", test_text);
-  g_test_add_func("/txlmodel/cache", test_cache);
-  g_test_add_func("/txlmodel/line-meta", test_line_meta);
-  g_test_add_func("/txlmodel/max-latency", test_max_latency);
+  el_test_init(&argc, &argv);
   return g_test_run();
 }

@@ -34,8 +34,7 @@ run(const char *model, const int32_t *ids, const gint64 *lines,
   return s;
 }
 
-static void
-test_matches_generator(void)
+TU_TEST("/txlsampler/matches-generator", test_matches_generator)
 {
   char *m = el_write_byte_model(51);
   const int32_t ids[6] = { 'h', 'e', 'l', 'l', 'o', '\n' };
@@ -74,8 +73,7 @@ test_matches_generator(void)
   g_free(m);
 }
 
-static void
-test_per_line(void)
+TU_TEST("/txlsampler/per-line", test_per_line)
 {
   char *m = el_write_byte_model(52);
   const int32_t ids[6] = { 'a', 'b', '\n', 'c', 'd', '\n' };
@@ -92,8 +90,7 @@ test_per_line(void)
   g_free(m);
 }
 
-static void
-test_vocab_mismatch(void)
+TU_TEST("/txlsampler/vocab-mismatch", test_vocab_mismatch)
 {
   char *m = el_write_byte_model(53);
   char *w = el_write_word_model(53);
@@ -111,8 +108,7 @@ test_vocab_mismatch(void)
 
 /* A buffer that is not a whole number of token records is an error, not
  * a prompt silently cut short. */
-static void
-test_torn_record(void)
+TU_TEST("/txlsampler/torn-record", test_torn_record)
 {
   char *m = el_write_byte_model(55);
   GstHarness *h = el_token_harness("txlsampler", m, NULL);
@@ -127,8 +123,7 @@ test_torn_record(void)
 
 /* stop-at-eos: a word vocabulary's <eos> (id 0, decoded as a line end)
  * ends the continuation and is not written. */
-static void
-test_stop_at_eos(void)
+TU_TEST("/txlsampler/stop-at-eos", test_stop_at_eos)
 {
   char *w = el_write_word_model(54);
   g_autoptr(GError) err = NULL;
@@ -156,12 +151,6 @@ test_stop_at_eos(void)
 int
 main(int argc, char **argv)
 {
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/txlsampler/matches-generator", test_matches_generator);
-  g_test_add_func("/txlsampler/per-line", test_per_line);
-  g_test_add_func("/txlsampler/vocab-mismatch", test_vocab_mismatch);
-  g_test_add_func("/txlsampler/stop-at-eos", test_stop_at_eos);
-  g_test_add_func("/txlsampler/torn-record", test_torn_record);
+  el_test_init(&argc, &argv);
   return g_test_run();
 }

@@ -412,8 +412,7 @@ mid_threshold(const char *model, const char *text, const Cfg *cfg)
   return 0.5 * (lo + hi);
 }
 
-static void
-test_default(void)
+TU_TEST("/txlsessions/default", test_default)
 {
   Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MEAN, 4096, 0 };
@@ -424,16 +423,14 @@ test_default(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_evict_count(void)
+TU_TEST("/txlsessions/evict-count", test_evict_count)
 {
   Cfg c = { "blk_(-?[0-9]+)", 1, 3, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MAX_LINE, 64, 0 };
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_evict_memory(void)
+TU_TEST("/txlsessions/evict-memory", test_evict_memory)
 {
   /* a bound of about two and a half sessions at full memory */
   g_autoptr(GError) err = NULL;
@@ -449,8 +446,7 @@ test_evict_memory(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_idle_flush(void)
+TU_TEST("/txlsessions/idle-flush", test_idle_flush)
 {
   Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 9, TRUE,
             TXL_SESSION_SCORE_MAX_TOKEN, 100, 0 };
@@ -460,8 +456,7 @@ test_idle_flush(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_word_model(void)
+TU_TEST("/txlsessions/word-model", test_word_model)
 {
   Cfg c = { "w2[0-9][0-9]", 0, 4, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MEAN, 13, 0 };
@@ -470,8 +465,7 @@ test_word_model(void)
 }
 
 /* Bad settings fail the start with an element error that says why. */
-static void
-test_bad_settings(void)
+TU_TEST("/txlsessions/bad-settings", test_bad_settings)
 {
   struct {
     const char *prop;
@@ -494,8 +488,7 @@ test_bad_settings(void)
 
 /* pipelines/sessions.txt through gst-launch-1.0: every line and one
  * session line per session. */
-static void
-test_gst_launch(void)
+TU_TEST("/txlsessions/gst-launch", test_gst_launch)
 {
   g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
   g_autofree char *in = g_build_filename(dir, "in.log", NULL);
@@ -529,19 +522,11 @@ test_gst_launch(void)
 int
 main(int argc, char **argv)
 {
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
+  el_test_init(&argc, &argv);
   byte_model = el_write_byte_model(7);
   word_model = el_write_word_model(8);
   log_bytes = make_log(1, 300, FALSE);
   log_words = make_log(2, 200, TRUE);
-  g_test_add_func("/txlsessions/default", test_default);
-  g_test_add_func("/txlsessions/evict-count", test_evict_count);
-  g_test_add_func("/txlsessions/evict-memory", test_evict_memory);
-  g_test_add_func("/txlsessions/idle-flush", test_idle_flush);
-  g_test_add_func("/txlsessions/word-model", test_word_model);
-  g_test_add_func("/txlsessions/bad-settings", test_bad_settings);
-  g_test_add_func("/txlsessions/gst-launch", test_gst_launch);
   int rc = g_test_run();
   g_free(log_bytes);
   g_free(log_words);

@@ -221,8 +221,7 @@ check_file(const char *model, const char *input, gboolean text)
   g_remove(out);
 }
 
-static void
-test_matches_cli(void)
+TU_TEST("/txlsink/matches-cli", test_matches_cli)
 {
   g_autoptr(GError) err = NULL;
   for (int kind = 0; kind < 2; kind++) {
@@ -236,8 +235,7 @@ test_matches_cli(void)
   }
 }
 
-static void
-test_binary(void)
+TU_TEST("/txlsink/binary", test_binary)
 {
   char *m = el_write_byte_model(32);
   g_autofree char *dir = g_path_get_dirname(m);
@@ -255,8 +253,7 @@ test_binary(void)
 }
 
 /* The ready pipeline description, through gst-launch-1.0. */
-static void
-test_gst_launch(void)
+TU_TEST("/txlsink/gst-launch", test_gst_launch)
 {
   char *m = el_write_word_model(33);
   g_autofree char *dir = g_path_get_dirname(m);
@@ -278,8 +275,7 @@ test_gst_launch(void)
 
 /* Score records alone: lines close on their line-end flag, bytes are the
  * tokens' bytes, text is null. */
-static void
-test_records_only(void)
+TU_TEST("/txlsink/records-only", test_records_only)
 {
   g_autoptr(GError) err = NULL;
   g_autofree char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
@@ -320,8 +316,7 @@ test_records_only(void)
   g_rmdir(dir);
 }
 
-static void
-test_bad_location(void)
+TU_TEST("/txlsink/bad-location", test_bad_location)
 {
   GstElement *sink = gst_element_factory_make("txlsink", NULL);
   g_object_set(sink, "location", "/nonexistent/dir/out.jsonl", NULL);
@@ -331,8 +326,7 @@ test_bad_location(void)
 
 /* threshold-mode mad and quantile: nothing is judged during the warm-up,
  * every line after it is; a median cut flags some lines but not all. */
-static void
-test_calibrated(void)
+TU_TEST("/txlsink/calibrated", test_calibrated)
 {
   char *m = el_write_byte_model(41);
   g_autofree char *dir = g_path_get_dirname(m);
@@ -386,8 +380,7 @@ test_calibrated(void)
 
 /* GstHarness on txlsink alone: score records in, one JSON line per input
  * line out, with the totals of that line's records. */
-static void
-test_harness(void)
+TU_TEST("/txlsink/harness", test_harness)
 {
   g_autoptr(GError) err = NULL;
   g_autofree char *dir = g_dir_make_tmp("txl-sink-XXXXXX", &err);
@@ -432,14 +425,6 @@ test_harness(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txlsink/matches-cli", test_matches_cli);
-  g_test_add_func("/txlsink/binary", test_binary);
-  g_test_add_func("/txlsink/gst-launch", test_gst_launch);
-  g_test_add_func("/txlsink/records-only", test_records_only);
-  g_test_add_func("/txlsink/bad-location", test_bad_location);
-  g_test_add_func("/txlsink/calibrated", test_calibrated);
-  g_test_add_func("/txlsink/harness", test_harness);
+  el_test_init(&argc, &argv);
   return g_test_run();
 }

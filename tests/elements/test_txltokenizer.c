@@ -113,8 +113,7 @@ check_splits(const char *model)
   el_buffers_free(whole);
 }
 
-static void
-test_splits_bytes(void)
+TU_TEST("/txltokenizer/splits/bytes", test_splits_bytes)
 {
   char *m = el_write_byte_model(1);
   check_splits(m);
@@ -122,8 +121,7 @@ test_splits_bytes(void)
   g_free(m);
 }
 
-static void
-test_splits_words(void)
+TU_TEST("/txltokenizer/splits/words", test_splits_words)
 {
   char *m = el_write_word_model(1);
   check_splits(m);
@@ -131,8 +129,7 @@ test_splits_words(void)
   g_free(m);
 }
 
-static void
-test_caps(void)
+TU_TEST("/txltokenizer/caps", test_caps)
 {
   char *m = el_write_word_model(2);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
@@ -150,8 +147,7 @@ test_caps(void)
   g_free(m);
 }
 
-static void
-test_junk(void)
+TU_TEST("/txltokenizer/junk", test_junk)
 {
   GRand *r = g_rand_new_with_seed(7);
   guint8 junk[3000];
@@ -184,8 +180,7 @@ test_junk(void)
 
 /* A new STREAM_START ends the old stream (its pending word comes out) and
  * the next stream counts lines and bytes from the start again. */
-static void
-test_stream_start(void)
+TU_TEST("/txltokenizer/stream-start", test_stream_start)
 {
   char *m = el_write_word_model(4);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
@@ -236,8 +231,7 @@ check_bad_model(const char *path, const char *needle)
     g_error("error '%s' does not mention '%s'", msg, needle);
 }
 
-static void
-test_bad_model(void)
+TU_TEST("/txltokenizer/bad-model", test_bad_model)
 {
   check_bad_model("/nonexistent/model.gguf", "/nonexistent/model.gguf");
   check_bad_model(NULL, "model");
@@ -266,13 +260,6 @@ test_bad_model(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txltokenizer/splits/bytes", test_splits_bytes);
-  g_test_add_func("/txltokenizer/splits/words", test_splits_words);
-  g_test_add_func("/txltokenizer/caps", test_caps);
-  g_test_add_func("/txltokenizer/junk", test_junk);
-  g_test_add_func("/txltokenizer/stream-start", test_stream_start);
-  g_test_add_func("/txltokenizer/bad-model", test_bad_model);
+  el_test_init(&argc, &argv);
   return g_test_run();
 }

@@ -4,6 +4,7 @@
 #include "bpe.h"
 #include "model_internal.h"
 #include "testutil.h"
+#include "tu_test.h"
 
 /* Tokens tile the input exactly, '\n' is a token of its own, and each
  * token's line is 1 + the line ends before it. */
@@ -103,8 +104,7 @@ train(const char *text, gsize len, int vocab, guint rules)
   return txl_tokenizer_new_bpe(b);
 }
 
-static void
-test_round_trip(void)
+TU_TEST("/bpe/round-trip", test_round_trip)
 {
   gsize len;
   char *logs = make_logs(200000, 1, &len);
@@ -154,8 +154,7 @@ check_split_invariance(const TxlTokenizer *tok, const char *text, gsize len)
   g_rand_free(r);
 }
 
-static void
-test_split_invariance(void)
+TU_TEST("/bpe/split-invariance", test_split_invariance)
 {
   gsize len;
   char *logs = make_logs(100000, 2, &len);
@@ -212,8 +211,7 @@ test_split_invariance(void)
   txl_tokenizer_free(norm);
 }
 
-static void
-test_compresses(void)
+TU_TEST("/bpe/compresses", test_compresses)
 {
   gsize len, tlen;
   char *logs = make_logs(300000, 4, &len);
@@ -271,8 +269,7 @@ count_token(int32_t id, gint64 line, gsize s, gsize e, gpointer data)
 /* A 1 MB line without spaces: chunks are capped, and even one uncapped
  * chunk costs O(n log n) in the heap encoder.  The bounds only guard
  * against quadratic behaviour; real timings are in docs/tokenizers.md. */
-static void
-test_long_line(void)
+TU_TEST("/bpe/long-line", test_long_line)
 {
   gsize len;
   char *logs = make_logs(100000, 6, &len);
@@ -331,8 +328,7 @@ small_config(TxlConfig *c, int n_token)
   c->n_cutoffs = 0;
 }
 
-static void
-test_model_file(void)
+TU_TEST("/bpe/model-file", test_model_file)
 {
   gsize len;
   char *logs = make_logs(100000, 8, &len);
@@ -480,8 +476,7 @@ expect_refused(const Vocab *v, const char *what, const char *needle)
   g_error_free(err);
 }
 
-static void
-test_hostile_keys(void)
+TU_TEST("/bpe/hostile-keys", test_hostile_keys)
 {
   Vocab v;
   vocab_init(&v);
@@ -600,8 +595,7 @@ collect_piece(const guchar *s, gsize len, gsize start, int special,
 /* Replays the learned merges naively, recounting every pair before each:
  * the incremental counts and the lazy heap must pick a most frequent pair
  * every time (ties may go either way). */
-static void
-test_trainer_vs_naive(void)
+TU_TEST("/bpe/trainer-vs-naive", test_trainer_vs_naive)
 {
   gsize len;
   char *logs = make_logs(30000, 12, &len);
@@ -686,8 +680,7 @@ test_trainer_vs_naive(void)
   g_free(logs);
 }
 
-static void
-test_train_options(void)
+TU_TEST("/bpe/train-options", test_train_options)
 {
   TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
   o.vocab_size = 200;
@@ -710,8 +703,7 @@ test_train_options(void)
  *   TXL_BPE_BENCH="a.log b.log" build/tests/test_bpe -p /bpe/bench
  * trains on the first TXL_BPE_BENCH_BYTES (default 1 MB) of the files
  * together, then encodes each file whole. */
-static void
-test_bench(void)
+TU_TEST("/bpe/bench", test_bench)
 {
   const char *files = g_getenv("TXL_BPE_BENCH");
   if (!files) {
@@ -771,16 +763,5 @@ test_bench(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  (void)tu_write_model;
-  g_test_add_func("/bpe/round-trip", test_round_trip);
-  g_test_add_func("/bpe/split-invariance", test_split_invariance);
-  g_test_add_func("/bpe/compresses", test_compresses);
-  g_test_add_func("/bpe/long-line", test_long_line);
-  g_test_add_func("/bpe/model-file", test_model_file);
-  g_test_add_func("/bpe/hostile-keys", test_hostile_keys);
-  g_test_add_func("/bpe/trainer-vs-naive", test_trainer_vs_naive);
-  g_test_add_func("/bpe/train-options", test_train_options);
-  g_test_add_func("/bpe/bench", test_bench);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

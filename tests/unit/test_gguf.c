@@ -18,6 +18,7 @@ tmp_path(const char *name)
 }
 
 #include "gguf_build.h"
+#include "tu_test.h"
 
 /* ---- the writer's file with every type the writer knows ------------- */
 
@@ -136,8 +137,7 @@ static const char *const EXAMPLE_KEYS[] = {
 
 /* ---- round trips ---------------------------------------------------- */
 
-static void
-test_roundtrip_values(void)
+TU_TEST("/gguf/roundtrip/values", test_roundtrip_values)
 {
   g_autofree char *path = write_example("values.gguf");
   GError *err = NULL;
@@ -220,8 +220,7 @@ test_roundtrip_values(void)
   gguf_close(f);
 }
 
-static void
-test_getter_errors(void)
+TU_TEST("/gguf/reader/getter-errors", test_getter_errors)
 {
   g_autoptr(GBytes) bytes = example_bytes();
   GgufFile *f = parse_ok(bytes);
@@ -292,8 +291,7 @@ test_getter_errors(void)
   gguf_close(f);
 }
 
-static void
-test_roundtrip_tensors(void)
+TU_TEST("/gguf/roundtrip/tensors", test_roundtrip_tensors)
 {
   g_autoptr(GBytes) bytes = example_bytes();
   GgufFile *f = parse_ok(bytes);
@@ -332,8 +330,7 @@ test_roundtrip_tensors(void)
   gguf_close(f);
 }
 
-static void
-test_roundtrip_alignment(void)
+TU_TEST("/gguf/roundtrip/alignment", test_roundtrip_alignment)
 {
   g_autofree char *path = tmp_path("align.gguf");
   GgufWriter *w = gguf_writer_new();
@@ -357,8 +354,7 @@ test_roundtrip_alignment(void)
   gguf_close(f);
 }
 
-static void
-test_no_tensors(void)
+TU_TEST("/gguf/roundtrip/no-tensors", test_no_tensors)
 {
   /* Metadata only, ending right after the last kv: nothing to pad for. */
   GByteArray *b = new_file(0, 1);
@@ -379,8 +375,7 @@ test_no_tensors(void)
 }
 
 /* Types the writer never produces, built by hand. */
-static void
-test_all_scalar_types(void)
+TU_TEST("/gguf/reader/all-scalar-types", test_all_scalar_types)
 {
   GByteArray *b = new_file(0, 12);
   put_str(b, "u8"); put_u32(b, GGUF_TYPE_UINT8); put_u8(b, 200);
@@ -460,8 +455,7 @@ test_all_scalar_types(void)
 
 /* ---- open / write errors -------------------------------------------- */
 
-static void
-test_open_errors(void)
+TU_TEST("/gguf/open/errors", test_open_errors)
 {
   GError *err = NULL;
   g_autofree char *missing = tmp_path("does-not-exist.gguf");
@@ -505,8 +499,7 @@ count_dir_entries(const char *dir, const char *prefix)
   return n;
 }
 
-static void
-test_writer_errors(void)
+TU_TEST("/gguf/writer/errors", test_writer_errors)
 {
   GError *err = NULL;
   g_autofree char *path = tmp_path("bad-writer.gguf");
@@ -561,8 +554,7 @@ test_writer_errors(void)
   gguf_writer_free(w);
 }
 
-static void
-test_writer_atomic(void)
+TU_TEST("/gguf/writer/atomic", test_writer_atomic)
 {
   g_autofree char *sub = tmp_path("atomic");
   g_assert_cmpint(g_mkdir(sub, 0755), ==, 0);
@@ -657,8 +649,7 @@ exercise(const GgufFile *f)
   return sum;
 }
 
-static void
-test_truncation(void)
+TU_TEST("/gguf/corrupt/truncation", test_truncation)
 {
   g_autoptr(GBytes) bytes = example_bytes();
   gsize size;
@@ -710,8 +701,7 @@ static const guint8 INTERESTING[] = { 0x00, 0x01, 0x02, 0x04, 0x08, 0x09,
                                       0x0c, 0x0d, 0x10, 0x1f, 0x20, 0x7f,
                                       0x80, 0xfe, 0xff };
 
-static void
-test_random_mutations(void)
+TU_TEST("/gguf/corrupt/mutations", test_random_mutations)
 {
   g_autoptr(GBytes) bytes = example_bytes();
   gsize size;
@@ -758,8 +748,7 @@ test_random_mutations(void)
   g_rand_free(rng);
 }
 
-static void
-test_random_splices(void)
+TU_TEST("/gguf/corrupt/splices", test_random_splices)
 {
   g_autoptr(GBytes) a = example_bytes();
   GByteArray *mb = minimal_file();
@@ -796,18 +785,7 @@ main(int argc, char **argv)
   tmp_dir = g_dir_make_tmp("test_gguf-XXXXXX", &err);
   g_assert_no_error(err);
 
-  g_test_add_func("/gguf/roundtrip/values", test_roundtrip_values);
-  g_test_add_func("/gguf/roundtrip/tensors", test_roundtrip_tensors);
-  g_test_add_func("/gguf/roundtrip/alignment", test_roundtrip_alignment);
-  g_test_add_func("/gguf/roundtrip/no-tensors", test_no_tensors);
-  g_test_add_func("/gguf/reader/all-scalar-types", test_all_scalar_types);
-  g_test_add_func("/gguf/reader/getter-errors", test_getter_errors);
-  g_test_add_func("/gguf/open/errors", test_open_errors);
-  g_test_add_func("/gguf/writer/errors", test_writer_errors);
-  g_test_add_func("/gguf/writer/atomic", test_writer_atomic);
-  g_test_add_func("/gguf/corrupt/truncation", test_truncation);
-  g_test_add_func("/gguf/corrupt/mutations", test_random_mutations);
-  g_test_add_func("/gguf/corrupt/splices", test_random_splices);
+  tu_add_tests();
 
   int rc = g_test_run();
   const char *leftovers[] = { "example.gguf", "values.gguf", "align.gguf",

@@ -6,9 +6,9 @@
 #include "gguf_build.h"
 
 #include <math.h>
+#include "tu_test.h"
 
-static void
-test_minimal_is_valid(void)
+TU_TEST("/gguf/hostile/control", test_minimal_is_valid)
 {
   /* The control for the hostile cases: unmodified, it parses. */
   GByteArray *b = minimal_file();
@@ -23,8 +23,7 @@ test_minimal_is_valid(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_magic_version(void)
+TU_TEST("/gguf/hostile/magic-version", test_hostile_magic_version)
 {
   GByteArray *b = minimal_file();
   b->data[0] = 'X';
@@ -43,8 +42,7 @@ test_hostile_magic_version(void)
   refuse_free(b, TXL_ERROR_UNSUPPORTED, "big-endian", NULL);
 }
 
-static void
-test_hostile_counts(void)
+TU_TEST("/gguf/hostile/counts", test_hostile_counts)
 {
   GByteArray *b = new_file(G_MAXUINT64, 0);
   refuse_free(b, TXL_ERROR_FORMAT, "tensor_count 18446744073709551615",
@@ -69,8 +67,7 @@ test_hostile_counts(void)
   refuse_free(b, TXL_ERROR_FORMAT, "tensor_count 2", NULL);
 }
 
-static void
-test_hostile_lengths(void)
+TU_TEST("/gguf/hostile/lengths", test_hostile_lengths)
 {
   /* value string length near UINT64_MAX */
   for (uint64_t delta = 0; delta < 40; delta += 7) {
@@ -107,8 +104,7 @@ test_hostile_lengths(void)
 
 /* A genuine but enormous array parses (it is all there), yet the getters
  * refuse to copy it: a u8 array would grow eightfold as gint64[]. */
-static void
-test_huge_array_getter(void)
+TU_TEST("/gguf/hostile/huge-array", test_huge_array_getter)
 {
   const gsize n = ((gsize)1 << 26) + 1;
   GByteArray *b = kv_file("big", GGUF_TYPE_ARRAY);
@@ -129,8 +125,7 @@ test_huge_array_getter(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_names(void)
+TU_TEST("/gguf/hostile/names", test_hostile_names)
 {
   GByteArray *b = kv_file("", GGUF_TYPE_UINT8);
   put_u8(b, 1);
@@ -186,8 +181,7 @@ test_hostile_names(void)
               TXL_ERROR_FORMAT, "tensor #0", "empty");
 }
 
-static void
-test_hostile_duplicates(void)
+TU_TEST("/gguf/hostile/duplicates", test_hostile_duplicates)
 {
   GByteArray *b = new_file(0, 3);
   kv_u32(b, "a", 1);
@@ -203,8 +197,7 @@ test_hostile_duplicates(void)
   refuse_free(b, TXL_ERROR_FORMAT, "duplicate tensor name 'w'", NULL);
 }
 
-static void
-test_hostile_types(void)
+TU_TEST("/gguf/hostile/types", test_hostile_types)
 {
   GByteArray *b = kv_file("weird", 13);
   put_u32(b, 0);
@@ -248,8 +241,7 @@ test_hostile_types(void)
   }
 }
 
-static void
-test_hostile_dims(void)
+TU_TEST("/gguf/hostile/dims", test_hostile_dims)
 {
   for (uint32_t nd = 0; nd <= 5; nd += 5) {
     uint64_t ne[5] = { 1, 1, 1, 1, 1 };
@@ -286,8 +278,7 @@ test_hostile_dims(void)
               TXL_ERROR_FORMAT, "tensor 'large'", "past the end");
 }
 
-static void
-test_hostile_offsets(void)
+TU_TEST("/gguf/hostile/offsets", test_hostile_offsets)
 {
   /* misaligned */
   refuse_free(one_tensor_file("m", 1, NE8, GGUF_TENSOR_F32, 4, 64),
@@ -345,8 +336,7 @@ test_hostile_offsets(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_alignment(void)
+TU_TEST("/gguf/hostile/alignment", test_hostile_alignment)
 {
   const uint32_t bad[] = { 0, 3, 48, 1u << 21, 0x80000000u, G_MAXUINT32 };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -397,17 +387,5 @@ test_hostile_alignment(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/gguf/hostile/control", test_minimal_is_valid);
-  g_test_add_func("/gguf/hostile/magic-version", test_hostile_magic_version);
-  g_test_add_func("/gguf/hostile/counts", test_hostile_counts);
-  g_test_add_func("/gguf/hostile/lengths", test_hostile_lengths);
-  g_test_add_func("/gguf/hostile/names", test_hostile_names);
-  g_test_add_func("/gguf/hostile/huge-array", test_huge_array_getter);
-  g_test_add_func("/gguf/hostile/duplicates", test_hostile_duplicates);
-  g_test_add_func("/gguf/hostile/types", test_hostile_types);
-  g_test_add_func("/gguf/hostile/dims", test_hostile_dims);
-  g_test_add_func("/gguf/hostile/offsets", test_hostile_offsets);
-  g_test_add_func("/gguf/hostile/alignment", test_hostile_alignment);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
 #define N_LINES 400
 
@@ -90,8 +91,7 @@ run_lines(TxlLearner *l, int from, int to, GArray *landed)
   }
 }
 
-static void
-test_rounds_land_at_fixed_lines(void)
+TU_TEST("/learner/rounds-land-at-fixed-lines", test_rounds_land_at_fixed_lines)
 {
   TxlModel *base = tiny_model(1.0f);
   TxlLearnOptions o = small_options();
@@ -122,8 +122,7 @@ test_rounds_land_at_fixed_lines(void)
 
 /* The adapted weights score the stream's lines better than the model
  * they started from. */
-static void
-test_adapted_model_scores_better(void)
+TU_TEST("/learner/adapted-model-scores-better", test_adapted_model_scores_better)
 {
   TxlModel *base = tiny_model(1.0f);
   TxlLearnOptions o = small_options();
@@ -167,8 +166,7 @@ test_adapted_model_scores_better(void)
  * ends, with a round in flight, between rounds) and restored into a new
  * learner, the run ends in the uninterrupted run's state, byte for byte,
  * having landed at the same lines. */
-static void
-test_state_continues(void)
+TU_TEST("/learner/state-continues", test_state_continues)
 {
   TxlModel *base = tiny_model(1.0f);
   TxlLearnOptions o = small_options();
@@ -205,8 +203,7 @@ test_state_continues(void)
 }
 
 /* Truncated, corrupted or foreign state is refused and changes nothing. */
-static void
-test_hostile_state(void)
+TU_TEST("/learner/hostile-state", test_hostile_state)
 {
   TxlModel *base = tiny_model(1.0f);
   TxlLearnOptions o = small_options();
@@ -252,8 +249,7 @@ test_hostile_state(void)
 /* Weights so large that the forward overflows: the round's loss is not
  * finite, the round is dropped with a message, and the stream keeps its
  * weights (still the model file's: warming up). */
-static void
-test_nonfinite_round_dropped(void)
+TU_TEST("/learner/nonfinite-round-dropped", test_nonfinite_round_dropped)
 {
   TxlModel *base = tiny_model(1e18f);
   TxlLearnOptions o = small_options();
@@ -281,8 +277,7 @@ test_nonfinite_round_dropped(void)
   txl_model_unref(base);
 }
 
-static void
-test_bad_options(void)
+TU_TEST("/learner/bad-options", test_bad_options)
 {
   TxlModel *base = tiny_model(1.0f);
   TxlLearnOptions o = small_options();
@@ -296,15 +291,5 @@ test_bad_options(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/learner/rounds-land-at-fixed-lines",
-                  test_rounds_land_at_fixed_lines);
-  g_test_add_func("/learner/adapted-model-scores-better",
-                  test_adapted_model_scores_better);
-  g_test_add_func("/learner/state-continues", test_state_continues);
-  g_test_add_func("/learner/hostile-state", test_hostile_state);
-  g_test_add_func("/learner/nonfinite-round-dropped",
-                  test_nonfinite_round_dropped);
-  g_test_add_func("/learner/bad-options", test_bad_options);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

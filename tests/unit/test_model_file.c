@@ -6,6 +6,7 @@
 #include "model_check.h"
 
 #include <float.h>
+#include "tu_test.h"
 
 static char *
 write_cfg(const TxlConfig *c, const char *skip)
@@ -25,8 +26,7 @@ expect_refused(const char *path, const char *needle)
     g_error("message '%s' does not mention '%s'", err->message, needle);
 }
 
-static void
-test_valid_loads(void)
+TU_TEST("/model-file/valid", test_valid_loads)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -40,8 +40,7 @@ test_valid_loads(void)
   tu_remove(p);
 }
 
-static void
-test_missing_tensor_named(void)
+TU_TEST("/model-file/missing-tensor", test_missing_tensor_named)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -53,8 +52,7 @@ test_missing_tensor_named(void)
   tu_remove(q);
 }
 
-static void
-test_shape_mismatch_named(void)
+TU_TEST("/model-file/shape-mismatch", test_shape_mismatch_named)
 {
   /* weights written for one config, header claiming another */
   TxlConfig c, lie;
@@ -71,8 +69,7 @@ test_shape_mismatch_named(void)
   tu_remove(p);
 }
 
-static void
-test_extra_tensor_refused(void)
+TU_TEST("/model-file/extra-tensor", test_extra_tensor_refused)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -91,8 +88,7 @@ test_extra_tensor_refused(void)
 }
 
 /* Out-of-range and inconsistent config values, directly and from a file. */
-static void
-test_bad_config_values(void)
+TU_TEST("/model-file/bad-config", test_bad_config_values)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -134,8 +130,7 @@ test_bad_config_values(void)
   tu_remove(p);
 }
 
-static void
-test_wrong_arch_and_version(void)
+TU_TEST("/model-file/arch-version-tokenizer", test_wrong_arch_and_version)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -159,8 +154,7 @@ test_wrong_arch_and_version(void)
   tu_remove(p);
 }
 
-static void
-test_truncated_and_flipped(void)
+TU_TEST("/model-file/truncated-flipped", test_truncated_and_flipped)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -206,8 +200,7 @@ test_truncated_and_flipped(void)
   tu_remove(p);
 }
 
-static void
-test_missing_and_empty_file(void)
+TU_TEST("/model-file/missing-empty", test_missing_and_empty_file)
 {
   expect_refused("/nonexistent/dir/model.gguf", "model.gguf");
   g_autoptr(GError) err = NULL;
@@ -255,8 +248,7 @@ static void add_paren(GgufWriter *w, const char *k) { gguf_writer_add_string(w, 
 static void add_group(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 3); }
 static void add_u32(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 1); }
 
-static void
-test_calibration(void)
+TU_TEST("/model-file/calibration", test_calibration)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -357,8 +349,7 @@ test_calibration(void)
  * gigabytes: refused at load, before anything of that size is allocated,
  * with a message naming the keys and the knob; the knob lets them in, and
  * a stream asking for more than it allows is refused the same way. */
-static void
-test_memory_budget(void)
+TU_TEST("/model-file/memory-budget", test_memory_budget)
 {
   g_unsetenv("TXL_MEMORY_LIMIT");
   TxlConfig c;
@@ -413,8 +404,7 @@ test_memory_budget(void)
 
 /* One flipped exponent bit (inf) or a NaN anywhere in the weights: the
  * model is refused, naming the tensor and the index. */
-static void
-test_non_finite_weights(void)
+TU_TEST("/model-file/non-finite", test_non_finite_weights)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -456,17 +446,5 @@ test_non_finite_weights(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/model-file/valid", test_valid_loads);
-  g_test_add_func("/model-file/missing-tensor", test_missing_tensor_named);
-  g_test_add_func("/model-file/shape-mismatch", test_shape_mismatch_named);
-  g_test_add_func("/model-file/extra-tensor", test_extra_tensor_refused);
-  g_test_add_func("/model-file/bad-config", test_bad_config_values);
-  g_test_add_func("/model-file/arch-version-tokenizer", test_wrong_arch_and_version);
-  g_test_add_func("/model-file/truncated-flipped", test_truncated_and_flipped);
-  g_test_add_func("/model-file/missing-empty", test_missing_and_empty_file);
-  g_test_add_func("/model-file/calibration", test_calibration);
-  g_test_add_func("/model-file/memory-budget", test_memory_budget);
-  g_test_add_func("/model-file/non-finite", test_non_finite_weights);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

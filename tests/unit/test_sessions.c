@@ -7,6 +7,7 @@
 #include "normalize.h"
 #include "params.h"
 #include "testutil.h"
+#include "tu_test.h"
 
 /* ---- models ---------------------------------------------------------- */
 
@@ -329,8 +330,7 @@ check_alone(const char *model_path, GPtrArray *lines, int k)
   txl_model_unref(m);
 }
 
-static void
-test_alone_bytes(void)
+TU_TEST("/sessions/alone-bytes", test_alone_bytes)
 {
   char *path = byte_model();
   GPtrArray *lines = make_lines(120, 6, 11);
@@ -340,8 +340,7 @@ test_alone_bytes(void)
   g_free(path);
 }
 
-static void
-test_alone_bpe(void)
+TU_TEST("/sessions/alone-bpe", test_alone_bpe)
 {
   GPtrArray *train = make_lines(400, 20, 5);
   g_ptr_array_add(train, NULL);
@@ -357,8 +356,7 @@ test_alone_bpe(void)
 
 /* Without a key every line is one stream: the numbers of txl_scorer over
  * the whole text (no primer, no flushes), as txl score computes them. */
-static void
-test_single_stream(void)
+TU_TEST("/sessions/single-stream", test_single_stream)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -385,8 +383,7 @@ test_single_stream(void)
   tu_model_done(m, path);
 }
 
-static void
-test_bounds(void)
+TU_TEST("/sessions/bounds", test_bounds)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -433,8 +430,7 @@ test_bounds(void)
   tu_model_done(m, path);
 }
 
-static void
-test_errors(void)
+TU_TEST("/sessions/errors", test_errors)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -498,8 +494,7 @@ ends_got(const TxlSessionResult *r, gpointer p)
   g_array_append_val(e->lines, r->lines);
 }
 
-static void
-test_idle_after(void)
+TU_TEST("/sessions/idle-after", test_idle_after)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -637,8 +632,7 @@ swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
  * tokenizer of its own, as the learner makes) change nothing; another
  * shape is refused and the sessions go on as before; other weights of the
  * same shape do change the scores, and stay through the state bytes. */
-static void
-test_set_model(void)
+TU_TEST("/sessions/set-model", test_set_model)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -701,13 +695,5 @@ test_set_model(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/sessions/alone-bytes", test_alone_bytes);
-  g_test_add_func("/sessions/alone-bpe", test_alone_bpe);
-  g_test_add_func("/sessions/single-stream", test_single_stream);
-  g_test_add_func("/sessions/bounds", test_bounds);
-  g_test_add_func("/sessions/errors", test_errors);
-  g_test_add_func("/sessions/idle-after", test_idle_after);
-  g_test_add_func("/sessions/set-model", test_set_model);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

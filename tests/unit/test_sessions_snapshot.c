@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include "tu_test.h"
 
 /* ---- a log and what a run reports ---------------------------------------- */
 
@@ -161,8 +162,7 @@ variants(guint *n)
 
 /* ---- resume ---------------------------------------------------------------- */
 
-static void
-test_resume(void)
+TU_TEST("/sessions-snapshot/resume", test_resume)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* mem 12, segment 5 */
@@ -240,8 +240,7 @@ test_resume(void)
 
 /* Sections travel; F16 loads and goes on (not bit for bit); a snapshot
  * with nothing open. */
-static void
-test_sections_precision(void)
+TU_TEST("/sessions-snapshot/sections-precision", test_sections_precision)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path);
@@ -318,8 +317,7 @@ write_bytes(const char *p, const guint8 *d, gsize n)
   g_assert_true(g_file_set_contents(p, (const char *)d, (gssize)n, &err));
 }
 
-static void
-test_refusals(void)
+TU_TEST("/sessions-snapshot/refusals", test_refusals)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -462,10 +460,5 @@ test_refusals(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/sessions-snapshot/resume", test_resume);
-  g_test_add_func("/sessions-snapshot/sections-precision",
-                  test_sections_precision);
-  g_test_add_func("/sessions-snapshot/refusals", test_refusals);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 #include <zstd.h>
+#include "tu_test.h"
 
 /* Removes a directory's files, then the directory. */
 static void
@@ -75,8 +76,7 @@ last_float(guint8 *raw, gsize n, gpointer data)
   memcpy(raw + n - 4, &v, 4);
 }
 
-static void
-test_sessions_nonfinite(void)
+TU_TEST("/snapfile/sessions-nonfinite", test_sessions_nonfinite)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path);
@@ -121,8 +121,7 @@ test_sessions_nonfinite(void)
   tu_model_done(m, path); /* the model and its directory */
 }
 
-static void
-test_baseline_nonfinite(void)
+TU_TEST("/snapfile/baseline-nonfinite", test_baseline_nonfinite)
 {
   TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, 8, 2, 0, NULL);
   for (int i = 0; i < 5; i++)
@@ -158,8 +157,7 @@ exists(const char *dir, const char *name)
   return g_file_test(p, G_FILE_TEST_EXISTS);
 }
 
-static void
-test_remove_stale(void)
+TU_TEST("/snapfile/remove-stale", test_remove_stale)
 {
   g_autofree char *dir = g_dir_make_tmp("txl-stale-XXXXXX", NULL);
   g_autofree char *snap = g_build_filename(dir, "a.snap", NULL);
@@ -201,8 +199,7 @@ test_remove_stale(void)
   remove_dir(dir);
 }
 
-static void
-test_check_writer(void)
+TU_TEST("/snapfile/check-writer", test_check_writer)
 {
   GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                         (GDestroyNotify)g_bytes_unref);
@@ -221,12 +218,5 @@ test_check_writer(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/snapfile/sessions-nonfinite",
-                  test_sessions_nonfinite);
-  g_test_add_func("/snapfile/baseline-nonfinite",
-                  test_baseline_nonfinite);
-  g_test_add_func("/snapfile/remove-stale", test_remove_stale);
-  g_test_add_func("/snapfile/check-writer", test_check_writer);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

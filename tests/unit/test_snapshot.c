@@ -3,6 +3,7 @@
  * loaded model, as another process would) continues bit for bit; a
  * truncated, bit-flipped or other-model snapshot is refused. */
 #include "testutil.h"
+#include "tu_test.h"
 
 #define N_IDS 131
 
@@ -80,16 +81,14 @@ check_resume(const TxlConfig *c, TxlMemoryKind kind)
   g_free(path);
 }
 
-static void
-test_resume_kv(void)
+TU_TEST("/snapshot/resume-kv", test_resume_kv)
 {
   TxlConfig c;
   tu_small_config(&c);
   check_resume(&c, TXL_MEMORY_KV);
 }
 
-static void
-test_resume_hidden_same_length(void)
+TU_TEST("/snapshot/resume-hidden-same-length", test_resume_hidden_same_length)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -99,8 +98,7 @@ test_resume_hidden_same_length(void)
   check_resume(&c, TXL_MEMORY_HIDDEN);
 }
 
-static void
-test_refused(void)
+TU_TEST("/snapshot/refused", test_refused)
 {
   g_autoptr(GError) err = NULL;
   TxlConfig c;
@@ -167,10 +165,5 @@ test_refused(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/snapshot/resume-kv", test_resume_kv);
-  g_test_add_func("/snapshot/resume-hidden-same-length",
-                  test_resume_hidden_same_length);
-  g_test_add_func("/snapshot/refused", test_refused);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

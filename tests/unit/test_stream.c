@@ -4,6 +4,7 @@
  * same_length independence from the segment length, reset, the full
  * distribution.  Parity with PyTorch is tests/reference/test_parity.py. */
 #include "testutil.h"
+#include "tu_test.h"
 
 #define N_IDS 157
 
@@ -62,8 +63,7 @@ load(const TxlConfig *c, char **path)
   return m;
 }
 
-static void
-test_split_independent(void)
+TU_TEST("/stream/split-independent", test_split_independent)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -88,8 +88,7 @@ test_split_independent(void)
   tu_model_done(m, path);
 }
 
-static void
-test_same_length_segment_independent(void)
+TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_independent)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -120,8 +119,7 @@ test_same_length_segment_independent(void)
   tu_model_done(m, path);
 }
 
-static void
-test_bad_ids_leave_state(void)
+TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -168,8 +166,7 @@ test_bad_ids_leave_state(void)
   tu_model_done(m, path);
 }
 
-static void
-test_reset_and_full_distribution(void)
+TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -210,8 +207,7 @@ test_reset_and_full_distribution(void)
   g_free(path);
 }
 
-static void
-test_memory_matters(void)
+TU_TEST("/stream/memory-matters", test_memory_matters)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -251,8 +247,7 @@ test_memory_matters(void)
 }
 
 /* Hidden-state memory re-projects what KV memory caches: same numbers. */
-static void
-test_memory_kinds_agree(void)
+TU_TEST("/stream/memory-kinds-agree", test_memory_kinds_agree)
 {
   for (int variant = 0; variant < 3; variant++) {
     TxlConfig c;
@@ -288,14 +283,5 @@ test_memory_kinds_agree(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/stream/split-independent", test_split_independent);
-  g_test_add_func("/stream/same-length-segment-independent",
-                  test_same_length_segment_independent);
-  g_test_add_func("/stream/bad-ids-leave-state", test_bad_ids_leave_state);
-  g_test_add_func("/stream/reset-and-full-distribution",
-                  test_reset_and_full_distribution);
-  g_test_add_func("/stream/memory-matters", test_memory_matters);
-  g_test_add_func("/stream/memory-kinds-agree", test_memory_kinds_agree);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }

@@ -4,11 +4,11 @@
 #include "params.h"
 #include "testutil.h"
 #include "train.h"
+#include "tu_test.h"
 
 /* ---- params ------------------------------------------------------------- */
 
-static void
-test_layout(void)
+TU_TEST("/train/params/layout", test_layout)
 {
   TxlConfig c;
   tu_train_config(&c);
@@ -68,8 +68,7 @@ moments(const float *v, gsize n, double *mean, double *sd)
   *sd = sqrt(q / n);
 }
 
-static void
-test_init(void)
+TU_TEST("/train/params/init", test_init)
 {
   TxlConfig c;
   tu_train_config(&c);
@@ -195,8 +194,7 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   g_free(path);
 }
 
-static void
-test_model_file(void)
+TU_TEST("/train/params/model-file", test_model_file)
 {
   file_case(TRUE, 16, FALSE);
   file_case(FALSE, 16, FALSE);
@@ -265,8 +263,7 @@ agree_case(gboolean pre, gboolean same, int clamp)
   txl_params_free(p);
 }
 
-static void
-test_forward_agrees(void)
+TU_TEST("/train/forward-agrees", test_forward_agrees)
 {
   agree_case(FALSE, FALSE, 0);
   agree_case(TRUE, FALSE, 0);
@@ -276,8 +273,7 @@ test_forward_agrees(void)
 
 /* ---- state: reset, rewind, dropout determinism -------------------------- */
 
-static void
-test_state(void)
+TU_TEST("/train/state", test_state)
 {
   TxlConfig c;
   tu_train_config(&c);
@@ -349,11 +345,5 @@ test_state(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/train/params/layout", test_layout);
-  g_test_add_func("/train/params/init", test_init);
-  g_test_add_func("/train/params/model-file", test_model_file);
-  g_test_add_func("/train/forward-agrees", test_forward_agrees);
-  g_test_add_func("/train/state", test_state);
-  return g_test_run();
+  return tu_run(&argc, &argv);
 }
