@@ -7,11 +7,10 @@
  *
  *   TU_TEST("/gemm/direct-b", test_direct_b)
  *   { ... }
- *   int main(int argc, char **argv) { return tu_run(&argc, &argv); }
+ *   TU_MAIN()
  *
  * A main with set-up of its own calls g_test_init, tu_add_tests and
- * g_test_run itself.  Only glib: the public-API and element tests use it
- * as the unit tests do. */
+ * g_test_run itself.  Only glib, so that any test program can use it. */
 #ifndef TXL_TU_TEST_H
 #define TXL_TU_TEST_H
 
@@ -62,13 +61,13 @@ tu_add_tests(void)
     g_test_add_func(tu_tests[i].path, tu_tests[i].func);
 }
 
-/* The whole of a main with no set-up of its own. */
-G_GNUC_UNUSED static int
-tu_run(int *argc, char ***argv)
-{
-  g_test_init(argc, argv, NULL);
-  tu_add_tests();
-  return g_test_run();
-}
+/* The whole main of a test program with no set-up of its own. */
+#define TU_MAIN()                                                              \
+  int main(int argc, char **argv)                                              \
+  {                                                                            \
+    g_test_init(&argc, &argv, NULL);                                           \
+    tu_add_tests();                                                            \
+    return g_test_run();                                                       \
+  }
 
 #endif

@@ -22,6 +22,14 @@ el_test_init(int *argc, char ***argv)
   tu_add_tests();
 }
 
+/* The whole main of an element test with no set-up of its own. */
+#define EL_TEST_MAIN()                                                         \
+  int main(int argc, char **argv)                                              \
+  {                                                                            \
+    el_test_init(&argc, &argv);                                                \
+    return g_test_run();                                                       \
+  }
+
 /* A word-tokenizer model: <eos>, <unk>, a few words, then w6..w299. */
 G_GNUC_UNUSED static char *
 el_write_word_model(guint32 seed)

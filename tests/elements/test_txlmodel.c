@@ -562,9 +562,4 @@ TU_TEST("/txlmodel/max-latency", test_max_latency)
   g_free(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  el_test_init(&argc, &argv);
-  return g_test_run();
-}
+EL_TEST_MAIN()

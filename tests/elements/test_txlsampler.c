@@ -148,9 +148,4 @@ TU_TEST("/txlsampler/stop-at-eos", test_stop_at_eos)
   g_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  el_test_init(&argc, &argv);
-  return g_test_run();
-}
+EL_TEST_MAIN()

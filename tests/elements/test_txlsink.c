@@ -422,9 +422,4 @@ TU_TEST("/txlsink/harness", test_harness)
   g_rmdir(dir);
 }
 
-int
-main(int argc, char **argv)
-{
-  el_test_init(&argc, &argv);
-  return g_test_run();
-}
+EL_TEST_MAIN()

@@ -257,9 +257,4 @@ TU_TEST("/txltokenizer/bad-model", test_bad_model)
   g_free(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  el_test_init(&argc, &argv);
-  return g_test_run();
-}
+EL_TEST_MAIN()

@@ -182,8 +182,4 @@ TU_TEST("/baseline/stream-rule", test_stream_rule)
   txl_baseline_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -46,8 +46,4 @@ TU_TEST("/batcher/too-small", test_too_small)
   g_assert_nonnull(strstr(err->message, "15"));
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

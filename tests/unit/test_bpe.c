@@ -760,8 +760,4 @@ TU_TEST("/bpe/bench", test_bench)
   g_string_free(corpus, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -245,8 +245,4 @@ TU_TEST("/eval/split-label-free", test_split_label_free)
   g_string_free(log, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

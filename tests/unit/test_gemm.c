@@ -212,8 +212,4 @@ TU_TEST("/gemm/deterministic", test_deterministic)
   g_rand_free(r);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

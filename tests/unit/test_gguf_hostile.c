@@ -384,8 +384,4 @@ TU_TEST("/gguf/hostile/alignment", test_hostile_alignment)
   refuse_free(b, TXL_ERROR_FORMAT, "tensor 't'", "alignment 64");
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

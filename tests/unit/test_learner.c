@@ -288,8 +288,4 @@ TU_TEST("/learner/bad-options", test_bad_options)
   txl_model_unref(base);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -197,8 +197,4 @@ TU_TEST("/lines/json-numbers", test_json_numbers)
   g_string_free(o, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -443,8 +443,4 @@ TU_TEST("/model-file/non-finite", test_non_finite_weights)
   }
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

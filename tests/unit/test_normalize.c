@@ -169,8 +169,4 @@ TU_TEST("/normalize/linear", test_linear)
   g_free(buf);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

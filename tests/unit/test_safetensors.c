@@ -546,8 +546,4 @@ TU_TEST("/safetensors/open", test_open)
   g_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -95,8 +95,4 @@ TU_TEST("/sampler/deterministic-and-resumable", test_deterministic_and_resumable
   txl_sampler_free(c);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -692,8 +692,4 @@ TU_TEST("/sessions/set-model", test_set_model)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

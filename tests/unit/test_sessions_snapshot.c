@@ -457,8 +457,4 @@ TU_TEST("/sessions-snapshot/refusals", test_refusals)
   g_free(path);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -215,8 +215,4 @@ TU_TEST("/snapfile/check-writer", test_check_writer)
   g_hash_table_unref(t);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -162,8 +162,4 @@ TU_TEST("/snapshot/refused", test_refused)
   g_free(other);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

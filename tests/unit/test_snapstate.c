@@ -357,8 +357,4 @@ TU_TEST("/snapstate/generator", test_generator)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

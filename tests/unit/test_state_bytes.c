@@ -479,8 +479,4 @@ TU_TEST("/state-bytes/learner", test_learner)
   txl_model_unref(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

@@ -280,8 +280,4 @@ TU_TEST("/stream/memory-kinds-agree", test_memory_kinds_agree)
   }
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

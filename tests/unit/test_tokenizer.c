@@ -66,8 +66,4 @@ TU_TEST("/tokenizer/bytes", test_bytes)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()

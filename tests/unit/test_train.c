@@ -342,8 +342,4 @@ TU_TEST("/train/state", test_state)
   txl_params_free(p);
 }
 
-int
-main(int argc, char **argv)
-{
-  return tu_run(&argc, &argv);
-}
+TU_MAIN()
