@@ -128,48 +128,50 @@ learner_from(TxlModel *base, const TxlLearnOptions *o, GBytes *st)
 }
 
 /* What each test starts from: the tiny model scaled by `scale`, the small
- * options, and an array for the lines at which new weights took over. */
+ * options, an array for the lines at which new weights took over, and
+ * the learner under test once the test makes it. */
 typedef struct {
   TxlModel *base;
   TxlLearnOptions o;
   GArray *landed;
+  TxlLearner *l;
 } Fx;
 
 static Fx
 fx_new(float scale)
 {
   return (Fx){ tiny_model(scale), small_options(),
-               g_array_new(FALSE, FALSE, sizeof(int)) };
+               g_array_new(FALSE, FALSE, sizeof(int)), NULL };
 }
 
 static void
 fx_done(Fx *f)
 {
   g_array_free(f->landed, TRUE);
+  g_clear_pointer(&f->l, txl_learner_free);
   txl_model_unref(f->base);
 }
 
 TU_TEST("/learner/rounds-land-at-fixed-lines", test_rounds_land_at_fixed_lines)
 {
   Fx f = fx_new(1.0f);
-  TxlLearner *l = learner_after(f.base, &f.o, 0, NULL); /* no line yet */
-  g_assert_true(txl_learner_warming_up(l));
-  run_lines(l, 0, N_LINES, f.landed);
+  f.l = learner_after(f.base, &f.o, 0, NULL); /* no line yet */
+  g_assert_true(txl_learner_warming_up(f.l));
+  run_lines(f.l, 0, N_LINES, f.landed);
   /* the first round lands with line 60 (index 59); later rounds start
    * every 90 lines and land 25 lines later: 150+25, 240+25, 330+25 */
   int want[] = { 59, 174, 264, 354 };
   g_assert_cmpuint(f.landed->len, ==, G_N_ELEMENTS(want));
   for (guint i = 0; i < f.landed->len; i++)
     g_assert_cmpint(g_array_index(f.landed, int, i), ==, want[i]);
-  g_assert_false(txl_learner_warming_up(l));
+  g_assert_false(txl_learner_warming_up(f.l));
   TxlLearnStats st;
-  txl_learner_stats(l, &st);
+  txl_learner_stats(f.l, &st);
   g_assert_cmpint(st.rounds, ==, 4);
   g_assert_cmpint(st.failed, ==, 0);
   g_assert_cmpint(st.lines, ==, N_LINES);
   /* learning a repetitive stream lowers its loss within a round */
   g_assert_cmpfloat(st.loss_last, <, st.loss_first);
-  txl_learner_free(l);
   fx_done(&f);
 }
 
@@ -180,9 +182,9 @@ TU_TEST("/learner/adapted-model-scores-better", test_adapted_model_scores_better
   Fx f = fx_new(1.0f);
   f.o.max_steps = 60;
   g_autoptr(GError) err = NULL;
-  TxlLearner *l = learner_after(f.base, &f.o, 60, f.landed);
+  f.l = learner_after(f.base, &f.o, 60, f.landed);
   g_assert_cmpuint(f.landed->len, ==, 1);
-  TxlModel *m = txl_learner_model(l);
+  TxlModel *m = txl_learner_model(f.l);
   g_assert_nonnull(m);
   g_assert_cmpstr(txl_model_id(m), ==, txl_model_id(f.base));
   double nll[2];
@@ -207,7 +209,6 @@ TU_TEST("/learner/adapted-model-scores-better", test_adapted_model_scores_better
   }
   g_assert_cmpfloat(nll[1], <, 0.7 * nll[0]);
   txl_model_unref(m);
-  txl_learner_free(l);
   fx_done(&f);
 }
 
@@ -248,12 +249,12 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
   g_autoptr(GBytes) good = state_after(f.base, &f.o, 170, f.landed);
   gsize n;
   const guint8 *d = g_bytes_get_data(good, &n);
-  TxlLearner *b = learner_after(f.base, &f.o, 10, f.landed);
-  g_autoptr(GBytes) before = state_of(b);
+  f.l = learner_after(f.base, &f.o, 10, f.landed);
+  g_autoptr(GBytes) before = state_of(f.l);
   /* every truncation (in steps: the weights are most of it) */
   for (gsize cut = 0; cut < n; cut += cut < 400 ? 1 : 997) {
     g_clear_error(&err);
-    g_assert_false(txl_learner_state_set_data(b, d, cut, &err));
+    g_assert_false(txl_learner_state_set_data(f.l, d, cut, &err));
     g_assert_nonnull(err);
   }
   /* a NaN among the weights, a window longer than its ids */
@@ -261,7 +262,7 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
   float nan = NAN;
   memcpy(bad + 200, &nan, 4);
   g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(b, bad, n, &err));
+  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
   g_free(bad);
   /* other options */
   TxlLearnOptions o2 = f.o;
@@ -271,9 +272,8 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
   g_assert_false(txl_learner_state_set_data(c, d, n, &err));
   g_assert_true(strstr(err->message, "options") != NULL);
   txl_learner_free(c);
-  g_autoptr(GBytes) after = state_of(b);
+  g_autoptr(GBytes) after = state_of(f.l);
   g_assert_true(g_bytes_equal(before, after));
-  txl_learner_free(b);
   fx_done(&f);
 }
 
@@ -284,25 +284,24 @@ TU_TEST("/learner/nonfinite-round-dropped", test_nonfinite_round_dropped)
 {
   Fx f = fx_new(1e18f);
   g_autoptr(GError) err = NULL;
-  TxlLearner *l = learner_after(f.base, &f.o, 0, NULL);
+  f.l = learner_after(f.base, &f.o, 0, NULL);
   int failed_at = -1;
   for (int i = 0; i < 100; i++) {
     int32_t ids[8];
     int n = line_ids(i, ids);
     g_clear_error(&err);
-    TxlModel *m = txl_learner_line(l, ids, n, FALSE, &err);
+    TxlModel *m = txl_learner_line(f.l, ids, n, FALSE, &err);
     g_assert_null(m);
     if (err && failed_at < 0)
       failed_at = i;
   }
   g_assert_cmpint(failed_at, ==, 59);
   TxlLearnStats st;
-  txl_learner_stats(l, &st);
+  txl_learner_stats(f.l, &st);
   g_assert_cmpint(st.failed, ==, 1);
   g_assert_cmpint(st.rounds, ==, 0);
-  g_assert_true(txl_learner_warming_up(l));
-  g_assert_null(txl_learner_model(l));
-  txl_learner_free(l);
+  g_assert_true(txl_learner_warming_up(f.l));
+  g_assert_null(txl_learner_model(f.l));
   fx_done(&f);
 }
 
