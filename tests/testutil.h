@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "gguf.h"
+#include "tu_config.h"
 #include "txl.h"
 
 #include <glib/gstdio.h>
@@ -159,15 +160,9 @@ tu_write_gguf(GgufWriter *w)
 G_GNUC_UNUSED static void
 tu_train_config(TxlConfig *c)
 {
-  tu_small_config(c);
-  c->n_token = 40;
-  c->d_model = 16;
-  c->d_embed = 16;
-  c->n_head = 2;
-  c->d_inner = 32;
-  c->mem_len = 6;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
+  tu_plain_config(c, (TuDims){ .n_token = 40, .d_model = 16, .n_head = 2,
+                               .d_head = 8, .d_inner = 32, .n_layer = 2,
+                               .mem_len = 6, .tgt_len = 5 });
 }
 
 /* Writes a byte-tokenizer model; returns the path (g_free it). */

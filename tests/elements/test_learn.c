@@ -8,6 +8,7 @@
  * before, at and after the warm-up continues from its snapshot byte for
  * byte; snapshots continue only the way they were written. */
 #include "elements.h"
+#include "../tu_config.h"
 #include "learner.h"
 #include "params.h"
 
@@ -23,16 +24,9 @@ static char *
 tiny_model(void)
 {
   TxlConfig c;
-  tu_small_config(&c);
-  c.d_model = c.d_embed = 16;
-  c.n_head = 2;
-  c.d_inner = 32;
-  c.n_layer = 1;
-  c.mem_len = 8;
-  c.tgt_len = 8;
-  c.div_val = 1;
-  c.n_cutoffs = 0;
-  c.tie_projs[0] = FALSE;
+  tu_plain_config(&c, (TuDims){ .n_token = 300, .d_model = 16, .n_head = 2,
+                                .d_head = 8, .d_inner = 32, .n_layer = 1,
+                                .mem_len = 8, .tgt_len = 8 });
   return tu_write_model(&c, 11, NULL);
 }
 

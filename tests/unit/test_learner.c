@@ -8,6 +8,7 @@
 #include "params.h"
 #include "stream_state.h"
 #include "testutil.h"
+#include "tu_config.h"
 
 #include <math.h>
 #include <string.h>
@@ -52,14 +53,7 @@ line_ids(int i, int32_t *ids)
 static TxlLearnOptions
 small_options(void)
 {
-  TxlLearnOptions o = txl_learn_options_default();
-  o.warmup_lines = 60;
-  o.every_lines = 90;
-  o.window_lines = 80;
-  o.lag_lines = 25;
-  o.max_steps = 12;
-  o.batch = 2;
-  o.segment = 8;
+  TxlLearnOptions o = tu_learn_options(60, 90, 80, 25, 12, 2, 8);
   o.lr = 3e-3f;
   return o;
 }

@@ -12,6 +12,7 @@
 #include "lines.h"
 #include "sampler.h"
 #include "testutil.h"
+#include "tu_config.h"
 
 #include <math.h>
 #include "tu_test.h"
@@ -452,14 +453,7 @@ TU_TEST("/state-bytes/learner", test_learner)
   tu_train_config(&c);
   TxlParams *p = txl_params_new(&c, NULL, 5, NULL);
   TxlModel *m = txl_model_from_params_owned(p);
-  TxlLearnOptions o = txl_learn_options_default();
-  o.warmup_lines = 10;
-  o.every_lines = 8;
-  o.window_lines = 12;
-  o.lag_lines = 3;
-  o.max_steps = 3;
-  o.batch = 2;
-  o.segment = 5;
+  TxlLearnOptions o = tu_learn_options(10, 8, 12, 3, 3, 2, 5);
   TxlLearner *a = txl_learner_new(m, &o, NULL), *b = txl_learner_new(m, &o, NULL);
   for (int i = 0; i < 20; i++) { /* adapted weights and a round in flight */
     int32_t ids[4] = { 1, 2 + i % 5, 9, 0 };
