@@ -63,12 +63,19 @@ load(const TxlConfig *c, char **path)
   return m;
 }
 
+/* tu_small_config's model, loaded; c is its configuration. */
+static TxlModel *
+load_small(TxlConfig *c, char **path)
+{
+  tu_small_config(c);
+  return load(c, path);
+}
+
 TU_TEST("/stream/split-independent", test_split_independent)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   int32_t ids[N_IDS];
   random_ids(ids, N_IDS, c.n_token, 1);
   Collected whole, ones, mixed;
@@ -122,9 +129,8 @@ TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_inde
 TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err), *t = txl_stream_new(m, NULL, &err);
   g_assert_no_error(err);
@@ -169,9 +175,8 @@ TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
 TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err);
   float *full = g_new(float, c.n_token);
@@ -210,9 +215,8 @@ TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 TU_TEST("/stream/memory-matters", test_memory_matters)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   int32_t a[5], b[5], tg[5];
   float with[5], without[5], nomem[5];
