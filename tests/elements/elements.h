@@ -86,6 +86,18 @@ el_records(GList *buffers, gsize size, gsize elem_size, ElRecordRead read)
   el_records((buffers), TXL_SCORE_RECORD_SIZE, sizeof(TxlScoreRecord),        \
              (ElRecordRead)txl_score_record_read)
 
+/* A TxlScorer callback: the log-probs by stream position in the GArray of
+ * float `data`, grown as positions come (elements with no position stay
+ * as they were). */
+G_GNUC_UNUSED static void
+el_lp_by_pos(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  GArray *lp = data;
+  if ((guint)pos >= lp->len)
+    g_array_set_size(lp, pos + 1);
+  g_array_index(lp, float, pos) = logprob;
+}
+
 /* Pulls every buffer the harness has received (a list, oldest first). */
 G_GNUC_UNUSED static GList *
 el_pull_all(GstHarness *h)

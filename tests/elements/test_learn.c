@@ -173,9 +173,7 @@ static void
 direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
 {
   Direct *d = data;
-  if ((guint)pos >= d->lp->len)
-    g_array_set_size(d->lp, pos + 1);
-  g_array_index(d->lp, float, pos) = logprob;
+  el_lp_by_pos(pos, token, logprob, d->lp);
   d->closed += (d->flags[pos] & TXL_RECORD_LINE_END) != 0;
 }
 

@@ -7,21 +7,8 @@
 /* the cache is plain C over libtxl: tested here on its own */
 #include "../../plugins/txlcache.c"
 
-typedef struct {
-  GArray *lp; /* float per position; [0] unused */
-  GArray *partial;
-} Direct;
-
-static void
-direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
-{
-  Direct *d = data;
-  if ((guint)pos >= d->lp->len)
-    g_array_set_size(d->lp, pos + 1);
-  g_array_index(d->lp, float, pos) = logprob;
-}
-
-/* Scores ids with a TxlScorer directly; flush_at[i]: call finish after i */
+/* Scores ids with a TxlScorer directly; flush_at[i]: call finish after i.
+ * The log-probs by position ([0] unused). */
 static GArray *
 direct_scores(const char *model, const TxlStreamOptions *o, int segment,
               const int32_t *ids, gsize n, const gboolean *flush_at)
@@ -29,8 +16,8 @@ direct_scores(const char *model, const TxlStreamOptions *o, int segment,
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(model, &err);
   g_assert_no_error(err);
-  Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), NULL };
-  TxlScorer *s = txl_scorer_new(m, o, segment, direct_score, &d, &err);
+  GArray *lp = g_array_new(FALSE, TRUE, sizeof(float));
+  TxlScorer *s = txl_scorer_new(m, o, segment, el_lp_by_pos, lp, &err);
   g_assert_no_error(err);
   for (gsize i = 0; i < n; i++) {
     g_assert_true(txl_scorer_push(s, &ids[i], 1, &err));
@@ -40,7 +27,7 @@ direct_scores(const char *model, const TxlStreamOptions *o, int segment,
   g_assert_true(txl_scorer_finish(s, &err));
   txl_scorer_free(s);
   txl_model_unref(m);
-  return d.lp;
+  return lp;
 }
 
 static void

@@ -3,20 +3,16 @@
  * flagged, the input text carried in order, junk input, bad models. */
 #include "elements.h"
 
-typedef struct {
-  GArray *recs;
-} Direct;
-
+/* An encoder callback: token records into the GArray `recs`. */
 static void
-direct_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
+direct_token(int32_t id, gint64 line, gsize start, gsize end, gpointer recs)
 {
-  Direct *d = data;
   TxlTokenRecord r = { 0 };
   r.id = id;
   r.line = line;
   r.byte_start = start;
   r.byte_len = (guint32)(end - start);
-  g_array_append_val(d->recs, r);
+  g_array_append_val((GArray *)recs, r);
 }
 
 /* What the library's encoder gives for the whole text at once. */
@@ -26,13 +22,13 @@ direct_tokens(const char *model, const char *text, gsize len)
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(model, &err);
   g_assert_no_error(err);
-  Direct d = { g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord)) };
-  TxlEncoder *e = txl_encoder_new(txl_model_tokenizer(m), direct_token, &d);
+  GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord));
+  TxlEncoder *e = txl_encoder_new(txl_model_tokenizer(m), direct_token, recs);
   txl_encoder_push(e, text, len);
   txl_encoder_finish(e);
   txl_encoder_free(e);
   txl_model_unref(m);
-  return d.recs;
+  return recs;
 }
 
 /* Runs text through txltokenizer in pieces of `piece` bytes (0: whole). */

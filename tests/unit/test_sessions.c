@@ -67,39 +67,32 @@ make_lines(int n, int k, guint32 seed)
 
 /* ---- the reference: each session alone --------------------------------- */
 
-typedef struct {
-  GArray *ids;
-} Collect;
-
+/* An encoder callback: the ids into the GArray `ids`. */
 static void
-collect(int32_t id, gint64 line, gsize a, gsize b, gpointer p)
+collect(int32_t id, gint64 line, gsize a, gsize b, gpointer ids)
 {
-  Collect *c = p;
-  g_array_append_val(c->ids, id);
+  g_array_append_val((GArray *)ids, id);
 }
 
 static GArray *
 encode_line(const TxlTokenizer *tok, const char *line)
 {
-  Collect c = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
-  TxlEncoder *e = txl_encoder_new(tok, collect, &c);
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  TxlEncoder *e = txl_encoder_new(tok, collect, ids);
   txl_encoder_push(e, line, strlen(line));
   txl_encoder_push(e, "\n", 1);
   txl_encoder_finish(e);
   txl_encoder_free(e);
-  return c.ids;
+  return ids;
 }
 
-typedef struct {
-  GArray *lp; /* double per scored token, in order */
-} Ref;
-
+/* A scorer callback: the NLL of each scored token, in order, into the
+ * GArray of double `nll`. */
 static void
-ref_token(gint64 pos, int32_t token, float logprob, gpointer p)
+ref_token(gint64 pos, int32_t token, float logprob, gpointer nll)
 {
-  Ref *r = p;
   double v = -(double)logprob;
-  g_array_append_val(r->lp, v);
+  g_array_append_val((GArray *)nll, v);
 }
 
 /* Per-line NLL sums (and the end marker's) of one session's lines. */
@@ -108,9 +101,9 @@ score_alone(TxlModel *m, const TxlSessionOptions *o, GPtrArray *lines,
             double *end_nll)
 {
   const TxlTokenizer *tok = txl_model_tokenizer(m);
-  Ref ref = { g_array_new(FALSE, FALSE, sizeof(double)) };
+  GArray *ref = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GError) err = NULL;
-  TxlScorer *sc = txl_scorer_new(m, &o->stream, o->segment, ref_token, &ref,
+  TxlScorer *sc = txl_scorer_new(m, &o->stream, o->segment, ref_token, ref,
                                  &err);
   g_assert_no_error(err);
   GArray *nl = encode_line(tok, "");
@@ -138,21 +131,21 @@ score_alone(TxlModel *m, const TxlSessionOptions *o, GPtrArray *lines,
   for (guint i = 0; i < counts->len; i++) {
     double s = 0;
     for (int j = 0; j < g_array_index(counts, int, i); j++)
-      s += g_array_index(ref.lp, double, at++);
+      s += g_array_index(ref, double, at++);
     g_array_append_val(sums, s);
   }
   *end_nll = NAN;
   if (n_end) {
     double s = 0;
     for (int j = 0; j < n_end; j++)
-      s += g_array_index(ref.lp, double, at++);
+      s += g_array_index(ref, double, at++);
     *end_nll = s;
   }
-  g_assert_cmpuint(at, ==, ref.lp->len);
+  g_assert_cmpuint(at, ==, ref->len);
   txl_scorer_free(sc);
   g_array_free(nl, TRUE);
   g_array_free(counts, TRUE);
-  g_array_free(ref.lp, TRUE);
+  g_array_free(ref, TRUE);
   return sums;
 }
 
