@@ -225,6 +225,20 @@ tu_remove(const char *path)
   g_rmdir(dir);
 }
 
+/* A temporary file's name, as tu_tmp_model_path makes them: declared
+ * g_autoptr(TuPath), the file and its directory are removed, and the name
+ * freed, when the name goes out of scope. */
+typedef char TuPath;
+
+G_GNUC_UNUSED static void
+tu_path_done(TuPath *path)
+{
+  tu_remove(path);
+  g_free(path);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TuPath, tu_path_done)
+
 /* tu_small_config's byte-tokenizer model with the weights of `seed`,
  * loaded; *path is its file, for tu_model_done. */
 G_GNUC_UNUSED static TxlModel *

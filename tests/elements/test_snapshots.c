@@ -281,7 +281,7 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   gst_element_set_state(p, GST_STATE_NULL);
   gst_object_unref(p);
   /* a snapshot of another model */
-  char *other = el_write_word_model(8);
+  g_autoptr(TuPath) other = el_write_word_model(8);
   char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s "
       "model=\"%s\" %s ! txlsink location=\"%s\"", f->text, other, element,
@@ -293,8 +293,6 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_free(err);
   gst_element_set_state(p, GST_STATE_NULL);
   gst_object_unref(p);
-  tu_remove(other);
-  g_free(other);
   g_free(desc);
   g_free(props2);
   g_free(props);

@@ -94,7 +94,7 @@ assert_scores(GArray *recs, GArray *want, const int32_t *ids,
 
 TU_TEST("/txlmodel/exact", test_exact)
 {
-  char *m = el_write_byte_model(11);
+  g_autoptr(TuPath) m = el_write_byte_model(11);
   int32_t ids[N];
   gint64 lines[N];
   guint32 flags[N];
@@ -112,14 +112,12 @@ TU_TEST("/txlmodel/exact", test_exact)
     gst_harness_teardown(h);
   }
   g_array_unref(want);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* segment, mem-len, same-length and clamp-len reach the scorer */
 TU_TEST("/txlmodel/settings", test_settings)
 {
-  char *m = el_write_byte_model(12);
+  g_autoptr(TuPath) m = el_write_byte_model(12);
   int32_t ids[N];
   gint64 lines[N];
   guint32 flags[N];
@@ -137,15 +135,13 @@ TU_TEST("/txlmodel/settings", test_settings)
   g_array_unref(want);
   g_array_unref(dflt);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* flush-on-newline scores the partial segment at each line end: the same
  * as a scorer finished at every line end, different from offline. */
 TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
 {
-  char *m = el_write_byte_model(13);
+  g_autoptr(TuPath) m = el_write_byte_model(13);
   int32_t ids[N];
   gint64 lines[N];
   guint32 flags[N];
@@ -198,15 +194,13 @@ TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
   }
   g_array_unref(want);
   g_array_unref(offline);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* Tokens of another vocabulary: negotiation fails, naming both ids. */
 TU_TEST("/txlmodel/caps-mismatch", test_caps_mismatch)
 {
-  char *bytes = el_write_byte_model(14);
-  char *words = el_write_word_model(14);
+  g_autoptr(TuPath) bytes = el_write_byte_model(14);
+  g_autoptr(TuPath) words = el_write_word_model(14);
   GstCaps *wcaps = el_token_caps(words);
   GstCaps *bcaps = el_token_caps(bytes);
   const char *wid =
@@ -242,19 +236,13 @@ TU_TEST("/txlmodel/caps-mismatch", test_caps_mismatch)
   gst_caps_unref(q);
   /* another model with the same vocabulary takes the tokens */
   gst_harness_teardown(h);
-  char *bytes2 = el_write_byte_model(15);
+  g_autoptr(TuPath) bytes2 = el_write_byte_model(15);
   h = el_harness("txlmodel", bytes2, NULL);
   gst_harness_set_src_caps(h, gst_caps_ref(bcaps));
   gst_harness_teardown(h);
 
   gst_caps_unref(bcaps);
   gst_caps_unref(wcaps);
-  tu_remove(bytes);
-  tu_remove(bytes2);
-  tu_remove(words);
-  g_free(bytes);
-  g_free(bytes2);
-  g_free(words);
 }
 
 TU_TEST("/txlmodel/bad-model", test_bad_model)
@@ -268,13 +256,11 @@ TU_TEST("/txlmodel/bad-model", test_bad_model)
     g_assert_nonnull(strstr(msg, paths[k] ? paths[k] : "model"));
   }
   /* impossible settings: an error when starting, not a crash */
-  char *m = el_write_byte_model(16);
+  g_autoptr(TuPath) m = el_write_byte_model(16);
   GstElement *e = gst_element_factory_make("txlmodel", NULL);
   g_object_set(e, "model", m, "mem-len", 0, "same-length", 1, NULL);
   g_autofree char *msg = el_start_error(e, GST_STATE_PAUSED);
   g_assert_nonnull(strstr(msg, "mem_len"));
-  tu_remove(m);
-  g_free(m);
 }
 
 /* A model with an inf or NaN weight does not start: an element error that
@@ -299,7 +285,7 @@ TU_TEST("/txlmodel/non-finite-model", test_non_finite_model)
  * element errors. */
 TU_TEST("/txlmodel/bad-input", test_bad_input)
 {
-  char *m = el_write_byte_model(17);
+  g_autoptr(TuPath) m = el_write_byte_model(17);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
   g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("abc", 3)), ==,
                   GST_FLOW_ERROR);
@@ -310,15 +296,13 @@ TU_TEST("/txlmodel/bad-input", test_bad_input)
   g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 3, 0)),
                   ==, GST_FLOW_ERROR);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* FLUSH_STOP and a new STREAM_START forget the memory: the same tokens
  * again give the same scores, the first one NaN again. */
 TU_TEST("/txlmodel/resets", test_resets)
 {
-  char *m = el_write_byte_model(18);
+  g_autoptr(TuPath) m = el_write_byte_model(18);
   int32_t ids[N];
   gint64 lines[N];
   guint32 flags[N];
@@ -357,13 +341,11 @@ TU_TEST("/txlmodel/resets", test_resets)
     gst_harness_teardown(h);
   }
   g_array_unref(want);
-  tu_remove(m);
-  g_free(m);
 }
 
 TU_TEST("/txlmodel/latency", test_latency)
 {
-  char *m = el_write_byte_model(19);
+  g_autoptr(TuPath) m = el_write_byte_model(19);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
   gst_harness_set_upstream_latency(h, 20 * GST_MSECOND);
   GstQuery *q = gst_query_new_latency();
@@ -376,14 +358,12 @@ TU_TEST("/txlmodel/latency", test_latency)
   g_assert_cmpuint(max, ==, GST_CLOCK_TIME_NONE);
   gst_query_unref(q);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* The text meta goes through, cut at the last scored token. */
 TU_TEST("/txlmodel/text", test_text)
 {
-  char *m = el_write_byte_model(20);
+  g_autoptr(TuPath) m = el_write_byte_model(20);
   const char *text = "ab\ncdefgh\nij";
   gsize n = strlen(text);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
@@ -416,13 +396,11 @@ TU_TEST("/txlmodel/text", test_text)
   g_string_free(got, TRUE);
   el_buffers_free(bufs);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 TU_TEST("/txlmodel/cache", test_cache)
 {
-  char *m = el_write_byte_model(21);
+  g_autoptr(TuPath) m = el_write_byte_model(21);
   g_autoptr(GError) err = NULL;
   g_assert_cmpuint(txl_model_cache_size(), ==, 0);
   TxlModel *a = txl_model_cache_acquire(m, &err);
@@ -434,7 +412,7 @@ TU_TEST("/txlmodel/cache", test_cache)
   g_assert_true(a == b);
   g_assert_cmpuint(txl_model_cache_size(), ==, 1);
   /* a file replaced on disk is a new model */
-  char *m2 = el_write_byte_model(22);
+  g_autoptr(TuPath) m2 = el_write_byte_model(22);
   g_assert_cmpint(g_rename(m2, m), ==, 0);
   TxlModel *c = txl_model_cache_acquire(m, &err);
   g_assert_no_error(err);
@@ -447,10 +425,6 @@ TU_TEST("/txlmodel/cache", test_cache)
   g_assert_cmpuint(txl_model_cache_size(), ==, 0);
   g_assert_null(txl_model_cache_acquire("/nonexistent.gguf", &err));
   g_assert_error(err, TXL_ERROR, TXL_ERROR_IO);
-  tu_remove(m2);
-  tu_remove(m);
-  g_free(m2);
-  g_free(m);
 }
 
 /* Every line's scores ride on the buffers as a GstTxlLineMeta: one per
@@ -461,7 +435,7 @@ TU_TEST("/txlmodel/cache", test_cache)
 
 TU_TEST("/txlmodel/line-meta", test_line_meta)
 {
-  char *m = el_write_byte_model(61);
+  g_autoptr(TuPath) m = el_write_byte_model(61);
   GstHarness *h = el_token_harness("txlmodel", m, "segment", 4, NULL);
   const int32_t ids[NL] = { 'a', 'b', '\n', 'c', 'd', 'e', '\n', 'f', 'g', 'h', 'i' };
   const gint64 lines[NL] = { 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 };
@@ -514,8 +488,6 @@ TU_TEST("/txlmodel/line-meta", test_line_meta)
   g_array_unref(rec);
   el_buffers_free(bufs);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* max-latency: tokens that wait for their segment, with no line end and no
@@ -540,13 +512,11 @@ records_after_quiet(const char *m, guint64 max_latency)
 
 TU_TEST("/txlmodel/max-latency", test_max_latency)
 {
-  char *m = el_write_byte_model(71);
+  g_autoptr(TuPath) m = el_write_byte_model(71);
   /* the first token's record goes out at once; the other four need their
    * segment (64 tokens) or the deadline */
   g_assert_cmpuint(records_after_quiet(m, 0), ==, 1);
   g_assert_cmpuint(records_after_quiet(m, 30 * GST_MSECOND), ==, 5);
-  tu_remove(m);
-  g_free(m);
 }
 
 EL_TEST_MAIN()

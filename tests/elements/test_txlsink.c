@@ -237,7 +237,7 @@ TU_TEST("/txlsink/matches-cli", test_matches_cli)
 
 TU_TEST("/txlsink/binary", test_binary)
 {
-  char *m = el_write_byte_model(32);
+  g_autoptr(TuPath) m = el_write_byte_model(32);
   g_autofree char *dir = g_path_get_dirname(m);
   GRand *r = g_rand_new_with_seed(9);
   guint8 junk[700];
@@ -248,8 +248,6 @@ TU_TEST("/txlsink/binary", test_binary)
                                     sizeof junk);
   check_file(m, in, TRUE);
   g_remove(in);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* The ready pipeline description, through gst-launch-1.0. */
@@ -328,7 +326,7 @@ TU_TEST("/txlsink/bad-location", test_bad_location)
  * every line after it is; a median cut flags some lines but not all. */
 TU_TEST("/txlsink/calibrated", test_calibrated)
 {
-  char *m = el_write_byte_model(41);
+  g_autoptr(TuPath) m = el_write_byte_model(41);
   g_autofree char *dir = g_path_get_dirname(m);
   GString *text = g_string_new(NULL);
   for (int i = 0; i < 120; i++)
@@ -374,8 +372,6 @@ TU_TEST("/txlsink/calibrated", test_calibrated)
   g_remove(out);
   g_remove(in);
   g_string_free(text, TRUE);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* GstHarness on txlsink alone: score records in, one JSON line per input

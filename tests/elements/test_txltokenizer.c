@@ -111,23 +111,19 @@ check_splits(const char *model)
 
 TU_TEST("/txltokenizer/splits/bytes", test_splits_bytes)
 {
-  char *m = el_write_byte_model(1);
+  g_autoptr(TuPath) m = el_write_byte_model(1);
   check_splits(m);
-  tu_remove(m);
-  g_free(m);
 }
 
 TU_TEST("/txltokenizer/splits/words", test_splits_words)
 {
-  char *m = el_write_word_model(1);
+  g_autoptr(TuPath) m = el_write_word_model(1);
   check_splits(m);
-  tu_remove(m);
-  g_free(m);
 }
 
 TU_TEST("/txltokenizer/caps", test_caps)
 {
-  char *m = el_write_word_model(2);
+  g_autoptr(TuPath) m = el_write_word_model(2);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
   gst_harness_set_src_caps_str(h, "application/octet-stream");
   g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("the cat\n", 8)),
@@ -139,8 +135,6 @@ TU_TEST("/txltokenizer/caps", test_caps)
   gst_caps_unref(want);
   gst_caps_unref(caps);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 TU_TEST("/txltokenizer/junk", test_junk)
@@ -178,7 +172,7 @@ TU_TEST("/txltokenizer/junk", test_junk)
  * the next stream counts lines and bytes from the start again. */
 TU_TEST("/txltokenizer/stream-start", test_stream_start)
 {
-  char *m = el_write_word_model(4);
+  g_autoptr(TuPath) m = el_write_word_model(4);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
   gst_harness_set_src_caps_str(h, "text/x-raw,format=utf8");
   gst_harness_push(h, gst_buffer_new_memdup("the cat\nsat", 11));
@@ -211,8 +205,6 @@ TU_TEST("/txltokenizer/stream-start", test_stream_start)
   el_buffers_free(flushed);
   el_buffers_free(second);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* Missing, unset and corrupt model files: an element error, no crash. */
@@ -237,7 +229,7 @@ TU_TEST("/txltokenizer/bad-model", test_bad_model)
   g_assert_true(g_file_set_contents(junk, "GGUF this is no model", -1, &err));
   check_bad_model(junk, "junk.gguf");
   /* a valid model cut in half */
-  char *m = el_write_byte_model(5);
+  g_autoptr(TuPath) m = el_write_byte_model(5);
   gchar *blob;
   gsize len;
   g_assert_true(g_file_get_contents(m, &blob, &len, &err));
@@ -249,8 +241,6 @@ TU_TEST("/txltokenizer/bad-model", test_bad_model)
   g_remove(cut);
   g_rmdir(dir);
   g_free(dir);
-  tu_remove(m);
-  g_free(m);
 }
 
 EL_TEST_MAIN()

@@ -321,8 +321,8 @@ TU_TEST("/sessions-snapshot/refusals", test_refusals)
 {
   TxlConfig c;
   tu_small_config(&c);
-  char *path = tu_write_model(&c, 7, NULL);
-  char *other = tu_write_model(&c, 8, NULL);
+  g_autoptr(TuPath) path = tu_write_model(&c, 7, NULL);
+  g_autoptr(TuPath) other = tu_write_model(&c, 8, NULL);
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(path, &err);
   TxlModel *mo = txl_model_load(other, &err);
@@ -451,10 +451,6 @@ TU_TEST("/sessions-snapshot/refusals", test_refusals)
   g_free(dir);
   txl_model_unref(mo);
   txl_model_unref(m);
-  tu_remove(other);
-  tu_remove(path);
-  g_free(other);
-  g_free(path);
 }
 
 TU_MAIN()

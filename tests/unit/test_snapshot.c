@@ -34,7 +34,7 @@ static void
 check_resume(const TxlConfig *c, TxlMemoryKind kind)
 {
   g_autoptr(GError) err = NULL;
-  char *path = tu_write_model(c, 5, NULL);
+  g_autoptr(TuPath) path = tu_write_model(c, 5, NULL);
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
   int32_t ids[N_IDS];
@@ -77,8 +77,6 @@ check_resume(const TxlConfig *c, TxlMemoryKind kind)
     txl_model_unref(m2);
   }
   g_remove(snap);
-  tu_remove(path);
-  g_free(path);
 }
 
 TU_TEST("/snapshot/resume-kv", test_resume_kv)
@@ -103,8 +101,8 @@ TU_TEST("/snapshot/refused", test_refused)
   g_autoptr(GError) err = NULL;
   TxlConfig c;
   tu_small_config(&c);
-  char *path = tu_write_model(&c, 5, NULL);
-  char *other = tu_write_model(&c, 6, NULL); /* same shapes, other weights */
+  g_autoptr(TuPath) path = tu_write_model(&c, 5, NULL);
+  g_autoptr(TuPath) other = tu_write_model(&c, 6, NULL); /* same shapes, other weights */
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
   g_autofree char *cut = g_build_filename(dir, "cut.snap", NULL);
@@ -156,10 +154,6 @@ TU_TEST("/snapshot/refused", test_refused)
   txl_model_unref(m);
   g_remove(cut);
   g_remove(snap);
-  tu_remove(path);
-  tu_remove(other);
-  g_free(path);
-  g_free(other);
 }
 
 TU_MAIN()
