@@ -30,34 +30,44 @@ direct_scores(const char *model, const TxlStreamOptions *o, int segment,
   return lp;
 }
 
+#define N 97
+
+/* N random byte tokens with their lines and line-end flags, as the
+ * tokenizer would send them. */
+typedef struct {
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+} Input;
+
 static void
-make_ids(int32_t *ids, gint64 *lines, guint32 *flags, gsize n, guint32 seed)
+make_input(Input *in, guint32 seed)
 {
   GRand *r = g_rand_new_with_seed(seed);
   gint64 line = 1;
-  for (gsize i = 0; i < n; i++) {
-    ids[i] = g_rand_int_range(r, 0, 256);
-    lines[i] = line;
-    flags[i] = 0;
-    if (g_rand_int_range(r, 0, 6) == 0 || i + 1 == n) {
-      flags[i] = TXL_RECORD_LINE_END;
+  for (gsize i = 0; i < N; i++) {
+    in->ids[i] = g_rand_int_range(r, 0, 256);
+    in->lines[i] = line;
+    in->flags[i] = 0;
+    if (g_rand_int_range(r, 0, 6) == 0 || i + 1 == N) {
+      in->flags[i] = TXL_RECORD_LINE_END;
       line++;
     }
   }
   g_rand_free(r);
 }
 
-/* Runs ids through txlmodel in buffers of `piece` tokens. */
+/* Runs the input through txlmodel in buffers of `piece` tokens. */
 static GArray *
-run_model(GstHarness *h, const char *model, const int32_t *ids,
-          const gint64 *lines, const guint32 *flags, gsize n, gsize piece)
+run_model(GstHarness *h, const char *model, const Input *in, gsize piece)
 {
   GstCaps *caps = el_token_caps(model);
   gst_harness_set_src_caps(h, caps);
-  for (gsize o = 0; o < n; o += piece) {
-    gsize k = MIN(piece, n - o);
-    g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o, lines + o,
-                                                        flags + o, k, o)),
+  for (gsize o = 0; o < N; o += piece) {
+    gsize k = MIN(piece, N - o);
+    g_assert_cmpint(gst_harness_push(h, el_token_buffer(in->ids + o,
+                                                        in->lines + o,
+                                                        in->flags + o, k, o)),
                     ==, GST_FLOW_OK);
   }
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
@@ -67,18 +77,19 @@ run_model(GstHarness *h, const char *model, const int32_t *ids,
   return recs;
 }
 
+/* The records of the whole input: its ids, lines and line ends, and
+ * want's log-probs bit for bit. */
 static void
-assert_scores(GArray *recs, GArray *want, const int32_t *ids,
-              const gint64 *lines, const guint32 *flags, gsize n)
+assert_scores(GArray *recs, GArray *want, const Input *in)
 {
-  g_assert_cmpuint(recs->len, ==, n);
-  for (guint i = 0; i < n; i++) {
+  g_assert_cmpuint(recs->len, ==, N);
+  for (guint i = 0; i < N; i++) {
     TxlScoreRecord *r = &g_array_index(recs, TxlScoreRecord, i);
     g_assert_cmpint(r->pos, ==, i);
-    g_assert_cmpint(r->id, ==, ids[i]);
-    g_assert_cmpint(r->line, ==, lines[i]);
+    g_assert_cmpint(r->id, ==, in->ids[i]);
+    g_assert_cmpint(r->line, ==, in->lines[i]);
     g_assert_cmpuint(r->byte_start, ==, i);
-    g_assert_cmpuint(r->flags & TXL_RECORD_LINE_END, ==, flags[i]);
+    g_assert_cmpuint(r->flags & TXL_RECORD_LINE_END, ==, in->flags[i]);
     if (i == 0) {
       g_assert_true(isnan(r->logprob));
       g_assert_true(r->flags & TXL_RECORD_FIRST);
@@ -90,21 +101,17 @@ assert_scores(GArray *recs, GArray *want, const int32_t *ids,
   }
 }
 
-#define N 97
-
 TU_TEST("/txlmodel/exact", test_exact)
 {
   g_autoptr(TuPath) m = el_write_byte_model(11);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 3);
-  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  Input in;
+  make_input(&in, 3);
+  GArray *want = direct_scores(m, NULL, 0, in.ids, N, NULL);
   gsize pieces[] = { N, 1, 3, 7, 50 };
   for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
     GstHarness *h = el_harness("txlmodel", m, NULL);
-    GArray *recs = run_model(h, m, ids, lines, flags, N, pieces[k]);
-    assert_scores(recs, want, ids, lines, flags, N);
+    GArray *recs = run_model(h, m, &in, pieces[k]);
+    assert_scores(recs, want, &in);
     for (guint i = 0; i < recs->len; i++)
       g_assert_false(g_array_index(recs, TxlScoreRecord, i).flags &
                      TXL_RECORD_PARTIAL);
@@ -118,17 +125,15 @@ TU_TEST("/txlmodel/exact", test_exact)
 TU_TEST("/txlmodel/settings", test_settings)
 {
   g_autoptr(TuPath) m = el_write_byte_model(12);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 4);
+  Input in;
+  make_input(&in, 4);
   TxlStreamOptions o = { 6, 3, 1, 0, TXL_MEMORY_KV };
-  GArray *want = direct_scores(m, &o, 4, ids, N, NULL);
-  GArray *dflt = direct_scores(m, NULL, 0, ids, N, NULL);
+  GArray *want = direct_scores(m, &o, 4, in.ids, N, NULL);
+  GArray *dflt = direct_scores(m, NULL, 0, in.ids, N, NULL);
   GstHarness *h = el_harness("txlmodel", m, "segment", 4, "mem-len", 6,
                              "same-length", 1, "clamp-len", 3, NULL);
-  GArray *recs = run_model(h, m, ids, lines, flags, N, 5);
-  assert_scores(recs, want, ids, lines, flags, N);
+  GArray *recs = run_model(h, m, &in, 5);
+  assert_scores(recs, want, &in);
   /* and they do change the numbers */
   g_assert_true(memcmp(want->data, dflt->data, N * sizeof(float)) != 0);
   g_array_unref(recs);
@@ -142,16 +147,14 @@ TU_TEST("/txlmodel/settings", test_settings)
 TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
 {
   g_autoptr(TuPath) m = el_write_byte_model(13);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
+  Input in;
   gboolean at[N];
-  make_ids(ids, lines, flags, N, 5);
+  make_input(&in, 5);
   for (gsize i = 0; i < N; i++)
-    at[i] = flags[i] != 0;
+    at[i] = in.flags[i] != 0;
   TxlStreamOptions o = { 4, -1, -1, 0, TXL_MEMORY_KV };
-  GArray *want = direct_scores(m, &o, 0, ids, N, at);
-  GArray *offline = direct_scores(m, &o, 0, ids, N, NULL);
+  GArray *want = direct_scores(m, &o, 0, in.ids, N, at);
+  GArray *offline = direct_scores(m, &o, 0, in.ids, N, NULL);
   g_assert_true(memcmp(want->data, offline->data, N * sizeof(float)) != 0);
   gsize pieces[] = { N, 1, 4 };
   for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
@@ -163,9 +166,9 @@ TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
     GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
     for (gsize o2 = 0; o2 < N; o2 += pieces[k]) {
       gsize n = MIN(pieces[k], N - o2);
-      g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o2, lines + o2,
-                                                          flags + o2, n, o2)),
-                      ==, GST_FLOW_OK);
+      GstBuffer *b = el_token_buffer(in.ids + o2, in.lines + o2,
+                                     in.flags + o2, n, o2);
+      g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
       GList *bufs = el_pull_all(h);
       GArray *got = el_score_records(bufs);
       g_array_append_vals(recs, got->data, got->len);
@@ -173,7 +176,7 @@ TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
       el_buffers_free(bufs);
       gsize last_end = 0;
       for (gsize i = 0; i < o2 + n; i++)
-        if (flags[i])
+        if (in.flags[i])
           last_end = i + 1;
       g_assert_cmpuint(recs->len, >=, last_end);
     }
@@ -181,7 +184,7 @@ TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
     GList *bufs = el_pull_all(h);
     GArray *rest = el_score_records(bufs);
     g_array_append_vals(recs, rest->data, rest->len);
-    assert_scores(recs, want, ids, lines, flags, N);
+    assert_scores(recs, want, &in);
     gboolean any_partial = FALSE;
     for (guint i = 0; i < recs->len; i++)
       any_partial |= !!(g_array_index(recs, TxlScoreRecord, i).flags &
@@ -303,15 +306,13 @@ TU_TEST("/txlmodel/bad-input", test_bad_input)
 TU_TEST("/txlmodel/resets", test_resets)
 {
   g_autoptr(TuPath) m = el_write_byte_model(18);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 6);
-  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  Input in;
+  make_input(&in, 6);
+  GArray *want = direct_scores(m, NULL, 0, in.ids, N, NULL);
   for (int mode = 0; mode < 3; mode++) {
     GstHarness *h = el_token_harness("txlmodel", m, "reset-on-stream-start",
                                      mode != 2, NULL);
-    gst_harness_push(h, el_token_buffer(ids, lines, flags, 40, 0));
+    gst_harness_push(h, el_token_buffer(in.ids, in.lines, in.flags, 40, 0));
     el_buffers_free(el_pull_all(h));
     if (mode == 0) {
       g_assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
@@ -323,12 +324,12 @@ TU_TEST("/txlmodel/resets", test_resets)
     gst_segment_init(&seg, GST_FORMAT_TIME);
     gst_harness_push_event(h, gst_event_new_segment(&seg));
     el_buffers_free(el_pull_all(h));
-    gst_harness_push(h, el_token_buffer(ids, lines, flags, N, 0));
+    gst_harness_push(h, el_token_buffer(in.ids, in.lines, in.flags, N, 0));
     g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
     GList *bufs = el_pull_all(h);
     GArray *recs = el_score_records(bufs);
     if (mode < 2) {
-      assert_scores(recs, want, ids, lines, flags, N);
+      assert_scores(recs, want, &in);
     } else {
       /* memory carried over: the first token is predicted this time */
       g_assert_cmpuint(recs->len, ==, N);
