@@ -131,16 +131,22 @@ tu_small_config(TxlConfig *c)
   c->tie_projs[2] = FALSE;
 }
 
-/* A file name in a new temporary directory: tu_remove removes both. */
+/* A file `name` in a new temporary directory: tu_remove removes both. */
 G_GNUC_UNUSED static char *
-tu_tmp_model_path(void)
+tu_tmp_path(const char *name)
 {
   g_autoptr(GError) err = NULL;
   char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
   g_assert_no_error(err);
-  char *path = g_build_filename(dir, "model.gguf", NULL);
+  char *path = g_build_filename(dir, name, NULL);
   g_free(dir);
   return path;
+}
+
+G_GNUC_UNUSED static char *
+tu_tmp_model_path(void)
+{
+  return tu_tmp_path("model.gguf");
 }
 
 /* Writes w (freed) to a new temporary model file: its path (g_free it). */

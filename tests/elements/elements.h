@@ -266,6 +266,45 @@ el_next_message(GstBus *bus, GstMessageType also)
   return msg;
 }
 
+/* A pipeline from a gst-launch description, which must parse. */
+G_GNUC_UNUSED static GstElement *
+el_parse(const char *desc)
+{
+  g_autoptr(GError) err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  return p;
+}
+
+/* Stops a pipeline and drops it. */
+G_GNUC_UNUSED static void
+el_pipeline_free(GstElement *p)
+{
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+}
+
+typedef void (*ElOnMessage)(GstMessage *msg, gpointer data);
+
+/* Plays p to its end: starting must not fail, and an error fails the test
+ * (el_next_message).  Each ELEMENT message, and each of the types in
+ * `also`, goes to on_message, which does not take it.  p is left playing,
+ * for its elements' properties to be read. */
+G_GNUC_UNUSED static void
+el_play(GstElement *p, GstMessageType also, ElOnMessage on_message,
+        gpointer data)
+{
+  GstBus *bus = gst_element_get_bus(p);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  GstMessage *msg;
+  while ((msg = el_next_message(bus, also))) {
+    on_message(msg, data);
+    gst_message_unref(msg);
+  }
+  gst_object_unref(bus);
+}
+
 /* Runs pipelines/<name> through gst-launch-1.0 with $INPUT and $MODEL
  * filled in (its comments dropped): its standard output (g_free), or NULL
  * when there is no gst-launch-1.0 (the test is skipped). */

@@ -55,6 +55,30 @@ run_free(Run *r)
   g_free(r->kind);
 }
 
+/* Warnings counted, and the txl-session messages' fields, into the Run
+ * `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Run *r = data;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+    r->warnings++;
+    return;
+  }
+  const GstStructure *st = gst_message_get_structure(msg);
+  if (gst_structure_has_name(st, "txl-session")) {
+    double v;
+    gboolean f;
+    g_assert_true(gst_structure_get_double(st, "score", &v));
+    g_assert_true(gst_structure_get_boolean(st, "flag", &f));
+    g_ptr_array_add(r->keys, g_strdup(gst_structure_get_string(st, "key")));
+    g_array_append_val(r->scores, v);
+    g_array_append_val(r->flags, f);
+    g_free(r->kind);
+    r->kind = g_strdup(gst_structure_get_string(st, "score-kind"));
+  }
+}
+
 /* Runs "filesrc ! txltokenizer ! ELEMENT PROPS ! txlsink SINK_PROPS";
  * element properties are read back into *props_out (when given) after the
  * run.  txlsink is in threshold-mode fixed, the mode the calibration's
@@ -68,48 +92,20 @@ run(const char *element, const char *props, const char *sink_props,
             g_array_new(FALSE, FALSE, sizeof(gboolean)), NULL,
             g_array_new(FALSE, FALSE, sizeof(double)),
             g_array_new(FALSE, FALSE, sizeof(double)), 0 };
-  g_autofree char *dir = g_dir_make_tmp("txl-cal-XXXXXX", NULL);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s name=e "
       "model=\"%s\" %s ! txlsink location=\"%s\" threshold-mode=fixed %s",
       log_path, model, element, model, props, out, sink_props);
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, GST_MESSAGE_WARNING))) {
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
-      r.warnings++;
-      gst_message_unref(msg);
-      continue;
-    }
-    const GstStructure *st = gst_message_get_structure(msg);
-    if (gst_structure_has_name(st, "txl-session")) {
-      double v;
-      gboolean f;
-      g_assert_true(gst_structure_get_double(st, "score", &v));
-      g_assert_true(gst_structure_get_boolean(st, "flag", &f));
-      g_ptr_array_add(r.keys, g_strdup(gst_structure_get_string(st, "key")));
-      g_array_append_val(r.scores, v);
-      g_array_append_val(r.flags, f);
-      g_free(r.kind);
-      r.kind = g_strdup(gst_structure_get_string(st, "score-kind"));
-    }
-    gst_message_unref(msg);
-  }
+  GstElement *p = el_parse(desc);
+  el_play(p, GST_MESSAGE_WARNING, on_message, &r);
   GstElement *e = gst_bin_get_by_name(GST_BIN(p), "e");
   if (thr_out)
     g_object_get(e, "session-threshold", thr_out, NULL);
   if (key_out)
     g_object_get(e, "session-key", key_out, NULL);
   gst_object_unref(e);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   g_autofree char *json = NULL;
   g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
   g_auto(GStrv) lines = g_strsplit(json, "\n", -1);
@@ -128,8 +124,6 @@ run(const char *element, const char *props, const char *sink_props,
     }
     g_object_unref(jp);
   }
-  g_unlink(out);
-  g_rmdir(dir);
   return r;
 }
 

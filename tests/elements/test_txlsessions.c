@@ -242,21 +242,30 @@ sess_from_structure(const GstStructure *s)
   return x;
 }
 
+/* A txl-session message into the Results `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Results *r = data;
+  const GstStructure *st = gst_message_get_structure(msg);
+  if (gst_structure_has_name(st, "txl-session")) {
+    SessRes x = sess_from_structure(st);
+    g_array_append_val(r->sessions, x);
+  }
+}
+
 /* Runs the pipeline; the element's sessions from its bus messages, the
  * lines from txlsink's signal; the JSON output is returned (g_free). */
 static char *
 run_pipeline(const char *model, const char *input, const Cfg *cfg,
              Results *r)
 {
-  g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" blocksize=%d ! txltokenizer model=\"%s\" ! "
       "txlsessions name=s model=\"%s\" ! txlsink name=sink location=\"%s\" "
       "threshold=1000", input, cfg->blocksize, model, model, out);
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
+  GstElement *p = el_parse(desc);
   GstElement *s = gst_bin_get_by_name(GST_BIN(p), "s");
   g_object_set(s, "session-key", cfg->key, "session-key-group", cfg->group,
                "max-sessions", cfg->max_sessions, "session-idle-lines",
@@ -271,25 +280,10 @@ run_pipeline(const char *model, const char *input, const Cfg *cfg,
                    NULL);
   gst_object_unref(sink);
   n_session_signals = 0;
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, 0))) {
-    const GstStructure *st = gst_message_get_structure(msg);
-    if (gst_structure_has_name(st, "txl-session")) {
-      SessRes x = sess_from_structure(st);
-      g_array_append_val(r->sessions, x);
-    }
-    gst_message_unref(msg);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  el_play(p, 0, on_message, r);
+  el_pipeline_free(p);
   char *json = NULL;
   g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
-  g_unlink(out);
-  g_rmdir(dir);
   return json;
 }
 

@@ -38,45 +38,42 @@ on_line_scored(GstElement *sink, const GstStructure *s, gpointer data)
     c->flagged_early += flag;
 }
 
+/* The score and anomaly messages of a run, counted in the Counts `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Counts *c = data;
+  const GstStructure *s = gst_message_get_structure(msg);
+  if (gst_structure_has_name(s, "txl-score")) {
+    GstClockTime rt;
+    g_assert_true(gst_structure_has_field(s, "bpb"));
+    g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+    c->scores++;
+  }
+  if (gst_structure_has_name(s, "txl-anomaly")) {
+    gint64 line;
+    double bpb, nll;
+    GstClockTime rt, st;
+    g_assert_true(gst_structure_get_int64(s, "line", &line));
+    g_assert_true(gst_structure_get_double(s, "bpb", &bpb));
+    g_assert_true(gst_structure_get_double(s, "nll", &nll));
+    g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+    g_assert_true(gst_structure_get_clock_time(s, "stream-time", &st));
+    g_assert_true(gst_structure_has_field(s, "text"));
+    c->anomalies++;
+  }
+}
+
 static void
 run_pipeline(const char *desc, Counts *c)
 {
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
+  GstElement *p = el_parse(desc);
   GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
   g_assert_nonnull(sink);
   g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), c);
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, 0))) {
-    const GstStructure *s = gst_message_get_structure(msg);
-    if (gst_structure_has_name(s, "txl-score")) {
-      GstClockTime rt;
-      g_assert_true(gst_structure_has_field(s, "bpb"));
-      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
-      c->scores++;
-    }
-    if (gst_structure_has_name(s, "txl-anomaly")) {
-      gint64 line;
-      double bpb, nll;
-      GstClockTime rt, st;
-      g_assert_true(gst_structure_get_int64(s, "line", &line));
-      g_assert_true(gst_structure_get_double(s, "bpb", &bpb));
-      g_assert_true(gst_structure_get_double(s, "nll", &nll));
-      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
-      g_assert_true(gst_structure_get_clock_time(s, "stream-time", &st));
-      g_assert_true(gst_structure_has_field(s, "text"));
-      c->anomalies++;
-    }
-    gst_message_unref(msg);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
+  el_play(p, 0, on_message, c);
+  el_pipeline_free(p);
   gst_object_unref(sink);
-  gst_object_unref(p);
 }
 
 /* txlsink alone in a harness, score records in: it writes `out`, flags
