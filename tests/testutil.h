@@ -171,6 +171,16 @@ tu_train_config(TxlConfig *c)
                                .mem_len = 6, .tgt_len = 5 });
 }
 
+/* A model file that must load. */
+G_GNUC_UNUSED static TxlModel *
+tu_load(const char *path)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  g_assert_no_error(err);
+  return m;
+}
+
 /* Writes a byte-tokenizer model; returns the path (g_free it). */
 G_GNUC_UNUSED static char *
 tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
@@ -217,9 +227,7 @@ tu_word_model(char **path, gboolean lower)
   static const char *const base[] = { "<eos>", "<unk>", "the",
                                       "cat",   "sat",   "Mat" };
   *path = tu_write_word_model(base, 3, lower);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 
@@ -253,9 +261,7 @@ tu_small_model(guint32 seed, char **path)
   TxlConfig c;
   tu_small_config(&c);
   *path = tu_write_model(&c, seed, NULL);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 

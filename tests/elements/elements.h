@@ -165,9 +165,7 @@ el_harness(const char *factory, const char *model, const char *first_prop,
 G_GNUC_UNUSED static GstCaps *
 el_token_caps(const char *model_path)
 {
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   GstCaps *caps = gst_caps_new_simple(TXL_TOKENS_CAPS_NAME,
       "vocab-id", G_TYPE_STRING, txl_model_vocab_id(m), "n-tokens",
       G_TYPE_INT, txl_tokenizer_n_tokens(txl_model_tokenizer(m)), NULL);

@@ -184,8 +184,7 @@ static GArray *
 direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), flags, 0 };
   g_array_set_size(d.lp, 1);
   g_array_index(d.lp, float, 0) = NAN;
@@ -297,8 +296,7 @@ TU_TEST("/learn/landing", test_landing)
 TU_TEST("/learn/failed-round", test_failed_round)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   TxlParams *p = txl_params_from_model(m, &err);
   g_assert_no_error(err);
   for (gsize i = 0; i < p->n; i++)
@@ -443,8 +441,7 @@ TU_TEST("/learn/sink-marks", test_sink_marks)
   g_assert_cmpint(warm, <=, WARMUP + 1 + 50);
   /* the adapted model file loads and names the model it came from */
   g_autoptr(GError) err = NULL;
-  TxlModel *a = txl_model_load(adapted, &err);
-  g_assert_no_error(err);
+  TxlModel *a = tu_load(adapted);
   TxlModel *b = txl_model_load(model, &err);
   g_assert_cmpstr(txl_model_vocab_id(a), ==, txl_model_vocab_id(b));
   txl_model_unref(a);

@@ -14,8 +14,7 @@ direct_scores(const char *model, const TxlStreamOptions *o, int segment,
               const int32_t *ids, gsize n, const gboolean *flush_at)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   GArray *lp = g_array_new(FALSE, TRUE, sizeof(float));
   TxlScorer *s = txl_scorer_new(m, o, segment, el_lp_by_pos, lp, &err);
   g_assert_no_error(err);

@@ -48,8 +48,7 @@ TU_TEST("/txlsampler/matches-generator", test_matches_generator)
 
   /* the same through lib directly */
   g_autoptr(GError) err = NULL;
-  TxlModel *model = txl_model_load(m, &err);
-  g_assert_no_error(err);
+  TxlModel *model = tu_load(m);
   TxlSamplerOptions so = { 0.9f, 50, 1.0f, 9 };
   TxlGenerator *g = txl_generator_new(model, NULL, &so, &err);
   g_assert_true(txl_generator_feed(g, ids, 6, &err));

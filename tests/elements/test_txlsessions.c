@@ -168,8 +168,7 @@ static void
 run_lib(const char *model_path, const char *text, const Cfg *cfg, Results *r)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = cfg->key;
   o.key_group = cfg->group;
@@ -428,8 +427,7 @@ TU_TEST("/txlsessions/evict-memory", test_evict_memory)
 {
   /* a bound of about two and a half sessions at full memory */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(byte_model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(byte_model);
   TxlSessions *s = txl_sessions_new(m, NULL, NULL, NULL, NULL, &err);
   g_assert_no_error(err);
   guint64 one = txl_sessions_session_max_bytes(s);

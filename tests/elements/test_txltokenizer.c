@@ -19,9 +19,7 @@ direct_token(int32_t id, gint64 line, gsize start, gsize end, gpointer recs)
 static GArray *
 direct_tokens(const char *model, const char *text, gsize len)
 {
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord));
   TxlEncoder *e = txl_encoder_new(txl_model_tokenizer(m), direct_token, recs);
   txl_encoder_push(e, text, len);

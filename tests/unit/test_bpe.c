@@ -345,8 +345,7 @@ TU_TEST("/bpe/model-file", test_model_file)
     g_autoptr(GError) err = NULL;
     g_assert_true(gguf_writer_write(w, path, &err));
     gguf_writer_free(w);
-    TxlModel *m = txl_model_load(path, &err);
-    g_assert_no_error(err);
+    TxlModel *m = tu_load(path);
     const TxlTokenizer *lt = txl_model_tokenizer(m);
     g_assert_cmpint(txl_tokenizer_type(lt), ==, TXL_TOKENIZER_BPE);
     const TxlBpe *lb = txl_tokenizer_get_bpe(lt);

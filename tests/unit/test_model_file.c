@@ -31,9 +31,7 @@ TU_TEST("/model-file/valid", test_valid_loads)
   TxlConfig c;
   tu_small_config(&c);
   g_autofree char *p = write_cfg(&c, NULL);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   g_assert_cmpint(txl_model_config(m)->n_token, ==, 300);
   g_assert_cmpint(strlen(txl_model_id(m)), ==, 64);
   txl_model_unref(m);
@@ -261,8 +259,7 @@ TU_TEST("/model-file/calibration", test_calibration)
                          .line_threshold_bpb = 1.25, .rule = "by hand" };
   g_assert_true(txl_model_file_set_calibration(p, q, &cal, &err));
   g_assert_no_error(err);
-  TxlModel *m0 = txl_model_load(p, &err), *m1 = txl_model_load(q, &err);
-  g_assert_no_error(err);
+  TxlModel *m0 = tu_load(p), *m1 = tu_load(q);
   g_assert_null(txl_model_calibration(m0));
   const TxlCalibration *r = txl_model_calibration(m1);
   g_assert_nonnull(r);
@@ -308,8 +305,8 @@ TU_TEST("/model-file/calibration", test_calibration)
   TxlCalibration one = { .sessions = FALSE, .session_score = 0,
                          .line_threshold_bpb = 2.5 };
   g_assert_true(txl_model_file_set_calibration(q, q, &one, &err));
-  TxlModel *m2 = txl_model_load(q, &err);
   g_assert_no_error(err);
+  TxlModel *m2 = tu_load(q);
   r = txl_model_calibration(m2);
   g_assert_true(r && !r->sessions && !r->session_key && !r->rule &&
                 r->session_score == 0 && r->line_threshold_bpb == 2.5 &&
@@ -375,8 +372,7 @@ TU_TEST("/model-file/memory-budget", test_memory_budget)
   g_autofree char *p = write_cfg(&c, NULL);
   g_setenv("TXL_MEMORY_LIMIT", "8G", TRUE);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   g_setenv("TXL_MEMORY_LIMIT", "64M", TRUE);
   TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
   o.mem_len = 16;
@@ -425,9 +421,7 @@ TU_TEST("/model-file/non-finite", test_non_finite_weights)
   g_autofree char *p = write_cfg(&c, NULL);
   tu_poison_weight(p, "blk.0.ffn_down.weight", 5, FLT_MAX);
   tu_poison_weight(p, "blk.0.ffn_down.weight", 6, -FLT_MAX);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   txl_model_unref(m);
   tu_remove(p);
   /* the scan itself, at every position of a block and across blocks */

@@ -256,8 +256,7 @@ static void
 check_alone(const char *model_path, GPtrArray *lines, int k)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   for (int variant = 0; variant < 8; variant++) {
     TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
     o.key_regex = "req=(s[0-9]+)";
@@ -633,21 +632,17 @@ TU_TEST("/sessions/set-model", test_set_model)
   c.n_cutoffs = 0;
   char *path = tu_write_model(&c, 7, NULL);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
-  TxlModel *again = txl_model_load(path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(path);
+  TxlModel *again = tu_load(path);
   TxlParams *p = txl_params_from_model(m, &err);
   g_assert_no_error(err);
   TxlModel *view = txl_model_from_params_owned(p);
   TxlConfig oc = c;
   oc.d_inner = 48;
   char *other_path = tu_write_model(&oc, 7, NULL);
-  TxlModel *other = txl_model_load(other_path, &err);
-  g_assert_no_error(err);
+  TxlModel *other = tu_load(other_path);
   char *seed8_path = tu_write_model(&c, 8, NULL);
-  TxlModel *seed8 = txl_model_load(seed8_path, &err);
-  g_assert_no_error(err);
+  TxlModel *seed8 = tu_load(seed8_path);
   GPtrArray *lines = make_lines(80, 6, 5);
   gboolean ok[2] = { FALSE, FALSE };
 

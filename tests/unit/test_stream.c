@@ -56,10 +56,8 @@ score(TxlModel *m, const TxlStreamOptions *o, int seg, const int32_t *ids,
 static TxlModel *
 load(const TxlConfig *c, char **path)
 {
-  g_autoptr(GError) err = NULL;
   *path = tu_write_model(c, 42, NULL);
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 
