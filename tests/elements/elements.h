@@ -271,6 +271,7 @@ el_parse(const char *desc)
   g_autoptr(GError) err = NULL;
   GstElement *p = gst_parse_launch(desc, &err);
   g_assert_no_error(err);
+  g_assert_nonnull(p);
   return p;
 }
 
