@@ -11,4 +11,12 @@
       __builtin_trap();                                                        \
   } while (0)
 
+/* After a call that refused its input (a GError *err): the refusal must
+ * come with a reason, then cleared. */
+#define CHECK_REFUSED(err)                                                     \
+  do {                                                                         \
+    CHECK((err) != NULL);                                                      \
+    g_clear_error(&(err));                                                     \
+  } while (0)
+
 #endif

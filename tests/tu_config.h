@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Small configurations and learning options for the tests and the fuzz
- * harnesses.  Only library headers (config.h, learner.h), so that a harness
- * that compiles the library sources it needs can include it too. */
+/* Small configurations, learning options and trained tokenizers for the
+ * tests and the fuzz harnesses.  Only library headers (config.h, learner.h,
+ * bpe.h), so that a harness that compiles the library sources it needs can
+ * include it too. */
 #ifndef TXL_TU_CONFIG_H
 #define TXL_TU_CONFIG_H
 
+#include "bpe.h"
 #include "config.h"
 #include "learner.h"
 
@@ -51,6 +53,19 @@ tu_learn_options(int warmup, int every, int window, int lag, int max_steps,
   o.batch = batch;
   o.segment = segment;
   return o;
+}
+
+/* A BPE tokenizer of 300 tokens trained on text[0..len), with every
+ * normalization rule or none; NULL and *error when training fails. */
+G_GNUC_UNUSED static TxlTokenizer *
+tu_bpe_tokenizer(const char *text, gsize len, gboolean normalize,
+                 GError **error)
+{
+  TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
+  o.vocab_size = 300;
+  o.normalize = normalize ? TXL_NORM_ALL : 0;
+  TxlBpe *b = txl_bpe_train(&text, &len, 1, &o, error);
+  return b ? txl_tokenizer_new_bpe(b) : NULL;
 }
 
 #endif
