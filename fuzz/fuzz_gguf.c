@@ -109,17 +109,13 @@ exercise_tensors(const GgufFile *f, const uint8_t *data, size_t size)
   (void)sink;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   GError *err = NULL;
   GgufFile *f = gguf_parse(data, size, &err);
   if (!f) {
-    CHECK(err && err->domain == TXL_ERROR && err->message);
-    CHECK(err->code == TXL_ERROR_FORMAT || err->code == TXL_ERROR_UNSUPPORTED);
-    g_error_free(err);
+    check_txl_refusal(err, TXL_ERROR_FORMAT, TXL_ERROR_UNSUPPORTED);
     return 0;
   }
   CHECK(err == NULL);

@@ -15,7 +15,6 @@
 #include <string.h>
 
 static TxlTokenizer *toks[3];
-static TxlModel *byte_model;
 
 static const char sample[] =
     "2026-11-22 07:13:25 INFO dfs.DataNode: Receiving blk_-1608 src: "
