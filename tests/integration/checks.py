@@ -3,6 +3,7 @@
 detail only when it fails) and the tally that decides the exit status."""
 
 import os
+import random
 import subprocess
 
 results = []
@@ -36,3 +37,32 @@ def tiny_byte_model(txl, tmp, lines):
                         '--checkpoint-every', '0', train], capture_output=True, timeout=300)
     check('a small byte model to start from', p.returncode == 0, p.stderr)
     return model
+
+
+def sshd_lines(n, seed, sessions=0):
+    """n sshd-like log lines for the learning tests.  With sessions, each
+    carries sess=N: a few sessions at a time, interleaved, a new set every
+    60 lines."""
+    r = random.Random(seed)
+    out = []
+    for i in range(n):
+        sess = 'sess=%d ' % (r.randrange(sessions) + 10 * (i // 60)) if sessions else ''
+        out.append('Nov 25 10:%02d:%02d host sshd[%d]: %sAccepted publickey for %s from 10.0.%d.%d port %d ssh2'
+                   % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), sess, r.choice(['alice', 'bob', 'carol']),
+                      r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)))
+    return out
+
+
+def learn_input(txl, tmp, bug, sessions=0):
+    """Where the learning tests start, in tmp: tiny_byte_model trained on
+    200 sshd lines, and 300 others whose line 251 is `bug` (an anomaly),
+    also written to in.log.  Returns (model, the 300 lines as bytes, the
+    path of in.log)."""
+    model = tiny_byte_model(txl, tmp, sshd_lines(200, 1, sessions))
+    lines = sshd_lines(300, 2, sessions)
+    lines[250] = bug
+    data = ('\n'.join(lines) + '\n').encode()
+    src = os.path.join(tmp, 'in.log')
+    with open(src, 'wb') as f:
+        f.write(data)
+    return model, data, src

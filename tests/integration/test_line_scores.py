@@ -155,20 +155,14 @@ def check_padding(tmp):
 def overflow_model(tmp):
     """A word model whose output bias is +3e38 for one word and -3e38 for
     every other id: finite weights whose log-softmax overflows to -inf."""
-    words = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
-    cfg = hf_checkpoint.make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32,
-                                    n_head=4, d_head=8, d_inner=64, n_layer=2,
-                                    mem_len=8, tgt_len=4, same_length=False)
     d = os.path.join(tmp, 'overflow')
-    hf_checkpoint.make_checkpoint(d, cfg, seed=5)
+    cfg = hf_checkpoint.make_word_checkpoint(d, 5)
     st = os.path.join(d, 'model.safetensors')
     w = read_safetensors(st)
     bias = np.full(cfg['vocab_size'], -3e38, dtype=np.float32)
     bias[2] = 3e38
     w['crit.out_layers.0.bias'] = bias
     write_safetensors(st, w, metadata={'format': 'pt'})
-    with open(os.path.join(d, 'vocab.txt'), 'w') as f:
-        f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
     model = os.path.join(tmp, 'overflow.gguf')
     rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
     check('overflow model converts (its weights are finite)', rc == 0, err)

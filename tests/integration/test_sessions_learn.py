@@ -10,7 +10,6 @@ adapted model file loads, and a snapshot is continued only the way it was
 written (learning or not)."""
 import json
 import os
-import random
 import re
 import shutil
 import subprocess
@@ -19,26 +18,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from checks import check, tally, tiny_byte_model  # noqa: E402
+from checks import check, learn_input, tally  # noqa: E402
 from gstlaunch import ENV, cut_and_resume, run  # noqa: E402
 
 ROOT = os.path.join(HERE, '..', '..')
 TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
 WARMUP = 150
 KEY = 'sess=[0-9]+'
-
-
-def log_lines(n, seed, sessions=6):
-    """n sshd-like lines of a few sessions at a time, interleaved."""
-    r = random.Random(seed)
-    out = []
-    for i in range(n):
-        s = r.randrange(sessions) + 10 * (i // 60)
-        out.append('Nov 25 10:%02d:%02d host sshd[%d]: sess=%d Accepted publickey for %s from 10.0.%d.%d '
-                   'port %d ssh2' % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), s,
-                                     r.choice(['alice', 'bob', 'carol']), r.randrange(4),
-                                     r.randrange(256), 40000 + r.randrange(20000)))
-    return out
 
 
 def element(model, learn=True, extra=''):
@@ -83,12 +69,8 @@ def rounds_after(model, src):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sesslearn-')
-    model = tiny_byte_model(TXL, tmp, log_lines(200, 1))
-    lines = log_lines(300, 2)
-    lines[250] = 'kernel: sess=3 BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
-    data = ('\n'.join(lines) + '\n').encode()
-    src = os.path.join(tmp, 'in.log')
-    open(src, 'wb').write(data)
+    model, data, src = learn_input(TXL, tmp, 'kernel: sess=3 BUG: unable to handle page fault at ffff8880deadbeef '
+                                   + 'x' * 40, sessions=6)
     whole = os.path.join(tmp, 'whole.jsonl')
     adapted = os.path.join(tmp, 'adapted.gguf')
 
