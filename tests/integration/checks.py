@@ -5,14 +5,16 @@ detail only when it fails) and the tally that decides the exit status."""
 import os
 import random
 import subprocess
+import time
 
 results = []
 
 
 def check(name, cond, detail=''):
-    """cond, after printing its line (flushed: long tests show progress)."""
+    """cond, after printing its line (flushed: long tests show progress);
+    a failure's detail is cut to its last 1500 characters."""
     results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)),
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-1500:]),
           flush=True)
     return cond
 
@@ -24,12 +26,17 @@ def tally():
     return failed
 
 
+def write_text(path, text=''):
+    """Writes text (nothing: an empty file) to path; returns path."""
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
 def tiny_byte_model(txl, tmp, lines):
     """A one-layer byte model trained briefly on lines (a few seconds): a
     start for tests of learning on the stream.  Returns its path, checked."""
-    train = os.path.join(tmp, 'train.log')
-    with open(train, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    train = write_text(os.path.join(tmp, 'train.log'), '\n'.join(lines) + '\n')
     model = os.path.join(tmp, 'm.gguf')
     p = subprocess.run([txl, 'train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
                         '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
@@ -66,3 +73,16 @@ def learn_input(txl, tmp, bug, sessions=0):
     with open(src, 'wb') as f:
         f.write(data)
     return model, data, src
+
+
+def txld_port(p, portfile, logtext, timeout=15):
+    """The port that txld (process p) writes to portfile once it listens.
+    When it exits first, or takes longer than timeout seconds, it is killed
+    and RuntimeError carries the end of logtext()."""
+    deadline = time.time() + timeout
+    while not (os.path.exists(portfile) and open(portfile).read().strip()):
+        if time.time() > deadline or p.poll() is not None:
+            p.kill()
+            raise RuntimeError('txld did not start: ' + logtext()[-2000:])
+        time.sleep(0.02)
+    return int(open(portfile).read())
