@@ -239,6 +239,21 @@ tu_remove(const char *path)
   g_rmdir(dir);
 }
 
+/* Removes a directory's files, then the directory. */
+G_GNUC_UNUSED static void
+tu_remove_dir(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    g_remove(p);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(dir);
+}
+
 /* A temporary file's name, as tu_tmp_model_path makes them: declared
  * g_autoptr(TuPath), the file and its directory are removed, and the name
  * freed, when the name goes out of scope. */

@@ -304,6 +304,37 @@ el_play(GstElement *p, GstMessageType also, ElOnMessage on_message,
   gst_object_unref(bus);
 }
 
+/* Plays p to its end of stream or its first error (a start that fails
+ * posts one): the error's text (g_free), NULL at the end of the stream.
+ * Element messages named `name` go into msgs as GstStructure copies
+ * (when name is given). */
+G_GNUC_UNUSED static char *
+el_run(GstElement *p, const char *name, GPtrArray *msgs)
+{
+  GstBus *bus = gst_element_get_bus(p);
+  char *error = NULL;
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop(bus, 60 * GST_SECOND);
+    g_assert_nonnull(m);
+    GstMessageType type = GST_MESSAGE_TYPE(m);
+    if (type == GST_MESSAGE_ELEMENT && name &&
+        gst_structure_has_name(gst_message_get_structure(m), name))
+      g_ptr_array_add(msgs, gst_structure_copy(gst_message_get_structure(m)));
+    if (type == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(m, &e, NULL);
+      error = g_strdup(e->message);
+      g_error_free(e);
+    }
+    gst_message_unref(m);
+    if (type == GST_MESSAGE_EOS || type == GST_MESSAGE_ERROR)
+      break;
+  }
+  gst_object_unref(bus);
+  return error;
+}
+
 /* Runs pipelines/<name> through gst-launch-1.0 with $INPUT and $MODEL
  * filled in (its comments dropped): its standard output (g_free), or NULL
  * when there is no gst-launch-1.0 (the test is skipped). */

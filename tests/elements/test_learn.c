@@ -354,13 +354,7 @@ fixture_init(Fixture *f)
 static void
 fixture_clear(Fixture *f)
 {
-  const char *names[] = { "in.txt", "out.jsonl", "s.snap", "adapted.gguf" };
-  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-    char *p = g_build_filename(f->dir, names[i], NULL);
-    g_remove(p);
-    g_free(p);
-  }
-  g_rmdir(f->dir);
+  tu_remove_dir(f->dir);
   g_free(f->dir);
   g_free(f->text);
   g_free(f->out);
@@ -379,30 +373,9 @@ run_pipeline(Fixture *f, gsize from, gsize to, const char *props)
       "filesrc blocksize=61 location=\"%s\" ! txltokenizer model=\"%s\" ! "
       "txlmodel model=\"%s\" learn-warmup=%d %s ! txlsink location=\"%s\" "
       "append=true", f->text, model, model, WARMUP, props, f->out);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  GstBus *bus = gst_element_get_bus(p);
-  char *error = NULL;
-  if (gst_element_set_state(p, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE) {
-    GstMessage *m = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    g_assert_nonnull(m);
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gst_message_parse_error(m, &e, NULL);
-      error = g_strdup(e->message);
-      g_error_free(e);
-    }
-    gst_message_unref(m);
-  } else {
-    error = el_bus_error(bus);
-    g_assert_nonnull(error);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  GstElement *p = el_parse(desc);
+  char *error = el_run(p, NULL, NULL);
+  el_pipeline_free(p);
   return error;
 }
 

@@ -37,16 +37,7 @@ fixture_init(Fixture *f, gconstpointer el)
 static void
 fixture_clear(Fixture *f, gconstpointer el)
 {
-  GDir *d = g_dir_open(f->dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d))) {
-    char *p = g_build_filename(f->dir, name, NULL);
-    g_remove(p);
-    g_free(p);
-  }
-  if (d)
-    g_dir_close(d);
-  g_rmdir(f->dir);
+  tu_remove_dir(f->dir);
   g_free(f->dir);
   g_free(f->model);
   g_free(f->text);
@@ -76,29 +67,11 @@ run(GstElement *p, const char *name, char **error)
 {
   GPtrArray *msgs = g_ptr_array_new_with_free_func(
       (GDestroyNotify)gst_structure_free);
+  char *e = el_run(p, name, msgs);
   if (error)
-    *error = NULL;
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  for (;;) {
-    GstMessage *m = gst_bus_timed_pop(bus, 20 * GST_SECOND);
-    g_assert_nonnull(m);
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
-        gst_structure_has_name(gst_message_get_structure(m), name))
-      g_ptr_array_add(msgs, gst_structure_copy(gst_message_get_structure(m)));
-    gboolean end = GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS ||
-                   GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR;
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR && error) {
-      GError *e = NULL;
-      gst_message_parse_error(m, &e, NULL);
-      *error = g_strdup(e->message);
-      g_error_free(e);
-    }
-    gst_message_unref(m);
-    if (end)
-      break;
-  }
-  gst_object_unref(bus);
+    *error = e;
+  else
+    g_free(e);
   return msgs;
 }
 
@@ -241,8 +214,7 @@ test_periodic(Fixture *f, gconstpointer el)
   g_assert_cmpuint(by_tokens, >=, 3);
   g_assert_cmpuint(at_eos, ==, 1);
   g_ptr_array_unref(snaps);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
 
   /* restore at start: the second run continues the stream */
   p = pipeline(f, props);
@@ -252,8 +224,7 @@ test_periodic(Fixture *f, gconstpointer el)
   gst_structure_get_uint64(g_ptr_array_index(restores, 0), "tokens", &t);
   g_assert_cmpuint(t, ==, last);
   g_ptr_array_unref(restores);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   g_free(props);
   g_free(a);
 }
@@ -271,15 +242,13 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "Could not restore the snapshot"));
   g_free(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   /* restore=false starts a new stream over it */
   char *props2 = g_strdup_printf("%s restore=false", props);
   p = pipeline(f, props2);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_null(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   /* a snapshot of another model */
   g_autoptr(TuPath) other = el_write_word_model(8);
   char *desc = g_strdup_printf(
@@ -291,8 +260,7 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "another model"));
   g_free(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   g_free(desc);
   g_free(props2);
   g_free(props);
@@ -374,8 +342,7 @@ run_named(Fixture *f, const char *name, const char *snap)
     gst_object_set_name(GST_OBJECT(p), name);
   char *err = NULL;
   g_ptr_array_unref(run(p, "txl-restore", &err));
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   g_free(props);
   return err;
 }
@@ -457,8 +424,7 @@ test_stale_temporaries(Fixture *f, gconstpointer el)
   }
   g_assert_true(g_file_test(dir, G_FILE_TEST_IS_DIR));
   g_assert_true(g_file_test(locked, G_FILE_TEST_EXISTS));
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   close(fd);
   g_rmdir(dir);
   g_free(props);

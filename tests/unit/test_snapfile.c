@@ -15,21 +15,6 @@
 #include <zstd.h>
 #include "tu_test.h"
 
-/* Removes a directory's files, then the directory. */
-static void
-remove_dir(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d))) {
-    g_autofree char *p = g_build_filename(dir, name, NULL);
-    g_remove(p);
-  }
-  if (d)
-    g_dir_close(d);
-  g_rmdir(dir);
-}
-
 #define HEADER 236 /* lib/state/snapshot.c: HEADER_SIZE */
 
 /* Rewrites a snapshot with its payload changed by edit(), a new zstd frame
@@ -196,7 +181,7 @@ TU_TEST("/snapfile/remove-stale", test_remove_stale)
   g_autofree char *none = g_build_filename(dir, "no", "x.snap", NULL);
   g_assert_true(txl_snapshot_remove_stale(none, &n, &err));
   g_assert_cmpuint(n, ==, 0);
-  remove_dir(dir);
+  tu_remove_dir(dir);
 }
 
 TU_TEST("/snapfile/check-writer", test_check_writer)
