@@ -110,18 +110,10 @@ tu_add_weights(GgufWriter *w, const TxlConfig *c, guint32 seed,
 static void
 tu_small_config(TxlConfig *c)
 {
-  txl_config_init_default(c);
-  c->n_token = 300;
-  c->d_model = 32;
-  c->d_embed = 32;
-  c->n_head = 4;
-  c->d_head = 8;
-  c->d_inner = 64;
-  c->n_layer = 2;
-  c->mem_len = 12;
-  c->tgt_len = 5;
-  c->clamp_len = 0;
-  c->same_length = FALSE;
+  tu_plain_config(c, (TuDims){ .n_token = 300, .d_model = 32, .n_head = 4,
+                               .d_head = 8, .d_inner = 64, .n_layer = 2,
+                               .mem_len = 12, .tgt_len = 5 });
+  /* with an adaptive softmax of three clusters, the middle one tied */
   c->div_val = 2;
   c->n_cutoffs = 2;
   c->cutoffs[0] = 100;

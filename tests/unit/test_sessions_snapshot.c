@@ -61,12 +61,10 @@ on_end(const TxlSessionResult *r, gpointer p)
                          " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %zu",
                          r->key, r->reason, r->first_line, r->last_line,
                          r->lines, r->tokens, r->bytes);
-  bits(o, r->nll);
-  bits(o, r->max_line_mean);
-  bits(o, r->max_line_sum);
-  bits(o, r->max_token);
-  bits(o, r->end_nll);
-  bits(o, r->score);
+  const double v[] = { r->nll,       r->max_line_mean, r->max_line_sum,
+                       r->max_token, r->end_nll,       r->score };
+  for (gsize i = 0; i < G_N_ELEMENTS(v); i++)
+    bits(o, v[i]);
   g_string_append_c(o, '\n');
 }
 
