@@ -168,6 +168,27 @@ one_tensor_file(const char *name, uint32_t n_dims, const uint64_t *ne,
   return b;
 }
 
+/* A one-dimensional tensor's info, for tensors_file. */
+typedef struct {
+  const char *name;
+  const uint64_t *ne;
+  uint32_t type;
+  uint64_t offset;
+} TensorInfo;
+
+/* A file of n one-dimensional tensors and no keys: their infos, the data
+ * section aligned to 32, then `data` bytes of zeros. */
+static inline GByteArray *
+tensors_file(const TensorInfo *t, gsize n, gsize data)
+{
+  GByteArray *b = new_file(n, 0);
+  for (gsize i = 0; i < n; i++)
+    tinfo(b, t[i].name, 1, t[i].ne, t[i].type, t[i].offset);
+  pad_to(b, 32);
+  put_zeros(b, data);
+  return b;
+}
+
 /* header + one string kv + one 8-float tensor, fully valid: the hostile
  * cases below each break exactly one thing in a copy of this. */
 static inline GByteArray *

@@ -189,12 +189,10 @@ TU_TEST("/gguf/hostile/duplicates", test_hostile_duplicates)
   kv_str(b, "a", "again");
   refuse_free(b, TXL_ERROR_FORMAT, "duplicate key 'a'", NULL);
 
-  b = new_file(2, 0);
-  tinfo(b, "w", 1, NE8, GGUF_TENSOR_F32, 0);
-  tinfo(b, "w", 1, NE8, GGUF_TENSOR_F32, 32);
-  pad_to(b, 32);
-  put_zeros(b, 64);
-  refuse_free(b, TXL_ERROR_FORMAT, "duplicate tensor name 'w'", NULL);
+  const TensorInfo twice[] = { { "w", NE8, GGUF_TENSOR_F32, 0 },
+                               { "w", NE8, GGUF_TENSOR_F32, 32 } };
+  refuse_free(tensors_file(twice, 2, 64), TXL_ERROR_FORMAT,
+              "duplicate tensor name 'w'", NULL);
 }
 
 TU_TEST("/gguf/hostile/types", test_hostile_types)
@@ -303,32 +301,20 @@ TU_TEST("/gguf/hostile/offsets", test_hostile_offsets)
 
   /* overlapping: [0, 64) and [32, 64), declared in either order */
   uint64_t ne16[1] = { 16 };
+  const TensorInfo big = { "big", ne16, GGUF_TENSOR_F32, 0 },
+                   small = { "small", NE8, GGUF_TENSOR_F32, 32 };
   for (int order = 0; order < 2; order++) {
-    b = new_file(2, 0);
-    if (order == 0) {
-      tinfo(b, "big", 1, ne16, GGUF_TENSOR_F32, 0);
-      tinfo(b, "small", 1, NE8, GGUF_TENSOR_F32, 32);
-    } else {
-      tinfo(b, "small", 1, NE8, GGUF_TENSOR_F32, 32);
-      tinfo(b, "big", 1, ne16, GGUF_TENSOR_F32, 0);
-    }
-    pad_to(b, 32);
-    put_zeros(b, 64);
-    refuse_free(b, TXL_ERROR_FORMAT, "overlaps", "'big'");
+    const TensorInfo t[] = { order ? small : big, order ? big : small };
+    refuse_free(tensors_file(t, 2, 64), TXL_ERROR_FORMAT, "overlaps", "'big'");
   }
   /* identical ranges */
-  b = new_file(2, 0);
-  tinfo(b, "x", 1, NE8, GGUF_TENSOR_F32, 0);
-  tinfo(b, "y", 1, NE8, GGUF_TENSOR_F16, 0);
-  pad_to(b, 32);
-  put_zeros(b, 64);
-  refuse_free(b, TXL_ERROR_FORMAT, "overlaps", NULL);
+  const TensorInfo same[] = { { "x", NE8, GGUF_TENSOR_F32, 0 },
+                              { "y", NE8, GGUF_TENSOR_F16, 0 } };
+  refuse_free(tensors_file(same, 2, 64), TXL_ERROR_FORMAT, "overlaps", NULL);
   /* adjacent is fine */
-  b = new_file(2, 0);
-  tinfo(b, "x", 1, NE8, GGUF_TENSOR_F32, 32);
-  tinfo(b, "y", 1, NE8, GGUF_TENSOR_F32, 0);
-  pad_to(b, 32);
-  put_zeros(b, 64);
+  const TensorInfo adjacent[] = { { "x", NE8, GGUF_TENSOR_F32, 32 },
+                                  { "y", NE8, GGUF_TENSOR_F32, 0 } };
+  b = tensors_file(adjacent, 2, 64);
   GgufFile *f = expect_ok(b);
   g_assert_true((const guint8 *)gguf_find_tensor(f, "x")->data ==
                 (const guint8 *)gguf_find_tensor(f, "y")->data + 32);
