@@ -154,6 +154,17 @@ score(TxlModel *m, const int32_t *ids, int n, int seg, float *lp)
   txl_stream_free(s);
 }
 
+/* Parameters of c drawn from `seed` with larger scales than the defaults
+ * (0.3), so that differences show. */
+static TxlParams *
+scaled_params(const TxlConfig *c, guint64 seed)
+{
+  g_autoptr(GError) err = NULL;
+  TxlParams *p = txl_params_new(c, &(TxlInitOptions){ 0.3f, 0.3f }, seed, &err);
+  g_assert_no_error(err);
+  return p;
+}
+
 static void
 file_case(gboolean tie, int d_embed, gboolean tie_proj)
 {
@@ -163,8 +174,7 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   c.d_embed = d_embed;
   c.tie_projs[0] = tie_proj;
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 9, &err);
-  g_assert_no_error(err);
+  TxlParams *p = scaled_params(&c, 9);
   char *path = tu_tmp_model_path();
   g_assert_true(txl_params_write_gguf(p, NULL, NULL, path, &err));
   g_assert_no_error(err);
@@ -222,8 +232,7 @@ agree_case(gboolean pre, gboolean same, int clamp)
   c.same_length = same;
   c.clamp_len = clamp;
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 3, &err);
-  g_assert_no_error(err);
+  TxlParams *p = scaled_params(&c, 3);
   enum { B = 3, T = 4, SEGS = 4 };
   TxlTrainOptions o = TXL_TRAIN_OPTIONS_DEFAULT;
   o.batch = B;
@@ -287,7 +296,7 @@ TU_TEST("/train/state", test_state)
   TxlConfig c;
   tu_train_config(&c);
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 3, &err);
+  TxlParams *p = scaled_params(&c, 3);
   enum { B = 2, T = 5, N = B * T };
   TxlTrainOptions o = TXL_TRAIN_OPTIONS_DEFAULT;
   o.batch = B;
