@@ -461,6 +461,14 @@ load_vocab(const Vocab *v, GError **err)
   return m;
 }
 
+/* The first four merge entries (the two merges) set to a, b, c, d. */
+static void
+set_merges(Vocab *v, uint32_t a, uint32_t b, uint32_t c, uint32_t d)
+{
+  const uint32_t m[4] = { a, b, c, d };
+  memcpy(v->merges, m, sizeof m);
+}
+
 static void
 expect_refused(const Vocab *v, const char *what, const char *needle)
 {
@@ -489,90 +497,48 @@ TU_TEST("/bpe/hostile-keys", test_hostile_keys)
   toks_free(&t);
   txl_model_unref(m);
 
-  vocab_init(&v);
-  v.pre = "txl9";
-  expect_refused(&v, "pre-tokenizer", "tokenizer.pre");
-  vocab_init(&v);
-  v.pre = NULL;
-  expect_refused(&v, "no pre-tokenizer", "tokenizer.pre");
-  vocab_init(&v);
-  v.n_token = 261;
-  expect_refused(&v, "count", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok['q'] = "a";
-  expect_refused(&v, "duplicate token", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok[257] = "abd";
-  expect_refused(&v, "merge result missing", "tokenizer.merges");
-  vocab_init(&v);
-  v.n_merges = 3;
-  expect_refused(&v, "odd merges", "tokenizer.merges");
-  vocab_init(&v);
-  v.n_merges = -1;
-  expect_refused(&v, "no merges", "tokenizer.merges");
-  vocab_init(&v);
-  v.merges[3] = 5000;
-  expect_refused(&v, "merge id out of range", "tokenizer.merges");
-  vocab_init(&v);
-  { /* (ab,c) before (a,b): uses a token no earlier merge made */
-    uint32_t m2[4] = { 256, 'c', 'a', 'b' };
-    memcpy(v.merges, m2, sizeof m2);
-  }
-  expect_refused(&v, "merge order / cycle", "tokenizer.merges");
-  vocab_init(&v);
-  { /* a self-referencing merge: ab = ab + ... */
-    uint32_t m2[4] = { 256, 256, 'a', 'b' };
-    memcpy(v.merges, m2, sizeof m2);
-  }
-  expect_refused(&v, "cycle", "tokenizer.merges");
-  vocab_init(&v);
-  v.merges[4] = 'a';
-  v.merges[5] = 'b';
-  v.n_merges = 6;
-  expect_refused(&v, "repeated pair", "repeats an earlier pair");
-  vocab_init(&v);
-  v.n_merges = 2;
-  expect_refused(&v, "unreachable token", "tokenizer.tokens[257]");
-  vocab_init(&v);
-  v.merges[0] = 258;
-  expect_refused(&v, "merge of a special", "special");
-  vocab_init(&v);
-  v.specials[1] = 999;
-  expect_refused(&v, "special out of range", "tokenizer.specials");
-  vocab_init(&v);
-  v.specials[1] = 258;
-  expect_refused(&v, "special twice", "tokenizer.specials");
-  vocab_init(&v);
-  v.tok[259] = "<FOO>";
-  v.len[259] = 5;
-  expect_refused(&v, "placeholder missing", "tokenizer.specials");
-  vocab_init(&v);
-  v.norm[0] = "zip";
-  expect_refused(&v, "unknown rule", "tokenizer.normalize");
-  vocab_init(&v);
-  v.norm[1] = "num";
-  v.n_norm = 2;
-  expect_refused(&v, "rule twice", "tokenizer.normalize");
-  vocab_init(&v);
-  v.norm_version = 2;
-  expect_refused(&v, "rule version", "tokenizer.normalize_version");
-  vocab_init(&v);
-  v.norm_version = -1;
-  expect_refused(&v, "rule version missing", "tokenizer.normalize_version");
-  vocab_init(&v);
-  v.tok['z'] = "";
-  v.len['z'] = 0;
-  expect_refused(&v, "empty token", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok['z'] = "zz";
-  v.len['z'] = 2;
-  expect_refused(&v, "byte missing", "0x7a");
-  vocab_init(&v);
+  /* each case: the valid vocabulary with one thing spoiled (the
+   * statements after the needle), refused with a message naming it */
+#define REFUSED(what, needle, ...)                                             \
+  do {                                                                         \
+    vocab_init(&v);                                                            \
+    __VA_ARGS__;                                                               \
+    expect_refused(&v, what, needle);                                          \
+  } while (0)
+  REFUSED("pre-tokenizer", "tokenizer.pre", v.pre = "txl9");
+  REFUSED("no pre-tokenizer", "tokenizer.pre", v.pre = NULL);
+  REFUSED("count", "tokenizer.tokens", v.n_token = 261);
+  REFUSED("duplicate token", "tokenizer.tokens", v.tok['q'] = "a");
+  REFUSED("merge result missing", "tokenizer.merges", v.tok[257] = "abd");
+  REFUSED("odd merges", "tokenizer.merges", v.n_merges = 3);
+  REFUSED("no merges", "tokenizer.merges", v.n_merges = -1);
+  REFUSED("merge id out of range", "tokenizer.merges", v.merges[3] = 5000);
+  /* (ab,c) before (a,b): uses a token no earlier merge made */
+  REFUSED("merge order / cycle", "tokenizer.merges",
+          set_merges(&v, 256, 'c', 'a', 'b'));
+  /* a self-referencing merge: ab = ab + ... */
+  REFUSED("cycle", "tokenizer.merges", set_merges(&v, 256, 256, 'a', 'b'));
+  REFUSED("repeated pair", "repeats an earlier pair",
+          v.merges[4] = 'a', v.merges[5] = 'b', v.n_merges = 6);
+  REFUSED("unreachable token", "tokenizer.tokens[257]", v.n_merges = 2);
+  REFUSED("merge of a special", "special", v.merges[0] = 258);
+  REFUSED("special out of range", "tokenizer.specials", v.specials[1] = 999);
+  REFUSED("special twice", "tokenizer.specials", v.specials[1] = 258);
+  REFUSED("placeholder missing", "tokenizer.specials",
+          v.tok[259] = "<FOO>", v.len[259] = 5);
+  REFUSED("unknown rule", "tokenizer.normalize", v.norm[0] = "zip");
+  REFUSED("rule twice", "tokenizer.normalize",
+          v.norm[1] = "num", v.n_norm = 2);
+  REFUSED("rule version", "tokenizer.normalize_version", v.norm_version = 2);
+  REFUSED("rule version missing", "tokenizer.normalize_version",
+          v.norm_version = -1);
+  REFUSED("empty token", "tokenizer.tokens", v.tok['z'] = "", v.len['z'] = 0);
+  REFUSED("byte missing", "0x7a", v.tok['z'] = "zz", v.len['z'] = 2);
   char big[300];
   memset(big, 'x', sizeof big);
-  v.tok[259] = big;
-  v.len[259] = sizeof big;
-  expect_refused(&v, "token too long", "tokenizer.tokens[259]");
+  REFUSED("token too long", "tokenizer.tokens[259]",
+          v.tok[259] = big, v.len[259] = sizeof big);
+#undef REFUSED
 }
 
 typedef struct {
