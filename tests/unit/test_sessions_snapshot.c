@@ -362,19 +362,6 @@ refusals_init(Refusals *f, const char *path, const char *other)
   g_assert_true(g_file_get_contents(f->snap, &f->file, &f->len, &err));
 }
 
-static void
-refusals_clear(Refusals *f)
-{
-  g_free(f->file);
-  g_ptr_array_free(f->lines, TRUE);
-  tu_remove_dir(f->dir);
-  g_free(f->bad);
-  g_free(f->snap);
-  g_free(f->dir);
-  txl_model_unref(f->mo);
-  txl_model_unref(f->m);
-}
-
 /* The file truncated anywhere, or a bit flipped anywhere. */
 static void
 refuse_damaged_files(Refusals *f)
@@ -490,7 +477,14 @@ TU_TEST("/sessions-snapshot/refusals", test_refusals)
   refuse_damaged_files(&f);
   refuse_other_kinds(&f);
   refuse_damaged_section(&f);
-  refusals_clear(&f);
+  tu_remove_dir(f.dir);
+  g_ptr_array_free(f.lines, TRUE);
+  g_free(f.file);
+  g_free(f.bad);
+  g_free(f.snap);
+  g_free(f.dir);
+  txl_model_unref(f.mo);
+  txl_model_unref(f.m);
 }
 
 TU_MAIN()
