@@ -67,10 +67,15 @@ text_ids(const GString *t, int32_t *ids, gint64 *lines, guint32 *flags)
 
 /* ---- the element in a harness --------------------------------------- */
 
+/* A line meta's line and flags. */
+typedef struct {
+  gint64 line;
+  guint32 flags;
+} LineMark;
+
 typedef struct {
   GArray *lp;        /* float, per stream position */
-  GArray *meta_line; /* gint64, per line meta */
-  GArray *meta_flags; /* guint32 */
+  GArray *metas;     /* LineMark, per line meta */
   GPtrArray *learnt; /* txl-learn structures */
   guint rounds;
   char *warning;     /* the first warning message's text */
@@ -80,10 +85,15 @@ static void
 got_free(Got *g)
 {
   g_array_unref(g->lp);
-  g_array_unref(g->meta_line);
-  g_array_unref(g->meta_flags);
+  g_array_unref(g->metas);
   g_ptr_array_unref(g->learnt);
   g_free(g->warning);
+}
+
+static const LineMark *
+mark_at(const Got *g, guint i)
+{
+  return &g_array_index(g->metas, LineMark, i);
 }
 
 static gboolean
@@ -92,8 +102,8 @@ take_meta(GstBuffer *b, GstMeta **meta, gpointer data)
   Got *g = data;
   if ((*meta)->info->api == g_type_from_name(GST_TXL_LINE_META_API_NAME)) {
     const GstTxlLineMeta *m = (const GstTxlLineMeta *)*meta;
-    g_array_append_val(g->meta_line, m->line);
-    g_array_append_val(g->meta_flags, m->flags);
+    LineMark x = { m->line, m->flags };
+    g_array_append_val(g->metas, x);
   }
   return TRUE;
 }
@@ -117,8 +127,7 @@ run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
   }
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   Got g = { g_array_new(FALSE, TRUE, sizeof(float)),
-            g_array_new(FALSE, FALSE, sizeof(gint64)),
-            g_array_new(FALSE, FALSE, sizeof(guint32)),
+            g_array_new(FALSE, FALSE, sizeof(LineMark)),
             g_ptr_array_new_with_free_func((GDestroyNotify)gst_structure_free),
             0, NULL };
   GList *bufs = el_pull_all(h);
@@ -250,15 +259,15 @@ TU_TEST("/learn/landing", test_landing)
                          (n - end) * 4) != 0);
     /* the metas: every line once; warm-up lines first, the landing line
      * marked, nothing marked without learning */
-    g_assert_cmpuint(g.meta_line->len, ==, N_LINES);
+    g_assert_cmpuint(g.metas->len, ==, N_LINES);
     guint warm = 0;
-    for (guint i = 0; i < g.meta_flags->len; i++) {
-      guint32 f = g_array_index(g.meta_flags, guint32, i);
-      g_assert_cmpint(g_array_index(g.meta_line, gint64, i), ==, i + 1);
+    for (guint i = 0; i < g.metas->len; i++) {
+      guint32 f = mark_at(&g, i)->flags;
+      g_assert_cmpint(mark_at(&g, i)->line, ==, i + 1);
       g_assert_cmpint(!!(f & TXL_LINE_NEW_WEIGHTS), ==, i + 1 == WARMUP);
       if (f & TXL_LINE_WARMUP)
         g_assert_cmpuint(warm++, ==, i);
-      g_assert_cmpuint(g_array_index(plain.meta_flags, guint32, i), ==, 0);
+      g_assert_cmpuint(mark_at(&plain, i)->flags, ==, 0);
     }
     /* the line after the landing line began in its segment */
     g_assert_cmpuint(warm, >=, WARMUP);
@@ -320,9 +329,8 @@ TU_TEST("/learn/failed-round", test_failed_round)
   g_assert_cmpuint(g.rounds, ==, 0);
   g_assert_cmpuint(g.learnt->len, ==, 0);
   /* still the model file's weights: every line warm-up, the same scores */
-  for (guint i = 0; i < g.meta_flags->len; i++)
-    g_assert_cmpuint(g_array_index(g.meta_flags, guint32, i), ==,
-                     TXL_LINE_WARMUP);
+  for (guint i = 0; i < g.metas->len; i++)
+    g_assert_cmpuint(mark_at(&g, i)->flags, ==, TXL_LINE_WARMUP);
   g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
                   (n - 1) * 4);
   got_free(&g);
