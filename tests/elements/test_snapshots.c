@@ -47,17 +47,13 @@ fixture_clear(Fixture *f, gconstpointer el)
 static GstElement *
 pipeline(Fixture *f, const char *model_props)
 {
-  char *desc = g_strdup_printf(
+  g_autofree char *desc = g_strdup_printf(
       "filesrc blocksize=50 location=\"%s\" ! txltokenizer model=\"%s\" ! "
       "%s name=m model=\"%s\" segment=4 %s %s ! txlsink location=\"%s\"",
       f->text, f->model, element, f->model,
       strcmp(element, "txlsessions") ? "" : "session-key=\"(cat|sat|on)\"",
       model_props, f->out);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  g_free(desc);
-  return p;
+  return el_parse(desc);
 }
 
 /* Runs to EOS (or error); returns the element messages named `name`
@@ -103,11 +99,11 @@ slurp(const char *path)
 static void
 test_signals(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *b = g_build_filename(f->dir, "b.snap", NULL);
-  char *c = g_build_filename(f->dir, "c.snap", NULL);
-  char *bad = g_build_filename(f->dir, "bad.snap", NULL);
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *b = g_build_filename(f->dir, "b.snap", NULL);
+  g_autofree char *c = g_build_filename(f->dir, "c.snap", NULL);
+  g_autofree char *bad = g_build_filename(f->dir, "bad.snap", NULL);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
   GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
   /* hold-at-eos: one snapshot at the end of stream */
@@ -183,18 +179,13 @@ test_signals(Fixture *f, gconstpointer el)
   g_bytes_unref(bb);
   gst_object_unref(m);
   gst_object_unref(p);
-  g_free(props);
-  g_free(a);
-  g_free(b);
-  g_free(c);
-  g_free(bad);
 }
 
 static void
 test_periodic(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *props = g_strdup_printf(
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *props = g_strdup_printf(
       "snapshot-location=\"%s\" snapshot-tokens=25 hold-at-eos=false", a);
   GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
@@ -225,15 +216,13 @@ test_periodic(Fixture *f, gconstpointer el)
   g_assert_cmpuint(t, ==, last);
   g_ptr_array_unref(restores);
   el_pipeline_free(p);
-  g_free(props);
-  g_free(a);
 }
 
 static void
 test_refused_at_start(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
   /* not a snapshot at all */
   g_assert_true(g_file_set_contents(a, "garbage", -1, NULL));
   GstElement *p = pipeline(f, props);
@@ -244,14 +233,14 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_free(err);
   el_pipeline_free(p);
   /* restore=false starts a new stream over it */
-  char *props2 = g_strdup_printf("%s restore=false", props);
+  g_autofree char *props2 = g_strdup_printf("%s restore=false", props);
   p = pipeline(f, props2);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_null(err);
   el_pipeline_free(p);
   /* a snapshot of another model */
   g_autoptr(TuPath) other = el_write_word_model(8);
-  char *desc = g_strdup_printf(
+  g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s "
       "model=\"%s\" %s ! txlsink location=\"%s\"", f->text, other, element,
       other, props, f->out);
@@ -261,10 +250,6 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_assert_nonnull(strstr(err, "another model"));
   g_free(err);
   el_pipeline_free(p);
-  g_free(desc);
-  g_free(props2);
-  g_free(props);
-  g_free(a);
 }
 
 /* Line numbers of the GstTxlLineMetas of every buffer the harness has. */
@@ -336,14 +321,13 @@ test_failed_push_kept(Fixture *f, gconstpointer el)
 static char *
 run_named(Fixture *f, const char *name, const char *snap)
 {
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", snap);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", snap);
   GstElement *p = pipeline(f, props);
   if (name)
     gst_object_set_name(GST_OBJECT(p), name);
   char *err = NULL;
   g_ptr_array_unref(run(p, "txl-restore", &err));
   el_pipeline_free(p);
-  g_free(props);
   return err;
 }
 
@@ -408,7 +392,7 @@ test_stale_temporaries(Fixture *f, gconstpointer el)
   g_assert_true(g_file_set_contents(locked, "live", -1, NULL));
   int fd = open(locked, O_RDONLY);
   g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
-  char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
                                 snap);
   GstElement *p = pipeline(f, props);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PAUSED), !=,
@@ -427,14 +411,12 @@ test_stale_temporaries(Fixture *f, gconstpointer el)
   el_pipeline_free(p);
   close(fd);
   g_rmdir(dir);
-  g_free(props);
 }
 
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
+  el_test_init(&argc, &argv);
   static const char *elements[] = { "txlmodel", "txlsessions" };
   static const struct {
     const char *name;

@@ -4,6 +4,7 @@ detail only when it fails) and the tally that decides the exit status."""
 
 import os
 import random
+import shutil
 import subprocess
 import time
 
@@ -24,6 +25,15 @@ def tally():
     failed = results.count(False)
     print('%d passed, %d failed' % (len(results) - failed, failed))
     return failed
+
+
+def finish(tmp):
+    """The end of a test: the tally, and tmp removed when every check
+    passed (kept to look at otherwise).  The exit status."""
+    failed = tally()
+    if not failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
 
 
 def write_text(path, text=''):

@@ -10,7 +10,6 @@ rounds on /metrics, and a learning pipeline stopped under txld and started by
 a new txld continues from its snapshot byte for byte."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld'
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
 WARMUP = 150
 sys.path.insert(0, HERE)
-from checks import check, learn_input, tally  # noqa: E402
+from checks import check, finish, learn_input  # noqa: E402
 
 
 def launch(model, src, out, extra=''):
@@ -186,10 +185,7 @@ def main():
               'weights, byte for byte', ok, detail)
     else:
         print('SKIP txld: not built')
-    failed = tally()
-    if not failed:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
+    return finish(tmp)
 
 
 if __name__ == '__main__':

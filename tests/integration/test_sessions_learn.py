@@ -11,14 +11,13 @@ written (learning or not)."""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from checks import check, learn_input, tally  # noqa: E402
+from checks import check, finish, learn_input  # noqa: E402
 from gstlaunch import ENV, cut_and_resume, run  # noqa: E402
 
 ROOT = os.path.join(HERE, '..', '..')
@@ -132,10 +131,7 @@ def main():
     rc, err = run(launch(model, b, out, 'snapshot-location=' + snap))
     check('a snapshot without learning is refused with learn=true', rc != 0 and 'without learning' in err,
           err[-600:])
-    failed = tally()
-    if not failed:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
+    return finish(tmp)
 
 
 if __name__ == '__main__':
