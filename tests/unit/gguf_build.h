@@ -26,6 +26,14 @@ assert_error(const GError *err, int code, const char *needle,
   }
 }
 
+/* As assert_error for a format error, then clears *err for the next. */
+static inline void
+format_error_clear(GError **err, const char *needle, const char *needle2)
+{
+  assert_error(*err, TXL_ERROR_FORMAT, needle, needle2);
+  g_clear_error(err);
+}
+
 /* Parses bytes that must be refused. */
 static inline void
 expect_refused(const GByteArray *b, int code, const char *needle,
