@@ -273,8 +273,7 @@ TU_TEST("/txlsink/gst-launch", test_gst_launch)
 TU_TEST("/txlsink/records-only", test_records_only)
 {
   g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   Counts c = { 0 };
   GstHarness *h = sink_harness(out, 2.0, &c);
   TxlScoreRecord recs[5] = {
@@ -307,8 +306,6 @@ TU_TEST("/txlsink/records-only", test_records_only)
   g_assert_cmpfloat_with_epsilon(json_object_get_double_member(o, "anomaly"),
                                  4.0 / G_LN2 - 2.0, 1e-5);
   free_lines(l, n);
-  g_remove(out);
-  g_rmdir(dir);
 }
 
 TU_TEST("/txlsink/bad-location", test_bad_location)
@@ -375,9 +372,7 @@ TU_TEST("/txlsink/calibrated", test_calibrated)
  * line out, with the totals of that line's records. */
 TU_TEST("/txlsink/harness", test_harness)
 {
-  g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-sink-XXXXXX", &err);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   Counts c = { 0 };
   GstHarness *h = sink_harness(out, 100.0, &c);
   /* line 1: 3 tokens (the first unscored), line 2: 2 tokens */
@@ -411,8 +406,6 @@ TU_TEST("/txlsink/harness", test_harness)
   g_assert_cmpfloat(fabs(json_object_get_double_member(o2, "nll") - 0.375), <, 1e-6);
   g_assert_false(json_object_get_boolean_member(o1, "flag"));
   free_lines(rows, n);
-  g_remove(out);
-  g_rmdir(dir);
 }
 
 EL_TEST_MAIN()

@@ -145,7 +145,7 @@ TU_TEST("/txltokenizer/junk", test_junk)
   junk[11] = '\n';
   g_rand_free(r);
   for (int kind = 0; kind < 2; kind++) {
-    char *m = kind ? el_write_word_model(3) : el_write_byte_model(3);
+    g_autoptr(TuPath) m = kind ? el_write_word_model(3) : el_write_byte_model(3);
     GArray *want = direct_tokens(m, (const char *)junk, sizeof junk);
     GList *bufs = tokenize(m, "application/octet-stream", (const char *)junk,
                            sizeof junk, 333);
@@ -161,8 +161,6 @@ TU_TEST("/txltokenizer/junk", test_junk)
     g_array_unref(got);
     g_array_unref(want);
     el_buffers_free(bufs);
-    tu_remove(m);
-    g_free(m);
   }
 }
 
