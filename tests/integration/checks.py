@@ -96,3 +96,15 @@ def txld_port(p, portfile, logtext, timeout=15):
             raise RuntimeError('txld did not start: ' + logtext()[-2000:])
         time.sleep(0.02)
     return int(open(portfile).read())
+
+
+def wait_for(cond, timeout=10, step=0.05):
+    """cond()'s first true value within timeout seconds (polled every step
+    seconds), or its value at the end."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()

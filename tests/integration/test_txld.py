@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 
-from checks import check, results, txld_port
+from checks import check, results, txld_port, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -185,16 +185,6 @@ def wait_rows(path, n, timeout=30, read=rows):
             return r
         time.sleep(0.05)
     return read(path)
-
-
-def wait_for(cond, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    return cond()
 
 
 def scores(rs):

@@ -50,6 +50,15 @@ check_pieces(const TxlRecordReaderOptions *o, const char *in, const char *want)
     }
 }
 
+/* Options the reader refuses, with a reason. */
+static void
+refused(const TxlRecordReaderOptions *o)
+{
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_record_reader_new(o, &err));
+  g_assert_nonnull(err);
+}
+
 TU_TEST("/reader/json-shapes", test_json_shapes)
 {
   TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
@@ -101,10 +110,7 @@ TU_TEST("/reader/json-fields-set", test_json_fields_set)
   check_pieces(&o, in, want);
   /* a field name that is not one */
   o.message_field = "a b";
-  GError *err = NULL;
-  g_assert_null(txl_record_reader_new(&o, &err));
-  g_assert_nonnull(err);
-  g_clear_error(&err);
+  refused(&o);
 }
 
 TU_TEST("/reader/text-continuation", test_text_continuation)
@@ -123,10 +129,7 @@ TU_TEST("/reader/text-continuation", test_text_continuation)
                       "{\"msg\":\"json is text here\"}   tail";
   check_pieces(&o, in, want2);
   o.continuation = "(";
-  GError *err = NULL;
-  g_assert_null(txl_record_reader_new(&o, &err));
-  g_assert_nonnull(err);
-  g_clear_error(&err);
+  refused(&o);
 }
 
 TU_TEST("/reader/cut-and-state", test_cut_and_state)
