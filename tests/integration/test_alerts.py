@@ -130,9 +130,9 @@ def run(tmp, am_bin, prom_bin, procs):
     def metrics():
         return get(txld + '/metrics')[1]
 
-    def value(name):
+    def value(name, pipeline='shop'):
         for l in metrics().splitlines():
-            if l.startswith(name + '{pipeline="shop"}'):
+            if l.startswith(name + '{pipeline="%s"}' % pipeline):
                 return float(l.rsplit(' ', 1)[1])
         return None
     wait_for(lambda: value('txld_pipeline_ends_total') == 1, 60)
@@ -159,10 +159,7 @@ def run(tmp, am_bin, prom_bin, procs):
         c.close()
 
     def live(name):
-        for l in metrics().splitlines():
-            if l.startswith(name + '{pipeline="live"}'):
-                return float(l.rsplit(' ', 1)[1])
-        return None
+        return value(name, 'live')
     wait_for(lambda: live('txld_pipeline_line_latency_seconds_count') == 10, 30)
     check('latency histogram: every live line, each scored within seconds',
           live('txld_pipeline_line_latency_seconds_count') == 10 and
