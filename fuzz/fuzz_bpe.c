@@ -46,8 +46,6 @@ encode(const TxlTokenizer *tok, const uint8_t *d, size_t n, const uint8_t *cuts,
   return t;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -79,13 +79,6 @@ check_finite(const TxlModel *m)
   }
 }
 
-static void
-check_refusal(GError *err)
-{
-  CHECK(err && err->domain == TXL_ERROR && err->message && *err->message);
-  g_error_free(err);
-}
-
 /* Text for the encoder: the input's first bytes, with separators mixed in
  * so that words, blank runs and line ends all occur. */
 static void
@@ -116,7 +109,7 @@ run_stream(TxlModel *m, const TxlStreamOptions *o, const EncOut *enc,
   GError *err = NULL;
   TxlStream *s = txl_stream_new(m, o, &err);
   if (!s) {
-    check_refusal(err);
+    check_txl_refusal(err, -1, -1);
     return;
   }
   CHECK(txl_stream_max_segment(s) == MAX_SEG);
@@ -143,10 +136,10 @@ run_stream(TxlModel *m, const TxlStreamOptions *o, const EncOut *enc,
   /* refused calls leave the stream as it was */
   int32_t bad = c->n_token;
   CHECK(!txl_stream_forward(s, &bad, 1, NULL, NULL, &err));
-  check_refusal(err);
+  check_txl_refusal(err, -1, -1);
   err = NULL;
   CHECK(!txl_stream_forward(s, in, MAX_SEG + 1, NULL, NULL, &err));
-  check_refusal(err);
+  check_txl_refusal(err, -1, -1);
   err = NULL;
 
   float *full = g_new(float, c->n_token);
@@ -164,7 +157,7 @@ run_stream(TxlModel *m, const TxlStreamOptions *o, const EncOut *enc,
   int scored = 0;
   TxlScorer *sc = txl_scorer_new(m, o, 3, on_score, &scored, &err);
   if (!sc) {
-    check_refusal(err);
+    check_txl_refusal(err, -1, -1);
     return;
   }
   CHECK(txl_scorer_push(sc, in, 2, &err));
@@ -173,9 +166,6 @@ run_stream(TxlModel *m, const TxlStreamOptions *o, const EncOut *enc,
   CHECK(txl_scorer_tokens_seen(sc) == 7 && scored == 6);
   txl_scorer_free(sc);
 }
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -195,7 +185,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   GError *err = NULL;
   TxlModel *m = txl_model_from_buffer(data, size, &err);
   if (!m) {
-    check_refusal(err);
+    check_txl_refusal(err, -1, -1);
     return 0;
   }
   CHECK(err == NULL);
@@ -207,7 +197,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   TxlStream *def = txl_stream_new(m, NULL, &err);
   CHECK(def || (c->same_length && c->mem_len == 0));
   if (!def) {
-    check_refusal(err);
+    check_txl_refusal(err, -1, -1);
     err = NULL;
   }
   txl_stream_free(def);

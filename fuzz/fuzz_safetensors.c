@@ -77,17 +77,13 @@ check_tensor(const StFile *f, const StTensor *t, const uint8_t *data,
   g_free(v);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   GError *err = NULL;
   StFile *f = st_parse(data, size, &err);
   if (!f) {
-    CHECK(err && err->domain == TXL_ERROR && err->message && *err->message);
-    CHECK(err->code == TXL_ERROR_FORMAT);
-    g_error_free(err);
+    check_txl_refusal(err, TXL_ERROR_FORMAT, TXL_ERROR_FORMAT);
     return 0;
   }
   CHECK(err == NULL);

@@ -3,21 +3,13 @@
  * with the options the harness loads them with (key k[0-9], segment 4).
  * Usage: make_sessions_seed MODEL OUT-PREFIX (built by hand, see
  * fuzz/make_snapshot_seeds.sh). */
-#include "txl.h"
-
-#include <stdio.h>
+#include "../tests/tu_driver.h"
 
 int
 main(int argc, char **argv)
 {
-  if (argc != 3)
-    return 2;
+  TxlModel *m = tu_driver_model(argc, argv);
   GError *err = NULL;
-  TxlModel *m = txl_model_load(argv[1], &err);
-  if (!m) {
-    fprintf(stderr, "%s\n", err->message);
-    return 1;
-  }
   const char *lines[] = { "open k1", "open k2", "read k1 a longer line",
                           "k3", "close k2", "k4 x", "k5", "k1 more" };
   for (int v = 0; v < 2; v++) {
@@ -36,10 +28,8 @@ main(int argc, char **argv)
     for (unsigned i = 0; s && i < G_N_ELEMENTS(lines); i++)
       txl_sessions_push_line(s, lines[i], -1, &err);
     char *out = g_strdup_printf("%s%s.snap", argv[2], v ? "-hidden" : "");
-    if (!s || !txl_sessions_save(s, out, NULL, NULL, NULL, &err)) {
-      fprintf(stderr, "%s\n", err ? err->message : "failed");
-      return 1;
-    }
+    if (!s || !txl_sessions_save(s, out, NULL, NULL, NULL, &err))
+      tu_die(err);
     g_free(out);
     txl_sessions_free(s);
   }

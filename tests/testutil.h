@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "gguf.h"
+#include "tu_config.h"
 #include "txl.h"
 
 #include <glib/gstdio.h>
@@ -109,18 +110,10 @@ tu_add_weights(GgufWriter *w, const TxlConfig *c, guint32 seed,
 static void
 tu_small_config(TxlConfig *c)
 {
-  txl_config_init_default(c);
-  c->n_token = 300;
-  c->d_model = 32;
-  c->d_embed = 32;
-  c->n_head = 4;
-  c->d_head = 8;
-  c->d_inner = 64;
-  c->n_layer = 2;
-  c->mem_len = 12;
-  c->tgt_len = 5;
-  c->clamp_len = 0;
-  c->same_length = FALSE;
+  tu_plain_config(c, (TuDims){ .n_token = 300, .d_model = 32, .n_head = 4,
+                               .d_head = 8, .d_inner = 64, .n_layer = 2,
+                               .mem_len = 12, .tgt_len = 5 });
+  /* with an adaptive softmax of three clusters, the middle one tied */
   c->div_val = 2;
   c->n_cutoffs = 2;
   c->cutoffs[0] = 100;
@@ -130,16 +123,22 @@ tu_small_config(TxlConfig *c)
   c->tie_projs[2] = FALSE;
 }
 
-/* A file name in a new temporary directory: tu_remove removes both. */
+/* A file `name` in a new temporary directory: tu_remove removes both. */
 G_GNUC_UNUSED static char *
-tu_tmp_model_path(void)
+tu_tmp_path(const char *name)
 {
   g_autoptr(GError) err = NULL;
   char *dir = g_dir_make_tmp("txl-test-XXXXXX", &err);
   g_assert_no_error(err);
-  char *path = g_build_filename(dir, "model.gguf", NULL);
+  char *path = g_build_filename(dir, name, NULL);
   g_free(dir);
   return path;
+}
+
+G_GNUC_UNUSED static char *
+tu_tmp_model_path(void)
+{
+  return tu_tmp_path("model.gguf");
 }
 
 /* Writes w (freed) to a new temporary model file: its path (g_free it). */
@@ -159,19 +158,23 @@ tu_write_gguf(GgufWriter *w)
 G_GNUC_UNUSED static void
 tu_train_config(TxlConfig *c)
 {
-  tu_small_config(c);
-  c->n_token = 40;
-  c->d_model = 16;
-  c->d_embed = 16;
-  c->n_head = 2;
-  c->d_inner = 32;
-  c->mem_len = 6;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
+  tu_plain_config(c, (TuDims){ .n_token = 40, .d_model = 16, .n_head = 2,
+                               .d_head = 8, .d_inner = 32, .n_layer = 2,
+                               .mem_len = 6, .tgt_len = 5 });
+}
+
+/* A model file that must load. */
+G_GNUC_UNUSED static TxlModel *
+tu_load(const char *path)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  g_assert_no_error(err);
+  return m;
 }
 
 /* Writes a byte-tokenizer model; returns the path (g_free it). */
-static char *
+G_GNUC_UNUSED static char *
 tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
 {
   GgufWriter *w = gguf_writer_new();
@@ -216,9 +219,7 @@ tu_word_model(char **path, gboolean lower)
   static const char *const base[] = { "<eos>", "<unk>", "the",
                                       "cat",   "sat",   "Mat" };
   *path = tu_write_word_model(base, 3, lower);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 
@@ -230,6 +231,35 @@ tu_remove(const char *path)
   g_rmdir(dir);
 }
 
+/* Removes a directory's files, then the directory. */
+G_GNUC_UNUSED static void
+tu_remove_dir(const char *dir)
+{
+  GDir *d = g_dir_open(dir, 0, NULL);
+  const char *name;
+  while (d && (name = g_dir_read_name(d))) {
+    g_autofree char *p = g_build_filename(dir, name, NULL);
+    g_remove(p);
+  }
+  if (d)
+    g_dir_close(d);
+  g_rmdir(dir);
+}
+
+/* A temporary file's name, as tu_tmp_model_path makes them: declared
+ * g_autoptr(TuPath), the file and its directory are removed, and the name
+ * freed, when the name goes out of scope. */
+typedef char TuPath;
+
+G_GNUC_UNUSED static void
+tu_path_done(TuPath *path)
+{
+  tu_remove(path);
+  g_free(path);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(TuPath, tu_path_done)
+
 /* tu_small_config's byte-tokenizer model with the weights of `seed`,
  * loaded; *path is its file, for tu_model_done. */
 G_GNUC_UNUSED static TxlModel *
@@ -238,9 +268,7 @@ tu_small_model(guint32 seed, char **path)
   TxlConfig c;
   tu_small_config(&c);
   *path = tu_write_model(&c, seed, NULL);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 

@@ -6,10 +6,29 @@
 #define TXL_TEST_ELEMENTS_H
 
 #include "../testutil.h"
+#include "../tu_test.h"
 #include "txltokens.h"
 
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
+
+/* The start of every element test's main: GLib's test framework, then
+ * GStreamer, then the program's TU_TESTs. */
+G_GNUC_UNUSED static void
+el_test_init(int *argc, char ***argv)
+{
+  g_test_init(argc, argv, NULL);
+  gst_init(argc, argv);
+  tu_add_tests();
+}
+
+/* The whole main of an element test with no set-up of its own. */
+#define EL_TEST_MAIN()                                                         \
+  int main(int argc, char **argv)                                              \
+  {                                                                            \
+    el_test_init(&argc, &argv);                                                \
+    return g_test_run();                                                       \
+  }
 
 /* A word-tokenizer model: <eos>, <unk>, a few words, then w6..w299. */
 G_GNUC_UNUSED static char *
@@ -66,6 +85,18 @@ el_records(GList *buffers, gsize size, gsize elem_size, ElRecordRead read)
 #define el_score_records(buffers)                                             \
   el_records((buffers), TXL_SCORE_RECORD_SIZE, sizeof(TxlScoreRecord),        \
              (ElRecordRead)txl_score_record_read)
+
+/* A TxlScorer callback: the log-probs by stream position in the GArray of
+ * float `data`, grown as positions come (elements with no position stay
+ * as they were). */
+G_GNUC_UNUSED static void
+el_lp_by_pos(gint64 pos, int32_t token, float logprob, gpointer data)
+{
+  GArray *lp = data;
+  if ((guint)pos >= lp->len)
+    g_array_set_size(lp, pos + 1);
+  g_array_index(lp, float, pos) = logprob;
+}
 
 /* Pulls every buffer the harness has received (a list, oldest first). */
 G_GNUC_UNUSED static GList *
@@ -134,9 +165,7 @@ el_harness(const char *factory, const char *model, const char *first_prop,
 G_GNUC_UNUSED static GstCaps *
 el_token_caps(const char *model_path)
 {
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   GstCaps *caps = gst_caps_new_simple(TXL_TOKENS_CAPS_NAME,
       "vocab-id", G_TYPE_STRING, txl_model_vocab_id(m), "n-tokens",
       G_TYPE_INT, txl_tokenizer_n_tokens(txl_model_tokenizer(m)), NULL);
@@ -233,6 +262,77 @@ el_next_message(GstBus *bus, GstMessageType also)
   if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_EOS)
     g_clear_pointer(&msg, gst_message_unref);
   return msg;
+}
+
+/* A pipeline from a gst-launch description, which must parse. */
+G_GNUC_UNUSED static GstElement *
+el_parse(const char *desc)
+{
+  g_autoptr(GError) err = NULL;
+  GstElement *p = gst_parse_launch(desc, &err);
+  g_assert_no_error(err);
+  g_assert_nonnull(p);
+  return p;
+}
+
+/* Stops a pipeline and drops it. */
+G_GNUC_UNUSED static void
+el_pipeline_free(GstElement *p)
+{
+  gst_element_set_state(p, GST_STATE_NULL);
+  gst_object_unref(p);
+}
+
+typedef void (*ElOnMessage)(GstMessage *msg, gpointer data);
+
+/* Plays p to its end: starting must not fail, and an error fails the test
+ * (el_next_message).  Each ELEMENT message, and each of the types in
+ * `also`, goes to on_message, which does not take it.  p is left playing,
+ * for its elements' properties to be read. */
+G_GNUC_UNUSED static void
+el_play(GstElement *p, GstMessageType also, ElOnMessage on_message,
+        gpointer data)
+{
+  GstBus *bus = gst_element_get_bus(p);
+  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
+                  GST_STATE_CHANGE_FAILURE);
+  GstMessage *msg;
+  while ((msg = el_next_message(bus, also))) {
+    on_message(msg, data);
+    gst_message_unref(msg);
+  }
+  gst_object_unref(bus);
+}
+
+/* Plays p to its end of stream or its first error (a start that fails
+ * posts one): the error's text (g_free), NULL at the end of the stream.
+ * Element messages named `name` go into msgs as GstStructure copies
+ * (when name is given). */
+G_GNUC_UNUSED static char *
+el_run(GstElement *p, const char *name, GPtrArray *msgs)
+{
+  GstBus *bus = gst_element_get_bus(p);
+  char *error = NULL;
+  gst_element_set_state(p, GST_STATE_PLAYING);
+  for (;;) {
+    GstMessage *m = gst_bus_timed_pop(bus, 60 * GST_SECOND);
+    g_assert_nonnull(m);
+    GstMessageType type = GST_MESSAGE_TYPE(m);
+    if (type == GST_MESSAGE_ELEMENT && name &&
+        gst_structure_has_name(gst_message_get_structure(m), name))
+      g_ptr_array_add(msgs, gst_structure_copy(gst_message_get_structure(m)));
+    if (type == GST_MESSAGE_ERROR) {
+      GError *e = NULL;
+      gst_message_parse_error(m, &e, NULL);
+      error = g_strdup(e->message);
+      g_error_free(e);
+    }
+    gst_message_unref(m);
+    if (type == GST_MESSAGE_EOS || type == GST_MESSAGE_ERROR)
+      break;
+  }
+  gst_object_unref(bus);
+  return error;
 }
 
 /* Runs pipelines/<name> through gst-launch-1.0 with $INPUT and $MODEL

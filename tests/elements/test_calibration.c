@@ -35,24 +35,64 @@ make_log(void)
   return path;
 }
 
+/* A txl-session message's key, score and flag. */
 typedef struct {
-  GPtrArray *keys;    /* char * */
-  GArray *scores;     /* double */
-  GArray *flags;      /* gboolean */
-  gchar *kind;
-  GArray *bpb, *anomaly; /* per line, from the JSON */
+  char *key;
+  double score;
+  gboolean flag;
+} Sess;
+
+/* A scored line of the JSON output: its cost and its anomaly. */
+typedef struct {
+  double bpb, anomaly;
+} Scored;
+
+typedef struct {
+  GArray *sessions; /* Sess, as the messages came */
+  GArray *lines;    /* Scored */
+  gchar *kind;      /* the sessions' score kind */
   int warnings;
 } Run;
 
 static void
+sess_clear(gpointer p)
+{
+  g_free(((Sess *)p)->key);
+}
+
+static void
 run_free(Run *r)
 {
-  g_ptr_array_unref(r->keys);
-  g_array_unref(r->scores);
-  g_array_unref(r->flags);
-  g_array_unref(r->bpb);
-  g_array_unref(r->anomaly);
+  g_array_unref(r->sessions);
+  g_array_unref(r->lines);
   g_free(r->kind);
+}
+
+static double
+score_at(const Run *r, guint i)
+{
+  return g_array_index(r->sessions, Sess, i).score;
+}
+
+/* Warnings counted, and the txl-session messages' fields, into the Run
+ * `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Run *r = data;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+    r->warnings++;
+    return;
+  }
+  const GstStructure *st = gst_message_get_structure(msg);
+  if (gst_structure_has_name(st, "txl-session")) {
+    Sess x = { g_strdup(gst_structure_get_string(st, "key")), 0, FALSE };
+    g_assert_true(gst_structure_get_double(st, "score", &x.score));
+    g_assert_true(gst_structure_get_boolean(st, "flag", &x.flag));
+    g_array_append_val(r->sessions, x);
+    g_free(r->kind);
+    r->kind = g_strdup(gst_structure_get_string(st, "score-kind"));
+  }
 }
 
 /* Runs "filesrc ! txltokenizer ! ELEMENT PROPS ! txlsink SINK_PROPS";
@@ -63,53 +103,23 @@ static Run
 run(const char *element, const char *props, const char *sink_props,
     double *thr_out, char **key_out)
 {
-  Run r = { g_ptr_array_new_with_free_func(g_free),
-            g_array_new(FALSE, FALSE, sizeof(double)),
-            g_array_new(FALSE, FALSE, sizeof(gboolean)), NULL,
-            g_array_new(FALSE, FALSE, sizeof(double)),
-            g_array_new(FALSE, FALSE, sizeof(double)), 0 };
-  g_autofree char *dir = g_dir_make_tmp("txl-cal-XXXXXX", NULL);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  Run r = { g_array_new(FALSE, FALSE, sizeof(Sess)),
+            g_array_new(FALSE, FALSE, sizeof(Scored)), NULL, 0 };
+  g_array_set_clear_func(r.sessions, sess_clear);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s name=e "
       "model=\"%s\" %s ! txlsink location=\"%s\" threshold-mode=fixed %s",
       log_path, model, element, model, props, out, sink_props);
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, GST_MESSAGE_WARNING))) {
-    if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
-      r.warnings++;
-      gst_message_unref(msg);
-      continue;
-    }
-    const GstStructure *st = gst_message_get_structure(msg);
-    if (gst_structure_has_name(st, "txl-session")) {
-      double v;
-      gboolean f;
-      g_assert_true(gst_structure_get_double(st, "score", &v));
-      g_assert_true(gst_structure_get_boolean(st, "flag", &f));
-      g_ptr_array_add(r.keys, g_strdup(gst_structure_get_string(st, "key")));
-      g_array_append_val(r.scores, v);
-      g_array_append_val(r.flags, f);
-      g_free(r.kind);
-      r.kind = g_strdup(gst_structure_get_string(st, "score-kind"));
-    }
-    gst_message_unref(msg);
-  }
+  GstElement *p = el_parse(desc);
+  el_play(p, GST_MESSAGE_WARNING, on_message, &r);
   GstElement *e = gst_bin_get_by_name(GST_BIN(p), "e");
   if (thr_out)
     g_object_get(e, "session-threshold", thr_out, NULL);
   if (key_out)
     g_object_get(e, "session-key", key_out, NULL);
   gst_object_unref(e);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   g_autofree char *json = NULL;
   g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
   g_auto(GStrv) lines = g_strsplit(json, "\n", -1);
@@ -121,15 +131,12 @@ run(const char *element, const char *props, const char *sink_props,
     JsonObject *o = json_node_get_object(json_parser_get_root(jp));
     JsonNode *a = json_object_get_member(o, "anomaly");
     if (a && !json_node_is_null(a)) {
-      double b = json_object_get_double_member(o, "bpb");
-      double an = json_node_get_double(a);
-      g_array_append_val(r.bpb, b);
-      g_array_append_val(r.anomaly, an);
+      Scored l = { json_object_get_double_member(o, "bpb"),
+                   json_node_get_double(a) };
+      g_array_append_val(r.lines, l);
     }
     g_object_unref(jp);
   }
-  g_unlink(out);
-  g_rmdir(dir);
   return r;
 }
 
@@ -137,11 +144,11 @@ run(const char *element, const char *props, const char *sink_props,
 static void
 assert_line_threshold(const Run *r, double thr)
 {
-  g_assert_cmpuint(r->bpb->len, >, 100);
-  for (guint i = 0; i < r->bpb->len; i++)
-    g_assert_cmpfloat_with_epsilon(g_array_index(r->anomaly, double, i),
-                                   g_array_index(r->bpb, double, i) - thr,
-                                   2e-6);
+  g_assert_cmpuint(r->lines->len, >, 100);
+  for (guint i = 0; i < r->lines->len; i++) {
+    const Scored *l = &g_array_index(r->lines, Scored, i);
+    g_assert_cmpfloat_with_epsilon(l->anomaly, l->bpb - thr, 2e-6);
+  }
 }
 
 static char *
@@ -154,18 +161,17 @@ calibrated(const TxlCalibration *c)
   return path;
 }
 
-static void
-test_sessions_calibration(void)
+TU_TEST("/calibration/sessions", test_sessions_calibration)
 {
   /* uncalibrated, everything set by hand: the reference */
   Run ref = run("txlsessions", "session-key=\"req=([0-9]+)\" "
                 "session-key-group=1 session-score=max-token", "", NULL,
                 NULL);
-  g_assert_cmpuint(ref.scores->len, ==, 9); /* 8 keys and the lines without one */
+  g_assert_cmpuint(ref.sessions->len, ==, 9); /* 8 keys and the lines without one */
   double lo = INFINITY, hi = -INFINITY;
-  for (guint i = 0; i < ref.scores->len; i++) {
-    lo = MIN(lo, g_array_index(ref.scores, double, i));
-    hi = MAX(hi, g_array_index(ref.scores, double, i));
+  for (guint i = 0; i < ref.sessions->len; i++) {
+    lo = MIN(lo, score_at(&ref, i));
+    hi = MAX(hi, score_at(&ref, i));
   }
   g_assert_cmpfloat(lo, <, hi);
   assert_line_threshold(&ref, 4.0); /* txlsink's own default */
@@ -183,18 +189,17 @@ test_sessions_calibration(void)
   g_assert_cmpfloat(thr, ==, c.session_threshold);
   g_assert_cmpstr(key, ==, c.session_key);
   g_assert_cmpstr(cal.kind, ==, "max-token");
-  g_assert_cmpuint(cal.scores->len, ==, ref.scores->len);
+  g_assert_cmpuint(cal.sessions->len, ==, ref.sessions->len);
   int n_flag = 0;
-  for (guint i = 0; i < cal.scores->len; i++) {
-    double v = g_array_index(cal.scores, double, i);
-    g_assert_cmpstr(cal.keys->pdata[i], ==, ref.keys->pdata[i]);
-    g_assert_true(v == g_array_index(ref.scores, double, i));
-    g_assert_true(g_array_index(cal.flags, gboolean, i) ==
-                  (v > c.session_threshold));
-    n_flag += v > c.session_threshold;
+  for (guint i = 0; i < cal.sessions->len; i++) {
+    const Sess *x = &g_array_index(cal.sessions, Sess, i);
+    g_assert_cmpstr(x->key, ==, g_array_index(ref.sessions, Sess, i).key);
+    g_assert_true(x->score == score_at(&ref, i));
+    g_assert_true(x->flag == (x->score > c.session_threshold));
+    n_flag += x->score > c.session_threshold;
   }
   g_assert_cmpint(n_flag, >, 0);
-  g_assert_cmpint(n_flag, <, (int)cal.scores->len);
+  g_assert_cmpint(n_flag, <, (int)cal.sessions->len);
   assert_line_threshold(&cal, 1.5);
 
   /* what the application sets wins */
@@ -202,8 +207,8 @@ test_sessions_calibration(void)
                 "threshold=7", &thr, NULL);
   g_assert_cmpfloat(thr, ==, 0);
   g_assert_cmpstr(own.kind, ==, "mean");
-  for (guint i = 0; i < own.flags->len; i++)
-    g_assert_false(g_array_index(own.flags, gboolean, i));
+  for (guint i = 0; i < own.sessions->len; i++)
+    g_assert_false(g_array_index(own.sessions, Sess, i).flag);
   assert_line_threshold(&own, 7.0);
 
   /* one stream: a per-session calibration does not apply */
@@ -221,8 +226,7 @@ test_sessions_calibration(void)
   model = g_steal_pointer(&plain);
 }
 
-static void
-test_single_stream_calibration(void)
+TU_TEST("/calibration/single-stream", test_single_stream_calibration)
 {
   TxlCalibration c = { .sessions = FALSE, .session_score = 3,
                        .line_threshold_bpb = 2.25 };
@@ -251,13 +255,9 @@ test_single_stream_calibration(void)
 int
 main(int argc, char **argv)
 {
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
+  el_test_init(&argc, &argv);
   model = el_write_byte_model(5);
   log_path = make_log();
-  g_test_add_func("/calibration/sessions", test_sessions_calibration);
-  g_test_add_func("/calibration/single-stream",
-                  test_single_stream_calibration);
   int rc = g_test_run();
   tu_remove(model);
   tu_remove(log_path);

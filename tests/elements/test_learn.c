@@ -8,6 +8,7 @@
  * before, at and after the warm-up continues from its snapshot byte for
  * byte; snapshots continue only the way they were written. */
 #include "elements.h"
+#include "../tu_config.h"
 #include "learner.h"
 #include "params.h"
 
@@ -23,16 +24,9 @@ static char *
 tiny_model(void)
 {
   TxlConfig c;
-  tu_small_config(&c);
-  c.d_model = c.d_embed = 16;
-  c.n_head = 2;
-  c.d_inner = 32;
-  c.n_layer = 1;
-  c.mem_len = 8;
-  c.tgt_len = 8;
-  c.div_val = 1;
-  c.n_cutoffs = 0;
-  c.tie_projs[0] = FALSE;
+  tu_plain_config(&c, (TuDims){ .n_token = 300, .d_model = 16, .n_head = 2,
+                                .d_head = 8, .d_inner = 32, .n_layer = 1,
+                                .mem_len = 8, .tgt_len = 8 });
   return tu_write_model(&c, 11, NULL);
 }
 
@@ -73,10 +67,15 @@ text_ids(const GString *t, int32_t *ids, gint64 *lines, guint32 *flags)
 
 /* ---- the element in a harness --------------------------------------- */
 
+/* A line meta's line and flags. */
+typedef struct {
+  gint64 line;
+  guint32 flags;
+} LineMark;
+
 typedef struct {
   GArray *lp;        /* float, per stream position */
-  GArray *meta_line; /* gint64, per line meta */
-  GArray *meta_flags; /* guint32 */
+  GArray *metas;     /* LineMark, per line meta */
   GPtrArray *learnt; /* txl-learn structures */
   guint rounds;
   char *warning;     /* the first warning message's text */
@@ -86,10 +85,15 @@ static void
 got_free(Got *g)
 {
   g_array_unref(g->lp);
-  g_array_unref(g->meta_line);
-  g_array_unref(g->meta_flags);
+  g_array_unref(g->metas);
   g_ptr_array_unref(g->learnt);
   g_free(g->warning);
+}
+
+static const LineMark *
+mark_at(const Got *g, guint i)
+{
+  return &g_array_index(g->metas, LineMark, i);
 }
 
 static gboolean
@@ -98,8 +102,8 @@ take_meta(GstBuffer *b, GstMeta **meta, gpointer data)
   Got *g = data;
   if ((*meta)->info->api == g_type_from_name(GST_TXL_LINE_META_API_NAME)) {
     const GstTxlLineMeta *m = (const GstTxlLineMeta *)*meta;
-    g_array_append_val(g->meta_line, m->line);
-    g_array_append_val(g->meta_flags, m->flags);
+    LineMark x = { m->line, m->flags };
+    g_array_append_val(g->metas, x);
   }
   return TRUE;
 }
@@ -123,8 +127,7 @@ run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
   }
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   Got g = { g_array_new(FALSE, TRUE, sizeof(float)),
-            g_array_new(FALSE, FALSE, sizeof(gint64)),
-            g_array_new(FALSE, FALSE, sizeof(guint32)),
+            g_array_new(FALSE, FALSE, sizeof(LineMark)),
             g_ptr_array_new_with_free_func((GDestroyNotify)gst_structure_free),
             0, NULL };
   GList *bufs = el_pull_all(h);
@@ -179,9 +182,7 @@ static void
 direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
 {
   Direct *d = data;
-  if ((guint)pos >= d->lp->len)
-    g_array_set_size(d->lp, pos + 1);
-  g_array_index(d->lp, float, pos) = logprob;
+  el_lp_by_pos(pos, token, logprob, d->lp);
   d->closed += (d->flags[pos] & TXL_RECORD_LINE_END) != 0;
 }
 
@@ -192,8 +193,7 @@ static GArray *
 direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), flags, 0 };
   g_array_set_size(d.lp, 1);
   g_array_index(d.lp, float, 0) = NAN;
@@ -229,8 +229,7 @@ direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
   return d.lp;
 }
 
-static void
-test_landing(void)
+TU_TEST("/learn/landing", test_landing)
 {
   GString *t = log_text();
   gsize n = t->len;
@@ -260,15 +259,15 @@ test_landing(void)
                          (n - end) * 4) != 0);
     /* the metas: every line once; warm-up lines first, the landing line
      * marked, nothing marked without learning */
-    g_assert_cmpuint(g.meta_line->len, ==, N_LINES);
+    g_assert_cmpuint(g.metas->len, ==, N_LINES);
     guint warm = 0;
-    for (guint i = 0; i < g.meta_flags->len; i++) {
-      guint32 f = g_array_index(g.meta_flags, guint32, i);
-      g_assert_cmpint(g_array_index(g.meta_line, gint64, i), ==, i + 1);
+    for (guint i = 0; i < g.metas->len; i++) {
+      guint32 f = mark_at(&g, i)->flags;
+      g_assert_cmpint(mark_at(&g, i)->line, ==, i + 1);
       g_assert_cmpint(!!(f & TXL_LINE_NEW_WEIGHTS), ==, i + 1 == WARMUP);
       if (f & TXL_LINE_WARMUP)
         g_assert_cmpuint(warm++, ==, i);
-      g_assert_cmpuint(g_array_index(plain.meta_flags, guint32, i), ==, 0);
+      g_assert_cmpuint(mark_at(&plain, i)->flags, ==, 0);
     }
     /* the line after the landing line began in its segment */
     g_assert_cmpuint(warm, >=, WARMUP);
@@ -303,12 +302,10 @@ test_landing(void)
 
 /* A round whose loss goes non-finite (weights scaled by 1e18) is dropped
  * with a warning; the stream goes on with the model file's weights. */
-static void
-test_failed_round(void)
+TU_TEST("/learn/failed-round", test_failed_round)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model);
   TxlParams *p = txl_params_from_model(m, &err);
   g_assert_no_error(err);
   for (gsize i = 0; i < p->n; i++)
@@ -332,9 +329,8 @@ test_failed_round(void)
   g_assert_cmpuint(g.rounds, ==, 0);
   g_assert_cmpuint(g.learnt->len, ==, 0);
   /* still the model file's weights: every line warm-up, the same scores */
-  for (guint i = 0; i < g.meta_flags->len; i++)
-    g_assert_cmpuint(g_array_index(g.meta_flags, guint32, i), ==,
-                     TXL_LINE_WARMUP);
+  for (guint i = 0; i < g.metas->len; i++)
+    g_assert_cmpuint(mark_at(&g, i)->flags, ==, TXL_LINE_WARMUP);
   g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
                   (n - 1) * 4);
   got_free(&g);
@@ -366,13 +362,7 @@ fixture_init(Fixture *f)
 static void
 fixture_clear(Fixture *f)
 {
-  const char *names[] = { "in.txt", "out.jsonl", "s.snap", "adapted.gguf" };
-  for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-    char *p = g_build_filename(f->dir, names[i], NULL);
-    g_remove(p);
-    g_free(p);
-  }
-  g_rmdir(f->dir);
+  tu_remove_dir(f->dir);
   g_free(f->dir);
   g_free(f->text);
   g_free(f->out);
@@ -391,30 +381,9 @@ run_pipeline(Fixture *f, gsize from, gsize to, const char *props)
       "filesrc blocksize=61 location=\"%s\" ! txltokenizer model=\"%s\" ! "
       "txlmodel model=\"%s\" learn-warmup=%d %s ! txlsink location=\"%s\" "
       "append=true", f->text, model, model, WARMUP, props, f->out);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  GstBus *bus = gst_element_get_bus(p);
-  char *error = NULL;
-  if (gst_element_set_state(p, GST_STATE_PLAYING) !=
-      GST_STATE_CHANGE_FAILURE) {
-    GstMessage *m = gst_bus_timed_pop_filtered(bus, 60 * GST_SECOND,
-        GST_MESSAGE_EOS | GST_MESSAGE_ERROR);
-    g_assert_nonnull(m);
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR) {
-      GError *e = NULL;
-      gst_message_parse_error(m, &e, NULL);
-      error = g_strdup(e->message);
-      g_error_free(e);
-    }
-    gst_message_unref(m);
-  } else {
-    error = el_bus_error(bus);
-    g_assert_nonnull(error);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  GstElement *p = el_parse(desc);
+  char *error = el_run(p, NULL, NULL);
+  el_pipeline_free(p);
   return error;
 }
 
@@ -426,8 +395,7 @@ output(Fixture *f)
   return s;
 }
 
-static void
-test_sink_marks(void)
+TU_TEST("/learn/sink-marks", test_sink_marks)
 {
   Fixture f;
   fixture_init(&f);
@@ -454,8 +422,7 @@ test_sink_marks(void)
   g_assert_cmpint(warm, <=, WARMUP + 1 + 50);
   /* the adapted model file loads and names the model it came from */
   g_autoptr(GError) err = NULL;
-  TxlModel *a = txl_model_load(adapted, &err);
-  g_assert_no_error(err);
+  TxlModel *a = tu_load(adapted);
   TxlModel *b = txl_model_load(model, &err);
   g_assert_cmpstr(txl_model_vocab_id(a), ==, txl_model_vocab_id(b));
   txl_model_unref(a);
@@ -463,8 +430,7 @@ test_sink_marks(void)
   fixture_clear(&f);
 }
 
-static void
-test_snapshot_cuts(void)
+TU_TEST("/learn/snapshot-cuts", test_snapshot_cuts)
 {
   Fixture f;
   fixture_init(&f);
@@ -508,13 +474,8 @@ test_snapshot_cuts(void)
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
+  el_test_init(&argc, &argv);
   model = tiny_model();
-  g_test_add_func("/learn/landing", test_landing);
-  g_test_add_func("/learn/failed-round", test_failed_round);
-  g_test_add_func("/learn/sink-marks", test_sink_marks);
-  g_test_add_func("/learn/snapshot-cuts", test_snapshot_cuts);
   int rc = g_test_run();
   tu_remove(model);
   g_free(model);

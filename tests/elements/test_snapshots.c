@@ -37,16 +37,7 @@ fixture_init(Fixture *f, gconstpointer el)
 static void
 fixture_clear(Fixture *f, gconstpointer el)
 {
-  GDir *d = g_dir_open(f->dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d))) {
-    char *p = g_build_filename(f->dir, name, NULL);
-    g_remove(p);
-    g_free(p);
-  }
-  if (d)
-    g_dir_close(d);
-  g_rmdir(f->dir);
+  tu_remove_dir(f->dir);
   g_free(f->dir);
   g_free(f->model);
   g_free(f->text);
@@ -56,17 +47,13 @@ fixture_clear(Fixture *f, gconstpointer el)
 static GstElement *
 pipeline(Fixture *f, const char *model_props)
 {
-  char *desc = g_strdup_printf(
+  g_autofree char *desc = g_strdup_printf(
       "filesrc blocksize=50 location=\"%s\" ! txltokenizer model=\"%s\" ! "
       "%s name=m model=\"%s\" segment=4 %s %s ! txlsink location=\"%s\"",
       f->text, f->model, element, f->model,
       strcmp(element, "txlsessions") ? "" : "session-key=\"(cat|sat|on)\"",
       model_props, f->out);
-  GError *err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
-  g_free(desc);
-  return p;
+  return el_parse(desc);
 }
 
 /* Runs to EOS (or error); returns the element messages named `name`
@@ -76,29 +63,11 @@ run(GstElement *p, const char *name, char **error)
 {
   GPtrArray *msgs = g_ptr_array_new_with_free_func(
       (GDestroyNotify)gst_structure_free);
+  char *e = el_run(p, name, msgs);
   if (error)
-    *error = NULL;
-  gst_element_set_state(p, GST_STATE_PLAYING);
-  GstBus *bus = gst_element_get_bus(p);
-  for (;;) {
-    GstMessage *m = gst_bus_timed_pop(bus, 20 * GST_SECOND);
-    g_assert_nonnull(m);
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ELEMENT &&
-        gst_structure_has_name(gst_message_get_structure(m), name))
-      g_ptr_array_add(msgs, gst_structure_copy(gst_message_get_structure(m)));
-    gboolean end = GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS ||
-                   GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR;
-    if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_ERROR && error) {
-      GError *e = NULL;
-      gst_message_parse_error(m, &e, NULL);
-      *error = g_strdup(e->message);
-      g_error_free(e);
-    }
-    gst_message_unref(m);
-    if (end)
-      break;
-  }
-  gst_object_unref(bus);
+    *error = e;
+  else
+    g_free(e);
   return msgs;
 }
 
@@ -130,11 +99,11 @@ slurp(const char *path)
 static void
 test_signals(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *b = g_build_filename(f->dir, "b.snap", NULL);
-  char *c = g_build_filename(f->dir, "c.snap", NULL);
-  char *bad = g_build_filename(f->dir, "bad.snap", NULL);
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *b = g_build_filename(f->dir, "b.snap", NULL);
+  g_autofree char *c = g_build_filename(f->dir, "c.snap", NULL);
+  g_autofree char *bad = g_build_filename(f->dir, "bad.snap", NULL);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
   GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
   /* hold-at-eos: one snapshot at the end of stream */
@@ -210,18 +179,13 @@ test_signals(Fixture *f, gconstpointer el)
   g_bytes_unref(bb);
   gst_object_unref(m);
   gst_object_unref(p);
-  g_free(props);
-  g_free(a);
-  g_free(b);
-  g_free(c);
-  g_free(bad);
 }
 
 static void
 test_periodic(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *props = g_strdup_printf(
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *props = g_strdup_printf(
       "snapshot-location=\"%s\" snapshot-tokens=25 hold-at-eos=false", a);
   GstElement *p = pipeline(f, props);
   GPtrArray *snaps = run(p, "txl-snapshot", NULL);
@@ -241,8 +205,7 @@ test_periodic(Fixture *f, gconstpointer el)
   g_assert_cmpuint(by_tokens, >=, 3);
   g_assert_cmpuint(at_eos, ==, 1);
   g_ptr_array_unref(snaps);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
 
   /* restore at start: the second run continues the stream */
   p = pipeline(f, props);
@@ -252,17 +215,14 @@ test_periodic(Fixture *f, gconstpointer el)
   gst_structure_get_uint64(g_ptr_array_index(restores, 0), "tokens", &t);
   g_assert_cmpuint(t, ==, last);
   g_ptr_array_unref(restores);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  g_free(props);
-  g_free(a);
+  el_pipeline_free(p);
 }
 
 static void
 test_refused_at_start(Fixture *f, gconstpointer el)
 {
-  char *a = g_build_filename(f->dir, "a.snap", NULL);
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
   /* not a snapshot at all */
   g_assert_true(g_file_set_contents(a, "garbage", -1, NULL));
   GstElement *p = pipeline(f, props);
@@ -271,18 +231,16 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "Could not restore the snapshot"));
   g_free(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   /* restore=false starts a new stream over it */
-  char *props2 = g_strdup_printf("%s restore=false", props);
+  g_autofree char *props2 = g_strdup_printf("%s restore=false", props);
   p = pipeline(f, props2);
   g_ptr_array_unref(run(p, "txl-restore", &err));
   g_assert_null(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   /* a snapshot of another model */
-  char *other = el_write_word_model(8);
-  char *desc = g_strdup_printf(
+  g_autoptr(TuPath) other = el_write_word_model(8);
+  g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" ! txltokenizer model=\"%s\" ! %s "
       "model=\"%s\" %s ! txlsink location=\"%s\"", f->text, other, element,
       other, props, f->out);
@@ -291,14 +249,7 @@ test_refused_at_start(Fixture *f, gconstpointer el)
   g_assert_nonnull(err);
   g_assert_nonnull(strstr(err, "another model"));
   g_free(err);
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  tu_remove(other);
-  g_free(other);
-  g_free(desc);
-  g_free(props2);
-  g_free(props);
-  g_free(a);
+  el_pipeline_free(p);
 }
 
 /* Line numbers of the GstTxlLineMetas of every buffer the harness has. */
@@ -370,15 +321,13 @@ test_failed_push_kept(Fixture *f, gconstpointer el)
 static char *
 run_named(Fixture *f, const char *name, const char *snap)
 {
-  char *props = g_strdup_printf("snapshot-location=\"%s\"", snap);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", snap);
   GstElement *p = pipeline(f, props);
   if (name)
     gst_object_set_name(GST_OBJECT(p), name);
   char *err = NULL;
   g_ptr_array_unref(run(p, "txl-restore", &err));
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
-  g_free(props);
+  el_pipeline_free(p);
   return err;
 }
 
@@ -443,7 +392,7 @@ test_stale_temporaries(Fixture *f, gconstpointer el)
   g_assert_true(g_file_set_contents(locked, "live", -1, NULL));
   int fd = open(locked, O_RDONLY);
   g_assert_cmpint(flock(fd, LOCK_EX), ==, 0);
-  char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\" restore=false",
                                 snap);
   GstElement *p = pipeline(f, props);
   g_assert_cmpint(gst_element_set_state(p, GST_STATE_PAUSED), !=,
@@ -459,18 +408,15 @@ test_stale_temporaries(Fixture *f, gconstpointer el)
   }
   g_assert_true(g_file_test(dir, G_FILE_TEST_IS_DIR));
   g_assert_true(g_file_test(locked, G_FILE_TEST_EXISTS));
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(p);
+  el_pipeline_free(p);
   close(fd);
   g_rmdir(dir);
-  g_free(props);
 }
 
 int
 main(int argc, char **argv)
 {
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
+  el_test_init(&argc, &argv);
   static const char *elements[] = { "txlmodel", "txlsessions" };
   static const struct {
     const char *name;

@@ -7,30 +7,16 @@
 /* the cache is plain C over libtxl: tested here on its own */
 #include "../../plugins/txlcache.c"
 
-typedef struct {
-  GArray *lp; /* float per position; [0] unused */
-  GArray *partial;
-} Direct;
-
-static void
-direct_score(gint64 pos, int32_t token, float logprob, gpointer data)
-{
-  Direct *d = data;
-  if ((guint)pos >= d->lp->len)
-    g_array_set_size(d->lp, pos + 1);
-  g_array_index(d->lp, float, pos) = logprob;
-}
-
-/* Scores ids with a TxlScorer directly; flush_at[i]: call finish after i */
+/* Scores ids with a TxlScorer directly; flush_at[i]: call finish after i.
+ * The log-probs by position ([0] unused). */
 static GArray *
 direct_scores(const char *model, const TxlStreamOptions *o, int segment,
               const int32_t *ids, gsize n, const gboolean *flush_at)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
-  Direct d = { g_array_new(FALSE, TRUE, sizeof(float)), NULL };
-  TxlScorer *s = txl_scorer_new(m, o, segment, direct_score, &d, &err);
+  TxlModel *m = tu_load(model);
+  GArray *lp = g_array_new(FALSE, TRUE, sizeof(float));
+  TxlScorer *s = txl_scorer_new(m, o, segment, el_lp_by_pos, lp, &err);
   g_assert_no_error(err);
   for (gsize i = 0; i < n; i++) {
     g_assert_true(txl_scorer_push(s, &ids[i], 1, &err));
@@ -40,37 +26,47 @@ direct_scores(const char *model, const TxlStreamOptions *o, int segment,
   g_assert_true(txl_scorer_finish(s, &err));
   txl_scorer_free(s);
   txl_model_unref(m);
-  return d.lp;
+  return lp;
 }
 
+#define N 97
+
+/* N random byte tokens with their lines and line-end flags, as the
+ * tokenizer would send them. */
+typedef struct {
+  int32_t ids[N];
+  gint64 lines[N];
+  guint32 flags[N];
+} Input;
+
 static void
-make_ids(int32_t *ids, gint64 *lines, guint32 *flags, gsize n, guint32 seed)
+make_input(Input *in, guint32 seed)
 {
   GRand *r = g_rand_new_with_seed(seed);
   gint64 line = 1;
-  for (gsize i = 0; i < n; i++) {
-    ids[i] = g_rand_int_range(r, 0, 256);
-    lines[i] = line;
-    flags[i] = 0;
-    if (g_rand_int_range(r, 0, 6) == 0 || i + 1 == n) {
-      flags[i] = TXL_RECORD_LINE_END;
+  for (gsize i = 0; i < N; i++) {
+    in->ids[i] = g_rand_int_range(r, 0, 256);
+    in->lines[i] = line;
+    in->flags[i] = 0;
+    if (g_rand_int_range(r, 0, 6) == 0 || i + 1 == N) {
+      in->flags[i] = TXL_RECORD_LINE_END;
       line++;
     }
   }
   g_rand_free(r);
 }
 
-/* Runs ids through txlmodel in buffers of `piece` tokens. */
+/* Runs the input through txlmodel in buffers of `piece` tokens. */
 static GArray *
-run_model(GstHarness *h, const char *model, const int32_t *ids,
-          const gint64 *lines, const guint32 *flags, gsize n, gsize piece)
+run_model(GstHarness *h, const char *model, const Input *in, gsize piece)
 {
   GstCaps *caps = el_token_caps(model);
   gst_harness_set_src_caps(h, caps);
-  for (gsize o = 0; o < n; o += piece) {
-    gsize k = MIN(piece, n - o);
-    g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o, lines + o,
-                                                        flags + o, k, o)),
+  for (gsize o = 0; o < N; o += piece) {
+    gsize k = MIN(piece, N - o);
+    g_assert_cmpint(gst_harness_push(h, el_token_buffer(in->ids + o,
+                                                        in->lines + o,
+                                                        in->flags + o, k, o)),
                     ==, GST_FLOW_OK);
   }
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
@@ -80,18 +76,19 @@ run_model(GstHarness *h, const char *model, const int32_t *ids,
   return recs;
 }
 
+/* The records of the whole input: its ids, lines and line ends, and
+ * want's log-probs bit for bit. */
 static void
-assert_scores(GArray *recs, GArray *want, const int32_t *ids,
-              const gint64 *lines, const guint32 *flags, gsize n)
+assert_scores(GArray *recs, GArray *want, const Input *in)
 {
-  g_assert_cmpuint(recs->len, ==, n);
-  for (guint i = 0; i < n; i++) {
+  g_assert_cmpuint(recs->len, ==, N);
+  for (guint i = 0; i < N; i++) {
     TxlScoreRecord *r = &g_array_index(recs, TxlScoreRecord, i);
     g_assert_cmpint(r->pos, ==, i);
-    g_assert_cmpint(r->id, ==, ids[i]);
-    g_assert_cmpint(r->line, ==, lines[i]);
+    g_assert_cmpint(r->id, ==, in->ids[i]);
+    g_assert_cmpint(r->line, ==, in->lines[i]);
     g_assert_cmpuint(r->byte_start, ==, i);
-    g_assert_cmpuint(r->flags & TXL_RECORD_LINE_END, ==, flags[i]);
+    g_assert_cmpuint(r->flags & TXL_RECORD_LINE_END, ==, in->flags[i]);
     if (i == 0) {
       g_assert_true(isnan(r->logprob));
       g_assert_true(r->flags & TXL_RECORD_FIRST);
@@ -103,22 +100,17 @@ assert_scores(GArray *recs, GArray *want, const int32_t *ids,
   }
 }
 
-#define N 97
-
-static void
-test_exact(void)
+TU_TEST("/txlmodel/exact", test_exact)
 {
-  char *m = el_write_byte_model(11);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 3);
-  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  g_autoptr(TuPath) m = el_write_byte_model(11);
+  Input in;
+  make_input(&in, 3);
+  GArray *want = direct_scores(m, NULL, 0, in.ids, N, NULL);
   gsize pieces[] = { N, 1, 3, 7, 50 };
   for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
     GstHarness *h = el_harness("txlmodel", m, NULL);
-    GArray *recs = run_model(h, m, ids, lines, flags, N, pieces[k]);
-    assert_scores(recs, want, ids, lines, flags, N);
+    GArray *recs = run_model(h, m, &in, pieces[k]);
+    assert_scores(recs, want, &in);
     for (guint i = 0; i < recs->len; i++)
       g_assert_false(g_array_index(recs, TxlScoreRecord, i).flags &
                      TXL_RECORD_PARTIAL);
@@ -126,52 +118,42 @@ test_exact(void)
     gst_harness_teardown(h);
   }
   g_array_unref(want);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* segment, mem-len, same-length and clamp-len reach the scorer */
-static void
-test_settings(void)
+TU_TEST("/txlmodel/settings", test_settings)
 {
-  char *m = el_write_byte_model(12);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 4);
+  g_autoptr(TuPath) m = el_write_byte_model(12);
+  Input in;
+  make_input(&in, 4);
   TxlStreamOptions o = { 6, 3, 1, 0, TXL_MEMORY_KV };
-  GArray *want = direct_scores(m, &o, 4, ids, N, NULL);
-  GArray *dflt = direct_scores(m, NULL, 0, ids, N, NULL);
+  GArray *want = direct_scores(m, &o, 4, in.ids, N, NULL);
+  GArray *dflt = direct_scores(m, NULL, 0, in.ids, N, NULL);
   GstHarness *h = el_harness("txlmodel", m, "segment", 4, "mem-len", 6,
                              "same-length", 1, "clamp-len", 3, NULL);
-  GArray *recs = run_model(h, m, ids, lines, flags, N, 5);
-  assert_scores(recs, want, ids, lines, flags, N);
+  GArray *recs = run_model(h, m, &in, 5);
+  assert_scores(recs, want, &in);
   /* and they do change the numbers */
   g_assert_true(memcmp(want->data, dflt->data, N * sizeof(float)) != 0);
   g_array_unref(recs);
   g_array_unref(want);
   g_array_unref(dflt);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* flush-on-newline scores the partial segment at each line end: the same
  * as a scorer finished at every line end, different from offline. */
-static void
-test_flush_on_newline(void)
+TU_TEST("/txlmodel/flush-on-newline", test_flush_on_newline)
 {
-  char *m = el_write_byte_model(13);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
+  g_autoptr(TuPath) m = el_write_byte_model(13);
+  Input in;
   gboolean at[N];
-  make_ids(ids, lines, flags, N, 5);
+  make_input(&in, 5);
   for (gsize i = 0; i < N; i++)
-    at[i] = flags[i] != 0;
+    at[i] = in.flags[i] != 0;
   TxlStreamOptions o = { 4, -1, -1, 0, TXL_MEMORY_KV };
-  GArray *want = direct_scores(m, &o, 0, ids, N, at);
-  GArray *offline = direct_scores(m, &o, 0, ids, N, NULL);
+  GArray *want = direct_scores(m, &o, 0, in.ids, N, at);
+  GArray *offline = direct_scores(m, &o, 0, in.ids, N, NULL);
   g_assert_true(memcmp(want->data, offline->data, N * sizeof(float)) != 0);
   gsize pieces[] = { N, 1, 4 };
   for (guint k = 0; k < G_N_ELEMENTS(pieces); k++) {
@@ -183,9 +165,9 @@ test_flush_on_newline(void)
     GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
     for (gsize o2 = 0; o2 < N; o2 += pieces[k]) {
       gsize n = MIN(pieces[k], N - o2);
-      g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + o2, lines + o2,
-                                                          flags + o2, n, o2)),
-                      ==, GST_FLOW_OK);
+      GstBuffer *b = el_token_buffer(in.ids + o2, in.lines + o2,
+                                     in.flags + o2, n, o2);
+      g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
       GList *bufs = el_pull_all(h);
       GArray *got = el_score_records(bufs);
       g_array_append_vals(recs, got->data, got->len);
@@ -193,7 +175,7 @@ test_flush_on_newline(void)
       el_buffers_free(bufs);
       gsize last_end = 0;
       for (gsize i = 0; i < o2 + n; i++)
-        if (flags[i])
+        if (in.flags[i])
           last_end = i + 1;
       g_assert_cmpuint(recs->len, >=, last_end);
     }
@@ -201,7 +183,7 @@ test_flush_on_newline(void)
     GList *bufs = el_pull_all(h);
     GArray *rest = el_score_records(bufs);
     g_array_append_vals(recs, rest->data, rest->len);
-    assert_scores(recs, want, ids, lines, flags, N);
+    assert_scores(recs, want, &in);
     gboolean any_partial = FALSE;
     for (guint i = 0; i < recs->len; i++)
       any_partial |= !!(g_array_index(recs, TxlScoreRecord, i).flags &
@@ -214,16 +196,13 @@ test_flush_on_newline(void)
   }
   g_array_unref(want);
   g_array_unref(offline);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* Tokens of another vocabulary: negotiation fails, naming both ids. */
-static void
-test_caps_mismatch(void)
+TU_TEST("/txlmodel/caps-mismatch", test_caps_mismatch)
 {
-  char *bytes = el_write_byte_model(14);
-  char *words = el_write_word_model(14);
+  g_autoptr(TuPath) bytes = el_write_byte_model(14);
+  g_autoptr(TuPath) words = el_write_word_model(14);
   GstCaps *wcaps = el_token_caps(words);
   GstCaps *bcaps = el_token_caps(bytes);
   const char *wid =
@@ -259,23 +238,16 @@ test_caps_mismatch(void)
   gst_caps_unref(q);
   /* another model with the same vocabulary takes the tokens */
   gst_harness_teardown(h);
-  char *bytes2 = el_write_byte_model(15);
+  g_autoptr(TuPath) bytes2 = el_write_byte_model(15);
   h = el_harness("txlmodel", bytes2, NULL);
   gst_harness_set_src_caps(h, gst_caps_ref(bcaps));
   gst_harness_teardown(h);
 
   gst_caps_unref(bcaps);
   gst_caps_unref(wcaps);
-  tu_remove(bytes);
-  tu_remove(bytes2);
-  tu_remove(words);
-  g_free(bytes);
-  g_free(bytes2);
-  g_free(words);
 }
 
-static void
-test_bad_model(void)
+TU_TEST("/txlmodel/bad-model", test_bad_model)
 {
   const char *paths[] = { "/nonexistent/m.gguf", NULL };
   for (int k = 0; k < 2; k++) {
@@ -286,19 +258,16 @@ test_bad_model(void)
     g_assert_nonnull(strstr(msg, paths[k] ? paths[k] : "model"));
   }
   /* impossible settings: an error when starting, not a crash */
-  char *m = el_write_byte_model(16);
+  g_autoptr(TuPath) m = el_write_byte_model(16);
   GstElement *e = gst_element_factory_make("txlmodel", NULL);
   g_object_set(e, "model", m, "mem-len", 0, "same-length", 1, NULL);
   g_autofree char *msg = el_start_error(e, GST_STATE_PAUSED);
   g_assert_nonnull(strstr(msg, "mem_len"));
-  tu_remove(m);
-  g_free(m);
 }
 
 /* A model with an inf or NaN weight does not start: an element error that
  * names the tensor, not a stream of inf and null scores. */
-static void
-test_non_finite_model(void)
+TU_TEST("/txlmodel/non-finite-model", test_non_finite_model)
 {
   const float bad[] = { INFINITY, NAN };
   for (int k = 0; k < 2; k++) {
@@ -316,10 +285,9 @@ test_non_finite_model(void)
 
 /* A buffer that is not whole records, and an id outside the vocabulary:
  * element errors. */
-static void
-test_bad_input(void)
+TU_TEST("/txlmodel/bad-input", test_bad_input)
 {
-  char *m = el_write_byte_model(17);
+  g_autoptr(TuPath) m = el_write_byte_model(17);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
   g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("abc", 3)), ==,
                   GST_FLOW_ERROR);
@@ -330,25 +298,20 @@ test_bad_input(void)
   g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 3, 0)),
                   ==, GST_FLOW_ERROR);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* FLUSH_STOP and a new STREAM_START forget the memory: the same tokens
  * again give the same scores, the first one NaN again. */
-static void
-test_resets(void)
+TU_TEST("/txlmodel/resets", test_resets)
 {
-  char *m = el_write_byte_model(18);
-  int32_t ids[N];
-  gint64 lines[N];
-  guint32 flags[N];
-  make_ids(ids, lines, flags, N, 6);
-  GArray *want = direct_scores(m, NULL, 0, ids, N, NULL);
+  g_autoptr(TuPath) m = el_write_byte_model(18);
+  Input in;
+  make_input(&in, 6);
+  GArray *want = direct_scores(m, NULL, 0, in.ids, N, NULL);
   for (int mode = 0; mode < 3; mode++) {
     GstHarness *h = el_token_harness("txlmodel", m, "reset-on-stream-start",
                                      mode != 2, NULL);
-    gst_harness_push(h, el_token_buffer(ids, lines, flags, 40, 0));
+    gst_harness_push(h, el_token_buffer(in.ids, in.lines, in.flags, 40, 0));
     el_buffers_free(el_pull_all(h));
     if (mode == 0) {
       g_assert_true(gst_harness_push_event(h, gst_event_new_flush_start()));
@@ -360,12 +323,12 @@ test_resets(void)
     gst_segment_init(&seg, GST_FORMAT_TIME);
     gst_harness_push_event(h, gst_event_new_segment(&seg));
     el_buffers_free(el_pull_all(h));
-    gst_harness_push(h, el_token_buffer(ids, lines, flags, N, 0));
+    gst_harness_push(h, el_token_buffer(in.ids, in.lines, in.flags, N, 0));
     g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
     GList *bufs = el_pull_all(h);
     GArray *recs = el_score_records(bufs);
     if (mode < 2) {
-      assert_scores(recs, want, ids, lines, flags, N);
+      assert_scores(recs, want, &in);
     } else {
       /* memory carried over: the first token is predicted this time */
       g_assert_cmpuint(recs->len, ==, N);
@@ -378,14 +341,11 @@ test_resets(void)
     gst_harness_teardown(h);
   }
   g_array_unref(want);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_latency(void)
+TU_TEST("/txlmodel/latency", test_latency)
 {
-  char *m = el_write_byte_model(19);
+  g_autoptr(TuPath) m = el_write_byte_model(19);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
   gst_harness_set_upstream_latency(h, 20 * GST_MSECOND);
   GstQuery *q = gst_query_new_latency();
@@ -398,15 +358,12 @@ test_latency(void)
   g_assert_cmpuint(max, ==, GST_CLOCK_TIME_NONE);
   gst_query_unref(q);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* The text meta goes through, cut at the last scored token. */
-static void
-test_text(void)
+TU_TEST("/txlmodel/text", test_text)
 {
-  char *m = el_write_byte_model(20);
+  g_autoptr(TuPath) m = el_write_byte_model(20);
   const char *text = "ab\ncdefgh\nij";
   gsize n = strlen(text);
   GstHarness *h = el_token_harness("txlmodel", m, NULL);
@@ -439,14 +396,11 @@ test_text(void)
   g_string_free(got, TRUE);
   el_buffers_free(bufs);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_cache(void)
+TU_TEST("/txlmodel/cache", test_cache)
 {
-  char *m = el_write_byte_model(21);
+  g_autoptr(TuPath) m = el_write_byte_model(21);
   g_autoptr(GError) err = NULL;
   g_assert_cmpuint(txl_model_cache_size(), ==, 0);
   TxlModel *a = txl_model_cache_acquire(m, &err);
@@ -458,7 +412,7 @@ test_cache(void)
   g_assert_true(a == b);
   g_assert_cmpuint(txl_model_cache_size(), ==, 1);
   /* a file replaced on disk is a new model */
-  char *m2 = el_write_byte_model(22);
+  g_autoptr(TuPath) m2 = el_write_byte_model(22);
   g_assert_cmpint(g_rename(m2, m), ==, 0);
   TxlModel *c = txl_model_cache_acquire(m, &err);
   g_assert_no_error(err);
@@ -471,10 +425,6 @@ test_cache(void)
   g_assert_cmpuint(txl_model_cache_size(), ==, 0);
   g_assert_null(txl_model_cache_acquire("/nonexistent.gguf", &err));
   g_assert_error(err, TXL_ERROR, TXL_ERROR_IO);
-  tu_remove(m2);
-  tu_remove(m);
-  g_free(m2);
-  g_free(m);
 }
 
 /* Every line's scores ride on the buffers as a GstTxlLineMeta: one per
@@ -483,10 +433,9 @@ test_cache(void)
  * unterminated last line is closed at EOS. */
 #define NL 11
 
-static void
-test_line_meta(void)
+TU_TEST("/txlmodel/line-meta", test_line_meta)
 {
-  char *m = el_write_byte_model(61);
+  g_autoptr(TuPath) m = el_write_byte_model(61);
   GstHarness *h = el_token_harness("txlmodel", m, "segment", 4, NULL);
   const int32_t ids[NL] = { 'a', 'b', '\n', 'c', 'd', 'e', '\n', 'f', 'g', 'h', 'i' };
   const gint64 lines[NL] = { 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3 };
@@ -539,8 +488,6 @@ test_line_meta(void)
   g_array_unref(rec);
   el_buffers_free(bufs);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* max-latency: tokens that wait for their segment, with no line end and no
@@ -563,35 +510,13 @@ records_after_quiet(const char *m, guint64 max_latency)
   return n;
 }
 
-static void
-test_max_latency(void)
+TU_TEST("/txlmodel/max-latency", test_max_latency)
 {
-  char *m = el_write_byte_model(71);
+  g_autoptr(TuPath) m = el_write_byte_model(71);
   /* the first token's record goes out at once; the other four need their
    * segment (64 tokens) or the deadline */
   g_assert_cmpuint(records_after_quiet(m, 0), ==, 1);
   g_assert_cmpuint(records_after_quiet(m, 30 * GST_MSECOND), ==, 5);
-  tu_remove(m);
-  g_free(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txlmodel/exact", test_exact);
-  g_test_add_func("/txlmodel/settings", test_settings);
-  g_test_add_func("/txlmodel/flush-on-newline", test_flush_on_newline);
-  g_test_add_func("/txlmodel/caps-mismatch", test_caps_mismatch);
-  g_test_add_func("/txlmodel/bad-model", test_bad_model);
-  g_test_add_func("/txlmodel/non-finite-model", test_non_finite_model);
-  g_test_add_func("/txlmodel/bad-input", test_bad_input);
-  g_test_add_func("/txlmodel/resets", test_resets);
-  g_test_add_func("/txlmodel/latency", test_latency);
-  g_test_add_func("/txlmodel/text", test_text);
-  g_test_add_func("/txlmodel/cache", test_cache);
-  g_test_add_func("/txlmodel/line-meta", test_line_meta);
-  g_test_add_func("/txlmodel/max-latency", test_max_latency);
-  return g_test_run();
-}
+EL_TEST_MAIN()

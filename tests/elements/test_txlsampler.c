@@ -34,10 +34,9 @@ run(const char *model, const int32_t *ids, const gint64 *lines,
   return s;
 }
 
-static void
-test_matches_generator(void)
+TU_TEST("/txlsampler/matches-generator", test_matches_generator)
 {
-  char *m = el_write_byte_model(51);
+  g_autoptr(TuPath) m = el_write_byte_model(51);
   const int32_t ids[6] = { 'h', 'e', 'l', 'l', 'o', '\n' };
   int nb;
   GString *a = run(m, ids, NULL, NULL, 6, &nb, "max-tokens", 40, "seed",
@@ -49,8 +48,7 @@ test_matches_generator(void)
 
   /* the same through lib directly */
   g_autoptr(GError) err = NULL;
-  TxlModel *model = txl_model_load(m, &err);
-  g_assert_no_error(err);
+  TxlModel *model = tu_load(m);
   TxlSamplerOptions so = { 0.9f, 50, 1.0f, 9 };
   TxlGenerator *g = txl_generator_new(model, NULL, &so, &err);
   g_assert_true(txl_generator_feed(g, ids, 6, &err));
@@ -70,14 +68,11 @@ test_matches_generator(void)
   g_string_free(a, TRUE);
   g_string_free(b, TRUE);
   g_string_free(c, TRUE);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_per_line(void)
+TU_TEST("/txlsampler/per-line", test_per_line)
 {
-  char *m = el_write_byte_model(52);
+  g_autoptr(TuPath) m = el_write_byte_model(52);
   const int32_t ids[6] = { 'a', 'b', '\n', 'c', 'd', '\n' };
   const gint64 lines[6] = { 1, 1, 1, 2, 2, 2 };
   const guint32 flags[6] = { 0, 0, TXL_RECORD_LINE_END, 0, 0,
@@ -88,49 +83,38 @@ test_per_line(void)
   g_assert_cmpint(nb, ==, 2); /* one continuation per line, none at EOS */
   g_assert_cmpuint(s->len, ==, 14);
   g_string_free(s, TRUE);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_vocab_mismatch(void)
+TU_TEST("/txlsampler/vocab-mismatch", test_vocab_mismatch)
 {
-  char *m = el_write_byte_model(53);
-  char *w = el_write_word_model(53);
+  g_autoptr(TuPath) m = el_write_byte_model(53);
+  g_autoptr(TuPath) w = el_write_word_model(53);
   GstHarness *h = el_harness("txlsampler", m, NULL);
   gst_harness_set_src_caps(h, el_token_caps(w)); /* another vocabulary */
   const int32_t ids[2] = { 2, 3 };
   g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids, NULL, NULL, 2, 0)),
                   !=, GST_FLOW_OK);
   gst_harness_teardown(h);
-  tu_remove(m);
-  tu_remove(w);
-  g_free(m);
-  g_free(w);
 }
 
 /* A buffer that is not a whole number of token records is an error, not
  * a prompt silently cut short. */
-static void
-test_torn_record(void)
+TU_TEST("/txlsampler/torn-record", test_torn_record)
 {
-  char *m = el_write_byte_model(55);
+  g_autoptr(TuPath) m = el_write_byte_model(55);
   GstHarness *h = el_token_harness("txlsampler", m, NULL);
   const int32_t ids[2] = { 2, 3 };
   GstBuffer *b = el_token_buffer(ids, NULL, NULL, 2, 0);
   gst_buffer_resize(b, 0, TXL_TOKEN_RECORD_SIZE + 5);
   g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_ERROR);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* stop-at-eos: a word vocabulary's <eos> (id 0, decoded as a line end)
  * ends the continuation and is not written. */
-static void
-test_stop_at_eos(void)
+TU_TEST("/txlsampler/stop-at-eos", test_stop_at_eos)
 {
-  char *w = el_write_word_model(54);
+  g_autoptr(TuPath) w = el_write_word_model(54);
   g_autoptr(GError) err = NULL;
   TxlModel *m = txl_model_load(w, &err);
   g_assert_cmpint(txl_tokenizer_eos_id(txl_model_tokenizer(m)), ==, 0);
@@ -143,25 +127,10 @@ test_stop_at_eos(void)
     g_assert_null(memchr(s->str, '\n', s->len));
     g_string_free(s, TRUE);
   }
-  char *b = el_write_byte_model(54);
+  g_autoptr(TuPath) b = el_write_byte_model(54);
   m = txl_model_load(b, &err);
   g_assert_cmpint(txl_tokenizer_eos_id(txl_model_tokenizer(m)), ==, -1);
   txl_model_unref(m);
-  tu_remove(w);
-  tu_remove(b);
-  g_free(w);
-  g_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/txlsampler/matches-generator", test_matches_generator);
-  g_test_add_func("/txlsampler/per-line", test_per_line);
-  g_test_add_func("/txlsampler/vocab-mismatch", test_vocab_mismatch);
-  g_test_add_func("/txlsampler/stop-at-eos", test_stop_at_eos);
-  g_test_add_func("/txlsampler/torn-record", test_torn_record);
-  return g_test_run();
-}
+EL_TEST_MAIN()

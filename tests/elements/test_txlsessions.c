@@ -168,8 +168,7 @@ static void
 run_lib(const char *model_path, const char *text, const Cfg *cfg, Results *r)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = cfg->key;
   o.key_group = cfg->group;
@@ -242,21 +241,30 @@ sess_from_structure(const GstStructure *s)
   return x;
 }
 
+/* A txl-session message into the Results `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Results *r = data;
+  const GstStructure *st = gst_message_get_structure(msg);
+  if (gst_structure_has_name(st, "txl-session")) {
+    SessRes x = sess_from_structure(st);
+    g_array_append_val(r->sessions, x);
+  }
+}
+
 /* Runs the pipeline; the element's sessions from its bus messages, the
  * lines from txlsink's signal; the JSON output is returned (g_free). */
 static char *
 run_pipeline(const char *model, const char *input, const Cfg *cfg,
              Results *r)
 {
-  g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   g_autofree char *desc = g_strdup_printf(
       "filesrc location=\"%s\" blocksize=%d ! txltokenizer model=\"%s\" ! "
       "txlsessions name=s model=\"%s\" ! txlsink name=sink location=\"%s\" "
       "threshold=1000", input, cfg->blocksize, model, model, out);
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
+  GstElement *p = el_parse(desc);
   GstElement *s = gst_bin_get_by_name(GST_BIN(p), "s");
   g_object_set(s, "session-key", cfg->key, "session-key-group", cfg->group,
                "max-sessions", cfg->max_sessions, "session-idle-lines",
@@ -271,25 +279,10 @@ run_pipeline(const char *model, const char *input, const Cfg *cfg,
                    NULL);
   gst_object_unref(sink);
   n_session_signals = 0;
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, 0))) {
-    const GstStructure *st = gst_message_get_structure(msg);
-    if (gst_structure_has_name(st, "txl-session")) {
-      SessRes x = sess_from_structure(st);
-      g_array_append_val(r->sessions, x);
-    }
-    gst_message_unref(msg);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
-  gst_object_unref(p);
+  el_play(p, 0, on_message, r);
+  el_pipeline_free(p);
   char *json = NULL;
   g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
-  g_unlink(out);
-  g_rmdir(dir);
   return json;
 }
 
@@ -412,8 +405,7 @@ mid_threshold(const char *model, const char *text, const Cfg *cfg)
   return 0.5 * (lo + hi);
 }
 
-static void
-test_default(void)
+TU_TEST("/txlsessions/default", test_default)
 {
   Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MEAN, 4096, 0 };
@@ -424,21 +416,18 @@ test_default(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_evict_count(void)
+TU_TEST("/txlsessions/evict-count", test_evict_count)
 {
   Cfg c = { "blk_(-?[0-9]+)", 1, 3, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MAX_LINE, 64, 0 };
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_evict_memory(void)
+TU_TEST("/txlsessions/evict-memory", test_evict_memory)
 {
   /* a bound of about two and a half sessions at full memory */
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(byte_model, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(byte_model);
   TxlSessions *s = txl_sessions_new(m, NULL, NULL, NULL, NULL, &err);
   g_assert_no_error(err);
   guint64 one = txl_sessions_session_max_bytes(s);
@@ -449,8 +438,7 @@ test_evict_memory(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_idle_flush(void)
+TU_TEST("/txlsessions/idle-flush", test_idle_flush)
 {
   Cfg c = { "blk_-?[0-9]+", 0, 0, G_MAXUINT64, 9, TRUE,
             TXL_SESSION_SCORE_MAX_TOKEN, 100, 0 };
@@ -460,8 +448,7 @@ test_idle_flush(void)
   check_config(byte_model, log_bytes, &c);
 }
 
-static void
-test_word_model(void)
+TU_TEST("/txlsessions/word-model", test_word_model)
 {
   Cfg c = { "w2[0-9][0-9]", 0, 4, G_MAXUINT64, 0, FALSE,
             TXL_SESSION_SCORE_MEAN, 13, 0 };
@@ -470,8 +457,7 @@ test_word_model(void)
 }
 
 /* Bad settings fail the start with an element error that says why. */
-static void
-test_bad_settings(void)
+TU_TEST("/txlsessions/bad-settings", test_bad_settings)
 {
   struct {
     const char *prop;
@@ -494,8 +480,7 @@ test_bad_settings(void)
 
 /* pipelines/sessions.txt through gst-launch-1.0: every line and one
  * session line per session. */
-static void
-test_gst_launch(void)
+TU_TEST("/txlsessions/gst-launch", test_gst_launch)
 {
   g_autofree char *dir = g_dir_make_tmp("txl-sess-XXXXXX", NULL);
   g_autofree char *in = g_build_filename(dir, "in.log", NULL);
@@ -529,19 +514,11 @@ test_gst_launch(void)
 int
 main(int argc, char **argv)
 {
-  gst_init(&argc, &argv);
-  g_test_init(&argc, &argv, NULL);
+  el_test_init(&argc, &argv);
   byte_model = el_write_byte_model(7);
   word_model = el_write_word_model(8);
   log_bytes = make_log(1, 300, FALSE);
   log_words = make_log(2, 200, TRUE);
-  g_test_add_func("/txlsessions/default", test_default);
-  g_test_add_func("/txlsessions/evict-count", test_evict_count);
-  g_test_add_func("/txlsessions/evict-memory", test_evict_memory);
-  g_test_add_func("/txlsessions/idle-flush", test_idle_flush);
-  g_test_add_func("/txlsessions/word-model", test_word_model);
-  g_test_add_func("/txlsessions/bad-settings", test_bad_settings);
-  g_test_add_func("/txlsessions/gst-launch", test_gst_launch);
   int rc = g_test_run();
   g_free(log_bytes);
   g_free(log_words);

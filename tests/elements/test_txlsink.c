@@ -38,45 +38,42 @@ on_line_scored(GstElement *sink, const GstStructure *s, gpointer data)
     c->flagged_early += flag;
 }
 
+/* The score and anomaly messages of a run, counted in the Counts `data`. */
+static void
+on_message(GstMessage *msg, gpointer data)
+{
+  Counts *c = data;
+  const GstStructure *s = gst_message_get_structure(msg);
+  if (gst_structure_has_name(s, "txl-score")) {
+    GstClockTime rt;
+    g_assert_true(gst_structure_has_field(s, "bpb"));
+    g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+    c->scores++;
+  }
+  if (gst_structure_has_name(s, "txl-anomaly")) {
+    gint64 line;
+    double bpb, nll;
+    GstClockTime rt, st;
+    g_assert_true(gst_structure_get_int64(s, "line", &line));
+    g_assert_true(gst_structure_get_double(s, "bpb", &bpb));
+    g_assert_true(gst_structure_get_double(s, "nll", &nll));
+    g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
+    g_assert_true(gst_structure_get_clock_time(s, "stream-time", &st));
+    g_assert_true(gst_structure_has_field(s, "text"));
+    c->anomalies++;
+  }
+}
+
 static void
 run_pipeline(const char *desc, Counts *c)
 {
-  g_autoptr(GError) err = NULL;
-  GstElement *p = gst_parse_launch(desc, &err);
-  g_assert_no_error(err);
+  GstElement *p = el_parse(desc);
   GstElement *sink = gst_bin_get_by_name(GST_BIN(p), "sink");
   g_assert_nonnull(sink);
   g_signal_connect(sink, "line-scored", G_CALLBACK(on_line_scored), c);
-  GstBus *bus = gst_element_get_bus(p);
-  g_assert_cmpint(gst_element_set_state(p, GST_STATE_PLAYING), !=,
-                  GST_STATE_CHANGE_FAILURE);
-  GstMessage *msg;
-  while ((msg = el_next_message(bus, 0))) {
-    const GstStructure *s = gst_message_get_structure(msg);
-    if (gst_structure_has_name(s, "txl-score")) {
-      GstClockTime rt;
-      g_assert_true(gst_structure_has_field(s, "bpb"));
-      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
-      c->scores++;
-    }
-    if (gst_structure_has_name(s, "txl-anomaly")) {
-      gint64 line;
-      double bpb, nll;
-      GstClockTime rt, st;
-      g_assert_true(gst_structure_get_int64(s, "line", &line));
-      g_assert_true(gst_structure_get_double(s, "bpb", &bpb));
-      g_assert_true(gst_structure_get_double(s, "nll", &nll));
-      g_assert_true(gst_structure_get_clock_time(s, "running-time", &rt));
-      g_assert_true(gst_structure_get_clock_time(s, "stream-time", &st));
-      g_assert_true(gst_structure_has_field(s, "text"));
-      c->anomalies++;
-    }
-    gst_message_unref(msg);
-  }
-  gst_element_set_state(p, GST_STATE_NULL);
-  gst_object_unref(bus);
+  el_play(p, 0, on_message, c);
+  el_pipeline_free(p);
   gst_object_unref(sink);
-  gst_object_unref(p);
 }
 
 /* txlsink alone in a harness, score records in: it writes `out`, flags
@@ -221,8 +218,7 @@ check_file(const char *model, const char *input, gboolean text)
   g_remove(out);
 }
 
-static void
-test_matches_cli(void)
+TU_TEST("/txlsink/matches-cli", test_matches_cli)
 {
   g_autoptr(GError) err = NULL;
   for (int kind = 0; kind < 2; kind++) {
@@ -236,10 +232,9 @@ test_matches_cli(void)
   }
 }
 
-static void
-test_binary(void)
+TU_TEST("/txlsink/binary", test_binary)
 {
-  char *m = el_write_byte_model(32);
+  g_autoptr(TuPath) m = el_write_byte_model(32);
   g_autofree char *dir = g_path_get_dirname(m);
   GRand *r = g_rand_new_with_seed(9);
   guint8 junk[700];
@@ -250,13 +245,10 @@ test_binary(void)
                                     sizeof junk);
   check_file(m, in, TRUE);
   g_remove(in);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* The ready pipeline description, through gst-launch-1.0. */
-static void
-test_gst_launch(void)
+TU_TEST("/txlsink/gst-launch", test_gst_launch)
 {
   char *m = el_write_word_model(33);
   g_autofree char *dir = g_path_get_dirname(m);
@@ -278,12 +270,10 @@ test_gst_launch(void)
 
 /* Score records alone: lines close on their line-end flag, bytes are the
  * tokens' bytes, text is null. */
-static void
-test_records_only(void)
+TU_TEST("/txlsink/records-only", test_records_only)
 {
   g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   Counts c = { 0 };
   GstHarness *h = sink_harness(out, 2.0, &c);
   TxlScoreRecord recs[5] = {
@@ -316,12 +306,9 @@ test_records_only(void)
   g_assert_cmpfloat_with_epsilon(json_object_get_double_member(o, "anomaly"),
                                  4.0 / G_LN2 - 2.0, 1e-5);
   free_lines(l, n);
-  g_remove(out);
-  g_rmdir(dir);
 }
 
-static void
-test_bad_location(void)
+TU_TEST("/txlsink/bad-location", test_bad_location)
 {
   GstElement *sink = gst_element_factory_make("txlsink", NULL);
   g_object_set(sink, "location", "/nonexistent/dir/out.jsonl", NULL);
@@ -331,10 +318,9 @@ test_bad_location(void)
 
 /* threshold-mode mad and quantile: nothing is judged during the warm-up,
  * every line after it is; a median cut flags some lines but not all. */
-static void
-test_calibrated(void)
+TU_TEST("/txlsink/calibrated", test_calibrated)
 {
-  char *m = el_write_byte_model(41);
+  g_autoptr(TuPath) m = el_write_byte_model(41);
   g_autofree char *dir = g_path_get_dirname(m);
   GString *text = g_string_new(NULL);
   for (int i = 0; i < 120; i++)
@@ -380,18 +366,13 @@ test_calibrated(void)
   g_remove(out);
   g_remove(in);
   g_string_free(text, TRUE);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* GstHarness on txlsink alone: score records in, one JSON line per input
  * line out, with the totals of that line's records. */
-static void
-test_harness(void)
+TU_TEST("/txlsink/harness", test_harness)
 {
-  g_autoptr(GError) err = NULL;
-  g_autofree char *dir = g_dir_make_tmp("txl-sink-XXXXXX", &err);
-  g_autofree char *out = g_build_filename(dir, "out.jsonl", NULL);
+  g_autoptr(TuPath) out = tu_tmp_path("out.jsonl");
   Counts c = { 0 };
   GstHarness *h = sink_harness(out, 100.0, &c);
   /* line 1: 3 tokens (the first unscored), line 2: 2 tokens */
@@ -425,21 +406,6 @@ test_harness(void)
   g_assert_cmpfloat(fabs(json_object_get_double_member(o2, "nll") - 0.375), <, 1e-6);
   g_assert_false(json_object_get_boolean_member(o1, "flag"));
   free_lines(rows, n);
-  g_remove(out);
-  g_rmdir(dir);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txlsink/matches-cli", test_matches_cli);
-  g_test_add_func("/txlsink/binary", test_binary);
-  g_test_add_func("/txlsink/gst-launch", test_gst_launch);
-  g_test_add_func("/txlsink/records-only", test_records_only);
-  g_test_add_func("/txlsink/bad-location", test_bad_location);
-  g_test_add_func("/txlsink/calibrated", test_calibrated);
-  g_test_add_func("/txlsink/harness", test_harness);
-  return g_test_run();
-}
+EL_TEST_MAIN()

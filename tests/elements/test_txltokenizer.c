@@ -3,36 +3,30 @@
  * flagged, the input text carried in order, junk input, bad models. */
 #include "elements.h"
 
-typedef struct {
-  GArray *recs;
-} Direct;
-
+/* An encoder callback: token records into the GArray `recs`. */
 static void
-direct_token(int32_t id, gint64 line, gsize start, gsize end, gpointer data)
+direct_token(int32_t id, gint64 line, gsize start, gsize end, gpointer recs)
 {
-  Direct *d = data;
   TxlTokenRecord r = { 0 };
   r.id = id;
   r.line = line;
   r.byte_start = start;
   r.byte_len = (guint32)(end - start);
-  g_array_append_val(d->recs, r);
+  g_array_append_val((GArray *)recs, r);
 }
 
 /* What the library's encoder gives for the whole text at once. */
 static GArray *
 direct_tokens(const char *model, const char *text, gsize len)
 {
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model, &err);
-  g_assert_no_error(err);
-  Direct d = { g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord)) };
-  TxlEncoder *e = txl_encoder_new(txl_model_tokenizer(m), direct_token, &d);
+  TxlModel *m = tu_load(model);
+  GArray *recs = g_array_new(FALSE, FALSE, sizeof(TxlTokenRecord));
+  TxlEncoder *e = txl_encoder_new(txl_model_tokenizer(m), direct_token, recs);
   txl_encoder_push(e, text, len);
   txl_encoder_finish(e);
   txl_encoder_free(e);
   txl_model_unref(m);
-  return d.recs;
+  return recs;
 }
 
 /* Runs text through txltokenizer in pieces of `piece` bytes (0: whole). */
@@ -113,28 +107,21 @@ check_splits(const char *model)
   el_buffers_free(whole);
 }
 
-static void
-test_splits_bytes(void)
+TU_TEST("/txltokenizer/splits/bytes", test_splits_bytes)
 {
-  char *m = el_write_byte_model(1);
+  g_autoptr(TuPath) m = el_write_byte_model(1);
   check_splits(m);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_splits_words(void)
+TU_TEST("/txltokenizer/splits/words", test_splits_words)
 {
-  char *m = el_write_word_model(1);
+  g_autoptr(TuPath) m = el_write_word_model(1);
   check_splits(m);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_caps(void)
+TU_TEST("/txltokenizer/caps", test_caps)
 {
-  char *m = el_write_word_model(2);
+  g_autoptr(TuPath) m = el_write_word_model(2);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
   gst_harness_set_src_caps_str(h, "application/octet-stream");
   g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup("the cat\n", 8)),
@@ -146,12 +133,9 @@ test_caps(void)
   gst_caps_unref(want);
   gst_caps_unref(caps);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
-static void
-test_junk(void)
+TU_TEST("/txltokenizer/junk", test_junk)
 {
   GRand *r = g_rand_new_with_seed(7);
   guint8 junk[3000];
@@ -161,7 +145,7 @@ test_junk(void)
   junk[11] = '\n';
   g_rand_free(r);
   for (int kind = 0; kind < 2; kind++) {
-    char *m = kind ? el_write_word_model(3) : el_write_byte_model(3);
+    g_autoptr(TuPath) m = kind ? el_write_word_model(3) : el_write_byte_model(3);
     GArray *want = direct_tokens(m, (const char *)junk, sizeof junk);
     GList *bufs = tokenize(m, "application/octet-stream", (const char *)junk,
                            sizeof junk, 333);
@@ -177,17 +161,14 @@ test_junk(void)
     g_array_unref(got);
     g_array_unref(want);
     el_buffers_free(bufs);
-    tu_remove(m);
-    g_free(m);
   }
 }
 
 /* A new STREAM_START ends the old stream (its pending word comes out) and
  * the next stream counts lines and bytes from the start again. */
-static void
-test_stream_start(void)
+TU_TEST("/txltokenizer/stream-start", test_stream_start)
 {
-  char *m = el_write_word_model(4);
+  g_autoptr(TuPath) m = el_write_word_model(4);
   GstHarness *h = el_harness("txltokenizer", m, NULL);
   gst_harness_set_src_caps_str(h, "text/x-raw,format=utf8");
   gst_harness_push(h, gst_buffer_new_memdup("the cat\nsat", 11));
@@ -220,8 +201,6 @@ test_stream_start(void)
   el_buffers_free(flushed);
   el_buffers_free(second);
   gst_harness_teardown(h);
-  tu_remove(m);
-  g_free(m);
 }
 
 /* Missing, unset and corrupt model files: an element error, no crash. */
@@ -236,8 +215,7 @@ check_bad_model(const char *path, const char *needle)
     g_error("error '%s' does not mention '%s'", msg, needle);
 }
 
-static void
-test_bad_model(void)
+TU_TEST("/txltokenizer/bad-model", test_bad_model)
 {
   check_bad_model("/nonexistent/model.gguf", "/nonexistent/model.gguf");
   check_bad_model(NULL, "model");
@@ -247,7 +225,7 @@ test_bad_model(void)
   g_assert_true(g_file_set_contents(junk, "GGUF this is no model", -1, &err));
   check_bad_model(junk, "junk.gguf");
   /* a valid model cut in half */
-  char *m = el_write_byte_model(5);
+  g_autoptr(TuPath) m = el_write_byte_model(5);
   gchar *blob;
   gsize len;
   g_assert_true(g_file_get_contents(m, &blob, &len, &err));
@@ -259,20 +237,6 @@ test_bad_model(void)
   g_remove(cut);
   g_rmdir(dir);
   g_free(dir);
-  tu_remove(m);
-  g_free(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  gst_init(&argc, &argv);
-  g_test_add_func("/txltokenizer/splits/bytes", test_splits_bytes);
-  g_test_add_func("/txltokenizer/splits/words", test_splits_words);
-  g_test_add_func("/txltokenizer/caps", test_caps);
-  g_test_add_func("/txltokenizer/junk", test_junk);
-  g_test_add_func("/txltokenizer/stream-start", test_stream_start);
-  g_test_add_func("/txltokenizer/bad-model", test_bad_model);
-  return g_test_run();
-}
+EL_TEST_MAIN()

@@ -3,15 +3,19 @@
 detail only when it fails) and the tally that decides the exit status."""
 
 import os
+import random
+import shutil
 import subprocess
+import time
 
 results = []
 
 
 def check(name, cond, detail=''):
-    """cond, after printing its line (flushed: long tests show progress)."""
+    """cond, after printing its line (flushed: long tests show progress);
+    a failure's detail is cut to its last 1500 characters."""
     results.append(bool(cond))
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)),
+    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-1500:]),
           flush=True)
     return cond
 
@@ -23,12 +27,26 @@ def tally():
     return failed
 
 
+def finish(tmp):
+    """The end of a test: the tally, and tmp removed when every check
+    passed (kept to look at otherwise).  The exit status."""
+    failed = tally()
+    if not failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if failed else 0
+
+
+def write_text(path, text=''):
+    """Writes text (nothing: an empty file) to path; returns path."""
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
 def tiny_byte_model(txl, tmp, lines):
     """A one-layer byte model trained briefly on lines (a few seconds): a
     start for tests of learning on the stream.  Returns its path, checked."""
-    train = os.path.join(tmp, 'train.log')
-    with open(train, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+    train = write_text(os.path.join(tmp, 'train.log'), '\n'.join(lines) + '\n')
     model = os.path.join(tmp, 'm.gguf')
     p = subprocess.run([txl, 'train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
                         '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
@@ -36,3 +54,57 @@ def tiny_byte_model(txl, tmp, lines):
                         '--checkpoint-every', '0', train], capture_output=True, timeout=300)
     check('a small byte model to start from', p.returncode == 0, p.stderr)
     return model
+
+
+def sshd_lines(n, seed, sessions=0):
+    """n sshd-like log lines for the learning tests.  With sessions, each
+    carries sess=N: a few sessions at a time, interleaved, a new set every
+    60 lines."""
+    r = random.Random(seed)
+    out = []
+    for i in range(n):
+        sess = 'sess=%d ' % (r.randrange(sessions) + 10 * (i // 60)) if sessions else ''
+        out.append('Nov 25 10:%02d:%02d host sshd[%d]: %sAccepted publickey for %s from 10.0.%d.%d port %d ssh2'
+                   % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), sess, r.choice(['alice', 'bob', 'carol']),
+                      r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)))
+    return out
+
+
+def learn_input(txl, tmp, bug, sessions=0):
+    """Where the learning tests start, in tmp: tiny_byte_model trained on
+    200 sshd lines, and 300 others whose line 251 is `bug` (an anomaly),
+    also written to in.log.  Returns (model, the 300 lines as bytes, the
+    path of in.log)."""
+    model = tiny_byte_model(txl, tmp, sshd_lines(200, 1, sessions))
+    lines = sshd_lines(300, 2, sessions)
+    lines[250] = bug
+    data = ('\n'.join(lines) + '\n').encode()
+    src = os.path.join(tmp, 'in.log')
+    with open(src, 'wb') as f:
+        f.write(data)
+    return model, data, src
+
+
+def txld_port(p, portfile, logtext, timeout=15):
+    """The port that txld (process p) writes to portfile once it listens.
+    When it exits first, or takes longer than timeout seconds, it is killed
+    and RuntimeError carries the end of logtext()."""
+    deadline = time.time() + timeout
+    while not (os.path.exists(portfile) and open(portfile).read().strip()):
+        if time.time() > deadline or p.poll() is not None:
+            p.kill()
+            raise RuntimeError('txld did not start: ' + logtext()[-2000:])
+        time.sleep(0.02)
+    return int(open(portfile).read())
+
+
+def wait_for(cond, timeout=10, step=0.05):
+    """cond()'s first true value within timeout seconds (polled every step
+    seconds), or its value at the end."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()

@@ -16,6 +16,28 @@ def run(args, timeout=300):
     return p.returncode, p.stderr.decode() + p.stdout.decode()
 
 
+def through(src, blocksize, model, element, out, snap=None, sink=''):
+    """gst-launch-1.0 -q arguments for filesrc (src, in blocks of
+    blocksize) ! txltokenizer ! ELEMENT ! txlsink location=out SINK, element
+    and sink being their properties as text; with snap, the element's
+    snapshot-location."""
+    if snap:
+        element += ' snapshot-location=%s' % snap
+    return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=%d' % blocksize, '!',
+             'txltokenizer', 'model=' + model, '!'] + element.split() +
+            ['!', 'txlsink', 'location=' + out] + sink.split())
+
+
+def whole_run(tmp, data, launch, run=run):
+    """data written to tmp/all.txt and run through launch(src, whole) once,
+    uninterrupted: (src, whole, exit status, messages)."""
+    src, whole = os.path.join(tmp, 'all.txt'), os.path.join(tmp, 'whole.jsonl')
+    with open(src, 'wb') as f:
+        f.write(data)
+    rc, err = run(launch(src, whole))
+    return src, whole, rc, err
+
+
 def cut_and_resume(data, cut, launch, tmp, **second):
     """data[:cut] through launch(a, out, snap), which leaves a snapshot at its
     end, then data[cut:] through launch(b, out, snap, extra='hold-at-eos=false',

@@ -14,10 +14,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 
-from checks import check, tally
+from checks import check, tally, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -45,16 +44,6 @@ def get(url, timeout=5):
         return e.code, e.read().decode()
     except OSError as e:
         return 0, str(e)
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    return cond()
 
 
 class Hook(http.server.BaseHTTPRequestHandler):
@@ -141,9 +130,9 @@ def run(tmp, am_bin, prom_bin, procs):
     def metrics():
         return get(txld + '/metrics')[1]
 
-    def value(name):
+    def value(name, pipeline='shop'):
         for l in metrics().splitlines():
-            if l.startswith(name + '{pipeline="shop"}'):
+            if l.startswith(name + '{pipeline="%s"}' % pipeline):
                 return float(l.rsplit(' ', 1)[1])
         return None
     wait_for(lambda: value('txld_pipeline_ends_total') == 1, 60)
@@ -170,10 +159,7 @@ def run(tmp, am_bin, prom_bin, procs):
         c.close()
 
     def live(name):
-        for l in metrics().splitlines():
-            if l.startswith(name + '{pipeline="live"}'):
-                return float(l.rsplit(' ', 1)[1])
-        return None
+        return value(name, 'live')
     wait_for(lambda: live('txld_pipeline_line_latency_seconds_count') == 10, 30)
     check('latency histogram: every live line, each scored within seconds',
           live('txld_pipeline_line_latency_seconds_count') == 10 and

@@ -30,14 +30,9 @@ def expect_fail(name, args, stdin, code, needle):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-cli-')
-    words = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
-    cfg = hf_checkpoint.make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32,
-                                    n_head=4, d_head=8, d_inner=64, n_layer=2,
-                                    mem_len=8, tgt_len=4, same_length=False)
+    words = hf_checkpoint.SMALL_WORDS
     word_dir = os.path.join(tmp, 'word')
-    hf_checkpoint.make_checkpoint(word_dir, cfg, seed=5)
-    with open(os.path.join(word_dir, 'vocab.txt'), 'w') as f:
-        f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
+    cfg = hf_checkpoint.make_word_checkpoint(word_dir, 5)
     wm = os.path.join(tmp, 'word.gguf')
     rc, _, err = run(['convert', '--hf', word_dir, '-o', wm])
     check('convert word model', rc == 0, err)

@@ -16,6 +16,8 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+from checks import check, tally, write_text
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TXL = os.environ.get('TXL_BIN', os.path.join(HERE, '..', '..', 'build', 'tools', 'txl'))
 LOGGEN = os.path.join(HERE, '..', '..', 'tools', 'loggen.py')
@@ -24,12 +26,6 @@ TINY = ['--layers', '1', '--d-model', '64', '--heads', '2', '--d-head', '32',
         '--batch', '8', '--steps', '300', '--lr', '3e-3']
 # the labelled recipe: train and validate on the normal sessions alone
 NO = ['--normal-only']
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(cond)
-    print(('PASS ' if cond else 'FAIL ') + name + ('' if cond else '  ' + str(detail)[-1500:]))
 
 
 def run(args, timeout=240):
@@ -338,11 +334,8 @@ def main():
               'session_key' not in cal3 and cal3['line_threshold_bpb'] > 0, cal3)
 
         # bad input: clear errors, non-zero exit
-        empty = os.path.join(tmp, 'empty.log')
-        open(empty, 'w').close()
-        badlab = os.path.join(tmp, 'bad.csv')
-        with open(badlab, 'w') as f:
-            f.write('k,Normal\nS1,maybe\n')
+        empty = write_text(os.path.join(tmp, 'empty.log'))
+        badlab = write_text(os.path.join(tmp, 'bad.csv'), 'k,Normal\nS1,maybe\n')
         o = os.path.join(tmp, 'bad')
         cases = [
             ('missing labels file', [log, '--labels', os.path.join(tmp, 'nope.csv'), '-o', o], 'nope.csv'),
@@ -369,5 +362,4 @@ def main():
 
 if __name__ == '__main__':
     main()
-    print('%d/%d passed' % (sum(results), len(results)))
-    sys.exit(0 if all(results) else 1)
+    sys.exit(1 if tally() else 0)

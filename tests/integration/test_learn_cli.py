@@ -9,11 +9,10 @@ snapshot is continued only the way it was written (with or without
 --learn)."""
 import json
 import os
-import random
 import subprocess
 import tempfile
 
-from checks import check, tally
+from checks import check, sshd_lines, tally, tiny_byte_model
 
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
 
@@ -23,31 +22,14 @@ def run(args, stdin=None):
     return p.returncode, p.stdout, p.stderr.decode()
 
 
-def log_lines(n, seed):
-    r = random.Random(seed)
-    out = []
-    for i in range(n):
-        out.append('Nov 25 10:%02d:%02d host sshd[%d]: Accepted publickey for %s from 10.0.%d.%d port %d ssh2'
-                   % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), r.choice(['alice', 'bob', 'carol']),
-                      r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)))
-    return out
-
-
 def records(out):
     return [json.loads(l) for l in out.decode().splitlines()]
 
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-learn-')
-    train = os.path.join(tmp, 'train.log')
-    with open(train, 'w') as f:
-        f.write('\n'.join(log_lines(200, 1)) + '\n')
-    model = os.path.join(tmp, 'm.gguf')
-    rc, _, err = run(['train', '-o', model, '--tokenizer', 'byte', '--layers', '1', '--d-model', '32',
-                      '--heads', '2', '--d-head', '16', '--d-inner', '64', '--mem-len', '32', '--segment', '32',
-                      '--batch', '4', '--steps', '40', '--lr', '3e-3', '--eval-every', '0', '--checkpoint-every', '0', train])
-    check('a small byte model to start from', rc == 0, err)
-    lines = log_lines(300, 2)
+    model = tiny_byte_model(TXL, tmp, sshd_lines(200, 1))
+    lines = sshd_lines(300, 2)
     lines[250] = 'kernel: BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
     text = ('\n'.join(lines) + '\n').encode()
     args = ['score', '-m', model, '--learn', '--learn-warmup', '150']
@@ -81,7 +63,7 @@ def main():
     adapted = os.path.join(tmp, 'adapted.gguf')
     rc, _, err = run(args + ['--learn-model', adapted], text)
     check('--learn-model writes the adapted model', rc == 0 and os.path.exists(adapted), err)
-    later = ('\n'.join(log_lines(300, 3)[100:]) + '\n').encode()
+    later = ('\n'.join(sshd_lines(300, 3)[100:]) + '\n').encode()
     rc_a, out_a, _ = run(['score', '-m', adapted], later)
     rc_b, out_b, _ = run(['score', '-m', model], later)
     if rc_a == rc_b == 0:

@@ -10,8 +10,6 @@ rounds on /metrics, and a learning pipeline stopped under txld and started by
 a new txld continues from its snapshot byte for byte."""
 import json
 import os
-import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,14 +24,7 @@ TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld'
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
 WARMUP = 150
 sys.path.insert(0, HERE)
-from checks import check, tally, tiny_byte_model  # noqa: E402
-
-
-def log_lines(n, seed):
-    r = random.Random(seed)
-    return ['Nov 25 10:%02d:%02d host sshd[%d]: Accepted publickey for %s from 10.0.%d.%d port %d ssh2'
-            % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), r.choice(['alice', 'bob', 'carol']),
-               r.randrange(4), r.randrange(256), 40000 + r.randrange(20000)) for i in range(n)]
+from checks import check, finish, learn_input  # noqa: E402
 
 
 def launch(model, src, out, extra=''):
@@ -132,12 +123,8 @@ def txld_restart(tmp, model, data, cut, ref):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-learnpipe-')
-    model = tiny_byte_model(TXL, tmp, log_lines(200, 1))
-    lines = log_lines(300, 2)
-    lines[250] = 'kernel: BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
-    data = ('\n'.join(lines) + '\n').encode()
-    src = os.path.join(tmp, 'in.log')
-    open(src, 'wb').write(data)
+    model, data, src = learn_input(TXL, tmp, 'kernel: BUG: unable to handle page fault at ffff8880deadbeef '
+                                   + 'x' * 40)
     whole = os.path.join(tmp, 'whole.jsonl')
     adapted = os.path.join(tmp, 'adapted.gguf')
     rc, out, err = run(launch(model, src, whole, 'learn-model=' + adapted))
@@ -198,10 +185,7 @@ def main():
               'weights, byte for byte', ok, detail)
     else:
         print('SKIP txld: not built')
-    failed = tally()
-    if not failed:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
+    return finish(tmp)
 
 
 if __name__ == '__main__':

@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, '..', 'reference'))
 import hf_checkpoint  # noqa: E402
+from checks import check, tally  # noqa: E402
 from safetensors_io import read_safetensors, write_safetensors  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -39,12 +40,6 @@ if not os.path.exists(TXLD):
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 THRESHOLD = 2.5
-results = []
-
-
-def check(name, cond, detail=''):
-    results.append(bool(cond))
-    print('%s %s %s' % ('ok  ' if cond else 'FAIL', name, '' if cond else str(detail)[:600]))
 
 
 def no_constant(name):
@@ -97,19 +92,31 @@ def padded_log(tmp):
     return path, list(range(len(normal) + 1, len(lines) + 1))
 
 
+def check_flagged(what, rc, err, text, anomalous, names, keys, lines_only=False):
+    """One way of scoring the padded log: it ran and wrote strict JSON, a
+    row per line (lines_only: leaving out session rows), and flagged every
+    anomalous line (detail: those keys of its row).  The rows, and the
+    rows by line."""
+    rows, bad = strict_rows(text)
+    if lines_only:
+        rows = [r for r in rows if 'line' in r and 'session' not in r]
+    check(what + ': runs, strict JSON', rc == 0 and not bad and len(rows) == anomalous[-1],
+          (rc, err, bad[:2], len(rows)))
+    by = {r['line']: r for r in rows}
+    for n, ln in zip(names, anomalous):
+        r = by.get(ln, {})
+        check('%s: anomalous line %s flagged' % (what, n), r.get('flag') is True,
+              {k: r.get(k) for k in keys})
+    return rows, by
+
+
 def check_padding(tmp):
     log, anomalous = padded_log(tmp)
     names = ['alone', '+5,000 digits', '+5,000 spaces', '+1,000 x " KILL"']
 
     rc, out, err = run([TXL, 'score', '-m', MODEL, '--flag-bpb', str(THRESHOLD), log])
-    rows, bad = strict_rows(out)
-    check('txl score: runs, strict JSON', rc == 0 and not bad and len(rows) == anomalous[-1],
-          (rc, err, bad[:2]))
-    by = {r['line']: r for r in rows}
-    for n, ln in zip(names, anomalous):
-        r = by.get(ln, {})
-        check('txl score: anomalous line %s flagged' % n, r.get('flag') is True,
-              {k: r.get(k) for k in ('bytes', 'norm_bytes', 'tokens', 'bpb', 'worst')})
+    rows, by = check_flagged('txl score', rc, err, out, anomalous, names,
+                             ('bytes', 'norm_bytes', 'tokens', 'bpb', 'worst'))
     check('txl score: no normal line flagged',
           not [r['line'] for r in rows if r['flag'] and r['line'] not in anomalous],
           [r['line'] for r in rows if r['flag']])
@@ -122,13 +129,7 @@ def check_padding(tmp):
     rc, text, err = gst(['filesrc', 'location=' + log, '!', 'txltokenizer', 'model=' + MODEL,
                          '!', 'txlmodel', 'model=' + MODEL, '!', 'txlsink',
                          'threshold=%g' % THRESHOLD, 'location=' + out], out)
-    rows, bad = strict_rows(text)
-    check('txlmodel ! txlsink: runs, strict JSON', rc == 0 and not bad and len(rows) == anomalous[-1],
-          (rc, err, bad[:2]))
-    by = {r['line']: r for r in rows}
-    for n, ln in zip(names, anomalous):
-        r = by.get(ln, {})
-        check('txlmodel ! txlsink: anomalous line %s flagged' % n, r.get('flag') is True, r.get('worst'))
+    _, by = check_flagged('txlmodel ! txlsink', rc, err, text, anomalous, names, ('worst',))
     def same(a, b):
         return a is not None and b is not None and abs(a - b) <= 1e-5 * max(1, b)
     check('txlmodel ! txlsink: the scores of txl score',
@@ -141,34 +142,21 @@ def check_padding(tmp):
                          '!', 'txlsessions', 'model=' + MODEL,
                          'session-key=(web|store|edge|db|api)-[0-9]+', '!', 'txlsink',
                          'threshold=%g' % THRESHOLD, 'location=' + out], out)
-    rows, bad = strict_rows(text)
-    lines = [r for r in rows if 'line' in r and 'session' not in r]
-    check('txlsessions ! txlsink: runs, strict JSON', rc == 0 and not bad and len(lines) == anomalous[-1],
-          (rc, err, bad[:2], len(lines)))
-    by = {r['line']: r for r in lines}
-    for n, ln in zip(names, anomalous):
-        r = by.get(ln, {})
-        check('txlsessions ! txlsink: anomalous line %s flagged' % n, r.get('flag') is True,
-              (r.get('bpb'), r.get('worst')))
+    check_flagged('txlsessions ! txlsink', rc, err, text, anomalous, names, ('bpb', 'worst'),
+                  lines_only=True)
 
 
 def overflow_model(tmp):
     """A word model whose output bias is +3e38 for one word and -3e38 for
     every other id: finite weights whose log-softmax overflows to -inf."""
-    words = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
-    cfg = hf_checkpoint.make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32,
-                                    n_head=4, d_head=8, d_inner=64, n_layer=2,
-                                    mem_len=8, tgt_len=4, same_length=False)
     d = os.path.join(tmp, 'overflow')
-    hf_checkpoint.make_checkpoint(d, cfg, seed=5)
+    cfg = hf_checkpoint.make_word_checkpoint(d, 5)
     st = os.path.join(d, 'model.safetensors')
     w = read_safetensors(st)
     bias = np.full(cfg['vocab_size'], -3e38, dtype=np.float32)
     bias[2] = 3e38
     w['crit.out_layers.0.bias'] = bias
     write_safetensors(st, w, metadata={'format': 'pt'})
-    with open(os.path.join(d, 'vocab.txt'), 'w') as f:
-        f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
     model = os.path.join(tmp, 'overflow.gguf')
     rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
     check('overflow model converts (its weights are finite)', rc == 0, err)
@@ -280,8 +268,7 @@ def main():
     check_padding(tmp)
     check_nonfinite(tmp)
     check_old_snapshot()
-    print('%d/%d passed' % (sum(results), len(results)))
-    return 0 if all(results) else 1
+    return 1 if tally() else 0
 
 
 if __name__ == '__main__':

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from checks import check, tally
-from gstlaunch import cut_and_resume, run
+from gstlaunch import cut_and_resume, run, through, whole_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
@@ -23,12 +23,8 @@ ODD = (62, 75, 91)
 
 
 def launch(src, out, snap=None, extra=''):
-    el = 'txlsessions model=%s session-idle-lines=12 %s' % (MODEL, extra)
-    if snap:
-        el += ' snapshot-location=%s' % snap
-    return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=509', '!',
-             'txltokenizer', 'model=' + MODEL, '!'] + el.split() +
-            ['!', 'txlsink', 'location=' + out])
+    return through(src, 509, MODEL, 'txlsessions model=%s session-idle-lines=12 %s' % (MODEL, extra),
+                   out, snap)
 
 
 def log_text():
@@ -81,10 +77,7 @@ def rule(prev):
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sessrule-')
     data = log_text()
-    src = os.path.join(tmp, 'all.txt')
-    open(src, 'wb').write(data)
-    whole = os.path.join(tmp, 'whole.jsonl')
-    rc, err = run(launch(src, whole))
+    src, whole, rc, err = whole_run(tmp, data, launch)
     check('txlsessions runs without a threshold', rc == 0, err[-500:])
     if rc != 0:
         return 1 if tally() else 0

@@ -10,35 +10,20 @@ adapted model file loads, and a snapshot is continued only the way it was
 written (learning or not)."""
 import json
 import os
-import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from checks import check, tally, tiny_byte_model  # noqa: E402
+from checks import check, finish, learn_input  # noqa: E402
 from gstlaunch import ENV, cut_and_resume, run  # noqa: E402
 
 ROOT = os.path.join(HERE, '..', '..')
 TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
 WARMUP = 150
 KEY = 'sess=[0-9]+'
-
-
-def log_lines(n, seed, sessions=6):
-    """n sshd-like lines of a few sessions at a time, interleaved."""
-    r = random.Random(seed)
-    out = []
-    for i in range(n):
-        s = r.randrange(sessions) + 10 * (i // 60)
-        out.append('Nov 25 10:%02d:%02d host sshd[%d]: sess=%d Accepted publickey for %s from 10.0.%d.%d '
-                   'port %d ssh2' % (i // 60 % 60, i % 60, 1000 + r.randrange(9000), s,
-                                     r.choice(['alice', 'bob', 'carol']), r.randrange(4),
-                                     r.randrange(256), 40000 + r.randrange(20000)))
-    return out
 
 
 def element(model, learn=True, extra=''):
@@ -83,12 +68,8 @@ def rounds_after(model, src):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sesslearn-')
-    model = tiny_byte_model(TXL, tmp, log_lines(200, 1))
-    lines = log_lines(300, 2)
-    lines[250] = 'kernel: sess=3 BUG: unable to handle page fault at ffff8880deadbeef ' + 'x' * 40
-    data = ('\n'.join(lines) + '\n').encode()
-    src = os.path.join(tmp, 'in.log')
-    open(src, 'wb').write(data)
+    model, data, src = learn_input(TXL, tmp, 'kernel: sess=3 BUG: unable to handle page fault at ffff8880deadbeef '
+                                   + 'x' * 40, sessions=6)
     whole = os.path.join(tmp, 'whole.jsonl')
     adapted = os.path.join(tmp, 'adapted.gguf')
 
@@ -150,10 +131,7 @@ def main():
     rc, err = run(launch(model, b, out, 'snapshot-location=' + snap))
     check('a snapshot without learning is refused with learn=true', rc != 0 and 'without learning' in err,
           err[-600:])
-    failed = tally()
-    if not failed:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 1 if failed else 0
+    return finish(tmp)
 
 
 if __name__ == '__main__':

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 from checks import check, tally
-from gstlaunch import cut_and_resume, run
+from gstlaunch import cut_and_resume, run, through, whole_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
@@ -24,12 +24,7 @@ SESS = ('txlsessions model=%s segment=24 max-sessions=5 session-end-marker=true 
 
 
 def launch(src, out, snap=None, extra='', element=SESS):
-    el = element + ' ' + extra
-    if snap:
-        el += ' snapshot-location=%s' % snap
-    return (['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=613', '!',
-             'txltokenizer', 'model=' + MODEL, '!'] + el.split() +
-            ['!', 'txlsink', 'location=' + out])
+    return through(src, 613, MODEL, element + ' ' + extra, out, snap)
 
 
 def log_text():
@@ -62,10 +57,7 @@ def log_text():
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sesssnap-')
     data = log_text()
-    src = os.path.join(tmp, 'all.txt')
-    open(src, 'wb').write(data)
-    whole = os.path.join(tmp, 'whole.jsonl')
-    rc, err = run(launch(src, whole))
+    src, whole, rc, err = whole_run(tmp, data, launch)
     ref = open(whole, 'rb').read()
     n_sess = ref.count(b'"session"')
     check('uninterrupted run', rc == 0 and ref.count(b'\n') > 171 and n_sess > 10,

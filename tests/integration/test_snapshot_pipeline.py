@@ -16,7 +16,7 @@ import tempfile
 import time
 
 from checks import check, tally
-from gstlaunch import cut_and_resume
+from gstlaunch import cut_and_resume, through, whole_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -30,12 +30,8 @@ ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS)
 
 
 def launch(src, out, snap=None, extra='', append=False, sink='threshold-mode=mad window=50 warmup=10'):
-    model = 'txlmodel model=%s segment=32 %s' % (MODEL, extra)
-    if snap:
-        model += ' snapshot-location=%s' % snap
-    return ['gst-launch-1.0', '-q', 'filesrc', 'location=' + src, 'blocksize=997', '!',
-            'txltokenizer', 'model=' + MODEL, '!'] + model.split() + [
-            '!', 'txlsink', 'location=' + out] + sink.split() + (['append=true'] if append else [])
+    return through(src, 997, MODEL, 'txlmodel model=%s segment=32 %s' % (MODEL, extra), out, snap,
+                   sink + (' append=true' if append else ''))
 
 
 def run(args):
@@ -66,10 +62,7 @@ def file_id(path):
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-snappipe-')
     data = text()
-    src = os.path.join(tmp, 'all.txt')
-    open(src, 'wb').write(data)
-    whole = os.path.join(tmp, 'whole.jsonl')
-    rc, err = run(launch(src, whole))
+    src, whole, rc, err = whole_run(tmp, data, launch, run)
     ref = open(whole, 'rb').read()
     check('uninterrupted run', rc == 0 and ref.count(b'\n') == 261, err[-300:])
     inside = [i for i, b in enumerate(data) if 0x80 <= b < 0xC0]

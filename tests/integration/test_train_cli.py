@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 
-from checks import check, tally
+from checks import check, tally, write_text
 
 TXL = os.environ.get('TXL_BIN', os.path.join(os.path.dirname(__file__), '..', '..', 'build', 'tools', 'txl'))
 SMALL = ['--layers', '2', '--d-model', '32', '--heads', '2', '--d-head', '16',
@@ -109,11 +109,8 @@ def main():
           err3[-300:])
 
     # refusals
-    empty = os.path.join(tmp, 'empty.txt')
-    open(empty, 'w').close()
-    tiny = os.path.join(tmp, 'tiny.txt')
-    with open(tiny, 'w') as f:
-        f.write('hello\nworld\n')
+    empty = write_text(os.path.join(tmp, 'empty.txt'))
+    tiny = write_text(os.path.join(tmp, 'tiny.txt'), 'hello\nworld\n')
     out = os.path.join(tmp, 'x.gguf')
     cases = [
         ('empty data', ['train', '-o', out] + SMALL + [empty], 'empty'),

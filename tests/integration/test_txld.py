@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.request
 
-from checks import check, results
+from checks import check, results, txld_port, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -109,12 +109,7 @@ class Daemon:
                                    '--port', '0', '--port-file', portfile],
                                   stdout=open(self.log, 'ab'), stderr=subprocess.STDOUT,
                                   env=env)
-        deadline = time.time() + 15
-        while not (os.path.exists(portfile) and open(portfile).read().strip()):
-            if time.time() > deadline or self.p.poll() is not None:
-                raise RuntimeError('txld did not start: ' + self.logtext()[-2000:])
-            time.sleep(0.02)
-        self.port = int(open(portfile).read())
+        self.port = txld_port(self.p, portfile, self.logtext)
 
     def logtext(self):
         return open(self.log, errors='replace').read()
@@ -190,16 +185,6 @@ def wait_rows(path, n, timeout=30, read=rows):
             return r
         time.sleep(0.05)
     return read(path)
-
-
-def wait_for(cond, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    return cond()
 
 
 def scores(rs):

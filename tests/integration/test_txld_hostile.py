@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 
-from checks import check, results
+from checks import check, results, txld_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -59,13 +59,7 @@ class Daemon:
              '--port', '0', '--port-file', portfile] + list(args),
             stdout=open(self.log, 'ab'), stderr=subprocess.STDOUT, env=env,
             preexec_fn=limit)
-        deadline = time.time() + 15
-        while not (os.path.exists(portfile) and open(portfile).read().strip()):
-            if time.time() > deadline or self.p.poll() is not None:
-                self.p.kill()
-                raise RuntimeError('txld did not start: ' + self.logtext()[-2000:])
-            time.sleep(0.02)
-        self.port = int(open(portfile).read())
+        self.port = txld_port(self.p, portfile, self.logtext)
 
     def logtext(self):
         return open(self.log, errors='replace').read()

@@ -4,8 +4,10 @@
 make_config(**overrides) -> dict with HF config.json keys
 make_checkpoint(dir, config, seed, store_tied='emb'|'out'|'both', vocab=False)
     writes dir/config.json and dir/model.safetensors (and dir/vocab.txt when
-    asked) and returns the full weight dict (every name, tied copies too) as
-    numpy float32 arrays.
+    asked: vocab True or a list of words) and returns the full weight dict
+    (every name, tied copies too) as numpy float32 arrays.
+make_word_checkpoint(dir, seed, words=SMALL_WORDS) -> config
+    a small two-layer checkpoint of a word vocabulary, vocab.txt included.
 
 Tensor names and shapes follow HF's TransfoXLLMHeadModel:
     transformer.word_emb.emb_layers.{k}.weight   (n_k, d_k)   [div_val 1: one table (n_token, d_embed)]
@@ -211,7 +213,21 @@ def make_checkpoint(path, config, seed=0, store_tied='emb', vocab=False):
     with open(os.path.join(path, 'config.json'), 'w') as f:
         json.dump(config, f, indent=2, sort_keys=True)
     if vocab:
+        # vocab: True (w2, w3, ...) or the words after <eos> and <unk>
+        words = list(vocab) if isinstance(vocab, (list, tuple)) else \
+            ['w%d' % i for i in range(2, config['vocab_size'])]
         with open(os.path.join(path, 'vocab.txt'), 'w') as f:
-            syms = ['<eos>', '<unk>'] + ['w%d' % i for i in range(2, config['vocab_size'])]
-            f.write('\n'.join(syms) + '\n')
+            f.write('\n'.join(['<eos>', '<unk>'] + words) + '\n')
     return W
+
+
+SMALL_WORDS = ['the', 'cat', 'sat', 'on', 'mat', 'a', 'dog', 'ran']
+
+
+def make_word_checkpoint(path, seed, words=SMALL_WORDS):
+    """A small two-layer checkpoint of a word vocabulary (<eos>, <unk>, then
+    words) in path, vocab.txt included: its config."""
+    cfg = make_config(vocab_size=len(words) + 2, d_model=32, d_embed=32, n_head=4, d_head=8,
+                      d_inner=64, n_layer=2, mem_len=8, tgt_len=4, same_length=False)
+    make_checkpoint(path, cfg, seed=seed, vocab=words)
+    return cfg

@@ -26,6 +26,14 @@ assert_error(const GError *err, int code, const char *needle,
   }
 }
 
+/* As assert_error for a format error, then clears *err for the next. */
+static inline void
+format_error_clear(GError **err, const char *needle, const char *needle2)
+{
+  assert_error(*err, TXL_ERROR_FORMAT, needle, needle2);
+  g_clear_error(err);
+}
+
 /* Parses bytes that must be refused. */
 static inline void
 expect_refused(const GByteArray *b, int code, const char *needle,
@@ -163,6 +171,27 @@ one_tensor_file(const char *name, uint32_t n_dims, const uint64_t *ne,
 {
   GByteArray *b = new_file(1, 0);
   tinfo(b, name, n_dims, ne, type, offset);
+  pad_to(b, 32);
+  put_zeros(b, data);
+  return b;
+}
+
+/* A one-dimensional tensor's info, for tensors_file. */
+typedef struct {
+  const char *name;
+  const uint64_t *ne;
+  uint32_t type;
+  uint64_t offset;
+} TensorInfo;
+
+/* A file of n one-dimensional tensors and no keys: their infos, the data
+ * section aligned to 32, then `data` bytes of zeros. */
+static inline GByteArray *
+tensors_file(const TensorInfo *t, gsize n, gsize data)
+{
+  GByteArray *b = new_file(n, 0);
+  for (gsize i = 0; i < n; i++)
+    tinfo(b, t[i].name, 1, t[i].ne, t[i].type, t[i].offset);
   pad_to(b, 32);
   put_zeros(b, data);
   return b;

@@ -24,8 +24,7 @@ main(int argc, char **argv)
     path = made = tu_write_model(&c, 7, NULL);
   }
   GError *err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(path);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "k[0-9]+";
   o.max_bytes = 0;

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include "tu_test.h"
 
 /* score, then add: what a caller that never flags would do */
 static gboolean
@@ -30,8 +31,7 @@ cmp(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static void
-test_quantile_matches_sort(void)
+TU_TEST("/baseline/quantile-matches-sort", test_quantile_matches_sort)
 {
   GRand *r = g_rand_new_with_seed(1);
   for (int trial = 0; trial < 200; trial++) {
@@ -60,8 +60,7 @@ test_quantile_matches_sort(void)
   g_rand_free(r);
 }
 
-static void
-test_mad_normal_and_robust(void)
+TU_TEST("/baseline/mad-normal-and-robust", test_mad_normal_and_robust)
 {
   GRand *r = g_rand_new_with_seed(2);
   g_autoptr(GError) err = NULL;
@@ -83,8 +82,7 @@ test_mad_normal_and_robust(void)
   g_rand_free(r);
 }
 
-static void
-test_window_follows_and_nonfinite(void)
+TU_TEST("/baseline/window-follows", test_window_follows_and_nonfinite)
 {
   g_autoptr(GError) err = NULL;
   TxlBaseline *b = txl_baseline_new(TXL_BASELINE_QUANTILE, 100, 10, 0.5, &err);
@@ -116,8 +114,7 @@ test_window_follows_and_nonfinite(void)
   txl_baseline_free(b);
 }
 
-static void
-test_bad_parameters(void)
+TU_TEST("/baseline/bad-parameters", test_bad_parameters)
 {
   g_autoptr(GError) err = NULL;
   g_assert_null(txl_baseline_new(TXL_BASELINE_MAD, 1, 1, 0, &err));
@@ -132,8 +129,7 @@ test_bad_parameters(void)
 /* The label-free rule (txl_baseline_judge): warm-up, few false alarms on
  * skewed two-mode scores, anomalies flagged without lifting the bar, a
  * lasting change absorbed. */
-static void
-test_stream_rule(void)
+TU_TEST("/baseline/stream-rule", test_stream_rule)
 {
   TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                     TXL_STREAM_RULE_WARMUP, 0, NULL);
@@ -186,14 +182,4 @@ test_stream_rule(void)
   txl_baseline_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/baseline/quantile-matches-sort", test_quantile_matches_sort);
-  g_test_add_func("/baseline/mad-normal-and-robust", test_mad_normal_and_robust);
-  g_test_add_func("/baseline/window-follows", test_window_follows_and_nonfinite);
-  g_test_add_func("/baseline/bad-parameters", test_bad_parameters);
-  g_test_add_func("/baseline/stream-rule", test_stream_rule);
-  return g_test_run();
-}
+TU_MAIN()

@@ -4,9 +4,9 @@
 #include "batcher.h"
 
 #include <string.h>
+#include "tu_test.h"
 
-static void
-test_streams(void)
+TU_TEST("/batcher/streams", test_streams)
 {
   int32_t tok[100];
   for (int i = 0; i < 100; i++)
@@ -37,8 +37,7 @@ test_streams(void)
   txl_batcher_free(b);
 }
 
-static void
-test_too_small(void)
+TU_TEST("/batcher/too-small", test_too_small)
 {
   int32_t tok[10] = { 0 };
   g_autoptr(GError) err = NULL;
@@ -47,11 +46,4 @@ test_too_small(void)
   g_assert_nonnull(strstr(err->message, "15"));
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/batcher/streams", test_streams);
-  g_test_add_func("/batcher/too-small", test_too_small);
-  return g_test_run();
-}
+TU_MAIN()

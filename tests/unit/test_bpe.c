@@ -4,6 +4,7 @@
 #include "bpe.h"
 #include "model_internal.h"
 #include "testutil.h"
+#include "tu_test.h"
 
 /* Tokens tile the input exactly, '\n' is a token of its own, and each
  * token's line is 1 + the line ends before it. */
@@ -103,8 +104,7 @@ train(const char *text, gsize len, int vocab, guint rules)
   return txl_tokenizer_new_bpe(b);
 }
 
-static void
-test_round_trip(void)
+TU_TEST("/bpe/round-trip", test_round_trip)
 {
   gsize len;
   char *logs = make_logs(200000, 1, &len);
@@ -154,8 +154,7 @@ check_split_invariance(const TxlTokenizer *tok, const char *text, gsize len)
   g_rand_free(r);
 }
 
-static void
-test_split_invariance(void)
+TU_TEST("/bpe/split-invariance", test_split_invariance)
 {
   gsize len;
   char *logs = make_logs(100000, 2, &len);
@@ -212,8 +211,7 @@ test_split_invariance(void)
   txl_tokenizer_free(norm);
 }
 
-static void
-test_compresses(void)
+TU_TEST("/bpe/compresses", test_compresses)
 {
   gsize len, tlen;
   char *logs = make_logs(300000, 4, &len);
@@ -271,8 +269,7 @@ count_token(int32_t id, gint64 line, gsize s, gsize e, gpointer data)
 /* A 1 MB line without spaces: chunks are capped, and even one uncapped
  * chunk costs O(n log n) in the heap encoder.  The bounds only guard
  * against quadratic behaviour; real timings are in docs/tokenizers.md. */
-static void
-test_long_line(void)
+TU_TEST("/bpe/long-line", test_long_line)
 {
   gsize len;
   char *logs = make_logs(100000, 6, &len);
@@ -331,8 +328,7 @@ small_config(TxlConfig *c, int n_token)
   c->n_cutoffs = 0;
 }
 
-static void
-test_model_file(void)
+TU_TEST("/bpe/model-file", test_model_file)
 {
   gsize len;
   char *logs = make_logs(100000, 8, &len);
@@ -349,8 +345,7 @@ test_model_file(void)
     g_autoptr(GError) err = NULL;
     g_assert_true(gguf_writer_write(w, path, &err));
     gguf_writer_free(w);
-    TxlModel *m = txl_model_load(path, &err);
-    g_assert_no_error(err);
+    TxlModel *m = tu_load(path);
     const TxlTokenizer *lt = txl_model_tokenizer(m);
     g_assert_cmpint(txl_tokenizer_type(lt), ==, TXL_TOKENIZER_BPE);
     const TxlBpe *lb = txl_tokenizer_get_bpe(lt);
@@ -466,6 +461,14 @@ load_vocab(const Vocab *v, GError **err)
   return m;
 }
 
+/* The first four merge entries (the two merges) set to a, b, c, d. */
+static void
+set_merges(Vocab *v, uint32_t a, uint32_t b, uint32_t c, uint32_t d)
+{
+  const uint32_t m[4] = { a, b, c, d };
+  memcpy(v->merges, m, sizeof m);
+}
+
 static void
 expect_refused(const Vocab *v, const char *what, const char *needle)
 {
@@ -480,8 +483,7 @@ expect_refused(const Vocab *v, const char *what, const char *needle)
   g_error_free(err);
 }
 
-static void
-test_hostile_keys(void)
+TU_TEST("/bpe/hostile-keys", test_hostile_keys)
 {
   Vocab v;
   vocab_init(&v);
@@ -495,90 +497,48 @@ test_hostile_keys(void)
   toks_free(&t);
   txl_model_unref(m);
 
-  vocab_init(&v);
-  v.pre = "txl9";
-  expect_refused(&v, "pre-tokenizer", "tokenizer.pre");
-  vocab_init(&v);
-  v.pre = NULL;
-  expect_refused(&v, "no pre-tokenizer", "tokenizer.pre");
-  vocab_init(&v);
-  v.n_token = 261;
-  expect_refused(&v, "count", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok['q'] = "a";
-  expect_refused(&v, "duplicate token", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok[257] = "abd";
-  expect_refused(&v, "merge result missing", "tokenizer.merges");
-  vocab_init(&v);
-  v.n_merges = 3;
-  expect_refused(&v, "odd merges", "tokenizer.merges");
-  vocab_init(&v);
-  v.n_merges = -1;
-  expect_refused(&v, "no merges", "tokenizer.merges");
-  vocab_init(&v);
-  v.merges[3] = 5000;
-  expect_refused(&v, "merge id out of range", "tokenizer.merges");
-  vocab_init(&v);
-  { /* (ab,c) before (a,b): uses a token no earlier merge made */
-    uint32_t m2[4] = { 256, 'c', 'a', 'b' };
-    memcpy(v.merges, m2, sizeof m2);
-  }
-  expect_refused(&v, "merge order / cycle", "tokenizer.merges");
-  vocab_init(&v);
-  { /* a self-referencing merge: ab = ab + ... */
-    uint32_t m2[4] = { 256, 256, 'a', 'b' };
-    memcpy(v.merges, m2, sizeof m2);
-  }
-  expect_refused(&v, "cycle", "tokenizer.merges");
-  vocab_init(&v);
-  v.merges[4] = 'a';
-  v.merges[5] = 'b';
-  v.n_merges = 6;
-  expect_refused(&v, "repeated pair", "repeats an earlier pair");
-  vocab_init(&v);
-  v.n_merges = 2;
-  expect_refused(&v, "unreachable token", "tokenizer.tokens[257]");
-  vocab_init(&v);
-  v.merges[0] = 258;
-  expect_refused(&v, "merge of a special", "special");
-  vocab_init(&v);
-  v.specials[1] = 999;
-  expect_refused(&v, "special out of range", "tokenizer.specials");
-  vocab_init(&v);
-  v.specials[1] = 258;
-  expect_refused(&v, "special twice", "tokenizer.specials");
-  vocab_init(&v);
-  v.tok[259] = "<FOO>";
-  v.len[259] = 5;
-  expect_refused(&v, "placeholder missing", "tokenizer.specials");
-  vocab_init(&v);
-  v.norm[0] = "zip";
-  expect_refused(&v, "unknown rule", "tokenizer.normalize");
-  vocab_init(&v);
-  v.norm[1] = "num";
-  v.n_norm = 2;
-  expect_refused(&v, "rule twice", "tokenizer.normalize");
-  vocab_init(&v);
-  v.norm_version = 2;
-  expect_refused(&v, "rule version", "tokenizer.normalize_version");
-  vocab_init(&v);
-  v.norm_version = -1;
-  expect_refused(&v, "rule version missing", "tokenizer.normalize_version");
-  vocab_init(&v);
-  v.tok['z'] = "";
-  v.len['z'] = 0;
-  expect_refused(&v, "empty token", "tokenizer.tokens");
-  vocab_init(&v);
-  v.tok['z'] = "zz";
-  v.len['z'] = 2;
-  expect_refused(&v, "byte missing", "0x7a");
-  vocab_init(&v);
+  /* each case: the valid vocabulary with one thing spoiled (the
+   * statements after the needle), refused with a message naming it */
+#define REFUSED(what, needle, ...)                                             \
+  do {                                                                         \
+    vocab_init(&v);                                                            \
+    __VA_ARGS__;                                                               \
+    expect_refused(&v, what, needle);                                          \
+  } while (0)
+  REFUSED("pre-tokenizer", "tokenizer.pre", v.pre = "txl9");
+  REFUSED("no pre-tokenizer", "tokenizer.pre", v.pre = NULL);
+  REFUSED("count", "tokenizer.tokens", v.n_token = 261);
+  REFUSED("duplicate token", "tokenizer.tokens", v.tok['q'] = "a");
+  REFUSED("merge result missing", "tokenizer.merges", v.tok[257] = "abd");
+  REFUSED("odd merges", "tokenizer.merges", v.n_merges = 3);
+  REFUSED("no merges", "tokenizer.merges", v.n_merges = -1);
+  REFUSED("merge id out of range", "tokenizer.merges", v.merges[3] = 5000);
+  /* (ab,c) before (a,b): uses a token no earlier merge made */
+  REFUSED("merge order / cycle", "tokenizer.merges",
+          set_merges(&v, 256, 'c', 'a', 'b'));
+  /* a self-referencing merge: ab = ab + ... */
+  REFUSED("cycle", "tokenizer.merges", set_merges(&v, 256, 256, 'a', 'b'));
+  REFUSED("repeated pair", "repeats an earlier pair",
+          v.merges[4] = 'a', v.merges[5] = 'b', v.n_merges = 6);
+  REFUSED("unreachable token", "tokenizer.tokens[257]", v.n_merges = 2);
+  REFUSED("merge of a special", "special", v.merges[0] = 258);
+  REFUSED("special out of range", "tokenizer.specials", v.specials[1] = 999);
+  REFUSED("special twice", "tokenizer.specials", v.specials[1] = 258);
+  REFUSED("placeholder missing", "tokenizer.specials",
+          v.tok[259] = "<FOO>", v.len[259] = 5);
+  REFUSED("unknown rule", "tokenizer.normalize", v.norm[0] = "zip");
+  REFUSED("rule twice", "tokenizer.normalize",
+          v.norm[1] = "num", v.n_norm = 2);
+  REFUSED("rule version", "tokenizer.normalize_version", v.norm_version = 2);
+  REFUSED("rule version missing", "tokenizer.normalize_version",
+          v.norm_version = -1);
+  REFUSED("empty token", "tokenizer.tokens", v.tok['z'] = "", v.len['z'] = 0);
+  REFUSED("byte missing", "0x7a", v.tok['z'] = "zz", v.len['z'] = 2);
   char big[300];
   memset(big, 'x', sizeof big);
-  v.tok[259] = big;
-  v.len[259] = sizeof big;
-  expect_refused(&v, "token too long", "tokenizer.tokens[259]");
+  REFUSED("token too long", "tokenizer.tokens[259]",
+          v.tok[259] = big, v.len[259] = sizeof big);
+#undef REFUSED
 }
 
 typedef struct {
@@ -600,8 +560,7 @@ collect_piece(const guchar *s, gsize len, gsize start, int special,
 /* Replays the learned merges naively, recounting every pair before each:
  * the incremental counts and the lazy heap must pick a most frequent pair
  * every time (ties may go either way). */
-static void
-test_trainer_vs_naive(void)
+TU_TEST("/bpe/trainer-vs-naive", test_trainer_vs_naive)
 {
   gsize len;
   char *logs = make_logs(30000, 12, &len);
@@ -686,8 +645,7 @@ test_trainer_vs_naive(void)
   g_free(logs);
 }
 
-static void
-test_train_options(void)
+TU_TEST("/bpe/train-options", test_train_options)
 {
   TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
   o.vocab_size = 200;
@@ -710,8 +668,7 @@ test_train_options(void)
  *   TXL_BPE_BENCH="a.log b.log" build/tests/test_bpe -p /bpe/bench
  * trains on the first TXL_BPE_BENCH_BYTES (default 1 MB) of the files
  * together, then encodes each file whole. */
-static void
-test_bench(void)
+TU_TEST("/bpe/bench", test_bench)
 {
   const char *files = g_getenv("TXL_BPE_BENCH");
   if (!files) {
@@ -768,19 +725,4 @@ test_bench(void)
   g_string_free(corpus, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  (void)tu_write_model;
-  g_test_add_func("/bpe/round-trip", test_round_trip);
-  g_test_add_func("/bpe/split-invariance", test_split_invariance);
-  g_test_add_func("/bpe/compresses", test_compresses);
-  g_test_add_func("/bpe/long-line", test_long_line);
-  g_test_add_func("/bpe/model-file", test_model_file);
-  g_test_add_func("/bpe/hostile-keys", test_hostile_keys);
-  g_test_add_func("/bpe/trainer-vs-naive", test_trainer_vs_naive);
-  g_test_add_func("/bpe/train-options", test_train_options);
-  g_test_add_func("/bpe/bench", test_bench);
-  return g_test_run();
-}
+TU_MAIN()

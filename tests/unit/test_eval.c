@@ -11,9 +11,9 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
-static void
-test_metrics_counts(void)
+TU_TEST("/eval/metrics/counts", test_metrics_counts)
 {
   /* flagged above 0.5: 0.9 (anomaly), 0.8 (normal), 0.7 (anomaly);
    * missed: 0.2 (anomaly) */
@@ -34,8 +34,7 @@ test_metrics_counts(void)
   g_assert_cmpfloat_with_epsilon(m.auroc, 6.0 / 9, 1e-12);
 }
 
-static void
-test_metrics_ties_and_one_class(void)
+TU_TEST("/eval/metrics/ties", test_metrics_ties_and_one_class)
 {
   /* all scores equal: ties count half, AUROC 0.5; nothing flagged at the
    * score itself (flagged means strictly above) */
@@ -52,8 +51,7 @@ test_metrics_ties_and_one_class(void)
   g_assert_cmpfloat(m.precision, ==, 0);
 }
 
-static void
-test_metrics_json(void)
+TU_TEST("/eval/metrics/json", test_metrics_json)
 {
   const double sc[] = { 2, 1 };
   const int lab[] = { 1, 0 };
@@ -68,8 +66,7 @@ test_metrics_json(void)
   g_string_free(j, TRUE);
 }
 
-static void
-test_threshold_rule(void)
+TU_TEST("/eval/threshold", test_threshold_rule)
 {
   EvalThresholdRule r = { .margin = 0.5 };
   double v[] = { 0.2, 0.1, 0.4, 0.3 };
@@ -88,8 +85,7 @@ test_threshold_rule(void)
   g_assert_cmpfloat(eval_threshold(&r, w3, 5, TRUE), ==, 7);
 }
 
-static void
-test_median(void)
+TU_TEST("/eval/median", test_median)
 {
   double a[] = { 3, 1, 2 }, b[] = { 4, 1, 3, 2 };
   g_assert_cmpfloat(eval_median(a, 3), ==, 2);
@@ -97,8 +93,7 @@ test_median(void)
   g_assert_true(isnan(eval_median(NULL, 0)));
 }
 
-static void
-test_labels(void)
+TU_TEST("/eval/labels", test_labels)
 {
   int l = -1;
   g_assert_true(eval_parse_label("Anomaly", &l) && l == 1);
@@ -158,8 +153,7 @@ read_and_split(Eval *ev, const GString *log, GHashTable *lab,
  * anomalous.  train_fraction 0.5: s0..s4 form the training part, its
  * normal ones s0 s1 s2 s4; calib_fraction 0.25 keeps the last of them (s4)
  * for validation; s3 is dropped; s5..s9 are tested. */
-static void
-test_split(void)
+TU_TEST("/eval/split", test_split)
 {
   GHashTable *lab;
   GString *log = ten_sessions(3, 7, &lab);
@@ -198,8 +192,7 @@ test_split(void)
  * or validates, anomalies included; training sessions alternate between
  * two folds, and eval_trim moves those above the quantile of their
  * held-out scores to SPLIT_TRIMMED. */
-static void
-test_split_label_free(void)
+TU_TEST("/eval/split-label-free", test_split_label_free)
 {
   GHashTable *lab;
   GString *log = ten_sessions(1, 7, &lab);
@@ -252,17 +245,4 @@ test_split_label_free(void)
   g_string_free(log, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/eval/metrics/counts", test_metrics_counts);
-  g_test_add_func("/eval/metrics/ties", test_metrics_ties_and_one_class);
-  g_test_add_func("/eval/metrics/json", test_metrics_json);
-  g_test_add_func("/eval/threshold", test_threshold_rule);
-  g_test_add_func("/eval/median", test_median);
-  g_test_add_func("/eval/labels", test_labels);
-  g_test_add_func("/eval/split", test_split);
-  g_test_add_func("/eval/split-label-free", test_split_label_free);
-  return g_test_run();
-}
+TU_MAIN()

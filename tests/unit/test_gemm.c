@@ -11,6 +11,7 @@
 #include <glib.h>
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
 static void
 fill(float *x, gsize n, GRand *r)
@@ -59,8 +60,7 @@ check(int M, int N, int K, const float *C, int ldc, const double *ref,
   }
 }
 
-static void
-test_packed_vs_reference(void)
+TU_TEST("/gemm/packed-vs-reference", test_packed_vs_reference)
 {
   GRand *r = g_rand_new_with_seed(7);
   const int Ns[] = { 1, 5, TXL_GEMM_NR - 1, TXL_GEMM_NR + 3, 77, 130 };
@@ -115,8 +115,7 @@ test_packed_vs_reference(void)
 
 /* B read in place (row-major K x N with a row stride), as attention reads
  * values and transposed keys. */
-static void
-test_direct_b(void)
+TU_TEST("/gemm/direct-b", test_direct_b)
 {
   GRand *r = g_rand_new_with_seed(11);
   const int Ns[] = { 1, 7, 32, 45, 64, 100 };
@@ -144,8 +143,7 @@ test_direct_b(void)
 }
 
 /* Against cblas_sgemm itself on the forward pass's shapes. */
-static void
-test_vs_cblas(void)
+TU_TEST("/gemm/vs-cblas", test_vs_cblas)
 {
   GRand *r = g_rand_new_with_seed(3);
   const int shapes[][3] = { { 64, 768, 256 }, { 63, 256, 1024 },
@@ -171,8 +169,7 @@ test_vs_cblas(void)
 /* A row's result is the same bits whatever M is and whichever rows and
  * columns share the call (one thread or several, whole or split
  * segment). */
-static void
-test_deterministic(void)
+TU_TEST("/gemm/deterministic", test_deterministic)
 {
   if (TXL_GEMM_NR == 1) {
     /* cblas fallback: OpenBLAS picks kernels by shape, so only equal shapes
@@ -215,13 +212,4 @@ test_deterministic(void)
   g_rand_free(r);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/gemm/packed-vs-reference", test_packed_vs_reference);
-  g_test_add_func("/gemm/direct-b", test_direct_b);
-  g_test_add_func("/gemm/vs-cblas", test_vs_cblas);
-  g_test_add_func("/gemm/deterministic", test_deterministic);
-  return g_test_run();
-}
+TU_MAIN()

@@ -6,9 +6,9 @@
 #include "gguf_build.h"
 
 #include <math.h>
+#include "tu_test.h"
 
-static void
-test_minimal_is_valid(void)
+TU_TEST("/gguf/hostile/control", test_minimal_is_valid)
 {
   /* The control for the hostile cases: unmodified, it parses. */
   GByteArray *b = minimal_file();
@@ -23,8 +23,7 @@ test_minimal_is_valid(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_magic_version(void)
+TU_TEST("/gguf/hostile/magic-version", test_hostile_magic_version)
 {
   GByteArray *b = minimal_file();
   b->data[0] = 'X';
@@ -43,8 +42,7 @@ test_hostile_magic_version(void)
   refuse_free(b, TXL_ERROR_UNSUPPORTED, "big-endian", NULL);
 }
 
-static void
-test_hostile_counts(void)
+TU_TEST("/gguf/hostile/counts", test_hostile_counts)
 {
   GByteArray *b = new_file(G_MAXUINT64, 0);
   refuse_free(b, TXL_ERROR_FORMAT, "tensor_count 18446744073709551615",
@@ -69,8 +67,7 @@ test_hostile_counts(void)
   refuse_free(b, TXL_ERROR_FORMAT, "tensor_count 2", NULL);
 }
 
-static void
-test_hostile_lengths(void)
+TU_TEST("/gguf/hostile/lengths", test_hostile_lengths)
 {
   /* value string length near UINT64_MAX */
   for (uint64_t delta = 0; delta < 40; delta += 7) {
@@ -107,8 +104,7 @@ test_hostile_lengths(void)
 
 /* A genuine but enormous array parses (it is all there), yet the getters
  * refuse to copy it: a u8 array would grow eightfold as gint64[]. */
-static void
-test_huge_array_getter(void)
+TU_TEST("/gguf/hostile/huge-array", test_huge_array_getter)
 {
   const gsize n = ((gsize)1 << 26) + 1;
   GByteArray *b = kv_file("big", GGUF_TYPE_ARRAY);
@@ -129,8 +125,7 @@ test_huge_array_getter(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_names(void)
+TU_TEST("/gguf/hostile/names", test_hostile_names)
 {
   GByteArray *b = kv_file("", GGUF_TYPE_UINT8);
   put_u8(b, 1);
@@ -186,8 +181,7 @@ test_hostile_names(void)
               TXL_ERROR_FORMAT, "tensor #0", "empty");
 }
 
-static void
-test_hostile_duplicates(void)
+TU_TEST("/gguf/hostile/duplicates", test_hostile_duplicates)
 {
   GByteArray *b = new_file(0, 3);
   kv_u32(b, "a", 1);
@@ -195,16 +189,13 @@ test_hostile_duplicates(void)
   kv_str(b, "a", "again");
   refuse_free(b, TXL_ERROR_FORMAT, "duplicate key 'a'", NULL);
 
-  b = new_file(2, 0);
-  tinfo(b, "w", 1, NE8, GGUF_TENSOR_F32, 0);
-  tinfo(b, "w", 1, NE8, GGUF_TENSOR_F32, 32);
-  pad_to(b, 32);
-  put_zeros(b, 64);
-  refuse_free(b, TXL_ERROR_FORMAT, "duplicate tensor name 'w'", NULL);
+  const TensorInfo twice[] = { { "w", NE8, GGUF_TENSOR_F32, 0 },
+                               { "w", NE8, GGUF_TENSOR_F32, 32 } };
+  refuse_free(tensors_file(twice, 2, 64), TXL_ERROR_FORMAT,
+              "duplicate tensor name 'w'", NULL);
 }
 
-static void
-test_hostile_types(void)
+TU_TEST("/gguf/hostile/types", test_hostile_types)
 {
   GByteArray *b = kv_file("weird", 13);
   put_u32(b, 0);
@@ -248,8 +239,7 @@ test_hostile_types(void)
   }
 }
 
-static void
-test_hostile_dims(void)
+TU_TEST("/gguf/hostile/dims", test_hostile_dims)
 {
   for (uint32_t nd = 0; nd <= 5; nd += 5) {
     uint64_t ne[5] = { 1, 1, 1, 1, 1 };
@@ -286,8 +276,7 @@ test_hostile_dims(void)
               TXL_ERROR_FORMAT, "tensor 'large'", "past the end");
 }
 
-static void
-test_hostile_offsets(void)
+TU_TEST("/gguf/hostile/offsets", test_hostile_offsets)
 {
   /* misaligned */
   refuse_free(one_tensor_file("m", 1, NE8, GGUF_TENSOR_F32, 4, 64),
@@ -312,32 +301,20 @@ test_hostile_offsets(void)
 
   /* overlapping: [0, 64) and [32, 64), declared in either order */
   uint64_t ne16[1] = { 16 };
+  const TensorInfo big = { "big", ne16, GGUF_TENSOR_F32, 0 },
+                   small = { "small", NE8, GGUF_TENSOR_F32, 32 };
   for (int order = 0; order < 2; order++) {
-    b = new_file(2, 0);
-    if (order == 0) {
-      tinfo(b, "big", 1, ne16, GGUF_TENSOR_F32, 0);
-      tinfo(b, "small", 1, NE8, GGUF_TENSOR_F32, 32);
-    } else {
-      tinfo(b, "small", 1, NE8, GGUF_TENSOR_F32, 32);
-      tinfo(b, "big", 1, ne16, GGUF_TENSOR_F32, 0);
-    }
-    pad_to(b, 32);
-    put_zeros(b, 64);
-    refuse_free(b, TXL_ERROR_FORMAT, "overlaps", "'big'");
+    const TensorInfo t[] = { order ? small : big, order ? big : small };
+    refuse_free(tensors_file(t, 2, 64), TXL_ERROR_FORMAT, "overlaps", "'big'");
   }
   /* identical ranges */
-  b = new_file(2, 0);
-  tinfo(b, "x", 1, NE8, GGUF_TENSOR_F32, 0);
-  tinfo(b, "y", 1, NE8, GGUF_TENSOR_F16, 0);
-  pad_to(b, 32);
-  put_zeros(b, 64);
-  refuse_free(b, TXL_ERROR_FORMAT, "overlaps", NULL);
+  const TensorInfo same[] = { { "x", NE8, GGUF_TENSOR_F32, 0 },
+                              { "y", NE8, GGUF_TENSOR_F16, 0 } };
+  refuse_free(tensors_file(same, 2, 64), TXL_ERROR_FORMAT, "overlaps", NULL);
   /* adjacent is fine */
-  b = new_file(2, 0);
-  tinfo(b, "x", 1, NE8, GGUF_TENSOR_F32, 32);
-  tinfo(b, "y", 1, NE8, GGUF_TENSOR_F32, 0);
-  pad_to(b, 32);
-  put_zeros(b, 64);
+  const TensorInfo adjacent[] = { { "x", NE8, GGUF_TENSOR_F32, 32 },
+                                  { "y", NE8, GGUF_TENSOR_F32, 0 } };
+  b = tensors_file(adjacent, 2, 64);
   GgufFile *f = expect_ok(b);
   g_assert_true((const guint8 *)gguf_find_tensor(f, "x")->data ==
                 (const guint8 *)gguf_find_tensor(f, "y")->data + 32);
@@ -345,8 +322,7 @@ test_hostile_offsets(void)
   g_byte_array_unref(b);
 }
 
-static void
-test_hostile_alignment(void)
+TU_TEST("/gguf/hostile/alignment", test_hostile_alignment)
 {
   const uint32_t bad[] = { 0, 3, 48, 1u << 21, 0x80000000u, G_MAXUINT32 };
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
@@ -394,20 +370,4 @@ test_hostile_alignment(void)
   refuse_free(b, TXL_ERROR_FORMAT, "tensor 't'", "alignment 64");
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/gguf/hostile/control", test_minimal_is_valid);
-  g_test_add_func("/gguf/hostile/magic-version", test_hostile_magic_version);
-  g_test_add_func("/gguf/hostile/counts", test_hostile_counts);
-  g_test_add_func("/gguf/hostile/lengths", test_hostile_lengths);
-  g_test_add_func("/gguf/hostile/names", test_hostile_names);
-  g_test_add_func("/gguf/hostile/huge-array", test_huge_array_getter);
-  g_test_add_func("/gguf/hostile/duplicates", test_hostile_duplicates);
-  g_test_add_func("/gguf/hostile/types", test_hostile_types);
-  g_test_add_func("/gguf/hostile/dims", test_hostile_dims);
-  g_test_add_func("/gguf/hostile/offsets", test_hostile_offsets);
-  g_test_add_func("/gguf/hostile/alignment", test_hostile_alignment);
-  return g_test_run();
-}
+TU_MAIN()

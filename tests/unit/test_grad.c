@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "tu_test.h"
 
 static double g_worst_kernel = 0.0;
 
@@ -92,8 +93,7 @@ lin_loss(gpointer p)
   return dot(c->G, c->y, (gsize)c->n * c->out);
 }
 
-static void
-test_linear(void)
+TU_TEST("/grad/linear", test_linear)
 {
   GRand *r = g_rand_new_with_seed(1);
   LinCtx c = { .n = 5, .in = 7, .out = 4 };
@@ -139,8 +139,7 @@ ln_loss(gpointer p)
   return dot(c->G, c->y, (gsize)c->n * c->d);
 }
 
-static void
-test_layer_norm(void)
+TU_TEST("/grad/layer-norm", test_layer_norm)
 {
   GRand *r = g_rand_new_with_seed(2);
   enum { N = 4, D = 9 };
@@ -181,8 +180,7 @@ ce_loss(gpointer p)
   return txl_ce_forward(c->z, c->n, c->V, c->t, c->lse);
 }
 
-static void
-test_cross_entropy(void)
+TU_TEST("/grad/cross-entropy", test_cross_entropy)
 {
   GRand *r = g_rand_new_with_seed(3);
   enum { N = 3, V = 11 };
@@ -208,8 +206,7 @@ test_cross_entropy(void)
 
 /* ---- dropout ------------------------------------------------------------ */
 
-static void
-test_dropout(void)
+TU_TEST("/grad/dropout", test_dropout)
 {
   enum { N = 20000 };
   float *a = g_new(float, N), *b = g_new(float, N);
@@ -343,8 +340,7 @@ attention_case(int B, int T, int mlen, int H, int dh, int same, int mem_len,
   g_rand_free(r);
 }
 
-static void
-test_attention(void)
+TU_TEST("/grad/attention", test_attention)
 {
   attention_case(2, 3, 0, 2, 3, FALSE, 4, 0.0f, 10); /* no memory */
   attention_case(2, 3, 4, 2, 3, FALSE, 4, 0.0f, 11); /* memory */
@@ -580,11 +576,7 @@ int
 main(int argc, char **argv)
 {
   g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/grad/linear", test_linear);
-  g_test_add_func("/grad/layer-norm", test_layer_norm);
-  g_test_add_func("/grad/cross-entropy", test_cross_entropy);
-  g_test_add_func("/grad/dropout", test_dropout);
-  g_test_add_func("/grad/attention", test_attention);
+  tu_add_tests();
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     char *path = g_strdup_printf("/grad/model/%s", cases[i].name);
     g_test_add_data_func(path, &cases[i], model_case);

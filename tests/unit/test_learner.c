@@ -8,9 +8,11 @@
 #include "params.h"
 #include "stream_state.h"
 #include "testutil.h"
+#include "tu_config.h"
 
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
 #define N_LINES 400
 
@@ -51,14 +53,7 @@ line_ids(int i, int32_t *ids)
 static TxlLearnOptions
 small_options(void)
 {
-  TxlLearnOptions o = txl_learn_options_default();
-  o.warmup_lines = 60;
-  o.every_lines = 90;
-  o.window_lines = 80;
-  o.lag_lines = 25;
-  o.max_steps = 12;
-  o.batch = 2;
-  o.segment = 8;
+  TxlLearnOptions o = tu_learn_options(60, 90, 80, 25, 12, 2, 8);
   o.lr = 3e-3f;
   return o;
 }
@@ -90,54 +85,104 @@ run_lines(TxlLearner *l, int from, int to, GArray *landed)
   }
 }
 
-static void
-test_rounds_land_at_fixed_lines(void)
+/* A new learner over base with options o, run through lines [0, to). */
+static TxlLearner *
+learner_after(TxlModel *base, const TxlLearnOptions *o, int to,
+              GArray *landed)
 {
-  TxlModel *base = tiny_model(1.0f);
-  TxlLearnOptions o = small_options();
   g_autoptr(GError) err = NULL;
-  TxlLearner *l = txl_learner_new(base, &o, &err);
+  TxlLearner *l = txl_learner_new(base, o, &err);
   g_assert_no_error(err);
-  g_assert_true(txl_learner_warming_up(l));
-  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
-  run_lines(l, 0, N_LINES, landed);
+  run_lines(l, 0, to, landed);
+  return l;
+}
+
+/* The state of a learner as learner_after leaves it. */
+static GBytes *
+state_after(TxlModel *base, const TxlLearnOptions *o, int to, GArray *landed)
+{
+  TxlLearner *l = learner_after(base, o, to, landed);
+  GBytes *st = state_of(l);
+  txl_learner_free(l);
+  return st;
+}
+
+/* A new learner over base with options o, its state set to st. */
+static TxlLearner *
+learner_from(TxlModel *base, const TxlLearnOptions *o, GBytes *st)
+{
+  g_autoptr(GError) err = NULL;
+  TxlLearner *l = txl_learner_new(base, o, &err);
+  g_assert_no_error(err);
+  gsize n;
+  const guint8 *d = g_bytes_get_data(st, &n);
+  g_assert_true(txl_learner_state_set_data(l, d, n, &err));
+  g_assert_no_error(err);
+  return l;
+}
+
+/* What each test starts from: the tiny model scaled by `scale`, the small
+ * options, an array for the lines at which new weights took over, and
+ * the learner under test once the test makes it. */
+typedef struct {
+  TxlModel *base;
+  TxlLearnOptions o;
+  GArray *landed;
+  TxlLearner *l;
+} Fx;
+
+static Fx
+fx_new(float scale)
+{
+  return (Fx){ tiny_model(scale), small_options(),
+               g_array_new(FALSE, FALSE, sizeof(int)), NULL };
+}
+
+static void
+fx_done(Fx *f)
+{
+  g_array_free(f->landed, TRUE);
+  g_clear_pointer(&f->l, txl_learner_free);
+  txl_model_unref(f->base);
+}
+
+TU_TEST("/learner/rounds-land-at-fixed-lines", test_rounds_land_at_fixed_lines)
+{
+  Fx f = fx_new(1.0f);
+  f.l = learner_after(f.base, &f.o, 0, NULL); /* no line yet */
+  g_assert_true(txl_learner_warming_up(f.l));
+  run_lines(f.l, 0, N_LINES, f.landed);
   /* the first round lands with line 60 (index 59); later rounds start
    * every 90 lines and land 25 lines later: 150+25, 240+25, 330+25 */
   int want[] = { 59, 174, 264, 354 };
-  g_assert_cmpuint(landed->len, ==, G_N_ELEMENTS(want));
-  for (guint i = 0; i < landed->len; i++)
-    g_assert_cmpint(g_array_index(landed, int, i), ==, want[i]);
-  g_assert_false(txl_learner_warming_up(l));
+  g_assert_cmpuint(f.landed->len, ==, G_N_ELEMENTS(want));
+  for (guint i = 0; i < f.landed->len; i++)
+    g_assert_cmpint(g_array_index(f.landed, int, i), ==, want[i]);
+  g_assert_false(txl_learner_warming_up(f.l));
   TxlLearnStats st;
-  txl_learner_stats(l, &st);
+  txl_learner_stats(f.l, &st);
   g_assert_cmpint(st.rounds, ==, 4);
   g_assert_cmpint(st.failed, ==, 0);
   g_assert_cmpint(st.lines, ==, N_LINES);
   /* learning a repetitive stream lowers its loss within a round */
   g_assert_cmpfloat(st.loss_last, <, st.loss_first);
-  g_array_free(landed, TRUE);
-  txl_learner_free(l);
-  txl_model_unref(base);
+  fx_done(&f);
 }
 
 /* The adapted weights score the stream's lines better than the model
  * they started from. */
-static void
-test_adapted_model_scores_better(void)
+TU_TEST("/learner/adapted-model-scores-better", test_adapted_model_scores_better)
 {
-  TxlModel *base = tiny_model(1.0f);
-  TxlLearnOptions o = small_options();
-  o.max_steps = 60;
+  Fx f = fx_new(1.0f);
+  f.o.max_steps = 60;
   g_autoptr(GError) err = NULL;
-  TxlLearner *l = txl_learner_new(base, &o, &err);
-  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
-  run_lines(l, 0, 60, landed);
-  g_assert_cmpuint(landed->len, ==, 1);
-  TxlModel *m = txl_learner_model(l);
+  f.l = learner_after(f.base, &f.o, 60, f.landed);
+  g_assert_cmpuint(f.landed->len, ==, 1);
+  TxlModel *m = txl_learner_model(f.l);
   g_assert_nonnull(m);
-  g_assert_cmpstr(txl_model_id(m), ==, txl_model_id(base));
+  g_assert_cmpstr(txl_model_id(m), ==, txl_model_id(f.base));
   double nll[2];
-  TxlModel *models[2] = { base, m };
+  TxlModel *models[2] = { f.base, m };
   for (int k = 0; k < 2; k++) {
     TxlStream *s = txl_stream_new(models[k], NULL, &err);
     g_assert_no_error(err);
@@ -158,37 +203,23 @@ test_adapted_model_scores_better(void)
   }
   g_assert_cmpfloat(nll[1], <, 0.7 * nll[0]);
   txl_model_unref(m);
-  g_array_free(landed, TRUE);
-  txl_learner_free(l);
-  txl_model_unref(base);
+  fx_done(&f);
 }
 
 /* Equal input gives equal state; saved at any line (before the warm-up
  * ends, with a round in flight, between rounds) and restored into a new
  * learner, the run ends in the uninterrupted run's state, byte for byte,
  * having landed at the same lines. */
-static void
-test_state_continues(void)
+TU_TEST("/learner/state-continues", test_state_continues)
 {
-  TxlModel *base = tiny_model(1.0f);
-  TxlLearnOptions o = small_options();
-  g_autoptr(GError) err = NULL;
-  TxlLearner *a = txl_learner_new(base, &o, &err);
+  Fx f = fx_new(1.0f);
   GArray *want = g_array_new(FALSE, FALSE, sizeof(int));
-  run_lines(a, 0, 280, want);
-  g_autoptr(GBytes) end = state_of(a);
+  g_autoptr(GBytes) end = state_after(f.base, &f.o, 280, want);
   int cuts[] = { 1, 30, 59, 60, 100, 160, 170, 174, 175, 200, 279 };
   for (guint c = 0; c < G_N_ELEMENTS(cuts); c++) {
-    TxlLearner *b = txl_learner_new(base, &o, &err);
     GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
-    run_lines(b, 0, cuts[c], got);
-    g_autoptr(GBytes) mid = state_of(b);
-    txl_learner_free(b);
-    TxlLearner *r = txl_learner_new(base, &o, &err);
-    gsize n;
-    const guint8 *d = g_bytes_get_data(mid, &n);
-    g_assert_true(txl_learner_state_set_data(r, d, n, &err));
-    g_assert_no_error(err);
+    g_autoptr(GBytes) mid = state_after(f.base, &f.o, cuts[c], got);
+    TxlLearner *r = learner_from(f.base, &f.o, mid);
     run_lines(r, cuts[c], 280, got);
     g_autoptr(GBytes) fin = state_of(r);
     g_assert_true(g_bytes_equal(fin, end));
@@ -200,30 +231,24 @@ test_state_continues(void)
     txl_learner_free(r);
   }
   g_array_free(want, TRUE);
-  txl_learner_free(a);
-  txl_model_unref(base);
+  fx_done(&f);
 }
 
 /* Truncated, corrupted or foreign state is refused and changes nothing. */
-static void
-test_hostile_state(void)
+TU_TEST("/learner/hostile-state", test_hostile_state)
 {
-  TxlModel *base = tiny_model(1.0f);
-  TxlLearnOptions o = small_options();
+  Fx f = fx_new(1.0f);
   g_autoptr(GError) err = NULL;
-  TxlLearner *a = txl_learner_new(base, &o, &err);
-  GArray *landed = g_array_new(FALSE, FALSE, sizeof(int));
-  run_lines(a, 0, 170, landed); /* adapted weights and a round in flight */
-  g_autoptr(GBytes) good = state_of(a);
+  /* adapted weights and a round in flight */
+  g_autoptr(GBytes) good = state_after(f.base, &f.o, 170, f.landed);
   gsize n;
   const guint8 *d = g_bytes_get_data(good, &n);
-  TxlLearner *b = txl_learner_new(base, &o, &err);
-  run_lines(b, 0, 10, landed);
-  g_autoptr(GBytes) before = state_of(b);
+  f.l = learner_after(f.base, &f.o, 10, f.landed);
+  g_autoptr(GBytes) before = state_of(f.l);
   /* every truncation (in steps: the weights are most of it) */
   for (gsize cut = 0; cut < n; cut += cut < 400 ? 1 : 997) {
     g_clear_error(&err);
-    g_assert_false(txl_learner_state_set_data(b, d, cut, &err));
+    g_assert_false(txl_learner_state_set_data(f.l, d, cut, &err));
     g_assert_nonnull(err);
   }
   /* a NaN among the weights, a window longer than its ids */
@@ -231,80 +256,57 @@ test_hostile_state(void)
   float nan = NAN;
   memcpy(bad + 200, &nan, 4);
   g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(b, bad, n, &err));
+  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
   g_free(bad);
   /* other options */
-  TxlLearnOptions o2 = o;
+  TxlLearnOptions o2 = f.o;
   o2.window_lines++;
-  TxlLearner *c = txl_learner_new(base, &o2, &err);
+  TxlLearner *c = txl_learner_new(f.base, &o2, &err);
   g_clear_error(&err);
   g_assert_false(txl_learner_state_set_data(c, d, n, &err));
   g_assert_true(strstr(err->message, "options") != NULL);
   txl_learner_free(c);
-  g_autoptr(GBytes) after = state_of(b);
+  g_autoptr(GBytes) after = state_of(f.l);
   g_assert_true(g_bytes_equal(before, after));
-  g_array_free(landed, TRUE);
-  txl_learner_free(b);
-  txl_learner_free(a);
-  txl_model_unref(base);
+  fx_done(&f);
 }
 
 /* Weights so large that the forward overflows: the round's loss is not
  * finite, the round is dropped with a message, and the stream keeps its
  * weights (still the model file's: warming up). */
-static void
-test_nonfinite_round_dropped(void)
+TU_TEST("/learner/nonfinite-round-dropped", test_nonfinite_round_dropped)
 {
-  TxlModel *base = tiny_model(1e18f);
-  TxlLearnOptions o = small_options();
+  Fx f = fx_new(1e18f);
   g_autoptr(GError) err = NULL;
-  TxlLearner *l = txl_learner_new(base, &o, &err);
-  g_assert_no_error(err);
+  f.l = learner_after(f.base, &f.o, 0, NULL);
   int failed_at = -1;
   for (int i = 0; i < 100; i++) {
     int32_t ids[8];
     int n = line_ids(i, ids);
     g_clear_error(&err);
-    TxlModel *m = txl_learner_line(l, ids, n, FALSE, &err);
+    TxlModel *m = txl_learner_line(f.l, ids, n, FALSE, &err);
     g_assert_null(m);
     if (err && failed_at < 0)
       failed_at = i;
   }
   g_assert_cmpint(failed_at, ==, 59);
   TxlLearnStats st;
-  txl_learner_stats(l, &st);
+  txl_learner_stats(f.l, &st);
   g_assert_cmpint(st.failed, ==, 1);
   g_assert_cmpint(st.rounds, ==, 0);
-  g_assert_true(txl_learner_warming_up(l));
-  g_assert_null(txl_learner_model(l));
-  txl_learner_free(l);
-  txl_model_unref(base);
+  g_assert_true(txl_learner_warming_up(f.l));
+  g_assert_null(txl_learner_model(f.l));
+  fx_done(&f);
 }
 
-static void
-test_bad_options(void)
+TU_TEST("/learner/bad-options", test_bad_options)
 {
-  TxlModel *base = tiny_model(1.0f);
-  TxlLearnOptions o = small_options();
-  o.warmup_lines = 0;
+  Fx f = fx_new(1.0f);
+  f.o.warmup_lines = 0;
   g_autoptr(GError) err = NULL;
-  g_assert_null(txl_learner_new(base, &o, &err));
+  g_assert_null(txl_learner_new(f.base, &f.o, &err));
   g_assert_nonnull(err);
-  txl_model_unref(base);
+  fx_done(&f);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/learner/rounds-land-at-fixed-lines",
-                  test_rounds_land_at_fixed_lines);
-  g_test_add_func("/learner/adapted-model-scores-better",
-                  test_adapted_model_scores_better);
-  g_test_add_func("/learner/state-continues", test_state_continues);
-  g_test_add_func("/learner/hostile-state", test_hostile_state);
-  g_test_add_func("/learner/nonfinite-round-dropped",
-                  test_nonfinite_round_dropped);
-  g_test_add_func("/learner/bad-options", test_bad_options);
-  return g_test_run();
-}
+TU_MAIN()

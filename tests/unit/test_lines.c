@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
 static void
 add_n(TxlLineAcc *a, int n, double nll, guint bytes)
@@ -19,8 +20,7 @@ add_n(TxlLineAcc *a, int n, double nll, guint bytes)
 
 /* A short line's worst part is its mean; longer lines keep their worst
  * 128-byte stretch. */
-static void
-test_mean_and_window(void)
+TU_TEST("/lines/mean-and-window", test_mean_and_window)
 {
   TxlLineAcc a;
   txl_line_acc_init(&a);
@@ -50,8 +50,7 @@ test_mean_and_window(void)
  * loses at most the share of the window the padding fills; one at least
  * as long as the window loses nothing; padding made of few long tokens
  * (a folded run of digits, a BPE token of many spaces) is no different. */
-static void
-test_padding(void)
+TU_TEST("/lines/padding", test_padding)
 {
   const struct { int n; guint bytes; } pads[] = {
     { 5000, 1 },   /* spaces or a repeated byte, each its own token */
@@ -87,8 +86,7 @@ test_padding(void)
 
 /* Break 6: a NaN or infinite cost is counted, kept out of the sums and
  * makes the line flagged at any threshold, its numbers non-finite. */
-static void
-test_nonfinite(void)
+TU_TEST("/lines/nonfinite", test_nonfinite)
 {
   const double bad[] = { NAN, INFINITY, -INFINITY };
   for (guint k = 0; k < G_N_ELEMENTS(bad); k++) {
@@ -124,8 +122,7 @@ saved(const TxlLineAcc *a)
 
 /* A line saved mid-way and continued scores exactly as one never cut;
  * fields no scoring could produce are refused. */
-static void
-test_snapshot(void)
+TU_TEST("/lines/snapshot", test_snapshot)
 {
   GRand *r = g_rand_new_with_seed(7);
   for (int cut = 0; cut < 400; cut += 37) {
@@ -186,8 +183,7 @@ test_snapshot(void)
   g_bytes_unref(st);
 }
 
-static void
-test_json_numbers(void)
+TU_TEST("/lines/json-numbers", test_json_numbers)
 {
   GString *o = g_string_new(NULL);
   txl_json_append_double(o, "%.3f", 1.5);
@@ -201,14 +197,4 @@ test_json_numbers(void)
   g_string_free(o, TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/lines/mean-and-window", test_mean_and_window);
-  g_test_add_func("/lines/padding", test_padding);
-  g_test_add_func("/lines/nonfinite", test_nonfinite);
-  g_test_add_func("/lines/snapshot", test_snapshot);
-  g_test_add_func("/lines/json-numbers", test_json_numbers);
-  return g_test_run();
-}
+TU_MAIN()

@@ -6,6 +6,7 @@
 #include "model_check.h"
 
 #include <float.h>
+#include "tu_test.h"
 
 static char *
 write_cfg(const TxlConfig *c, const char *skip)
@@ -25,23 +26,19 @@ expect_refused(const char *path, const char *needle)
     g_error("message '%s' does not mention '%s'", err->message, needle);
 }
 
-static void
-test_valid_loads(void)
+TU_TEST("/model-file/valid", test_valid_loads)
 {
   TxlConfig c;
   tu_small_config(&c);
   g_autofree char *p = write_cfg(&c, NULL);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   g_assert_cmpint(txl_model_config(m)->n_token, ==, 300);
   g_assert_cmpint(strlen(txl_model_id(m)), ==, 64);
   txl_model_unref(m);
   tu_remove(p);
 }
 
-static void
-test_missing_tensor_named(void)
+TU_TEST("/model-file/missing-tensor", test_missing_tensor_named)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -53,8 +50,7 @@ test_missing_tensor_named(void)
   tu_remove(q);
 }
 
-static void
-test_shape_mismatch_named(void)
+TU_TEST("/model-file/shape-mismatch", test_shape_mismatch_named)
 {
   /* weights written for one config, header claiming another */
   TxlConfig c, lie;
@@ -71,8 +67,7 @@ test_shape_mismatch_named(void)
   tu_remove(p);
 }
 
-static void
-test_extra_tensor_refused(void)
+TU_TEST("/model-file/extra-tensor", test_extra_tensor_refused)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -91,8 +86,7 @@ test_extra_tensor_refused(void)
 }
 
 /* Out-of-range and inconsistent config values, directly and from a file. */
-static void
-test_bad_config_values(void)
+TU_TEST("/model-file/bad-config", test_bad_config_values)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -134,8 +128,7 @@ test_bad_config_values(void)
   tu_remove(p);
 }
 
-static void
-test_wrong_arch_and_version(void)
+TU_TEST("/model-file/arch-version-tokenizer", test_wrong_arch_and_version)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -159,8 +152,7 @@ test_wrong_arch_and_version(void)
   tu_remove(p);
 }
 
-static void
-test_truncated_and_flipped(void)
+TU_TEST("/model-file/truncated-flipped", test_truncated_and_flipped)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -206,8 +198,7 @@ test_truncated_and_flipped(void)
   tu_remove(p);
 }
 
-static void
-test_missing_and_empty_file(void)
+TU_TEST("/model-file/missing-empty", test_missing_and_empty_file)
 {
   expect_refused("/nonexistent/dir/model.gguf", "model.gguf");
   g_autoptr(GError) err = NULL;
@@ -255,8 +246,7 @@ static void add_paren(GgufWriter *w, const char *k) { gguf_writer_add_string(w, 
 static void add_group(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 3); }
 static void add_u32(GgufWriter *w, const char *k) { gguf_writer_add_u32(w, k, 1); }
 
-static void
-test_calibration(void)
+TU_TEST("/model-file/calibration", test_calibration)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -269,8 +259,7 @@ test_calibration(void)
                          .line_threshold_bpb = 1.25, .rule = "by hand" };
   g_assert_true(txl_model_file_set_calibration(p, q, &cal, &err));
   g_assert_no_error(err);
-  TxlModel *m0 = txl_model_load(p, &err), *m1 = txl_model_load(q, &err);
-  g_assert_no_error(err);
+  TxlModel *m0 = tu_load(p), *m1 = tu_load(q);
   g_assert_null(txl_model_calibration(m0));
   const TxlCalibration *r = txl_model_calibration(m1);
   g_assert_nonnull(r);
@@ -316,8 +305,8 @@ test_calibration(void)
   TxlCalibration one = { .sessions = FALSE, .session_score = 0,
                          .line_threshold_bpb = 2.5 };
   g_assert_true(txl_model_file_set_calibration(q, q, &one, &err));
-  TxlModel *m2 = txl_model_load(q, &err);
   g_assert_no_error(err);
+  TxlModel *m2 = tu_load(q);
   r = txl_model_calibration(m2);
   g_assert_true(r && !r->sessions && !r->session_key && !r->rule &&
                 r->session_score == 0 && r->line_threshold_bpb == 2.5 &&
@@ -357,8 +346,7 @@ test_calibration(void)
  * gigabytes: refused at load, before anything of that size is allocated,
  * with a message naming the keys and the knob; the knob lets them in, and
  * a stream asking for more than it allows is refused the same way. */
-static void
-test_memory_budget(void)
+TU_TEST("/model-file/memory-budget", test_memory_budget)
 {
   g_unsetenv("TXL_MEMORY_LIMIT");
   TxlConfig c;
@@ -384,8 +372,7 @@ test_memory_budget(void)
   g_autofree char *p = write_cfg(&c, NULL);
   g_setenv("TXL_MEMORY_LIMIT", "8G", TRUE);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   g_setenv("TXL_MEMORY_LIMIT", "64M", TRUE);
   TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
   o.mem_len = 16;
@@ -413,8 +400,7 @@ test_memory_budget(void)
 
 /* One flipped exponent bit (inf) or a NaN anywhere in the weights: the
  * model is refused, naming the tensor and the index. */
-static void
-test_non_finite_weights(void)
+TU_TEST("/model-file/non-finite", test_non_finite_weights)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -435,9 +421,7 @@ test_non_finite_weights(void)
   g_autofree char *p = write_cfg(&c, NULL);
   tu_poison_weight(p, "blk.0.ffn_down.weight", 5, FLT_MAX);
   tu_poison_weight(p, "blk.0.ffn_down.weight", 6, -FLT_MAX);
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(p, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(p);
   txl_model_unref(m);
   tu_remove(p);
   /* the scan itself, at every position of a block and across blocks */
@@ -453,20 +437,4 @@ test_non_finite_weights(void)
   }
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/model-file/valid", test_valid_loads);
-  g_test_add_func("/model-file/missing-tensor", test_missing_tensor_named);
-  g_test_add_func("/model-file/shape-mismatch", test_shape_mismatch_named);
-  g_test_add_func("/model-file/extra-tensor", test_extra_tensor_refused);
-  g_test_add_func("/model-file/bad-config", test_bad_config_values);
-  g_test_add_func("/model-file/arch-version-tokenizer", test_wrong_arch_and_version);
-  g_test_add_func("/model-file/truncated-flipped", test_truncated_and_flipped);
-  g_test_add_func("/model-file/missing-empty", test_missing_and_empty_file);
-  g_test_add_func("/model-file/calibration", test_calibration);
-  g_test_add_func("/model-file/memory-budget", test_memory_budget);
-  g_test_add_func("/model-file/non-finite", test_non_finite_weights);
-  return g_test_run();
-}
+TU_MAIN()

@@ -5,6 +5,7 @@
 #include "txl.h"
 
 #include <string.h>
+#include "tu_test.h"
 
 static void
 on_field(TxlNormRule r, gsize start, gsize end, gpointer data)
@@ -43,8 +44,7 @@ normalize(guint rules, const char *line)
     g_free(got_);                                                              \
   } while (0)
 
-static void
-test_loghub_like(void)
+TU_TEST("/normalize/loghub-like", test_loghub_like)
 {
   const guint A = TXL_NORM_ALL;
   /* syslog (Linux, OpenSSH) */
@@ -95,8 +95,7 @@ test_loghub_like(void)
         "from <IP> port <NUM>, <IP> <IP>");
 }
 
-static void
-test_left_alone(void)
+TU_TEST("/normalize/left-alone", test_left_alone)
 {
   const guint A = TXL_NORM_ALL;
   /* single digits, numbers glued to letters, versions stay numbers */
@@ -114,8 +113,7 @@ test_left_alone(void)
   CHECK(A, "caf\xc3\xa9 12 \xff""34", "caf\xc3\xa9 <NUM> \xff<NUM>");
 }
 
-static void
-test_rule_subsets(void)
+TU_TEST("/normalize/rule-subsets", test_rule_subsets)
 {
   const char *line = "Jun 14 15:16:01 from 218.188.2.4:22 pid 19939";
   CHECK(0, line, line);
@@ -149,8 +147,7 @@ count_field(TxlNormRule r, gsize s, gsize e, gpointer data)
 
 /* Runs that a matcher reads to the end and then rejects must not be read
  * again from every later start: 1 MB of each takes milliseconds. */
-static void
-test_linear(void)
+TU_TEST("/normalize/linear", test_linear)
 {
   static const char *const unit[] = { "1.", "/", ":", "0x", "a1", "-", "12:",
                                       "/a1b2c3d4", "1a" };
@@ -172,13 +169,4 @@ test_linear(void)
   g_free(buf);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/normalize/loghub-like", test_loghub_like);
-  g_test_add_func("/normalize/left-alone", test_left_alone);
-  g_test_add_func("/normalize/rule-subsets", test_rule_subsets);
-  g_test_add_func("/normalize/linear", test_linear);
-  return g_test_run();
-}
+TU_MAIN()

@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "reader.h"
 #include "record.h"
+#include "tu_test.h"
 
 #define RS "\x1e"
 #define US "\x1f"
@@ -49,8 +50,16 @@ check_pieces(const TxlRecordReaderOptions *o, const char *in, const char *want)
     }
 }
 
+/* Options the reader refuses, with a reason. */
 static void
-test_json_shapes(void)
+refused(const TxlRecordReaderOptions *o)
+{
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_record_reader_new(o, &err));
+  g_assert_nonnull(err);
+}
+
+TU_TEST("/reader/json-shapes", test_json_shapes)
 {
   TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
   /* Docker json-file, journalctl -o json, a JSON logger, a plain line, a
@@ -85,8 +94,7 @@ test_json_shapes(void)
   g_string_free(out, TRUE);
 }
 
-static void
-test_json_fields_set(void)
+TU_TEST("/reader/json-fields-set", test_json_fields_set)
 {
   TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
   o.message_field = "event.text";
@@ -102,14 +110,10 @@ test_json_fields_set(void)
   check_pieces(&o, in, want);
   /* a field name that is not one */
   o.message_field = "a b";
-  GError *err = NULL;
-  g_assert_null(txl_record_reader_new(&o, &err));
-  g_assert_nonnull(err);
-  g_clear_error(&err);
+  refused(&o);
 }
 
-static void
-test_text_continuation(void)
+TU_TEST("/reader/text-continuation", test_text_continuation)
 {
   TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
   o.format = TXL_FORMAT_TEXT;
@@ -125,14 +129,10 @@ test_text_continuation(void)
                       "{\"msg\":\"json is text here\"}   tail";
   check_pieces(&o, in, want2);
   o.continuation = "(";
-  GError *err = NULL;
-  g_assert_null(txl_record_reader_new(&o, &err));
-  g_assert_nonnull(err);
-  g_clear_error(&err);
+  refused(&o);
 }
 
-static void
-test_cut_and_state(void)
+TU_TEST("/reader/cut-and-state", test_cut_and_state)
 {
   TxlRecordReaderOptions o = TXL_RECORD_READER_OPTIONS_DEFAULT;
   o.max_record = 64;
@@ -157,13 +157,4 @@ test_cut_and_state(void)
   txl_record_reader_free(r);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/reader/json-shapes", test_json_shapes);
-  g_test_add_func("/reader/json-fields-set", test_json_fields_set);
-  g_test_add_func("/reader/text-continuation", test_text_continuation);
-  g_test_add_func("/reader/cut-and-state", test_cut_and_state);
-  return g_test_run();
-}
+TU_MAIN()

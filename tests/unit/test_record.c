@@ -5,12 +5,12 @@
  * the input is cut, and across a saved and restored encoder. */
 #include "testutil.h"
 #include "record.h"
+#include "tu_test.h"
 
 #define RS "\x1e"
 #define US "\x1f"
 
-static void
-test_write_read(void)
+TU_TEST("/record/write-read", test_write_read)
 {
   TxlRecordField f[] = {
     { "host", "web\n1", -1 }, { "app", "sshd", -1 }, { "bad key", "x", -1 },
@@ -136,8 +136,7 @@ check_skips(const TxlTokenizer *tok)
   toks_free(&p);
 }
 
-static void
-test_encoder_bytes(void)
+TU_TEST("/record/encoder-bytes", test_encoder_bytes)
 {
   char *path;
   TxlModel *m = tu_small_model(1, &path);
@@ -145,8 +144,7 @@ test_encoder_bytes(void)
   tu_model_done(m, path);
 }
 
-static void
-test_encoder_bpe(void)
+TU_TEST("/record/encoder-bpe", test_encoder_bpe)
 {
   /* the bundled model: BPE with log-field normalisation */
   GError *err = NULL;
@@ -157,8 +155,7 @@ test_encoder_bpe(void)
 }
 
 /* A malformed saved header place is refused, not trusted. */
-static void
-test_encoder_state_checked(void)
+TU_TEST("/record/encoder-state-checked", test_encoder_state_checked)
 {
   char *path;
   TxlModel *m = tu_small_model(1, &path);
@@ -182,13 +179,4 @@ test_encoder_state_checked(void)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/record/write-read", test_write_read);
-  g_test_add_func("/record/encoder-bytes", test_encoder_bytes);
-  g_test_add_func("/record/encoder-bpe", test_encoder_bpe);
-  g_test_add_func("/record/encoder-state-checked", test_encoder_state_checked);
-  return g_test_run();
-}
+TU_MAIN()

@@ -6,6 +6,7 @@
 #include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include "tu_test.h"
 
 /* Builds header-length + header + data into an exactly sized heap buffer,
  * so that AddressSanitizer catches any read past the end. */
@@ -72,8 +73,7 @@ valid_file(gsize *size)
   return build(valid_json, data, sizeof data, size);
 }
 
-static void
-test_valid(void)
+TU_TEST("/safetensors/valid", test_valid)
 {
   gsize size;
   guint8 *b = valid_file(&size);
@@ -154,8 +154,7 @@ test_valid(void)
 
 /* Every strict prefix of a file whose data area is fully used must be
  * refused: either the header is cut or the last tensor's bytes are. */
-static void
-test_truncation(void)
+TU_TEST("/safetensors/truncation", test_truncation)
 {
   gsize size;
   guint8 *full = valid_file(&size);
@@ -172,8 +171,7 @@ test_truncation(void)
   g_free(full);
 }
 
-static void
-test_header_length(void)
+TU_TEST("/safetensors/header-length", test_header_length)
 {
   GError *error = NULL;
   /* header length beyond the file */
@@ -210,8 +208,7 @@ test_header_length(void)
   g_clear_error(&error);
 }
 
-static void
-test_bad_json(void)
+TU_TEST("/safetensors/bad-json", test_bad_json)
 {
   expect_fail("{", 0, "JSON");
   expect_fail("not json", 0, "JSON");
@@ -234,8 +231,7 @@ test_bad_json(void)
 /* json-glib recurses once per level: a header nested 100,000 deep (200 KB)
  * overflowed the stack before the depth was bounded.  Brackets inside
  * strings and escapes do not count. */
-static void
-test_deep_nesting(void)
+TU_TEST("/safetensors/deep-nesting", test_deep_nesting)
 {
   const int n = 100000;
   GString *j = g_string_new("{\"a\":");
@@ -257,8 +253,7 @@ test_deep_nesting(void)
   g_string_free(j, TRUE);
 }
 
-static void
-test_bad_entries(void)
+TU_TEST("/safetensors/bad-entries", test_bad_entries)
 {
   /* missing fields, wrong types */
   expect_fail("{\"t\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "dtype");
@@ -328,8 +323,7 @@ test_bad_entries(void)
 }
 
 /* Things that are unusual but legal. */
-static void
-test_lenient(void)
+TU_TEST("/safetensors/lenient", test_lenient)
 {
   const char *json =
       "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
@@ -356,8 +350,7 @@ test_lenient(void)
 }
 
 /* Random byte damage: whatever happens, no crash, no out-of-bounds read. */
-static void
-test_mutations(void)
+TU_TEST("/safetensors/mutations", test_mutations)
 {
   gsize size;
   guint8 *full = valid_file(&size);
@@ -414,8 +407,7 @@ convert_one_half(guint16 h)
   return x;
 }
 
-static void
-test_half(void)
+TU_TEST("/safetensors/half", test_half)
 {
   static const struct { guint16 h; float f; } known[] = {
     { 0x0000, 0.0f },
@@ -485,8 +477,7 @@ test_half(void)
   g_free(data);
 }
 
-static void
-test_f64_range(void)
+TU_TEST("/safetensors/f64-range", test_f64_range)
 {
   double d[4] = { 1e300, -1e300, 1e-300, -0.0 };
   gsize size;
@@ -504,8 +495,7 @@ test_f64_range(void)
   g_free(b);
 }
 
-static void
-test_open(void)
+TU_TEST("/safetensors/open", test_open)
 {
   g_autofree char *dir = g_dir_make_tmp("txl-st-XXXXXX", NULL);
   g_assert_nonnull(dir);
@@ -556,20 +546,4 @@ test_open(void)
   g_free(b);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/safetensors/valid", test_valid);
-  g_test_add_func("/safetensors/truncation", test_truncation);
-  g_test_add_func("/safetensors/header-length", test_header_length);
-  g_test_add_func("/safetensors/bad-json", test_bad_json);
-  g_test_add_func("/safetensors/deep-nesting", test_deep_nesting);
-  g_test_add_func("/safetensors/bad-entries", test_bad_entries);
-  g_test_add_func("/safetensors/lenient", test_lenient);
-  g_test_add_func("/safetensors/mutations", test_mutations);
-  g_test_add_func("/safetensors/half", test_half);
-  g_test_add_func("/safetensors/f64-range", test_f64_range);
-  g_test_add_func("/safetensors/open", test_open);
-  return g_test_run();
-}
+TU_MAIN()

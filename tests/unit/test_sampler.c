@@ -4,6 +4,7 @@
 #include "sampler.h"
 
 #include <math.h>
+#include "tu_test.h"
 
 #define N 20000
 
@@ -20,8 +21,7 @@ frequencies(const TxlSamplerOptions *o, const float *lp, int n, double *f)
   txl_sampler_free(s);
 }
 
-static void
-test_distributions(void)
+TU_TEST("/sampler/distributions", test_distributions)
 {
   const double p[5] = { 0.05, 0.5, 0.15, 0.3, 0.0 };
   float lp[5];
@@ -61,8 +61,7 @@ test_distributions(void)
   g_assert_cmpfloat(fabs(f[1] - 1.0), <, 1e-9);
 }
 
-static void
-test_deterministic_and_resumable(void)
+TU_TEST("/sampler/deterministic-and-resumable", test_deterministic_and_resumable)
 {
   float lp[64];
   for (int i = 0; i < 64; i++)
@@ -96,12 +95,4 @@ test_deterministic_and_resumable(void)
   txl_sampler_free(c);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/sampler/distributions", test_distributions);
-  g_test_add_func("/sampler/deterministic-and-resumable",
-                  test_deterministic_and_resumable);
-  return g_test_run();
-}
+TU_MAIN()

@@ -7,6 +7,7 @@
 #include "normalize.h"
 #include "params.h"
 #include "testutil.h"
+#include "tu_test.h"
 
 /* ---- models ---------------------------------------------------------- */
 
@@ -66,39 +67,32 @@ make_lines(int n, int k, guint32 seed)
 
 /* ---- the reference: each session alone --------------------------------- */
 
-typedef struct {
-  GArray *ids;
-} Collect;
-
+/* An encoder callback: the ids into the GArray `ids`. */
 static void
-collect(int32_t id, gint64 line, gsize a, gsize b, gpointer p)
+collect(int32_t id, gint64 line, gsize a, gsize b, gpointer ids)
 {
-  Collect *c = p;
-  g_array_append_val(c->ids, id);
+  g_array_append_val((GArray *)ids, id);
 }
 
 static GArray *
 encode_line(const TxlTokenizer *tok, const char *line)
 {
-  Collect c = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
-  TxlEncoder *e = txl_encoder_new(tok, collect, &c);
+  GArray *ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  TxlEncoder *e = txl_encoder_new(tok, collect, ids);
   txl_encoder_push(e, line, strlen(line));
   txl_encoder_push(e, "\n", 1);
   txl_encoder_finish(e);
   txl_encoder_free(e);
-  return c.ids;
+  return ids;
 }
 
-typedef struct {
-  GArray *lp; /* double per scored token, in order */
-} Ref;
-
+/* A scorer callback: the NLL of each scored token, in order, into the
+ * GArray of double `nll`. */
 static void
-ref_token(gint64 pos, int32_t token, float logprob, gpointer p)
+ref_token(gint64 pos, int32_t token, float logprob, gpointer nll)
 {
-  Ref *r = p;
   double v = -(double)logprob;
-  g_array_append_val(r->lp, v);
+  g_array_append_val((GArray *)nll, v);
 }
 
 /* Per-line NLL sums (and the end marker's) of one session's lines. */
@@ -107,9 +101,9 @@ score_alone(TxlModel *m, const TxlSessionOptions *o, GPtrArray *lines,
             double *end_nll)
 {
   const TxlTokenizer *tok = txl_model_tokenizer(m);
-  Ref ref = { g_array_new(FALSE, FALSE, sizeof(double)) };
+  GArray *ref = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GError) err = NULL;
-  TxlScorer *sc = txl_scorer_new(m, &o->stream, o->segment, ref_token, &ref,
+  TxlScorer *sc = txl_scorer_new(m, &o->stream, o->segment, ref_token, ref,
                                  &err);
   g_assert_no_error(err);
   GArray *nl = encode_line(tok, "");
@@ -137,21 +131,21 @@ score_alone(TxlModel *m, const TxlSessionOptions *o, GPtrArray *lines,
   for (guint i = 0; i < counts->len; i++) {
     double s = 0;
     for (int j = 0; j < g_array_index(counts, int, i); j++)
-      s += g_array_index(ref.lp, double, at++);
+      s += g_array_index(ref, double, at++);
     g_array_append_val(sums, s);
   }
   *end_nll = NAN;
   if (n_end) {
     double s = 0;
     for (int j = 0; j < n_end; j++)
-      s += g_array_index(ref.lp, double, at++);
+      s += g_array_index(ref, double, at++);
     *end_nll = s;
   }
-  g_assert_cmpuint(at, ==, ref.lp->len);
+  g_assert_cmpuint(at, ==, ref->len);
   txl_scorer_free(sc);
   g_array_free(nl, TRUE);
   g_array_free(counts, TRUE);
-  g_array_free(ref.lp, TRUE);
+  g_array_free(ref, TRUE);
   return sums;
 }
 
@@ -262,8 +256,7 @@ static void
 check_alone(const char *model_path, GPtrArray *lines, int k)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(model_path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(model_path);
   for (int variant = 0; variant < 8; variant++) {
     TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
     o.key_regex = "req=(s[0-9]+)";
@@ -329,8 +322,7 @@ check_alone(const char *model_path, GPtrArray *lines, int k)
   txl_model_unref(m);
 }
 
-static void
-test_alone_bytes(void)
+TU_TEST("/sessions/alone-bytes", test_alone_bytes)
 {
   char *path = byte_model();
   GPtrArray *lines = make_lines(120, 6, 11);
@@ -340,8 +332,7 @@ test_alone_bytes(void)
   g_free(path);
 }
 
-static void
-test_alone_bpe(void)
+TU_TEST("/sessions/alone-bpe", test_alone_bpe)
 {
   GPtrArray *train = make_lines(400, 20, 5);
   g_ptr_array_add(train, NULL);
@@ -357,8 +348,7 @@ test_alone_bpe(void)
 
 /* Without a key every line is one stream: the numbers of txl_scorer over
  * the whole text (no primer, no flushes), as txl score computes them. */
-static void
-test_single_stream(void)
+TU_TEST("/sessions/single-stream", test_single_stream)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -385,8 +375,7 @@ test_single_stream(void)
   tu_model_done(m, path);
 }
 
-static void
-test_bounds(void)
+TU_TEST("/sessions/bounds", test_bounds)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -433,8 +422,7 @@ test_bounds(void)
   tu_model_done(m, path);
 }
 
-static void
-test_errors(void)
+TU_TEST("/sessions/errors", test_errors)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -498,8 +486,7 @@ ends_got(const TxlSessionResult *r, gpointer p)
   g_array_append_val(e->lines, r->lines);
 }
 
-static void
-test_idle_after(void)
+TU_TEST("/sessions/idle-after", test_idle_after)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
@@ -637,8 +624,7 @@ swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
  * tokenizer of its own, as the learner makes) change nothing; another
  * shape is refused and the sessions go on as before; other weights of the
  * same shape do change the scores, and stay through the state bytes. */
-static void
-test_set_model(void)
+TU_TEST("/sessions/set-model", test_set_model)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -646,21 +632,17 @@ test_set_model(void)
   c.n_cutoffs = 0;
   char *path = tu_write_model(&c, 7, NULL);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
-  TxlModel *again = txl_model_load(path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(path);
+  TxlModel *again = tu_load(path);
   TxlParams *p = txl_params_from_model(m, &err);
   g_assert_no_error(err);
   TxlModel *view = txl_model_from_params_owned(p);
   TxlConfig oc = c;
   oc.d_inner = 48;
   char *other_path = tu_write_model(&oc, 7, NULL);
-  TxlModel *other = txl_model_load(other_path, &err);
-  g_assert_no_error(err);
+  TxlModel *other = tu_load(other_path);
   char *seed8_path = tu_write_model(&c, 8, NULL);
-  TxlModel *seed8 = txl_model_load(seed8_path, &err);
-  g_assert_no_error(err);
+  TxlModel *seed8 = tu_load(seed8_path);
   GPtrArray *lines = make_lines(80, 6, 5);
   gboolean ok[2] = { FALSE, FALSE };
 
@@ -698,16 +680,4 @@ test_set_model(void)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/sessions/alone-bytes", test_alone_bytes);
-  g_test_add_func("/sessions/alone-bpe", test_alone_bpe);
-  g_test_add_func("/sessions/single-stream", test_single_stream);
-  g_test_add_func("/sessions/bounds", test_bounds);
-  g_test_add_func("/sessions/errors", test_errors);
-  g_test_add_func("/sessions/idle-after", test_idle_after);
-  g_test_add_func("/sessions/set-model", test_set_model);
-  return g_test_run();
-}
+TU_MAIN()

@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include "tu_test.h"
 
 /* ---- a log and what a run reports ---------------------------------------- */
 
@@ -60,12 +61,10 @@ on_end(const TxlSessionResult *r, gpointer p)
                          " %" G_GINT64_FORMAT " %" G_GINT64_FORMAT " %zu",
                          r->key, r->reason, r->first_line, r->last_line,
                          r->lines, r->tokens, r->bytes);
-  bits(o, r->nll);
-  bits(o, r->max_line_mean);
-  bits(o, r->max_line_sum);
-  bits(o, r->max_token);
-  bits(o, r->end_nll);
-  bits(o, r->score);
+  const double v[] = { r->nll,       r->max_line_mean, r->max_line_sum,
+                       r->max_token, r->end_nll,       r->score };
+  for (gsize i = 0; i < G_N_ELEMENTS(v); i++)
+    bits(o, v[i]);
   g_string_append_c(o, '\n');
 }
 
@@ -161,8 +160,7 @@ variants(guint *n)
 
 /* ---- resume ---------------------------------------------------------------- */
 
-static void
-test_resume(void)
+TU_TEST("/sessions-snapshot/resume", test_resume)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path); /* mem 12, segment 5 */
@@ -240,8 +238,7 @@ test_resume(void)
 
 /* Sections travel; F16 loads and goes on (not bit for bit); a snapshot
  * with nothing open. */
-static void
-test_sections_precision(void)
+TU_TEST("/sessions-snapshot/sections-precision", test_sections_precision)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path);
@@ -318,92 +315,116 @@ write_bytes(const char *p, const guint8 *d, gsize n)
   g_assert_true(g_file_set_contents(p, (const char *)d, (gssize)n, &err));
 }
 
+/* A refused sessions load of file (err is cleared): any error, or one
+ * whose message holds `needle`. */
 static void
-test_refusals(void)
+expect_refused(TxlModel *m, const char *file, const TxlSessionOptions *o,
+               const char *needle)
 {
-  TxlConfig c;
-  tu_small_config(&c);
-  char *path = tu_write_model(&c, 7, NULL);
-  char *other = tu_write_model(&c, 8, NULL);
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(path, &err);
-  TxlModel *mo = txl_model_load(other, &err);
-  char *dir = g_dir_make_tmp("txl-sesssnap-XXXXXX", &err);
-  char *snap = g_build_filename(dir, "s.snap", NULL);
-  char *bad = g_build_filename(dir, "bad.snap", NULL);
-  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
-  o.key_regex = "k=s[0-9]+";
-  o.score_end = TRUE;
-  o.idle_lines = 8;
-  TxlSessions *s = txl_sessions_new(m, &o, NULL, NULL, NULL, &err);
-  GPtrArray *lines = make_lines(50, 6, 2);
-  for (guint i = 0; i < lines->len; i++)
-    txl_sessions_push_line(s, lines->pdata[i], -1, &err);
-  g_assert_true(txl_sessions_save(s, snap, NULL, NULL, NULL, &err));
-  txl_sessions_free(s);
+  g_assert_null(txl_sessions_load(m, file, o, NULL, NULL, NULL, NULL, &err));
+  g_assert_nonnull(err);
+  if (needle && !strstr(err->message, needle))
+    g_error("'%s' not in '%s'", needle, err->message);
+}
+
+/* What the refusal checks share: a model and another one, a snapshot of
+ * sessions (its bytes too) with the options it was written with, its
+ * lines, and a file name for damaged copies. */
+typedef struct {
+  TxlModel *m, *mo;
+  char *dir, *snap, *bad;
+  TxlSessionOptions o;
+  GPtrArray *lines;
   gchar *file;
   gsize len;
-  g_assert_true(g_file_get_contents(snap, &file, &len, &err));
-  /* truncated anywhere */
-  for (gsize n = 0; n < len; n += 1 + n / 3) {
-    write_bytes(bad, (guint8 *)file, n);
-    g_assert_null(txl_sessions_load(m, bad, &o, NULL, NULL, NULL, NULL, &err));
-    g_assert_nonnull(err);
-    g_clear_error(&err);
+} Refusals;
+
+static void
+refusals_init(Refusals *f, const char *path, const char *other)
+{
+  g_autoptr(GError) err = NULL;
+  f->m = tu_load(path);
+  f->mo = tu_load(other);
+  f->dir = g_dir_make_tmp("txl-sesssnap-XXXXXX", &err);
+  f->snap = g_build_filename(f->dir, "s.snap", NULL);
+  f->bad = g_build_filename(f->dir, "bad.snap", NULL);
+  f->o = (TxlSessionOptions)TXL_SESSION_OPTIONS_DEFAULT;
+  f->o.key_regex = "k=s[0-9]+";
+  f->o.score_end = TRUE;
+  f->o.idle_lines = 8;
+  TxlSessions *s = txl_sessions_new(f->m, &f->o, NULL, NULL, NULL, &err);
+  f->lines = make_lines(50, 6, 2);
+  for (guint i = 0; i < f->lines->len; i++)
+    txl_sessions_push_line(s, f->lines->pdata[i], -1, &err);
+  g_assert_true(txl_sessions_save(s, f->snap, NULL, NULL, NULL, &err));
+  txl_sessions_free(s);
+  g_assert_true(g_file_get_contents(f->snap, &f->file, &f->len, &err));
+}
+
+/* The file truncated anywhere, or a bit flipped anywhere. */
+static void
+refuse_damaged_files(Refusals *f)
+{
+  for (gsize n = 0; n < f->len; n += 1 + n / 3) {
+    write_bytes(f->bad, (guint8 *)f->file, n);
+    expect_refused(f->m, f->bad, &f->o, NULL);
   }
-  /* a flipped bit anywhere */
   GRand *r = g_rand_new_with_seed(3);
   for (int i = 0; i < 100; i++) {
-    guint8 *d = g_memdup2(file, len);
-    d[g_rand_int_range(r, 0, (gint32)len)] ^= 1u << g_rand_int_range(r, 0, 8);
-    write_bytes(bad, d, len);
-    g_assert_null(txl_sessions_load(m, bad, &o, NULL, NULL, NULL, NULL, &err));
-    g_assert_nonnull(err);
-    g_clear_error(&err);
+    guint8 *d = g_memdup2(f->file, f->len);
+    d[g_rand_int_range(r, 0, (gint32)f->len)] ^= 1u << g_rand_int_range(r, 0, 8);
+    write_bytes(f->bad, d, f->len);
+    expect_refused(f->m, f->bad, &f->o, NULL);
     g_free(d);
   }
   g_rand_free(r);
-  /* another model */
-  g_assert_null(txl_sessions_load(mo, snap, &o, NULL, NULL, NULL, NULL, &err));
-  g_assert_nonnull(strstr(err->message, "another model"));
-  g_clear_error(&err);
-  /* other session settings */
-  TxlSessionOptions o2 = o;
+}
+
+/* Another model, other settings, and one stream's snapshot for sessions
+ * and the other way round. */
+static void
+refuse_other_kinds(Refusals *f)
+{
+  g_autoptr(GError) err = NULL;
+  expect_refused(f->mo, f->snap, &f->o, "another model");
+  TxlSessionOptions o2 = f->o;
   o2.segment = 4;
-  g_assert_null(txl_sessions_load(m, snap, &o2, NULL, NULL, NULL, NULL, &err));
-  g_assert_nonnull(strstr(err->message, "other session settings"));
-  g_clear_error(&err);
-  /* a sessions snapshot is not one stream, and one stream is not sessions */
-  g_assert_null(txl_scorer_load(m, snap, NULL, NULL, &err));
+  expect_refused(f->m, f->snap, &o2, "other session settings");
+  g_assert_null(txl_scorer_load(f->m, f->snap, NULL, NULL, &err));
   g_assert_nonnull(strstr(err->message, "txlsessions snapshot"));
   g_clear_error(&err);
-  TxlScorer *sc = txl_scorer_new(m, NULL, 0, ignore_score, NULL, &err);
+  TxlScorer *sc = txl_scorer_new(f->m, NULL, 0, ignore_score, NULL, &err);
   int32_t ids[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
   g_assert_true(txl_scorer_push(sc, ids, 9, &err));
   GHashTable *sect = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                            (GDestroyNotify)g_bytes_unref);
   g_hash_table_insert(sect, g_strdup("txlmodel"), g_bytes_new("x", 1));
-  g_assert_true(txl_scorer_save_full(sc, bad, NULL, sect, NULL, &err));
-  g_assert_null(txl_sessions_load(m, bad, &o, NULL, NULL, NULL, NULL, &err));
-  g_assert_nonnull(strstr(err->message, "not a txlsessions snapshot"));
-  g_clear_error(&err);
+  g_assert_true(txl_scorer_save_full(sc, f->bad, NULL, sect, NULL, &err));
+  expect_refused(f->m, f->bad, &f->o, "not a txlsessions snapshot");
   /* nor may a scorer write the sessions' section */
   g_hash_table_insert(sect, g_strdup(TXL_SESSIONS_SECTION), g_bytes_new("", 0));
-  g_assert_false(txl_scorer_save_full(sc, bad, NULL, sect, NULL, &err));
+  g_assert_false(txl_scorer_save_full(sc, f->bad, NULL, sect, NULL, &err));
   g_clear_error(&err);
   g_hash_table_unref(sect);
   txl_scorer_free(sc);
-  /* a well-sealed file whose sessions section is damaged: cut at every
-   * length, bytes changed, counts made huge; never a crash, the cuts
-   * always refused */
+}
+
+/* A well-sealed file whose sessions section is damaged: cut at every
+ * length, bytes changed, counts made huge; never a crash, the cuts always
+ * refused. */
+static void
+refuse_damaged_section(Refusals *f)
+{
+  g_autoptr(GError) err = NULL;
   GHashTable *parts = NULL;
-  sc = txl_snapshot_load_sessions(m, snap, &parts, &err);
+  TxlScorer *sc = txl_snapshot_load_sessions(f->m, f->snap, &parts, &err);
   g_assert_no_error(err);
   gsize sn;
   const guint8 *sd = g_bytes_get_data(
       g_hash_table_lookup(parts, TXL_SESSIONS_SECTION), &sn);
   guint8 *orig = g_memdup2(sd, sn);
-  r = g_rand_new_with_seed(5);
+  GRand *r = g_rand_new_with_seed(5);
   for (gsize n = 0; n < sn + 300; n++) {
     guint8 *d = g_memdup2(orig, sn);
     gsize dn = sn;
@@ -422,17 +443,17 @@ test_refusals(void)
                                           (GDestroyNotify)g_bytes_unref);
     g_hash_table_insert(t, g_strdup(TXL_SESSIONS_SECTION),
                         g_bytes_new(d, dn));
-    g_assert_true(txl_snapshot_save_stream(sc, bad, NULL, t, NULL, &err));
+    g_assert_true(txl_snapshot_save_stream(sc, f->bad, NULL, t, NULL, &err));
     g_hash_table_unref(t);
-    TxlSessions *x = txl_sessions_load(m, bad, &o, NULL, NULL, NULL, NULL,
-                                       &err);
+    TxlSessions *x = txl_sessions_load(f->m, f->bad, &f->o, NULL, NULL, NULL,
+                                       NULL, &err);
     if (n < sn) {
       g_assert_null(x);
       g_assert_error(err, TXL_ERROR, TXL_ERROR_FORMAT);
     }
     if (x) { /* a benign change: it must still run */
       for (guint i = 0; i < 10; i++)
-        txl_sessions_push_line(x, lines->pdata[i], -1, NULL);
+        txl_sessions_push_line(x, f->lines->pdata[i], -1, NULL);
       txl_sessions_finish(x, NULL);
       txl_sessions_free(x);
     }
@@ -443,29 +464,27 @@ test_refusals(void)
   g_free(orig);
   g_hash_table_unref(parts);
   txl_scorer_free(sc);
-  g_free(file);
-  g_ptr_array_free(lines, TRUE);
-  g_unlink(bad);
-  g_unlink(snap);
-  g_rmdir(dir);
-  g_free(bad);
-  g_free(snap);
-  g_free(dir);
-  txl_model_unref(mo);
-  txl_model_unref(m);
-  tu_remove(other);
-  tu_remove(path);
-  g_free(other);
-  g_free(path);
 }
 
-int
-main(int argc, char **argv)
+TU_TEST("/sessions-snapshot/refusals", test_refusals)
 {
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/sessions-snapshot/resume", test_resume);
-  g_test_add_func("/sessions-snapshot/sections-precision",
-                  test_sections_precision);
-  g_test_add_func("/sessions-snapshot/refusals", test_refusals);
-  return g_test_run();
+  TxlConfig c;
+  tu_small_config(&c);
+  g_autoptr(TuPath) path = tu_write_model(&c, 7, NULL);
+  g_autoptr(TuPath) other = tu_write_model(&c, 8, NULL);
+  Refusals f;
+  refusals_init(&f, path, other);
+  refuse_damaged_files(&f);
+  refuse_other_kinds(&f);
+  refuse_damaged_section(&f);
+  tu_remove_dir(f.dir);
+  g_ptr_array_free(f.lines, TRUE);
+  g_free(f.file);
+  g_free(f.bad);
+  g_free(f.snap);
+  g_free(f.dir);
+  txl_model_unref(f.mo);
+  txl_model_unref(f.m);
 }
+
+TU_MAIN()

@@ -13,21 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 #include <zstd.h>
-
-/* Removes a directory's files, then the directory. */
-static void
-remove_dir(const char *dir)
-{
-  GDir *d = g_dir_open(dir, 0, NULL);
-  const char *name;
-  while (d && (name = g_dir_read_name(d))) {
-    g_autofree char *p = g_build_filename(dir, name, NULL);
-    g_remove(p);
-  }
-  if (d)
-    g_dir_close(d);
-  g_rmdir(dir);
-}
+#include "tu_test.h"
 
 #define HEADER 236 /* lib/state/snapshot.c: HEADER_SIZE */
 
@@ -75,8 +61,7 @@ last_float(guint8 *raw, gsize n, gpointer data)
   memcpy(raw + n - 4, &v, 4);
 }
 
-static void
-test_sessions_nonfinite(void)
+TU_TEST("/snapfile/sessions-nonfinite", test_sessions_nonfinite)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path);
@@ -121,8 +106,7 @@ test_sessions_nonfinite(void)
   tu_model_done(m, path); /* the model and its directory */
 }
 
-static void
-test_baseline_nonfinite(void)
+TU_TEST("/snapfile/baseline-nonfinite", test_baseline_nonfinite)
 {
   TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, 8, 2, 0, NULL);
   for (int i = 0; i < 5; i++)
@@ -158,8 +142,7 @@ exists(const char *dir, const char *name)
   return g_file_test(p, G_FILE_TEST_EXISTS);
 }
 
-static void
-test_remove_stale(void)
+TU_TEST("/snapfile/remove-stale", test_remove_stale)
 {
   g_autofree char *dir = g_dir_make_tmp("txl-stale-XXXXXX", NULL);
   g_autofree char *snap = g_build_filename(dir, "a.snap", NULL);
@@ -198,11 +181,10 @@ test_remove_stale(void)
   g_autofree char *none = g_build_filename(dir, "no", "x.snap", NULL);
   g_assert_true(txl_snapshot_remove_stale(none, &n, &err));
   g_assert_cmpuint(n, ==, 0);
-  remove_dir(dir);
+  tu_remove_dir(dir);
 }
 
-static void
-test_check_writer(void)
+TU_TEST("/snapfile/check-writer", test_check_writer)
 {
   GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
                                         (GDestroyNotify)g_bytes_unref);
@@ -218,15 +200,4 @@ test_check_writer(void)
   g_hash_table_unref(t);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/snapfile/sessions-nonfinite",
-                  test_sessions_nonfinite);
-  g_test_add_func("/snapfile/baseline-nonfinite",
-                  test_baseline_nonfinite);
-  g_test_add_func("/snapfile/remove-stale", test_remove_stale);
-  g_test_add_func("/snapfile/check-writer", test_check_writer);
-  return g_test_run();
-}
+TU_MAIN()

@@ -3,6 +3,7 @@
  * loaded model, as another process would) continues bit for bit; a
  * truncated, bit-flipped or other-model snapshot is refused. */
 #include "testutil.h"
+#include "tu_test.h"
 
 #define N_IDS 131
 
@@ -33,7 +34,7 @@ static void
 check_resume(const TxlConfig *c, TxlMemoryKind kind)
 {
   g_autoptr(GError) err = NULL;
-  char *path = tu_write_model(c, 5, NULL);
+  g_autoptr(TuPath) path = tu_write_model(c, 5, NULL);
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
   int32_t ids[N_IDS];
@@ -76,20 +77,16 @@ check_resume(const TxlConfig *c, TxlMemoryKind kind)
     txl_model_unref(m2);
   }
   g_remove(snap);
-  tu_remove(path);
-  g_free(path);
 }
 
-static void
-test_resume_kv(void)
+TU_TEST("/snapshot/resume-kv", test_resume_kv)
 {
   TxlConfig c;
   tu_small_config(&c);
   check_resume(&c, TXL_MEMORY_KV);
 }
 
-static void
-test_resume_hidden_same_length(void)
+TU_TEST("/snapshot/resume-hidden-same-length", test_resume_hidden_same_length)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -99,14 +96,13 @@ test_resume_hidden_same_length(void)
   check_resume(&c, TXL_MEMORY_HIDDEN);
 }
 
-static void
-test_refused(void)
+TU_TEST("/snapshot/refused", test_refused)
 {
   g_autoptr(GError) err = NULL;
   TxlConfig c;
   tu_small_config(&c);
-  char *path = tu_write_model(&c, 5, NULL);
-  char *other = tu_write_model(&c, 6, NULL); /* same shapes, other weights */
+  g_autoptr(TuPath) path = tu_write_model(&c, 5, NULL);
+  g_autoptr(TuPath) other = tu_write_model(&c, 6, NULL); /* same shapes, other weights */
   g_autofree char *dir = g_path_get_dirname(path);
   g_autofree char *snap = g_build_filename(dir, "s.snap", NULL);
   g_autofree char *cut = g_build_filename(dir, "cut.snap", NULL);
@@ -158,19 +154,6 @@ test_refused(void)
   txl_model_unref(m);
   g_remove(cut);
   g_remove(snap);
-  tu_remove(path);
-  tu_remove(other);
-  g_free(path);
-  g_free(other);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/snapshot/resume-kv", test_resume_kv);
-  g_test_add_func("/snapshot/resume-hidden-same-length",
-                  test_resume_hidden_same_length);
-  g_test_add_func("/snapshot/refused", test_refused);
-  return g_test_run();
-}
+TU_MAIN()

@@ -10,9 +10,9 @@
 #include "testutil.h"
 
 #include <math.h>
+#include "tu_test.h"
 
-static void
-test_f16(void)
+TU_TEST("/snapstate/f16", test_f16)
 {
   /* every half value survives a round trip through float */
   for (guint32 h = 0; h < 0x10000; h++) {
@@ -45,8 +45,7 @@ test_f16(void)
   g_assert_true(isnan(txl_bf16_to_f32(txl_f32_to_bf16(NAN))));
 }
 
-static void
-test_codec(void)
+TU_TEST("/snapstate/codec", test_codec)
 {
   enum { N = 1001 };
   float in[N], out[N];
@@ -140,26 +139,18 @@ static const char sample[] =
     "\xff\xfe invalid utf-8 \xc3 cut\n"
     "no newline at the end";
 
-static void
-test_encoder_bpe(void)
+TU_TEST("/snapstate/encoder-bpe", test_encoder_bpe)
 {
-  const char *texts[] = { sample };
-  gsize lens[] = { sizeof sample - 1 };
   for (int norm = 0; norm <= 1; norm++) {
-    TxlBpeTrainOptions o = TXL_BPE_TRAIN_OPTIONS_DEFAULT;
-    o.vocab_size = 300;
-    o.normalize = norm ? TXL_NORM_ALL : 0;
     g_autoptr(GError) err = NULL;
-    TxlBpe *b = txl_bpe_train(texts, lens, 1, &o, &err);
+    TxlTokenizer *tok = tu_bpe_tokenizer(sample, sizeof sample - 1, norm, &err);
     g_assert_no_error(err);
-    TxlTokenizer *tok = txl_tokenizer_new_bpe(b);
     check_cuts(tok, sample, sizeof sample - 1, 1);
     txl_tokenizer_free(tok);
   }
 }
 
-static void
-test_encoder_byte_word(void)
+TU_TEST("/snapstate/encoder-byte-word", test_encoder_byte_word)
 {
   char *path;
   TxlModel *m = tu_small_model(2, &path); /* byte tokenizer */
@@ -188,8 +179,7 @@ test_encoder_byte_word(void)
 
 /* ---- baseline --------------------------------------------------------- */
 
-static void
-test_baseline_state(void)
+TU_TEST("/snapstate/baseline", test_baseline_state)
 {
   g_autoptr(GError) err = NULL;
   for (int kind = 0; kind <= 1; kind++)
@@ -244,8 +234,7 @@ collect(gint64 pos, int32_t token, float logprob, gpointer data)
     l->lp[pos] = logprob;
 }
 
-static void
-test_sections_precision(void)
+TU_TEST("/snapstate/sections-precision", test_sections_precision)
 {
   char *path;
   TxlModel *m = tu_small_model(7, &path);
@@ -314,8 +303,7 @@ test_sections_precision(void)
 }
 
 /* A generation saved halfway draws the same tokens after a load. */
-static void
-test_generator(void)
+TU_TEST("/snapstate/generator", test_generator)
 {
   char *path;
   TxlModel *m = tu_small_model(9, &path);
@@ -363,16 +351,4 @@ test_generator(void)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/snapstate/f16", test_f16);
-  g_test_add_func("/snapstate/codec", test_codec);
-  g_test_add_func("/snapstate/encoder-bpe", test_encoder_bpe);
-  g_test_add_func("/snapstate/encoder-byte-word", test_encoder_byte_word);
-  g_test_add_func("/snapstate/baseline", test_baseline_state);
-  g_test_add_func("/snapstate/sections-precision", test_sections_precision);
-  g_test_add_func("/snapstate/generator", test_generator);
-  return g_test_run();
-}
+TU_MAIN()

@@ -12,8 +12,10 @@
 #include "lines.h"
 #include "sampler.h"
 #include "testutil.h"
+#include "tu_config.h"
 
 #include <math.h>
+#include "tu_test.h"
 
 /* One object kind behind the three calls. */
 typedef struct {
@@ -132,8 +134,7 @@ push_ids(TxlScorer *sc, int from, int n)
   g_assert_true(txl_scorer_push(sc, ids, n, NULL));
 }
 
-static void
-test_scorer(void)
+TU_TEST("/state-bytes/scorer", test_scorer)
 {
   char *path;
   TxlModel *m = small_model(11, &path);
@@ -194,8 +195,7 @@ on_token(int32_t id, gint64 line, gsize s, gsize e, gpointer data)
 
 STATE_API(encoder_api, txl_encoder_state)
 
-static void
-test_encoder(void)
+TU_TEST("/state-bytes/encoder", test_encoder)
 {
   char *path = NULL;
   TxlModel *m = tu_word_model(&path, FALSE);
@@ -234,8 +234,7 @@ test_encoder(void)
 
 STATE_API(baseline_api, txl_baseline_state)
 
-static void
-test_baseline(void)
+TU_TEST("/state-bytes/baseline", test_baseline)
 {
   for (int kind = TXL_BASELINE_MAD; kind <= TXL_BASELINE_QUANTILE; kind++) {
     TxlBaseline *b1 = txl_baseline_new(kind, 16, 4, 0.9, NULL);
@@ -269,8 +268,7 @@ test_baseline(void)
 
 STATE_API(sampler_api, txl_sampler_state)
 
-static void
-test_sampler(void)
+TU_TEST("/state-bytes/sampler", test_sampler)
 {
   TxlSamplerOptions so = TXL_SAMPLER_OPTIONS_DEFAULT;
   so.seed = 42;
@@ -320,8 +318,7 @@ push_lines(TxlSessions *s, int from, int n)
   }
 }
 
-static void
-test_sessions(void)
+TU_TEST("/state-bytes/sessions", test_sessions)
 {
   char *path;
   TxlModel *m = small_model(12, &path);
@@ -362,8 +359,7 @@ test_sessions(void)
 
 /* ---- the codec -------------------------------------------------------- */
 
-static void
-test_codec(void)
+TU_TEST("/state-bytes/codec", test_codec)
 {
   guint8 b[8];
   txl_le_put64(b, 0x0102030405060708ull);
@@ -398,8 +394,7 @@ forward(TxlStream *st, int from, int n, float *lp)
   g_assert_true(txl_stream_forward(st, in, n, tg, lp, NULL));
 }
 
-static void
-test_stream(void)
+TU_TEST("/state-bytes/stream", test_stream)
 {
   char *path;
   TxlModel *m = small_model(12, &path);
@@ -430,8 +425,7 @@ test_stream(void)
   drop_model(m, path);
 }
 
-static void
-test_line(void)
+TU_TEST("/state-bytes/line", test_line)
 {
   TxlLineAcc a, b;
   txl_line_acc_init(&a);
@@ -453,21 +447,13 @@ test_line(void)
   g_bytes_unref(st);
 }
 
-static void
-test_learner(void)
+TU_TEST("/state-bytes/learner", test_learner)
 {
   TxlConfig c;
   tu_train_config(&c);
   TxlParams *p = txl_params_new(&c, NULL, 5, NULL);
   TxlModel *m = txl_model_from_params_owned(p);
-  TxlLearnOptions o = txl_learn_options_default();
-  o.warmup_lines = 10;
-  o.every_lines = 8;
-  o.window_lines = 12;
-  o.lag_lines = 3;
-  o.max_steps = 3;
-  o.batch = 2;
-  o.segment = 5;
+  TxlLearnOptions o = tu_learn_options(10, 8, 12, 3, 3, 2, 5);
   TxlLearner *a = txl_learner_new(m, &o, NULL), *b = txl_learner_new(m, &o, NULL);
   for (int i = 0; i < 20; i++) { /* adapted weights and a round in flight */
     int32_t ids[4] = { 1, 2 + i % 5, 9, 0 };
@@ -487,18 +473,4 @@ test_learner(void)
   txl_model_unref(m);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/state-bytes/codec", test_codec);
-  g_test_add_func("/state-bytes/scorer", test_scorer);
-  g_test_add_func("/state-bytes/encoder", test_encoder);
-  g_test_add_func("/state-bytes/baseline", test_baseline);
-  g_test_add_func("/state-bytes/sampler", test_sampler);
-  g_test_add_func("/state-bytes/sessions", test_sessions);
-  g_test_add_func("/state-bytes/stream", test_stream);
-  g_test_add_func("/state-bytes/line", test_line);
-  g_test_add_func("/state-bytes/learner", test_learner);
-  return g_test_run();
-}
+TU_MAIN()

@@ -4,6 +4,7 @@
  * same_length independence from the segment length, reset, the full
  * distribution.  Parity with PyTorch is tests/reference/test_parity.py. */
 #include "testutil.h"
+#include "tu_test.h"
 
 #define N_IDS 157
 
@@ -55,20 +56,24 @@ score(TxlModel *m, const TxlStreamOptions *o, int seg, const int32_t *ids,
 static TxlModel *
 load(const TxlConfig *c, char **path)
 {
-  g_autoptr(GError) err = NULL;
   *path = tu_write_model(c, 42, NULL);
-  TxlModel *m = txl_model_load(*path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(*path);
   return m;
 }
 
-static void
-test_split_independent(void)
+/* tu_small_config's model, loaded; c is its configuration. */
+static TxlModel *
+load_small(TxlConfig *c, char **path)
+{
+  tu_small_config(c);
+  return load(c, path);
+}
+
+TU_TEST("/stream/split-independent", test_split_independent)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   int32_t ids[N_IDS];
   random_ids(ids, N_IDS, c.n_token, 1);
   Collected whole, ones, mixed;
@@ -88,8 +93,7 @@ test_split_independent(void)
   tu_model_done(m, path);
 }
 
-static void
-test_same_length_segment_independent(void)
+TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_independent)
 {
   TxlConfig c;
   tu_small_config(&c);
@@ -120,13 +124,11 @@ test_same_length_segment_independent(void)
   tu_model_done(m, path);
 }
 
-static void
-test_bad_ids_leave_state(void)
+TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err), *t = txl_stream_new(m, NULL, &err);
   g_assert_no_error(err);
@@ -168,13 +170,11 @@ test_bad_ids_leave_state(void)
   tu_model_done(m, path);
 }
 
-static void
-test_reset_and_full_distribution(void)
+TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err);
   float *full = g_new(float, c.n_token);
@@ -210,13 +210,11 @@ test_reset_and_full_distribution(void)
   g_free(path);
 }
 
-static void
-test_memory_matters(void)
+TU_TEST("/stream/memory-matters", test_memory_matters)
 {
   TxlConfig c;
-  tu_small_config(&c);
   char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load_small(&c, &path);
   g_autoptr(GError) err = NULL;
   int32_t a[5], b[5], tg[5];
   float with[5], without[5], nomem[5];
@@ -251,8 +249,7 @@ test_memory_matters(void)
 }
 
 /* Hidden-state memory re-projects what KV memory caches: same numbers. */
-static void
-test_memory_kinds_agree(void)
+TU_TEST("/stream/memory-kinds-agree", test_memory_kinds_agree)
 {
   for (int variant = 0; variant < 3; variant++) {
     TxlConfig c;
@@ -285,17 +282,4 @@ test_memory_kinds_agree(void)
   }
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/stream/split-independent", test_split_independent);
-  g_test_add_func("/stream/same-length-segment-independent",
-                  test_same_length_segment_independent);
-  g_test_add_func("/stream/bad-ids-leave-state", test_bad_ids_leave_state);
-  g_test_add_func("/stream/reset-and-full-distribution",
-                  test_reset_and_full_distribution);
-  g_test_add_func("/stream/memory-matters", test_memory_matters);
-  g_test_add_func("/stream/memory-kinds-agree", test_memory_kinds_agree);
-  return g_test_run();
-}
+TU_MAIN()

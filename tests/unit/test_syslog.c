@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "record.h"
 #include "syslog.h"
+#include "tu_test.h"
 
 static void
 assert_span(TxlSpan s, const char *want)
@@ -12,8 +13,7 @@ assert_span(TxlSpan s, const char *want)
   g_assert_cmpmem(s.p, s.n, want, strlen(want));
 }
 
-static void
-test_rfc5424(void)
+TU_TEST("/syslog/rfc5424", test_rfc5424)
 {
   const char *m1 = "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com "
                    "evntslog - ID47 [exampleSDID@32473 iut=\"3\" "
@@ -51,8 +51,7 @@ test_rfc5424(void)
   assert_span(m.msg, "just text");
 }
 
-static void
-test_rfc3164(void)
+TU_TEST("/syslog/rfc3164", test_rfc3164)
 {
   static const struct {
     const char *in, *time, *host, *app, *pid, *msg;
@@ -110,8 +109,7 @@ frame_all(const char *in, gsize len, gsize piece, gsize max, Got *g)
   return bad;
 }
 
-static void
-test_framing(void)
+TU_TEST("/syslog/framing", test_framing)
 {
   /* octet counting (a frame may hold a line end), newline framing, CRLF,
    * lines that start with numbers but no count, a last frame without its
@@ -161,12 +159,4 @@ test_framing(void)
   g_ptr_array_unref(g.frames);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/syslog/rfc5424", test_rfc5424);
-  g_test_add_func("/syslog/rfc3164", test_rfc3164);
-  g_test_add_func("/syslog/framing", test_framing);
-  return g_test_run();
-}
+TU_MAIN()

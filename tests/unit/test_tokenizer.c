@@ -2,9 +2,9 @@
 /* Tokenizers: ids, lines and offsets depend only on the concatenated
  * input, never on how it was split; byte tokens cover any bytes. */
 #include "testutil.h"
+#include "tu_test.h"
 
-static void
-test_word(void)
+TU_TEST("/tokenizer/word", test_word)
 {
   char *path;
   TxlModel *m = tu_word_model(&path, FALSE);
@@ -41,8 +41,7 @@ test_word(void)
   tu_model_done(m, path);
 }
 
-static void
-test_bytes(void)
+TU_TEST("/tokenizer/bytes", test_bytes)
 {
   char *path;
   TxlModel *m = tu_small_model(1, &path);
@@ -67,11 +66,4 @@ test_bytes(void)
   tu_model_done(m, path);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/tokenizer/word", test_word);
-  g_test_add_func("/tokenizer/bytes", test_bytes);
-  return g_test_run();
-}
+TU_MAIN()

@@ -4,11 +4,25 @@
 #include "params.h"
 #include "testutil.h"
 #include "train.h"
+#include "tu_test.h"
 
 /* ---- params ------------------------------------------------------------- */
 
+/* p has the tensors named in `has` and none of those in `lacks` (both
+ * NULL-terminated). */
 static void
-test_layout(void)
+assert_tensors(const TxlParams *p, const char *const *has,
+               const char *const *lacks)
+{
+  for (; *has; has++)
+    if (!txl_params_find(p, *has))
+      g_error("no tensor %s", *has);
+  for (; *lacks; lacks++)
+    if (txl_params_find(p, *lacks))
+      g_error("a tensor %s", *lacks);
+}
+
+TU_TEST("/train/params/layout", test_layout)
 {
   TxlConfig c;
   tu_train_config(&c);
@@ -16,10 +30,8 @@ test_layout(void)
   TxlParams *p = txl_params_new(&c, NULL, 1, &err);
   g_assert_no_error(err);
   /* tied: one table, no out.0.weight, no r biases at the top (untie_r) */
-  g_assert_nonnull(txl_params_find(p, "emb.0.weight"));
-  g_assert_null(txl_params_find(p, "out.0.weight"));
-  g_assert_null(txl_params_find(p, "r_w_bias"));
-  g_assert_nonnull(txl_params_find(p, "blk.1.r_r_bias"));
+  assert_tensors(p, (const char *[]){ "emb.0.weight", "blk.1.r_r_bias", NULL },
+                 (const char *[]){ "out.0.weight", "r_w_bias", NULL });
   g_assert_true(p->w.out_w == p->w.emb);
   g_assert_true(p->g.out_w == p->g.emb);
   g_assert_null(p->w.emb_proj);
@@ -41,10 +53,8 @@ test_layout(void)
   c.tie_projs[0] = TRUE;
   p = txl_params_new(&c, NULL, 1, &err);
   g_assert_no_error(err);
-  g_assert_nonnull(txl_params_find(p, "out.0.weight"));
-  g_assert_nonnull(txl_params_find(p, "r_w_bias"));
-  g_assert_null(txl_params_find(p, "blk.0.r_w_bias"));
-  g_assert_null(txl_params_find(p, "out_proj.0"));
+  assert_tensors(p, (const char *[]){ "out.0.weight", "r_w_bias", NULL },
+                 (const char *[]){ "blk.0.r_w_bias", "out_proj.0", NULL });
   g_assert_true(p->w.out_proj == p->w.emb_proj);
   g_assert_true(p->w.layers[0].r_w_bias == p->w.layers[1].r_w_bias);
   txl_params_free(p);
@@ -68,8 +78,7 @@ moments(const float *v, gsize n, double *mean, double *sd)
   *sd = sqrt(q / n);
 }
 
-static void
-test_init(void)
+TU_TEST("/train/params/init", test_init)
 {
   TxlConfig c;
   tu_train_config(&c);
@@ -145,6 +154,17 @@ score(TxlModel *m, const int32_t *ids, int n, int seg, float *lp)
   txl_stream_free(s);
 }
 
+/* Parameters of c drawn from `seed` with larger scales than the defaults
+ * (0.3), so that differences show. */
+static TxlParams *
+scaled_params(const TxlConfig *c, guint64 seed)
+{
+  g_autoptr(GError) err = NULL;
+  TxlParams *p = txl_params_new(c, &(TxlInitOptions){ 0.3f, 0.3f }, seed, &err);
+  g_assert_no_error(err);
+  return p;
+}
+
 static void
 file_case(gboolean tie, int d_embed, gboolean tie_proj)
 {
@@ -154,15 +174,13 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   c.d_embed = d_embed;
   c.tie_projs[0] = tie_proj;
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 9, &err);
-  g_assert_no_error(err);
+  TxlParams *p = scaled_params(&c, 9);
   char *path = tu_tmp_model_path();
   g_assert_true(txl_params_write_gguf(p, NULL, NULL, path, &err));
   g_assert_no_error(err);
 
   /* the file loads (tied tensors stored once, or the loader refuses it) */
-  TxlModel *m = txl_model_load(path, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_load(path);
   g_assert_cmpint(txl_tokenizer_type(txl_model_tokenizer(m)), ==,
                   TXL_TOKENIZER_NONE);
   TxlParams *q = txl_params_load_gguf(path, &err);
@@ -195,8 +213,7 @@ file_case(gboolean tie, int d_embed, gboolean tie_proj)
   g_free(path);
 }
 
-static void
-test_model_file(void)
+TU_TEST("/train/params/model-file", test_model_file)
 {
   file_case(TRUE, 16, FALSE);
   file_case(FALSE, 16, FALSE);
@@ -215,8 +232,7 @@ agree_case(gboolean pre, gboolean same, int clamp)
   c.same_length = same;
   c.clamp_len = clamp;
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 3, &err);
-  g_assert_no_error(err);
+  TxlParams *p = scaled_params(&c, 3);
   enum { B = 3, T = 4, SEGS = 4 };
   TxlTrainOptions o = TXL_TRAIN_OPTIONS_DEFAULT;
   o.batch = B;
@@ -265,8 +281,7 @@ agree_case(gboolean pre, gboolean same, int clamp)
   txl_params_free(p);
 }
 
-static void
-test_forward_agrees(void)
+TU_TEST("/train/forward-agrees", test_forward_agrees)
 {
   agree_case(FALSE, FALSE, 0);
   agree_case(TRUE, FALSE, 0);
@@ -276,13 +291,12 @@ test_forward_agrees(void)
 
 /* ---- state: reset, rewind, dropout determinism -------------------------- */
 
-static void
-test_state(void)
+TU_TEST("/train/state", test_state)
 {
   TxlConfig c;
   tu_train_config(&c);
   g_autoptr(GError) err = NULL;
-  TxlParams *p = txl_params_new(&c, &(TxlInitOptions){ 0.3f, 0.3f }, 3, &err);
+  TxlParams *p = scaled_params(&c, 3);
   enum { B = 2, T = 5, N = B * T };
   TxlTrainOptions o = TXL_TRAIN_OPTIONS_DEFAULT;
   o.batch = B;
@@ -346,14 +360,4 @@ test_state(void)
   txl_params_free(p);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/train/params/layout", test_layout);
-  g_test_add_func("/train/params/init", test_init);
-  g_test_add_func("/train/params/model-file", test_model_file);
-  g_test_add_func("/train/forward-agrees", test_forward_agrees);
-  g_test_add_func("/train/state", test_state);
-  return g_test_run();
-}
+TU_MAIN()
