@@ -479,4 +479,20 @@ txld_ingest_metrics(TxldDaemon *d, GString *o)
                              G_GUINT64_FORMAT "\n", p->conf->name,
                              counts_of(p->conf->name)->lines);
   }
+  g_string_append(o, "# HELP txld_ingest_queued_bytes Bytes accepted and not "
+                  "yet taken by the pipeline (its appsrc's queue).\n# TYPE "
+                  "txld_ingest_queued_bytes gauge\n");
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    GstElement *src = p->conf->ingest && p->pipeline
+        ? gst_bin_get_by_name(GST_BIN(p->pipeline), TXLD_INGEST_ELEMENT) : NULL;
+    guint64 level = 0;
+    if (src && g_object_class_find_property(G_OBJECT_GET_CLASS(src),
+                                            "current-level-bytes"))
+      g_object_get(src, "current-level-bytes", &level, NULL);
+    g_clear_object(&src);
+    if (p->conf->ingest)
+      g_string_append_printf(o, "txld_ingest_queued_bytes{pipeline=\"%s\"} %"
+                             G_GUINT64_FORMAT "\n", p->conf->name, level);
+  }
 }
