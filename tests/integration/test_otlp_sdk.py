@@ -41,19 +41,21 @@ def npm_modules():
         return modules
     if not shutil.which('node') or not shutil.which('npm'):
         skip('node or npm is not installed')
+    try:
+        ping = subprocess.run(['npm', 'ping', '--fetch-retries=0', '--fetch-timeout=15000'],
+                              capture_output=True, timeout=60).returncode
+    except subprocess.TimeoutExpired:
+        ping = 1
+    if ping != 0:
+        skip('npm cannot reach the registry')
     os.makedirs(prefix, exist_ok=True)
     try:
         p = subprocess.run(['npm', 'install', '--prefix', prefix, '--no-audit', '--no-fund',
-                            '--no-package-lock'] + PACKAGES, capture_output=True, timeout=240)
+                            '--no-package-lock', '--fetch-retries=1'] + PACKAGES,
+                           capture_output=True, timeout=240)
     except subprocess.TimeoutExpired:
         p = None
     if p is None or p.returncode != 0:
-        try:
-            ping = subprocess.run(['npm', 'ping'], capture_output=True, timeout=60).returncode
-        except subprocess.TimeoutExpired:
-            ping = 1
-        if ping != 0:
-            skip('npm cannot reach the registry')
         check('npm install of the OpenTelemetry JS SDK', False, p.stderr[-2000:] if p else 'timeout')
         sys.exit(tally() and 1)
     open(marker, 'w').close()
