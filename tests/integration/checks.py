@@ -4,6 +4,7 @@ detail only when it fails) and the tally that decides the exit status."""
 
 import os
 import subprocess
+import time
 
 results = []
 
@@ -21,6 +22,17 @@ def tally():
     failed = results.count(False)
     print('%d passed, %d failed' % (len(results) - failed, failed))
     return failed
+
+
+def wait_for(cond, seconds=10, step=0.1):
+    """cond's first true value within seconds, else its last value."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
 
 
 def tiny_byte_model(txl, tmp, lines):

@@ -4,11 +4,14 @@ over a configuration directory, POST with any headers, the lines a txlsink
 wrote, and a protobuf ExportLogsServiceRequest written by hand."""
 import json
 import os
+import shutil
 import struct
 import subprocess
-import time
+import sys
 import urllib.error
 import urllib.request
+
+from checks import tally, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -17,16 +20,6 @@ PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'
 TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
 CHAIN = ('appsrc name=ingest ! txltokenizer model={m} ! txlmodel model={m} flush-on-newline=true '
          '! txlsink location={out}')
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    return cond()
 
 
 def scoring_conf(name, out, extra=''):
@@ -50,6 +43,17 @@ def start_txld(tmp, confs, args=()):
                             stderr=subprocess.STDOUT, env=env)
     wait_for(lambda: os.path.exists(portfile) and open(portfile).read().strip(), 30)
     return proc, 'http://127.0.0.1:%s' % open(portfile).read().strip()
+
+
+def finish(proc, tmp):
+    """Stops txld; on a failed check shows its log and exits 1, else
+    removes tmp."""
+    proc.terminate()
+    proc.wait(timeout=30)
+    if tally():
+        print(open(os.path.join(tmp, 'txld.log'), errors='replace').read()[-3000:])
+        sys.exit(1)
+    shutil.rmtree(tmp)
 
 
 def post(url, body, headers=None):

@@ -17,7 +17,7 @@ import threading
 import time
 import urllib.request
 
-from checks import check, tally
+from checks import check, tally, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -39,16 +39,6 @@ def get(url, timeout=5):
         return e.code, e.read().decode()
     except OSError as e:
         return 0, str(e)
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.2)
-    return cond()
 
 
 class Hook(http.server.BaseHTTPRequestHandler):

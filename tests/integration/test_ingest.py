@@ -17,13 +17,12 @@
 import gzip
 import json
 import os
-import shutil
 import sys
 import tempfile
 
-from checks import check, tally
-from ingest_util import (MODEL, get, pb_request, post, scored, scoring_conf, start_txld,
-                         wait_for)
+from checks import check
+from ingest_util import (MODEL, finish, get, pb_request, post, scored, scoring_conf,
+                         start_txld, wait_for)
 
 TOKEN = 's3cret-token-for-tests'
 MAX_BODY = 200000
@@ -61,12 +60,7 @@ def main():
     try:
         run(tmp, base, out_lines, out_otlp)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if tally():
-            print(open(os.path.join(tmp, 'txld.log'), errors='replace').read()[-3000:])
-            sys.exit(1)
-        shutil.rmtree(tmp)
+        finish(proc, tmp)
 
 
 def run_lines(base, out_lines):

@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 from checks import check, tally
-from ingest_util import HERE, ROOT, MODEL, scored, scoring_conf, start_txld, wait_for
+from ingest_util import HERE, ROOT, MODEL, finish, scored, scoring_conf, start_txld, wait_for
 
 PACKAGES = ['@opentelemetry/api-logs@0.223.1', '@opentelemetry/sdk-logs@0.223.1',
             '@opentelemetry/exporter-logs-otlp-http@0.223.1',
@@ -112,12 +112,7 @@ def main():
         print('records sent/scored: proto %d/%d, json %d/%d' % (N, counts[0], N, counts[1]))
         check('nothing else scored', len(rows) == 2 * N, len(rows))
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if tally():
-            print(open(os.path.join(tmp, 'txld.log'), errors='replace').read()[-3000:])
-            sys.exit(1)
-        shutil.rmtree(tmp)
+        finish(proc, tmp)
 
 
 if __name__ == '__main__':
