@@ -278,10 +278,10 @@ main(int argc, char **argv)
     return 2;
   }
   limits.max_ingest_body = (guint64)ingest_max_body;
-  txld_ingest_max_body = limits.max_ingest_body;
   gst_init(NULL, NULL);
 
   TxldDaemon d = { 0 };
+  txld_ingest_init(&d, limits.max_ingest_body);
   d.config_dir = g_steal_pointer(&config);
   /* systemd's StateDirectory= sets STATE_DIRECTORY (a list: the first) */
   const char *env_state = g_getenv("STATE_DIRECTORY");

@@ -132,27 +132,38 @@ limit_option(const Conn *k)
   return k->ingest ? "--ingest-max-body" : "--http-max-body";
 }
 
-/* 413 before the body is read: written straight to the socket (libsoup
- * would read the whole body first, even with a status set), then both
- * directions shut, so nothing more of the body is read. */
+/* An answer before the body is read: written straight to the socket
+ * (libsoup would read the whole body first, even with a status set), then
+ * both directions shut, so nothing more of the body is read. */
+static void
+conn_refuse(Conn *k, SoupServerMessage *msg, guint status, const char *headers,
+            const char *error)
+{
+  k->rejected = TRUE;
+  soup_server_message_set_status(msg, status, NULL);
+  g_autofree char *body = g_strdup_printf("{\"ok\": false, \"error\": \"%s\"}\n",
+                                          error);
+  g_autofree char *resp = g_strdup_printf(
+      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n%s"
+      "Content-Length: %zu\r\nConnection: close\r\nServer: txld\r\n\r\n%s",
+      status, status == 413 ? "Content Too Large"
+                            : soup_status_get_phrase(status),
+      headers, strlen(body), body);
+  g_socket_send_with_blocking(k->sock, resp, strlen(resp), FALSE, NULL, NULL);
+  g_socket_shutdown(k->sock, TRUE, TRUE, NULL);
+}
+
+/* 413 before the body is read */
 static void
 conn_reject_body(Conn *k, SoupServerMessage *msg, guint64 declared)
 {
   if (k->rejected)
     return;
-  k->rejected = TRUE;
   stats.too_large++;
-  soup_server_message_set_status(msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
-                                 NULL);
-  g_autofree char *body = g_strdup_printf(
-      "{\"ok\": false, \"error\": \"the request body is over the limit of %"
-      G_GUINT64_FORMAT " bytes (%s)\"}\n", k->max, limit_option(k));
-  g_autofree char *resp = g_strdup_printf(
-      "HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
-      "Content-Length: %zu\r\nConnection: close\r\nServer: txld\r\n\r\n%s",
-      strlen(body), body);
-  g_socket_send_with_blocking(k->sock, resp, strlen(resp), FALSE, NULL, NULL);
-  g_socket_shutdown(k->sock, TRUE, TRUE, NULL);
+  g_autofree char *error = g_strdup_printf(
+      "the request body is over the limit of %" G_GUINT64_FORMAT " bytes (%s)",
+      k->max, limit_option(k));
+  conn_refuse(k, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "", error);
   guint64 quiet;
   if (may_log(&rl_large, &quiet))
     txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP: refused a request body of %s%"
@@ -170,6 +181,14 @@ on_got_headers(SoupServerMessage *msg, gpointer data)
   SoupMessageHeaders *h = soup_server_message_get_request_headers(msg);
   /* an ingest endpoint's body is kept, under its own limit */
   GUri *uri = soup_server_message_get_uri(msg);
+  guint status;
+  const char *why;
+  if (k && uri && !txld_ingest_admit(g_uri_get_path(uri), h, &status, &why)) {
+    /* refused whatever the body: none is read (why holds no quote) */
+    conn_refuse(k, msg, status, status == 401 ? "WWW-Authenticate: Bearer "
+                "realm=\"txld\"\r\n" : "", why);
+    return;
+  }
   if (k && uri && txld_ingest_path(g_uri_get_path(uri))) {
     k->max = lim.max_ingest_body;
     k->ingest = TRUE;

@@ -155,7 +155,7 @@ retry_after(SoupServerMessage *msg, double seconds)
 /* Whether the request carries the pipeline's token.  Without a token file
  * every request passes; a token file that cannot be read lets none in. */
 static gboolean
-authorized(TxldPipeline *p, SoupServerMessage *msg, const char **why)
+authorized(TxldPipeline *p, SoupMessageHeaders *headers, const char **why)
 {
   const char *file = p->conf->ingest_token;
   if (!file)
@@ -169,8 +169,7 @@ authorized(TxldPipeline *p, SoupServerMessage *msg, const char **why)
   }
   g_strstrip(tok);
   *why = "a bearer token is required (Authorization: Bearer TOKEN)";
-  const char *h = soup_message_headers_get_one(
-      soup_server_message_get_request_headers(msg), "Authorization");
+  const char *h = soup_message_headers_get_one(headers, "Authorization");
   if (!*tok || !h || g_ascii_strncasecmp(h, "Bearer ", 7) != 0)
     return FALSE;
   const char *got = h + 7;
@@ -359,7 +358,7 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   gboolean type_ok;
   Form form = form_of(otlp, type, &type_ok);
   const char *why = NULL;
-  if (!authorized(p, msg, &why)) {
+  if (!authorized(p, soup_server_message_get_request_headers(msg), &why)) {
     c->requests[C_AUTH]++;
     soup_message_headers_replace(soup_server_message_get_response_headers(msg),
                                  "WWW-Authenticate", "Bearer realm=\"txld\"");
@@ -417,36 +416,70 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   answer(msg, form, 200, 0, num);
 }
 
+static TxldDaemon *the_daemon; /* for txld_ingest_admit */
+
+void
+txld_ingest_init(TxldDaemon *d, guint64 max_body)
+{
+  the_daemon = d;
+  txld_ingest_max_body = max_body;
+}
+
+/* The pipeline an ingest path is for, or NULL with the answer's status
+ * and reason. */
+static TxldPipeline *
+route(TxldDaemon *d, const char *path, const char **why)
+{
+  if (strcmp(path, "/v1/logs") == 0) {
+    for (guint i = 0; i < d->pipelines->len; i++)
+      if (((TxldPipeline *)d->pipelines->pdata[i])->conf->otlp)
+        return d->pipelines->pdata[i];
+    *why = "no pipeline has otlp = true";
+    return NULL;
+  }
+  g_autofree char *name = g_strdup(path + strlen("/pipelines/"));
+  *strchr(name, '/') = '\0';
+  TxldPipeline *p = txld_daemon_find(d, name);
+  if (p && p->conf->ingest)
+    return p;
+  *why = p ? "this pipeline does not take lines over HTTP (ingest = true)"
+           : "no such pipeline";
+  return NULL;
+}
+
+gboolean
+txld_ingest_admit(const char *path, SoupMessageHeaders *headers,
+                  guint *status, const char **why)
+{
+  if (!the_daemon || !txld_ingest_path(path))
+    return TRUE;
+  TxldPipeline *p = route(the_daemon, path, why);
+  *status = 404;
+  if (!p)
+    return FALSE;
+  if (authorized(p, headers, why))
+    return TRUE;
+  counts_of(p->conf->name)->requests[C_AUTH]++;
+  *status = 401;
+  return FALSE;
+}
+
 gboolean
 txld_ingest_handle(TxldDaemon *d, SoupServerMessage *msg, const char *path)
 {
   if (!txld_ingest_path(path))
     return FALSE;
   gboolean otlp = g_str_has_suffix(path, "/v1/logs");
-  Form form = otlp ? FORM_OTLP_JSON : FORM_LINES;
-  TxldPipeline *p = NULL;
-  if (strcmp(path, "/v1/logs") == 0) {
-    for (guint i = 0; i < d->pipelines->len && !p; i++)
-      if (((TxldPipeline *)d->pipelines->pdata[i])->conf->otlp)
-        p = d->pipelines->pdata[i];
-    if (!p) {
-      refuse(msg, form, 404, "no pipeline has otlp = true");
-      return TRUE;
-    }
-  } else {
-    g_autofree char *name = g_strdup(path + strlen("/pipelines/"));
-    *strchr(name, '/') = '\0';
-    p = txld_daemon_find(d, name);
-    if (!p || !p->conf->ingest) {
-      refuse(msg, form, 404, p ? "this pipeline does not take lines over "
-             "HTTP (ingest = true)" : "no such pipeline");
-      return TRUE;
-    }
+  const char *why = NULL;
+  TxldPipeline *p = route(d, path, &why);
+  if (!p) {
+    refuse(msg, otlp ? FORM_OTLP_JSON : FORM_LINES, 404, why);
+    return TRUE;
   }
   if (strcmp(soup_server_message_get_method(msg), "POST") != 0) {
     soup_message_headers_replace(soup_server_message_get_response_headers(msg),
                                  "Allow", "POST");
-    refuse(msg, form, 405, "use POST");
+    refuse(msg, otlp ? FORM_OTLP_JSON : FORM_LINES, 405, "use POST");
     return TRUE;
   }
   serve(d, p, msg, otlp);

@@ -21,6 +21,15 @@
 /* --ingest-max-body: also the most a gzip body may inflate to */
 extern guint64 txld_ingest_max_body;
 
+/* At start: the daemon whose pipelines the requests go to. */
+void txld_ingest_init(TxldDaemon *d, guint64 max_body);
+
+/* Once a request's headers are in, before its body is read: FALSE with
+ * the answer (404: no such ingest pipeline, 401: no valid token) when it
+ * would be refused anyway, so that no body is kept for it. */
+gboolean txld_ingest_admit(const char *path, SoupMessageHeaders *headers,
+                           guint *status, const char **why);
+
 /* Whether requests to path have a body that is read (under
  * --ingest-max-body): the ingest endpoints. */
 gboolean txld_ingest_path(const char *path);
