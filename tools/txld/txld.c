@@ -316,8 +316,9 @@ main(int argc, char **argv)
     }
     txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP on http://%s:%u/ (at most %u "
              "connections, %.3g s per request, bodies up to %" G_GUINT64_FORMAT
-             " bytes)", listen ? listen : "127.0.0.1", bound,
-             limits.max_connections, limits.timeout_s, limits.max_body);
+             " bytes, log batches up to %" G_GUINT64_FORMAT " bytes)",
+             listen ? listen : "127.0.0.1", bound, limits.max_connections,
+             limits.timeout_s, limits.max_body, limits.max_ingest_body);
     if (port_file) {
       g_autofree char *s = g_strdup_printf("%u\n", bound);
       if (!g_file_set_contents(port_file, s, -1, &e)) {
