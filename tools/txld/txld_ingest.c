@@ -14,7 +14,6 @@
 #include "txl_formats.h"
 #include "txl_ingest.h"
 #include "txl_text.h"
-#include "jsondepth.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>
