@@ -206,8 +206,14 @@ plugin_init(GstPlugin *plugin)
                              gst_txl_sink_get_type());
   ok &= gst_element_register(plugin, "txlsessions", GST_RANK_NONE,
                              gst_txl_sessions_get_type());
+  ok &= gst_element_register(plugin, "txljson", GST_RANK_NONE,
+                             gst_txl_json_get_type());
   ok &= gst_element_register(plugin, "txlsyslogsrc", GST_RANK_NONE,
                              gst_txl_syslog_src_get_type());
+#if TXL_HAVE_JOURNAL
+  ok &= gst_element_register(plugin, "txljournalsrc", GST_RANK_NONE,
+                             gst_txl_journal_src_get_type());
+#endif
   return ok;
 }
 

@@ -108,6 +108,8 @@ GType gst_txl_sink_get_type(void);
 GType gst_txl_sampler_get_type(void);
 GType gst_txl_sessions_get_type(void);
 GType gst_txl_syslog_src_get_type(void);
+GType gst_txl_journal_src_get_type(void);
+GType gst_txl_json_get_type(void);
 /* GstTxlSnapshotPrecision (f32, f16, bf16), shared by the elements that
  * write snapshots */
 GType gst_txl_snapshot_precision_get_type(void);

@@ -148,6 +148,31 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* How long ago the data that completed the line arrived, on the pipeline
+ * clock: a live source's timestamps (do-timestamp) against now; NONE for
+ * untimed data or outside PLAYING. */
+static GstClockTime
+line_latency(GstTxlSink *self)
+{
+  GstBaseSink *bs = GST_BASE_SINK(self);
+  if (!GST_CLOCK_TIME_IS_VALID(self->last_pts) ||
+      bs->segment.format != GST_FORMAT_TIME ||
+      GST_STATE(self) != GST_STATE_PLAYING)
+    return GST_CLOCK_TIME_NONE;
+  GstClockTime arrived = gst_segment_to_running_time(
+      &bs->segment, GST_FORMAT_TIME, self->last_pts);
+  GstClock *clock = gst_element_get_clock(GST_ELEMENT(self));
+  if (!clock || !GST_CLOCK_TIME_IS_VALID(arrived)) {
+    if (clock)
+      gst_object_unref(clock);
+    return GST_CLOCK_TIME_NONE;
+  }
+  GstClockTime now = gst_clock_get_time(clock) -
+                     gst_element_get_base_time(GST_ELEMENT(self));
+  gst_object_unref(clock);
+  return now >= arrived ? now - arrived : 0;
+}
+
 /* The output, emptied first unless the stream continues a snapshot or
  * append is set (see truncate_pending). */
 static FILE *
@@ -160,6 +185,23 @@ out_file(GstTxlSink *self)
                          g_strerror(errno));
   }
   return self->out;
+}
+
+/* Writes one piece of output: to the file, or (inside txljson) to the
+ * emit hook, which sends it downstream.  FALSE when it could not. */
+static gboolean
+put_out(GstTxlSink *self, const char *data, gsize len)
+{
+  if (self->emit)
+    return self->emit(self, data, len, self->emit_data);
+  return fwrite(data, 1, len, out_file(self)) == len && fflush(self->out) == 0;
+}
+
+void
+gst_txl_sink_set_emit(GstTxlSink *sink, GstTxlSinkEmit emit, gpointer data)
+{
+  sink->emit = emit;
+  sink->emit_data = data;
 }
 
 /* A line's anomaly (the worst part above the cut (fixed, quantile,
@@ -273,8 +315,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   else
     g_string_append(o, "null");
   g_string_append(o, "}\n");
-  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
-                fflush(self->out) == 0;
+  gboolean ok = put_out(self, o->str, o->len);
   g_string_free(o, TRUE);
   if (!ok) {
     GST_OBJECT_LOCK(self);
@@ -303,7 +344,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
       "warmup", G_TYPE_BOOLEAN, warm,
-      "text", G_TYPE_STRING, text, NULL);
+      "text", G_TYPE_STRING, text,
+      "latency", GST_TYPE_CLOCK_TIME, line_latency(self), NULL);
   if (fields)
     gst_structure_set(s, "fields", GST_TYPE_STRUCTURE, fields, NULL);
   g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
@@ -424,8 +466,7 @@ gst_txl_sink_set_caps(GstBaseSink *bs, GstCaps *caps)
 static GstFlowReturn
 render_text(GstTxlSink *self, const guint8 *data, gsize len)
 {
-  if (fwrite(data, 1, len, out_file(self)) != len ||
-      fflush(self->out) != 0) {
+  if (!put_out(self, (const char *)data, len)) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("Could not write the text."),
                       ("%s", g_strerror(errno)));
     return GST_FLOW_ERROR;
@@ -487,8 +528,7 @@ write_session(GstTxlSink *self, const GstStructure *s)
   if (!write_ready(self, FALSE))
     return FALSE;
   GString *o = gst_txl_session_json(s);
-  gboolean ok = fwrite(o->str, 1, o->len, out_file(self)) == o->len &&
-                fflush(self->out) == 0;
+  gboolean ok = put_out(self, o->str, o->len);
   g_string_free(o, TRUE);
   if (!ok) {
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
@@ -607,7 +647,7 @@ gst_txl_sink_event(GstBaseSink *bs, GstEvent *event)
       self->held = TRUE;
     else if (gst_event_has_name(event, "txl-session")) {
       self->records++; /* counted as txlsessions counts it */
-      if (self->out)
+      if (self->out || self->emit)
         write_session(self, gst_event_get_structure(event));
     }
     break;
@@ -631,7 +671,9 @@ gst_txl_sink_start(GstBaseSink *bs)
   g_rec_mutex_lock(&self->state_lock);
   g_clear_pointer(&self->stopped, g_bytes_unref);
   g_rec_mutex_unlock(&self->state_lock);
-  if (location && *location) {
+  if (self->emit) {
+    self->out = NULL; /* inside txljson: the output goes downstream */
+  } else if (location && *location) {
     /* "a": checks the file now, empties nothing yet */
     self->out = fopen(location, "a");
     self->truncate_pending = !append;

@@ -48,8 +48,15 @@ typedef struct {
   gboolean closed;
 } Line;
 
+/* Where txljson takes the output instead of a file (inside it, the
+ * stream thread): FALSE when it could not be sent. */
+typedef gboolean (*GstTxlSinkEmit)(GstTxlSink *sink, const char *data,
+                                   gsize len, gpointer user_data);
+
 struct _GstTxlSink {
   GstBaseSink parent;
+  GstTxlSinkEmit emit; /* NULL: the file or standard output */
+  gpointer emit_data;
 
   /* properties, object lock */
   gchar *location;
@@ -91,6 +98,8 @@ struct _GstTxlSink {
 };
 
 /* gsttxlsink.c */
+void gst_txl_sink_set_emit(GstTxlSink *sink, GstTxlSinkEmit emit,
+                           gpointer data);
 void gst_txl_sink_line_free(gpointer p);
 /* The baseline of the threshold-mode in the properties (object lock
  * taken), NULL for a mode without one (and error unset) or bad settings. */

@@ -19,6 +19,7 @@
  * counting them (`dropped`), since UDP has no way to say "slow down". */
 #include "gsttxlcommon.h"
 #include "txl_ingest.h"
+#include "txlprops.h"
 
 #include <gio/gio.h>
 #include <gst/base/gstpushsrc.h>
@@ -77,6 +78,7 @@ struct _GstTxlSyslogSrc {
   GQueue queue; /* GString record lines */
   gsize queued;
   gboolean flushing, paused_reads;
+  /* counters (object lock) */
   guint64 messages, malformed, dropped, connections;
   guint n_clients;
 };
@@ -105,6 +107,15 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src",
 
 /* ---- the queue ------------------------------------------------------------ */
 
+/* The counters are read as properties, under the object lock. */
+static void
+count(GstTxlSyslogSrc *self, guint64 *counter, guint64 n)
+{
+  GST_OBJECT_LOCK(self);
+  *counter += n;
+  GST_OBJECT_UNLOCK(self);
+}
+
 /* Queues one message as a record line.  FALSE when the queue is full and
  * the message was dropped (datagrams only: TCP reads pause before). */
 static gboolean
@@ -116,16 +127,16 @@ enqueue(GstTxlSyslogSrc *self, const char *frame, gsize len, gboolean may_drop)
   txl_syslog_append_record(&m, rec);
   g_mutex_lock(&self->lock);
   if (may_drop && self->queued >= QUEUE_BYTES) {
-    self->dropped++;
     g_mutex_unlock(&self->lock);
+    count(self, &self->dropped, 1);
     g_string_free(rec, TRUE);
     return FALSE;
   }
   self->queued += rec->len;
-  self->messages++;
   g_queue_push_tail(&self->queue, rec);
   g_cond_signal(&self->cond);
   g_mutex_unlock(&self->lock);
+  count(self, &self->messages, 1);
   return TRUE;
 }
 
@@ -214,7 +225,10 @@ open_sockets(GstTxlSyslogSrc *self, GError **error)
     int p = tcp ? socket_port(self->listen_fd) : port;
     if (!udp || (self->udp_fd = open_socket(self, SOCK_DGRAM, address, p,
                                              error)) >= 0) {
-      self->bound_port = udp ? socket_port(self->udp_fd) : p;
+      int bound = udp ? socket_port(self->udp_fd) : p;
+      GST_OBJECT_LOCK(self);
+      self->bound_port = bound;
+      GST_OBJECT_UNLOCK(self);
       break;
     }
     if (self->listen_fd >= 0)
@@ -269,10 +283,10 @@ accept_client(GstTxlSyslogSrc *self)
   c->framer = txl_syslog_framer_new(max_message);
   c->peer = peer_name(&ss, len);
   g_ptr_array_add(self->clients, c);
-  g_mutex_lock(&self->lock);
+  GST_OBJECT_LOCK(self);
   self->connections++;
   self->n_clients = self->clients->len;
-  g_mutex_unlock(&self->lock);
+  GST_OBJECT_UNLOCK(self);
   GST_DEBUG_OBJECT(self, "client %s connected", c->peer);
 }
 
@@ -282,9 +296,7 @@ count_malformed(GstTxlSyslogSrc *self, guint n, const char *peer,
 {
   if (n == 0)
     return;
-  g_mutex_lock(&self->lock);
-  self->malformed += n;
-  g_mutex_unlock(&self->lock);
+  count(self, &self->malformed, n);
   if (warned && *warned)
     return;
   if (warned)
@@ -379,9 +391,9 @@ io_thread(gpointer data)
       Client *c = g_ptr_array_index(self->clients, i - 3);
       if (!read_client(self, c, buf)) {
         g_ptr_array_remove_index(self->clients, i - 3);
-        g_mutex_lock(&self->lock);
+        GST_OBJECT_LOCK(self);
         self->n_clients = self->clients->len;
-        g_mutex_unlock(&self->lock);
+        GST_OBJECT_UNLOCK(self);
       }
     }
   }
@@ -422,7 +434,9 @@ gst_txl_syslog_src_start(GstBaseSrc *src)
   GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(src);
   GError *err = NULL;
   self->udp_fd = self->listen_fd = self->wake[0] = self->wake[1] = -1;
+  GST_OBJECT_LOCK(self);
   self->bound_port = 0;
+  GST_OBJECT_UNLOCK(self);
   self->clients = g_ptr_array_new_with_free_func(client_free);
   if (!open_sockets(self, &err)) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,
@@ -438,10 +452,10 @@ gst_txl_syslog_src_start(GstBaseSrc *src)
     close_all(self);
     return FALSE;
   }
-  g_mutex_lock(&self->lock);
+  GST_OBJECT_LOCK(self);
   self->messages = self->malformed = self->dropped = self->connections = 0;
   self->n_clients = 0;
-  g_mutex_unlock(&self->lock);
+  GST_OBJECT_UNLOCK(self);
   g_atomic_int_set(&self->stopping, FALSE);
   self->thread = g_thread_new("txlsyslogsrc", io_thread, self);
   GST_INFO_OBJECT(self, "listening on port %d", self->bound_port);
@@ -520,105 +534,30 @@ gst_txl_syslog_src_create(GstPushSrc *src, GstBuffer **out)
 
 /* ---- properties -------------------------------------------------------- */
 
-static void
-gst_txl_syslog_src_set_property(GObject *object, guint prop_id,
-                                const GValue *value, GParamSpec *pspec)
-{
-  GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_ADDRESS:
-    g_free(self->address);
-    self->address = g_value_dup_string(value);
-    if (!self->address)
-      self->address = g_strdup(DEFAULT_ADDRESS);
-    break;
-  case PROP_PORT:
-    self->port = g_value_get_int(value);
-    break;
-  case PROP_UDP:
-    self->udp = g_value_get_boolean(value);
-    break;
-  case PROP_TCP:
-    self->tcp = g_value_get_boolean(value);
-    break;
-  case PROP_MAX_CLIENTS:
-    self->max_clients = g_value_get_uint(value);
-    break;
-  case PROP_MAX_MESSAGE:
-    self->max_message = g_value_get_uint(value);
-    break;
-  default:
-    G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-  }
-  GST_OBJECT_UNLOCK(self);
-}
+#define F(id, field) TXL_PROP_UPTO(id, GstTxlSyslogSrc, field, GST_STATE_READY)
+#define R(id, field) TXL_PROP(id, GstTxlSyslogSrc, field)
+static const TxlPropField prop_fields[] = {
+  F(PROP_ADDRESS, address), F(PROP_PORT, port), F(PROP_UDP, udp),
+  F(PROP_TCP, tcp), F(PROP_MAX_CLIENTS, max_clients),
+  F(PROP_MAX_MESSAGE, max_message), R(PROP_BOUND_PORT, bound_port),
+  R(PROP_MESSAGES, messages), R(PROP_MALFORMED, malformed),
+  R(PROP_DROPPED, dropped), R(PROP_CONNECTIONS, connections),
+  R(PROP_CLIENTS, n_clients),
+};
+#undef F
+#undef R
 
 static void
-gst_txl_syslog_src_get_property(GObject *object, guint prop_id, GValue *value,
-                                GParamSpec *pspec)
+release(GObject *object)
 {
   GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(object);
-  GST_OBJECT_LOCK(self);
-  switch (prop_id) {
-  case PROP_ADDRESS:
-    g_value_set_string(value, self->address);
-    break;
-  case PROP_PORT:
-    g_value_set_int(value, self->port);
-    break;
-  case PROP_UDP:
-    g_value_set_boolean(value, self->udp);
-    break;
-  case PROP_TCP:
-    g_value_set_boolean(value, self->tcp);
-    break;
-  case PROP_MAX_CLIENTS:
-    g_value_set_uint(value, self->max_clients);
-    break;
-  case PROP_MAX_MESSAGE:
-    g_value_set_uint(value, self->max_message);
-    break;
-  case PROP_BOUND_PORT:
-    g_value_set_int(value, self->bound_port);
-    break;
-  default:
-    GST_OBJECT_UNLOCK(self);
-    g_mutex_lock(&self->lock);
-    switch (prop_id) {
-    case PROP_MESSAGES:
-      g_value_set_uint64(value, self->messages);
-      break;
-    case PROP_MALFORMED:
-      g_value_set_uint64(value, self->malformed);
-      break;
-    case PROP_DROPPED:
-      g_value_set_uint64(value, self->dropped);
-      break;
-    case PROP_CONNECTIONS:
-      g_value_set_uint64(value, self->connections);
-      break;
-    case PROP_CLIENTS:
-      g_value_set_uint(value, self->n_clients);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID(object, prop_id, pspec);
-    }
-    g_mutex_unlock(&self->lock);
-    return;
-  }
-  GST_OBJECT_UNLOCK(self);
-}
-
-static void
-gst_txl_syslog_src_finalize(GObject *object)
-{
-  GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(object);
-  g_free(self->address);
   g_mutex_clear(&self->lock);
   g_cond_clear(&self->cond);
-  G_OBJECT_CLASS(gst_txl_syslog_src_parent_class)->finalize(object);
 }
+
+static const TxlPropTable props = {
+  .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields), .finalize = release,
+};
 
 static void
 gst_txl_syslog_src_init(GstTxlSyslogSrc *self)
@@ -654,9 +593,7 @@ gst_txl_syslog_src_class_init(GstTxlSyslogSrcClass *klass)
   GstPushSrcClass *pc = GST_PUSH_SRC_CLASS(klass);
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
                          GST_PARAM_MUTABLE_READY;
-  oc->set_property = gst_txl_syslog_src_set_property;
-  oc->get_property = gst_txl_syslog_src_get_property;
-  oc->finalize = gst_txl_syslog_src_finalize;
+  txl_props_install(oc, &props);
   g_object_class_install_property(oc, PROP_ADDRESS,
       g_param_spec_string("address", "Address",
                           "Address to listen on (0.0.0.0 or :: for every "

@@ -15,6 +15,7 @@
  * held-back bytes, the counters, and any tokens not yet delivered. */
 #include "gsttxlcommon.h"
 #include "txl_ingest.h"
+#include "txl_text.h"
 #include "txlparts.h"
 #include "txlprops.h"
 
@@ -60,6 +61,10 @@ struct _GstTxlTokenizer {
   GstBuffer *inflight;
   gboolean inflight_stale; /* a restore replaced the state meanwhile */
   gboolean fetched;        /* asked txlmodel for a restored state */
+  /* the source's resume position: the cursor field of the last record
+   * line taken in (txljournalsrc), and whether the next byte starts a line */
+  gchar *last_cursor;
+  gboolean line_start;
 };
 
 enum {
@@ -166,6 +171,20 @@ encode(GstTxlTokenizer *self, const guint8 *data, gsize len, gboolean end)
   encode_records(self, (const guint8 *)self->recs->str, self->recs->len);
 }
 
+/* A record line's cursor field (record.h): where its source would go on
+ * from.  A header cut by a buffer boundary (raw input only) is not read. */
+static void
+note_cursor(GstTxlTokenizer *self, const char *line, gsize n)
+{
+  gsize h = txl_record_header_len(line, n);
+  const char *v;
+  gsize vl;
+  if (h && txl_record_get(line, h, TXL_RECORD_CURSOR, &v, &vl)) {
+    g_free(self->last_cursor);
+    self->last_cursor = g_strndup(v, vl);
+  }
+}
+
 static void
 encode_records(GstTxlTokenizer *self, const guint8 *data, gsize len)
 {
@@ -175,6 +194,9 @@ encode_records(GstTxlTokenizer *self, const guint8 *data, gsize len)
   while (len > 0) {
     const guint8 *nl = memchr(data, '\n', len);
     gsize n = nl ? (gsize)(nl - data) + 1 : len;
+    if (self->line_start)
+      note_cursor(self, (const char *)data, n);
+    self->line_start = nl != NULL;
     txl_encoder_push(self->enc, (const char *)data, n);
     if (nl) {
       mark_line_end(self, self->line);
@@ -209,6 +231,8 @@ static void
 reset_stream(GstTxlTokenizer *self)
 {
   g_mutex_lock(&self->state_lock);
+  g_clear_pointer(&self->last_cursor, g_free);
+  self->line_start = TRUE;
   g_clear_pointer(&self->enc, txl_encoder_free);
   if (self->model)
     self->enc = txl_encoder_new(txl_model_tokenizer(self->model), on_token,
@@ -300,8 +324,9 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
 
 /* ---- state, for txlmodel's snapshots -------------------------------------- */
 
-/* Version 2 added the record reader's held line and record (format other
- * than raw); a version 1 state resumes with nothing held there. */
+/* Version 2 added the source's resume cursor, whether the next byte starts
+ * a line, and the record reader's held line and record (format other than
+ * raw); a version 1 state resumes with none of them. */
 #define STATE_VERSION 2u
 
 /* What a snapshot needs to continue this stream, given that txlmodel has
@@ -352,6 +377,9 @@ save_state(GstTxlTokenizer *self, guint64 received)
   txl_put_u64(b, text_offset);
   txl_put_blob(b, text->data, text->len);
   txl_put_blob(b, recs->data, recs->len);
+  txl_put_blob(b, self->last_cursor, self->last_cursor
+                                          ? strlen(self->last_cursor) : 0);
+  txl_put_u32(b, self->line_start ? 1 : 0);
   txl_put_u32(b, self->reader ? 1 : 0);
   GBytes *rs = self->reader ? txl_record_reader_save(self->reader) : NULL;
   gsize rsn = 0;
@@ -378,15 +406,17 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   guint64 n_tokens = txl_get_u64(&r), text_offset = txl_get_u64(&r);
   const guint8 *td = txl_get_blob(&r, &tn, G_MAXUINT32);
   const guint8 *rd = txl_get_blob(&r, &rn, G_MAXUINT32);
-  guint32 has_reader = 0;
-  gsize qn = 0;
-  const guint8 *qd = NULL;
+  guint32 has_reader = 0, line_start = 1;
+  gsize qn = 0, cn = 0;
+  const guint8 *qd = NULL, *cd = NULL;
   if (version >= 2) {
+    cd = txl_get_blob(&r, &cn, 4096);
+    line_start = txl_get_u32(&r);
     has_reader = txl_get_u32(&r);
     qd = txl_get_blob(&r, &qn, G_MAXUINT32);
   }
   if (!txl_reader_done(&r) || version < 1 || version > STATE_VERSION ||
-      has_reader > 1 || line < 1 ||
+      has_reader > 1 || line_start > 1 || line < 1 ||
       rn % TXL_TOKEN_RECORD_SIZE != 0 ||
       rn / TXL_TOKEN_RECORD_SIZE > n_tokens) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -438,6 +468,9 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   self->enc = enc;
   txl_record_reader_free(self->reader);
   self->reader = reader;
+  g_free(self->last_cursor);
+  self->last_cursor = cn ? g_strndup((const char *)cd, cn) : NULL;
+  self->line_start = line_start;
   self->line = line;
   self->n_tokens = n_tokens;
   self->text_offset = text_offset;
@@ -513,6 +546,29 @@ fetch_state(GstTxlTokenizer *self)
   }
   gst_query_unref(q);
   return ok;
+}
+
+/* A source asks where a restored stream left off (txlparts.h): the
+ * restored state is fetched now, before the first buffer, so that the
+ * source can seek there. */
+static gboolean
+gst_txl_tokenizer_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
+{
+  GstTxlTokenizer *self = GST_TXL_TOKENIZER(parent);
+  const GstStructure *s = gst_query_get_structure(query);
+  if (GST_QUERY_TYPE(query) != GST_QUERY_CUSTOM || !s ||
+      !gst_structure_has_name(s, TXL_PARTS_SOURCE_POSITION))
+    return gst_pad_query_default(pad, parent, query);
+  if (!self->enc)
+    return FALSE;
+  if (!self->fetched && !fetch_state(self))
+    return FALSE;
+  g_mutex_lock(&self->state_lock);
+  if (self->last_cursor)
+    gst_structure_set(gst_query_writable_structure(query), "cursor",
+                      G_TYPE_STRING, self->last_cursor, NULL);
+  g_mutex_unlock(&self->state_lock);
+  return TRUE;
 }
 
 /* The end of a stream: the encoder's last word and line end come out. */
@@ -707,6 +763,7 @@ static void
 release(GObject *object)
 {
   g_mutex_clear(&GST_TXL_TOKENIZER(object)->state_lock);
+  g_free(GST_TXL_TOKENIZER(object)->last_cursor);
 }
 
 static const TxlPropTable props = {
@@ -781,6 +838,7 @@ gst_txl_tokenizer_init(GstTxlTokenizer *self)
 {
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
   gst_pad_set_chain_function(self->sinkpad, gst_txl_tokenizer_chain);
+  gst_pad_set_query_function(self->sinkpad, gst_txl_tokenizer_sink_query);
   gst_pad_set_event_function(self->sinkpad, gst_txl_tokenizer_sink_event);
   gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
 

@@ -68,6 +68,10 @@ gboolean txl_parts_answer(GstElement *e, const TxlPart *part, GstQuery *q);
 #define TXL_PARTS_SAVE "txl-state-save"
 #define TXL_PARTS_RESTORE "txl-state-restore"
 #define TXL_PARTS_FETCH "txl-state-fetch"
+/* a source asks txltokenizer, before its first buffer, where a restored
+ * stream left off: "cursor", the TXL_RECORD_CURSOR field of the last
+ * record line the tokenizer took in (absent: nothing to continue) */
+#define TXL_PARTS_SOURCE_POSITION "txl-source-position"
 /* downstream custom event before EOS: the stream goes on in a snapshot, so
  * the sink keeps its unfinished lines rather than writing them */
 #define TXL_PARTS_HOLD "txl-state-hold"

@@ -21,6 +21,10 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommen
 # and Prometheus
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   bsdutils rsyslog prometheus-alertmanager prometheus
+# txljournalsrc reads the journal with libsystemd; test_journal.py writes
+# journal files with systemd-journal-remote
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+  libsystemd-dev systemd-journal-remote
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   chromium || echo "install-deps: chromium not installed; the live-page test will be skipped"
 # tests/integration/test_otlp_sdk.py: the OpenTelemetry JS SDK's OTLP log

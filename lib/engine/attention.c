@@ -33,6 +33,19 @@ txl_attn_first_key(int i, int qlen, int mlen, int klen, int mem_len,
   return lo > 0 ? lo : 0;
 }
 
+void
+txl_attn_biased_queries(const float *q, int ldq, int rows, int dh,
+                        const float *u, const float *v, float *qu, float *qv)
+{
+  for (int i = 0; i < rows; i++) {
+    const float *qi = q + (gsize)i * ldq;
+    for (int c = 0; c < dh; c++) {
+      qu[(gsize)i * dh + c] = qi[c] + u[c];
+      qv[(gsize)i * dh + c] = qi[c] + v[c];
+    }
+  }
+}
+
 /* row[j] = exp((row[j] + pos[j]) * scale - max), over n >= 1 entries;
  * returns 1 / sum, applied to the (narrower) output row instead */
 static float
@@ -76,6 +89,24 @@ txl_attn_scratch_floats(int qlen, int klen, int d_head)
          (gsize)qlen * (klen + TXL_GEMM_NR) + qlen;
 }
 
+/* Training's additions to row i of head n, e holding exp(score - max) of
+ * the keys [lo, hi] and inv 1 / their sum: the probabilities saved for
+ * backward, and the row dropped, so that the weighted sum after is over
+ * dropped probabilities (scaling by inv commutes with the dropout). */
+static void
+train_row(const TxlAttnArgs *a, int n, int i, int lo, int hi, float *e,
+          float inv)
+{
+  const int klen = a->mlen + a->qlen;
+  const gsize at = ((gsize)n * a->qlen + i) * klen;
+  float *p = a->prob + at;
+  memset(p, 0, sizeof(float) * lo);
+  for (int j = lo; j <= hi; j++)
+    p[j] = e[j] * inv;
+  memset(p + hi + 1, 0, sizeof(float) * (klen - hi - 1));
+  txl_dropout(e + lo, hi - lo + 1, a->dropatt, a->key, a->first + at + lo);
+}
+
 typedef struct {
   const TxlAttnArgs *a;
   float *scratch;
@@ -109,13 +140,8 @@ heads_task(int t, int n_tasks, gpointer p)
     const float *v = a->r_r_bias + (gsize)n * dh;
     const float *kt = a->kt + (gsize)n * dh * a->ldkt;
     const float *rp = a->rp + (gsize)n * rhead + (gsize)P0 * NR * dh;
-    for (int i = 0; i < qlen; i++) {
-      const float *qi = a->q + (gsize)i * a->ldq + (gsize)n * dh;
-      for (int c = 0; c < dh; c++) {
-        qu[(gsize)i * dh + c] = qi[c] + u[c];
-        qv[(gsize)i * dh + c] = qi[c] + v[c];
-      }
-    }
+    txl_attn_biased_queries(a->q + (gsize)n * dh, a->ldq, qlen, dh, u, v, qu,
+                            qv);
     for (int i0 = 0; i0 < qlen; i0 += TXL_GEMM_MR) {
       const int mr = MIN(TXL_GEMM_MR, qlen - i0);
       /* keys seen by some query of the block: [lo0, hi1] */
@@ -151,6 +177,8 @@ heads_task(int t, int n_tasks, gpointer p)
         inv[i] = softmax_row(row + lo,
                              bd + (gsize)i * ldbd + off + (qlen - 1 - i) + lo,
                              hi - lo + 1, scale);
+        if (a->prob)
+          train_row(a, n, i, lo, hi, row, inv[i]);
         /* the weighted sum below reads keys [lo0, hi1] */
         if (lo > lo0)
           memset(row + lo0, 0, sizeof(float) * (lo - lo0));

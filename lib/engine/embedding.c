@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Adaptive input embedding: each id is looked up in its cluster's table
  * and projected to d_model; all projections of a cluster share one sgemm. */
+#include "gemm.h"
 #include "ops.h"
-#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,8 +30,8 @@ txl_embed(const TxlModel *m, const int32_t *ids, int n, float *h,
     if (cnt == 0)
       continue;
     if (cl->proj) {
-      txl_sgemm(TRUE, cnt, d, cl->dim, rows, cl->dim, cl->proj, cl->dim, 0.0f,
-                proj, d);
+      txl_gemm(FALSE, TRUE, cnt, d, cl->dim, 1.0f, rows, cl->dim, cl->proj,
+               cl->dim, 0.0f, proj, d);
       for (int r = 0; r < cnt; r++)
         memcpy(h + (gsize)idx[r] * d, proj + (gsize)r * d, sizeof(float) * d);
     } else {

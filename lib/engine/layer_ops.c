@@ -1,26 +1,30 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "gemm.h"
 #include "ops.h"
-#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
 
 void
-txl_linear(const float *x, int n, int in, const float *W, const float *b,
-           int out, float *y)
+txl_linear(const TxlLinear *L, const float *x, int n, float *y, gboolean acc,
+           gboolean relu)
 {
+  const float *b = acc ? NULL : L->b;
+  if (L->packed) {
+    /* bias and ReLU in the product's epilogue */
+    txl_gemm_linear(x, n, L->in, L->packed, L->out, y, L->out,
+                    acc ? TXL_GEMM_ACC : b ? TXL_GEMM_BIAS : TXL_GEMM_ZERO, b,
+                    relu);
+    return;
+  }
   if (b) {
     for (int i = 0; i < n; i++)
-      memcpy(y + (gsize)i * out, b, sizeof(float) * out);
+      memcpy(y + (gsize)i * L->out, b, sizeof(float) * L->out);
   }
-  txl_sgemm(TRUE, n, out, in, x, in, W, in, b ? 1.0f : 0.0f, y, out);
-}
-
-void
-txl_linear_acc(const float *x, int n, int in, const float *W, int out,
-               float *y)
-{
-  txl_sgemm(TRUE, n, out, in, x, in, W, in, 1.0f, y, out);
+  txl_gemm(FALSE, TRUE, n, L->out, L->in, 1.0f, x, L->in, L->w, L->in,
+           b || acc ? 1.0f : 0.0f, y, L->out);
+  if (relu)
+    txl_relu(y, (gsize)n * L->out);
 }
 
 void
@@ -53,6 +57,17 @@ txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
 }
 
 void
+txl_transpose(const float *src, int n, int w, int lds, float *dst, int ldd)
+{
+  /* 8 x 8 blocks keep both sides' cache lines in use */
+  for (int i0 = 0; i0 < n; i0 += 8)
+    for (int c0 = 0; c0 < w; c0 += 8)
+      for (int c = c0; c < MIN(c0 + 8, w); c++)
+        for (int i = i0; i < MIN(i0 + 8, n); i++)
+          dst[(gsize)c * ldd + i] = src[(gsize)i * lds + c];
+}
+
+void
 txl_relu(float *x, gsize n)
 {
   for (gsize i = 0; i < n; i++)
@@ -79,4 +94,91 @@ txl_pos_emb(float dist, int d, float *out)
     out[i] = sinf(a);
     out[half + i] = cosf(a);
   }
+}
+
+void
+txl_pos_table(int K, int clamp_len, int d, float *out)
+{
+  for (int m = 0; m < K; m++) {
+    int dist = K - 1 - m;
+    if (clamp_len > 0 && dist > clamp_len)
+      dist = clamp_len;
+    txl_pos_emb((float)dist, d, out + (gsize)m * d);
+  }
+}
+
+/* splitmix64's finaliser: a good 64-bit mixer, so consecutive counters
+ * give independent-looking bits */
+static inline guint64
+mix64(guint64 z)
+{
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+guint64
+txl_dropout_key(guint64 seed, guint64 step, int site, int layer)
+{
+  guint64 k = mix64(seed + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+  k = mix64(k ^ (step * G_GUINT64_CONSTANT(0xd1b54a32d192ed03)));
+  return mix64(k ^ ((guint64)(guint32)site << 32 | (guint32)layer));
+}
+
+void
+txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first)
+{
+  if (p <= 0.0f)
+    return;
+  /* keep when the top 24 bits, as a fraction, are >= p */
+  const guint32 thresh = (guint32)(p * 16777216.0f);
+  const float scale = 1.0f / (1.0f - p);
+  for (gsize i = 0; i < n; i++) {
+    guint64 h = mix64(key + (first + i) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+    x[i] = (guint32)(h >> 40) >= thresh ? x[i] * scale : 0.0f;
+  }
+}
+
+void
+txl_layer_forward(const TxlLayerW *w, const float *h, int n,
+                  const TxlLayerBufs *b, const TxlLayerSave *t, float *y)
+{
+  const int d = w->o.out;
+  const gsize nd = (gsize)n * d;
+  b->attend(b->ctx, b->layer, b->av);
+
+  /* attention output projection and residual */
+  if (t) {
+    /* dropout sits between the product and the residual */
+    txl_linear(&w->o, b->av, n, b->sum1, FALSE, FALSE);
+    txl_dropout(b->sum1, nd, t->p, t->key_attn_out, 0);
+    txl_add(b->sum1, h, nd);
+  } else {
+    /* the residual starts the product's sums: no pass over them after */
+    memcpy(b->sum1, h, sizeof(float) * nd);
+    txl_linear(&w->o, b->av, n, b->sum1, TRUE, FALSE);
+  }
+  const float *res; /* the feed-forward's residual */
+  if (w->pre_lnorm) {
+    txl_layer_norm(b->sum1, n, d, w->ff_ln_w, w->ff_ln_b, w->eps, b->ffin,
+                   t ? t->mu2 : NULL, t ? t->rs2 : NULL);
+    res = b->sum1;
+  } else {
+    txl_layer_norm(b->sum1, n, d, w->attn_ln_w, w->attn_ln_b, w->eps,
+                   b->ffin, t ? t->mu1 : NULL, t ? t->rs1 : NULL);
+    res = b->ffin;
+  }
+
+  /* position-wise feed-forward */
+  float *sum2 = w->pre_lnorm ? y : b->sum2;
+  txl_linear(&w->ff1, b->ffin, n, b->act, FALSE, TRUE);
+  if (t)
+    txl_dropout(b->act, (gsize)n * w->ff1.out, t->p, t->key_ff_mid, 0);
+  txl_linear(&w->ff2, b->act, n, sum2, FALSE, FALSE);
+  if (t)
+    txl_dropout(sum2, nd, t->p, t->key_ff_out, 0);
+  txl_add(sum2, res, nd);
+  if (!w->pre_lnorm)
+    txl_layer_norm(sum2, n, d, w->ff_ln_w, w->ff_ln_b, w->eps, y,
+                   t ? t->mu2 : NULL, t ? t->rs2 : NULL);
 }

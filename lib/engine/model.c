@@ -349,14 +349,10 @@ rtable_build(const TxlModel *m, int clamp_len, int maxk)
     txl_rtable_unref(t); /* what cannot be had is refused, not aborted on */
     return NULL;
   }
-  for (int r = 0; r < maxk; r++) {
-    int dist = maxk - 1 - r;
-    if (clamp_len > 0 && dist > clamp_len)
-      dist = clamp_len;
-    txl_pos_emb((float)dist, d, pos + (gsize)r * d);
-  }
+  txl_pos_table(maxk, clamp_len, d, pos);
   for (int l = 0; l < c->n_layer; l++) {
-    txl_linear(pos, maxk, d, m->layers[l].r_w, NULL, HD, tab);
+    const TxlLinear r = { m->layers[l].r_w, NULL, NULL, d, HD };
+    txl_linear(&r, pos, maxk, tab, FALSE, FALSE);
     for (int n = 0; n < H; n++)
       txl_gemm_pack_at(tab + (gsize)n * dh, maxk, dh, HD, pad,
                        t->layer[l] + (gsize)n * per_head);

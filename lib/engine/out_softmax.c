@@ -3,8 +3,8 @@
  * column per tail cluster; a tail token's log-prob is its cluster column
  * plus its log-prob within the cluster.  Only rows whose target falls in a
  * tail cluster pay for that cluster's logits. */
+#include "gemm.h"
 #include "ops.h"
-#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -55,20 +55,29 @@ project(const TxlModel *m, const TxlCluster *cl, const float *h, int rows,
 {
   if (!cl->proj)
     return h;
-  txl_sgemm(FALSE, rows, cl->dim, m->cfg.d_model, h, m->cfg.d_model, cl->proj,
-            cl->dim, 0.0f, buf, cl->dim);
+  txl_gemm(FALSE, FALSE, rows, cl->dim, m->cfg.d_model, 1.0f, h,
+           m->cfg.d_model, cl->proj, cl->dim, 0.0f, buf, cl->dim);
   return buf;
+}
+
+float
+txl_row_max_expsum(const float *z, int n, double *sum)
+{
+  float mx = -INFINITY;
+  for (int i = 0; i < n; i++)
+    mx = z[i] > mx ? z[i] : mx;
+  double s = 0.0;
+  for (int i = 0; i < n; i++)
+    s += expf(z[i] - mx);
+  *sum = s;
+  return mx;
 }
 
 static void
 log_softmax_row(float *x, int n)
 {
-  float mx = -INFINITY;
-  for (int i = 0; i < n; i++)
-    mx = x[i] > mx ? x[i] : mx;
-  double s = 0.0;
-  for (int i = 0; i < n; i++)
-    s += expf(x[i] - mx);
+  double s;
+  float mx = txl_row_max_expsum(x, n, &s);
   float lse = mx + (float)log(s);
   for (int i = 0; i < n; i++)
     x[i] -= lse;
@@ -82,8 +91,8 @@ cluster_logits(const TxlCluster *cl, const float *hp, int rows, float *out,
   int len = cl->end - cl->start;
   for (int r = 0; r < rows; r++)
     memcpy(out + (gsize)r * ld, cl->bias, sizeof(float) * len);
-  txl_sgemm(TRUE, rows, len, cl->dim, hp, cl->dim, cl->table, cl->dim, 1.0f,
-            out, ld);
+  txl_gemm(FALSE, TRUE, rows, len, cl->dim, 1.0f, hp, cl->dim, cl->table,
+           cl->dim, 1.0f, out, ld);
 }
 
 static void
@@ -97,8 +106,8 @@ head_logprobs(const TxlModel *m, const float *h, int n, float *hp_buf,
   if (C > 0) {
     for (int r = 0; r < n; r++)
       memcpy(head + (gsize)r * hs + n0, m->cluster_b, sizeof(float) * C);
-    txl_sgemm(TRUE, n, C, c0->dim, hp, c0->dim, m->cluster_w, c0->dim, 1.0f,
-              head + n0, hs);
+    txl_gemm(FALSE, TRUE, n, C, c0->dim, 1.0f, hp, c0->dim, m->cluster_w,
+             c0->dim, 1.0f, head + n0, hs);
   }
   for (int r = 0; r < n; r++)
     log_softmax_row(head + (gsize)r * hs, hs);

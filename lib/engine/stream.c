@@ -258,28 +258,24 @@ trim_memory_t(float *kt, int rows, int cap, int total, int keep)
   }
 }
 
-/* dst[c * ldd + i] = src[i * lds + c] for n rows of w: 8 x 8 blocks keep
- * both sides' cache lines in use */
-static void
-transpose(const float *src, int n, int w, int lds, float *dst, int ldd)
-{
-  for (int i0 = 0; i0 < n; i0 += 8)
-    for (int c0 = 0; c0 < w; c0 += 8)
-      for (int c = c0; c < MIN(c0 + 8, w); c++)
-        for (int i = i0; i < MIN(i0 + 8, n); i++)
-          dst[(gsize)c * ldd + i] = src[(gsize)i * lds + c];
-}
+/* The inference attention core of layer l (TxlAttendFunc): the queries,
+ * keys and values of the segment's rows, the memory's keys and values,
+ * relative attention over them, and the memory trimmed to mem_len. */
+typedef struct {
+  TxlStream *s;
+  int n;
+} Segment;
 
 static void
-layer_forward(TxlStream *s, int l, int n)
+attend(gpointer ctx, int l, float *av)
 {
+  TxlStream *s = ((Segment *)ctx)->s;
+  const int n = ((Segment *)ctx)->n;
   const TxlConfig *c = &s->m->cfg;
   const TxlLayerWeights *L = &s->m->layers[l];
-  const TxlPackedLayer *P = &s->pk->layer[l];
   const int d = c->d_model, HD = c->n_head * c->d_head;
   const int klen = s->mlen + n;
-  const float eps = c->layer_norm_eps;
-  const gsize nd = (gsize)n * d;
+  const TxlLinear qkv = { L->qkv_w, s->pk->layer[l].qkv, NULL, d, 3 * HD };
 
   const float *q, *kt, *v;
   int ldkt, ldv;
@@ -287,15 +283,14 @@ layer_forward(TxlStream *s, int l, int n)
     const float *xin = s->h;
     if (c->pre_lnorm) {
       txl_layer_norm(s->h, n, d, L->attn_ln_w, L->attn_ln_b,
-                     eps, s->x, NULL, NULL);
+                     c->layer_norm_eps, s->x, NULL, NULL);
       xin = s->x;
     }
-    txl_gemm_linear(xin, n, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
-                    TXL_GEMM_ZERO, NULL, FALSE);
+    txl_linear(&qkv, xin, n, s->qkv, FALSE, FALSE);
     for (int i = 0; i < n; i++)
       memcpy(s->vmem[l] + (gsize)(s->mlen + i) * HD,
              s->qkv + (gsize)i * 3 * HD + 2 * HD, sizeof(float) * HD);
-    transpose(s->qkv + HD, n, HD, 3 * HD, s->kmem[l] + s->mlen, s->cap);
+    txl_transpose(s->qkv + HD, n, HD, 3 * HD, s->kmem[l] + s->mlen, s->cap);
     q = s->qkv;
     kt = s->kmem[l];
     ldkt = s->cap;
@@ -304,16 +299,15 @@ layer_forward(TxlStream *s, int l, int n)
   } else {
     /* the official way: project [memory; h] again */
     float *all = s->kmem[l];
-    memcpy(all + (gsize)s->mlen * d, s->h, sizeof(float) * nd);
+    memcpy(all + (gsize)s->mlen * d, s->h, sizeof(float) * n * d);
     const float *xin = all;
     if (c->pre_lnorm) {
       txl_layer_norm(all, klen, d, L->attn_ln_w, L->attn_ln_b,
-                     eps, s->x, NULL, NULL);
+                     c->layer_norm_eps, s->x, NULL, NULL);
       xin = s->x;
     }
-    txl_gemm_linear(xin, klen, d, P->qkv, 3 * HD, s->qkv, 3 * HD,
-                    TXL_GEMM_ZERO, NULL, FALSE);
-    transpose(s->qkv + HD, klen, HD, 3 * HD, s->kt, klen);
+    txl_linear(&qkv, xin, klen, s->qkv, FALSE, FALSE);
+    txl_transpose(s->qkv + HD, klen, HD, 3 * HD, s->kt, klen);
     q = s->qkv + (gsize)s->mlen * 3 * HD;
     kt = s->kt;
     ldkt = klen;
@@ -328,35 +322,7 @@ layer_forward(TxlStream *s, int l, int n)
     .rp = s->rt->layer[l], .rmaxk = s->rt->maxk,
     .r_w_bias = L->r_w_bias, .r_r_bias = L->r_r_bias,
   };
-  txl_rel_attention(&a, s->attn_scratch, s->slots, s->attn);
-
-  /* h2 = h + attention output, normalised after when post-LN */
-  memcpy(s->h2, s->h, sizeof(float) * nd);
-  txl_gemm_linear(s->attn, n, HD, P->o, d, s->h2, d, TXL_GEMM_ACC, NULL,
-                  FALSE);
-  if (!c->pre_lnorm) {
-    txl_layer_norm(s->h2, n, d, L->attn_ln_w, L->attn_ln_b,
-                   eps, s->x, NULL, NULL);
-    memcpy(s->h2, s->x, sizeof(float) * nd);
-  }
-
-  /* position-wise feed-forward, residual into h */
-  const float *fin = s->h2;
-  if (c->pre_lnorm) {
-    txl_layer_norm(s->h2, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x, NULL, NULL);
-    fin = s->x;
-  }
-  /* bias and ReLU in the product's epilogue */
-  txl_gemm_linear(fin, n, d, P->ff1, c->d_inner, s->ff, c->d_inner,
-                  TXL_GEMM_BIAS, L->ff1_b, TRUE);
-  txl_gemm_linear(s->ff, n, c->d_inner, P->ff2, d, s->x, d, TXL_GEMM_BIAS,
-                  L->ff2_b, FALSE);
-  for (gsize i = 0; i < nd; i++)
-    s->h[i] = s->h2[i] + s->x[i];
-  if (!c->pre_lnorm) {
-    txl_layer_norm(s->h, n, d, L->ff_ln_w, L->ff_ln_b, eps, s->x, NULL, NULL);
-    memcpy(s->h, s->x, sizeof(float) * nd);
-  }
+  txl_rel_attention(&a, s->attn_scratch, s->slots, av);
 
   int keep = MIN(s->mem_len, klen);
   if (s->kind == TXL_MEMORY_KV) {
@@ -365,6 +331,31 @@ layer_forward(TxlStream *s, int l, int n)
   } else {
     trim_memory(s->kmem[l], klen, keep, d);
   }
+}
+
+/* Layer l on the segment's rows s->h, in place. */
+static void
+layer_forward(TxlStream *s, int l, int n)
+{
+  const TxlConfig *c = &s->m->cfg;
+  const TxlLayerWeights *L = &s->m->layers[l];
+  const TxlPackedLayer *P = &s->pk->layer[l];
+  const int d = c->d_model, HD = c->n_head * c->d_head, di = c->d_inner;
+  const TxlLayerW w = {
+    .o = { L->o_w, P->o, NULL, HD, d },
+    .ff1 = { L->ff1_w, P->ff1, L->ff1_b, d, di },
+    .ff2 = { L->ff2_w, P->ff2, L->ff2_b, di, d },
+    .attn_ln_w = L->attn_ln_w, .attn_ln_b = L->attn_ln_b,
+    .ff_ln_w = L->ff_ln_w, .ff_ln_b = L->ff_ln_b,
+    .eps = c->layer_norm_eps, .pre_lnorm = c->pre_lnorm,
+  };
+  Segment seg = { s, n };
+  /* s->x is the core's scratch, then the feed-forward input */
+  const TxlLayerBufs b = {
+    .attend = attend, .ctx = &seg, .layer = l, .av = s->attn,
+    .sum1 = s->h2, .ffin = s->x, .act = s->ff, .sum2 = s->h2,
+  };
+  txl_layer_forward(&w, s->h, n, &b, NULL, s->h);
 }
 
 gboolean
@@ -451,7 +442,7 @@ txl_stream_state_export(const TxlStream *s, float *out, int *mlen,
   const gsize w = row_width(s), n = (gsize)s->mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
     if (s->kind == TXL_MEMORY_KV) /* rows of keys, as the format has them */
-      transpose(s->kmem[l], (int)w, s->mlen, s->cap, out, (int)w);
+      txl_transpose(s->kmem[l], (int)w, s->mlen, s->cap, out, (int)w);
     else
       memcpy(out, s->kmem[l], sizeof(float) * n);
     out += n;
@@ -479,7 +470,7 @@ txl_stream_state_import(TxlStream *s, const float *in, int mlen,
   const gsize w = row_width(s), n = (gsize)mlen * w;
   for (int l = 0; l < c->n_layer; l++) {
     if (s->kind == TXL_MEMORY_KV)
-      transpose(in, mlen, (int)w, (int)w, s->kmem[l], s->cap);
+      txl_transpose(in, mlen, (int)w, (int)w, s->kmem[l], s->cap);
     else
       memcpy(s->kmem[l], in, sizeof(float) * n);
     in += n;

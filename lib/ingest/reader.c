@@ -165,8 +165,6 @@ find(JsonObject *o, const char *set, const char *const *names,
   return NULL;
 }
 
-static const char *const priorities[] = { "emerg", "alert", "crit", "err",
-  "warning", "notice", "info", "debug" };
 
 /* A JSON object as one record line appended to out; FALSE when the line is
  * not a JSON object. */
@@ -194,7 +192,7 @@ json_record(TxlRecordReader *r, const char *line, gsize len, GString *out)
       level[0] <= '7' && !level[1]) {
     int pri = level[0] - '0'; /* journald's number, as syslog's name */
     g_free(level);
-    level = g_strdup(priorities[pri]);
+    level = g_strdup(txl_record_severity_name(pri));
   }
   TxlRecordField f[] = { { "host", host, -1 }, { "app", app, -1 },
                          { "time", tm, -1 }, { "severity", level, -1 },
@@ -261,7 +259,11 @@ end_line(TxlRecordReader *r, GString *out)
     gboolean joins = g_regex_match(r->cont, z, 0, NULL);
     g_free(z);
     if (joins) {
-      gsize room = r->max - MIN(r->max, r->pending->len);
+      /* the message stays within max; the header comes on top */
+      gsize limit = r->max + txl_record_header_len(
+                                 (const char *)r->pending->data,
+                                 r->pending->len);
+      gsize room = limit - MIN(limit, r->pending->len);
       gsize take = MIN(n, room > 0 ? room - 1 : 0);
       if (take < n)
         r->stats.cut++;
@@ -372,7 +374,9 @@ txl_record_reader_restore(TxlRecordReader *r, GBytes *state, GError **error)
   gsize ln, pn;
   const guint8 *line = txl_get_blob(&rd, &ln, r->max);
   guint32 has_pending = txl_get_u32(&rd);
-  const guint8 *pending = txl_get_blob(&rd, &pn, r->max);
+  /* a held record: its message within max, its header on top */
+  const guint8 *pending = txl_get_blob(&rd, &pn,
+                                       r->max + TXL_RECORD_MAX_HEADER);
   if (!txl_reader_done(&rd) || version != STATE_VERSION || cutting > 1 ||
       has_pending > 1 || (pn && !has_pending) ||
       (ln && memchr(line, '\n', ln)) || (pn && memchr(pending, '\n', pn))) {

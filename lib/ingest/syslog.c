@@ -189,8 +189,6 @@ txl_syslog_parse(const char *data, gsize len, TxlSyslogMsg *out)
   out->msg = span(c.p, c.end);
 }
 
-static const char *const severities[] = { "emerg", "alert", "crit", "err",
-  "warning", "notice", "info", "debug" };
 static const char *const facilities[] = { "kern", "user", "mail", "daemon",
   "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv", "ftp", "ntp",
   "security", "console", "solaris-cron", "local0", "local1", "local2",
@@ -207,7 +205,7 @@ txl_syslog_append_record(const TxlSyslogMsg *m, GString *out)
     { "msgid", m->msgid.p, (gssize)m->msgid.n },
     { "time", m->time.p, (gssize)m->time.n },
     { "facility", pri ? facilities[m->pri / 8] : NULL, -1 },
-    { "severity", pri ? severities[m->pri % 8] : NULL, -1 },
+    { "severity", pri ? txl_record_severity_name(m->pri % 8) : NULL, -1 },
     { "sd", m->sd.p, (gssize)m->sd.n },
   };
   txl_record_append(out, f, G_N_ELEMENTS(f), m->msg.p, m->msg.n);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Small-M matrix products on pre-packed right operands (see gemm.h).
+/* txl_gemm() on OpenBLAS, and small-M matrix products on pre-packed right
+ * operands (see gemm.h).
  *
  * The micro-kernel keeps an MR x NR tile of C in registers (AVX-512: 8 rows
  * x 32 columns = 16 zmm accumulators; AVX2: 6 x 16 = 12 ymm) and, for each
@@ -220,8 +221,55 @@ txl_gemm_pack(const float *W, int n, int k, int ldw, float *out)
 }
 
 /* Below this many multiply-adds a product runs on the calling thread: the
- * hand-off would cost more than it saves (as txl_sgemm). */
+ * hand-off would cost more than it saves. */
 #define PAR_MIN_MACS (1 << 18)
+/* columns of one slice of a large txl_gemm() (whole 16-column panels) */
+#define SGEMM_SLICE 256
+
+typedef struct {
+  gboolean trans_a, trans_b;
+  int M, N, K, lda, ldb, ldc, step;
+  float alpha, beta;
+  const float *A, *B;
+  float *C;
+} Blas;
+
+static void
+blas_task(int t, int n, gpointer p)
+{
+  const Blas *g = p;
+  int a = t * g->step, b = MIN(g->N, a + g->step);
+  if (a >= b)
+    return;
+  const float *B = g->trans_b ? g->B + (gsize)a * g->ldb : g->B + a;
+  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+              g->trans_b ? CblasTrans : CblasNoTrans, g->M, b - a, g->K,
+              g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
+}
+
+void
+txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
+         const float *A, int lda, const float *B, int ldb, float beta,
+         float *C, int ldc)
+{
+  if (M <= 0 || N <= 0)
+    return;
+  double macs = (double)M * N * K;
+  /* The column slices depend on the shape only, never on the thread count:
+   * OpenBLAS may sum a product of another width in another order (its
+   * kernels for narrow products differ), so slices cut by thread count made
+   * scores and training depend on TXL_NUM_THREADS in the last digits. */
+  int step = macs < PAR_MIN_MACS || txl_parallel_in_task() ? N : SGEMM_SLICE;
+  int tasks = (N + step - 1) / step;
+  Blas g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
+             A, B, C };
+  if (tasks <= 1 || txl_parallel_threads() <= 1) {
+    for (int t = 0; t < tasks; t++)
+      blas_task(t, tasks, &g);
+    return;
+  }
+  txl_parallel_run(tasks, blas_task, &g);
+}
 
 static void
 par_task(int t, int n_tasks, gpointer p)

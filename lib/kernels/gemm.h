@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Single-precision matrix products for the inference forward pass, tuned
+/* Single-precision matrix products: the one general product, txl_gemm(),
+ * that every plain (unpacked) operand goes through, engine and training
+ * alike, and the inference forward's own kernels below.
+ *
+ * The own kernels are tuned
  * for what a segment is: few rows (M = segment length, typically 64) times
  * weights that never change.
  *
@@ -29,6 +33,16 @@
 #define TXL_GEMM_H
 
 #include <glib.h>
+
+/* C (M x N, ldc) = alpha A' B' + beta C with A' = A or A^T and B' = B or
+ * B^T, as cblas_sgemm in row-major order.  A large product is cut into
+ * column slices of a fixed width, spread over the thread pool: the result
+ * depends on the shape only, never on the thread count.  Called from a
+ * pool task (the training attention's heads) it is one cblas_sgemm on the
+ * calling thread: the pool is busy with that task's siblings already. */
+void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
+              float alpha, const float *A, int lda, const float *B, int ldb,
+              float beta, float *C, int ldc);
 
 #if defined(__AVX512F__)
 #define TXL_GEMM_NR 32

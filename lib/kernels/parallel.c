@@ -5,11 +5,6 @@
 #include <cblas.h>
 #include <stdlib.h>
 
-/* Below this many multiply-adds a product runs on the calling thread: the
- * hand-off would cost more than it saves. */
-#define PAR_MIN_MACS (1 << 18)
-/* columns of one slice of a large product (whole 16-column panels) */
-#define SGEMM_SLICE 256
 #define SPIN_ROUNDS 2000
 
 typedef struct Job {
@@ -31,6 +26,24 @@ static struct {
 } pool;
 
 static gpointer worker(gpointer data);
+
+/* Set while this thread runs a task (of any job, its own included). */
+static _Thread_local gboolean in_task;
+
+static void
+run_task(TxlTaskFunc fn, int task, int n_tasks, gpointer ctx)
+{
+  gboolean outer = in_task;
+  in_task = TRUE;
+  fn(task, n_tasks, ctx);
+  in_task = outer;
+}
+
+gboolean
+txl_parallel_in_task(void)
+{
+  return in_task;
+}
 
 static gpointer
 pool_init(gpointer unused)
@@ -106,7 +119,7 @@ worker(gpointer data)
     while (!(j = take(&task)))
       g_cond_wait(&pool.work, &pool.lock);
     g_mutex_unlock(&pool.lock);
-    j->fn(task, j->n_tasks, j->ctx);
+    run_task(j->fn, task, j->n_tasks, j->ctx);
     finish(j);
   }
   return NULL;
@@ -117,7 +130,7 @@ txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx)
 {
   if (n_tasks <= 1 || txl_parallel_threads() == 1) {
     for (int t = 0; t < n_tasks; t++)
-      fn(t, n_tasks, ctx);
+      run_task(fn, t, n_tasks, ctx);
     return;
   }
   Job j = { fn, ctx, n_tasks, 0, 0, NULL };
@@ -146,63 +159,11 @@ txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx)
       g_atomic_int_set(&pool.queued, pool.head != NULL);
     }
     g_mutex_unlock(&pool.lock);
-    fn(task, n_tasks, ctx);
+    run_task(fn, task, n_tasks, ctx);
     g_mutex_lock(&pool.lock);
     j.finished++;
   }
   while (j.finished < j.n_tasks)
     g_cond_wait(&pool.done, &pool.lock);
   g_mutex_unlock(&pool.lock);
-}
-
-typedef struct {
-  gboolean trans_a, trans_b;
-  int M, N, K, lda, ldb, ldc, step;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-} Gemm;
-
-static void
-gemm_task(int t, int n, gpointer p)
-{
-  const Gemm *g = p;
-  int a = t * g->step, b = MIN(g->N, a + g->step);
-  if (a >= b)
-    return;
-  const float *B = g->trans_b ? g->B + (gsize)a * g->ldb : g->B + a;
-  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
-              g->trans_b ? CblasTrans : CblasNoTrans, g->M, b - a, g->K,
-              g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
-}
-
-void
-txl_blas_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
-              float alpha, const float *A, int lda, const float *B, int ldb,
-              float beta, float *C, int ldc)
-{
-  if (M <= 0 || N <= 0)
-    return;
-  double macs = (double)M * N * K;
-  /* The column slices depend on the shape only, never on the thread count:
-   * OpenBLAS may sum a product of another width in another order (its
-   * kernels for narrow products differ), so slices cut by thread count made
-   * scores and training depend on TXL_NUM_THREADS in the last digits. */
-  int step = macs < PAR_MIN_MACS ? N : SGEMM_SLICE;
-  int tasks = (N + step - 1) / step;
-  Gemm g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
-             A, B, C };
-  if (tasks <= 1 || txl_parallel_threads() <= 1) {
-    for (int t = 0; t < tasks; t++)
-      gemm_task(t, tasks, &g);
-    return;
-  }
-  txl_parallel_run(tasks, gemm_task, &g);
-}
-
-void
-txl_sgemm(gboolean trans_b, int M, int N, int K, const float *A, int lda,
-          const float *B, int ldb, float beta, float *C, int ldc)
-{
-  txl_blas_gemm(FALSE, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
 }

@@ -18,15 +18,9 @@ int txl_parallel_threads(void);
  * when all have finished. */
 void txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx);
 
-/* C (M x N, ldc) = alpha A' B' + beta C with A' = A or A^T and B' = B or
- * B^T, as cblas_sgemm in row-major order.  A large product is cut into
- * column slices of a fixed width, spread over the pool: the result depends on
- * the shape only, never on the thread count. */
-void txl_blas_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
-                   float alpha, const float *A, int lda, const float *B,
-                   int ldb, float beta, float *C, int ldc);
-/* txl_blas_gemm with A untransposed and alpha 1 */
-void txl_sgemm(gboolean trans_b, int M, int N, int K, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc);
+/* Whether the calling thread is running a task of txl_parallel_run()
+ * (the same whatever the thread count: one thread runs its tasks inline
+ * with this set too). */
+gboolean txl_parallel_in_task(void);
 
 #endif

@@ -53,6 +53,14 @@ txl_record_append(GString *out, const TxlRecordField *fields, gsize n,
   g_string_append_c(out, '\n');
 }
 
+const char *
+txl_record_severity_name(int level)
+{
+  static const char *const names[] = { "emerg", "alert", "crit", "err",
+                                       "warning", "notice", "info", "debug" };
+  return level >= 0 && level < 8 ? names[level] : NULL;
+}
+
 gsize
 txl_record_header_len(const char *line, gsize len)
 {

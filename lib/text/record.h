@@ -19,6 +19,10 @@
 
 #include <glib.h>
 
+/* The field a source writes its resume position into (txljournalsrc: the
+ * entry's journal cursor): txltokenizer keeps the last one it took in. */
+#define TXL_RECORD_CURSOR "cursor"
+
 #define TXL_RECORD_RS 0x1e
 #define TXL_RECORD_US 0x1f
 /* A header longer than this is not one: the tokenizer reads the rest of
@@ -51,6 +55,10 @@ gboolean txl_record_next_field(const char *line, gsize header_len,
 /* The value of one field, or FALSE when the header has none. */
 gboolean txl_record_get(const char *line, gsize header_len, const char *key,
                         const char **value, gsize *value_len);
+
+/* Syslog's name of a severity 0..7 ("emerg" ... "debug"), the "severity"
+ * field every source writes; NULL outside that range. */
+const char *txl_record_severity_name(int level);
 
 /* Appends the header's fields as one JSON object ({} without any). */
 void txl_record_append_json(GString *out, const char *line, gsize header_len);

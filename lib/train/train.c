@@ -137,8 +137,9 @@ carve(TxlTrainState *s, float *base)
   TAKE(s->gav, N * HD);
   TAKE(s->gff, N * di);
   TAKE(s->ge, N * MAX(E, d));
-  TAKE(s->attn_scratch,
-       s->slots * txl_train_attn_scratch_floats(s->T, s->Kmax, c->d_head));
+  TAKE(s->attn_scratch, txl_train_attn_scratch_floats(s->T, s->Kmax,
+                                                      c->n_head, c->d_head,
+                                                      s->slots));
 #undef TAKE
   return count;
 }
@@ -339,12 +340,13 @@ embed_forward(TxlTrainState *s)
   for (int i = 0; i < N; i++)
     memcpy(s->erows + (gsize)i * E, w->emb + (gsize)s->in[i] * E,
            sizeof(float) * E);
-  float *e = s->g0; /* free until backward */
-  if (w->emb_proj)
-    txl_gemm(FALSE, TRUE, N, d, E, 1.0f, s->erows, E, w->emb_proj, E, 0.0f, e,
-             d);
-  else
+  float *e = s->g0; /* free until backward (the first layer's input) */
+  if (w->emb_proj) {
+    const TxlLinear proj = { w->emb_proj, NULL, NULL, E, d };
+    txl_linear(&proj, s->erows, N, e, FALSE, FALSE);
+  } else {
     memcpy(e, s->erows, sizeof(float) * N * d);
+  }
   const float scale = sqrtf((float)d);
   for (gsize i = 0; i < (gsize)N * d; i++)
     e[i] *= scale;
@@ -358,12 +360,7 @@ static void
 positions_forward(TxlTrainState *s)
 {
   const int d = s->p->cfg.d_model, K = s->mlen + s->T;
-  for (int m = 0; m < K; m++) {
-    int dist = K - 1 - m;
-    if (s->clamp_len > 0 && dist > s->clamp_len)
-      dist = s->clamp_len;
-    txl_pos_emb((float)dist, d, s->pos + (gsize)m * d);
-  }
+  txl_pos_table(K, s->clamp_len, d, s->pos);
   /* one mask for every layer and stream, as the official code drops the
    * position embedding once */
   txl_dropout(s->pos, (gsize)K * d, s->dropout, key(s, SITE_POS, 0), 0);
@@ -384,60 +381,66 @@ attn_args(const TxlTrainState *s, int l)
   };
 }
 
-/* Writes the layer's output rows (N, d) to y. */
+/* The training attention core of layer l (TxlAttendFunc): with pre-LN the
+ * norm of all B*K input rows; keys and values of all of them (memory rows
+ * are projected again: W_qkv, and the norm, get gradient through them too),
+ * queries of the segment rows, the projected positions, and attention that
+ * keeps its probabilities. */
 static void
-layer_forward(TxlTrainState *s, int l, float *y)
+attend(gpointer ctx, int l, float *av)
+{
+  TxlTrainState *s = ctx;
+  const TxlConfig *c = &s->p->cfg;
+  const TxlTrainLayer *W = &s->p->w.layers[l];
+  Acts *A = &s->L[l];
+  const int B = s->B, T = s->T, K = s->mlen + T;
+  const int d = c->d_model, HD = c->n_head * c->d_head;
+  const TxlLinear q = { W->qkv_w, NULL, NULL, d, HD };
+  const TxlLinear kv = { W->qkv_w + (gsize)HD * d, NULL, NULL, d, 2 * HD };
+  const TxlLinear r = { W->r_w, NULL, NULL, d, HD };
+
+  const float *xin = A->x;
+  if (c->pre_lnorm) {
+    txl_layer_norm(A->x, B * K, d, W->attn_ln_w, W->attn_ln_b,
+                   c->layer_norm_eps, A->xn, A->mu1, A->rs1);
+    xin = A->xn;
+  }
+  txl_linear(&kv, xin, B * K, A->kv, FALSE, FALSE);
+  for (int b = 0; b < B; b++)
+    txl_linear(&q, cur_rows(s, (float *)xin, b), T, A->q + (gsize)b * T * HD,
+               FALSE, FALSE);
+  txl_linear(&r, s->pos, K, A->rk, FALSE, FALSE);
+  TxlTrainAttn a = attn_args(s, l);
+  txl_train_attn_forward(&a, A->prob, av, s->attn_scratch, s->slots);
+}
+
+/* Layer l on the segment rows h (N, d), also in A->x, into y (N, d; may
+ * be h), keeping what backward reads. */
+static void
+layer_forward(TxlTrainState *s, int l, const float *h, float *y)
 {
   const TxlConfig *c = &s->p->cfg;
   const TxlTrainLayer *W = &s->p->w.layers[l];
   Acts *A = &s->L[l];
-  const int B = s->B, T = s->T, K = s->mlen + T, N = B * T;
   const int d = c->d_model, HD = c->n_head * c->d_head, di = c->d_inner;
-  const float eps = c->layer_norm_eps;
-
-  /* queries from the segment rows, keys and values from all rows */
-  const float *xin = A->x;
-  if (c->pre_lnorm) {
-    txl_layer_norm(A->x, B * K, d, W->attn_ln_w, W->attn_ln_b, eps, A->xn,
-                   A->mu1, A->rs1);
-    xin = A->xn;
-  }
-  txl_linear_forward(xin, B * K, d, W->qkv_w + (gsize)HD * d, NULL, 2 * HD,
-                     A->kv);
-  for (int b = 0; b < B; b++)
-    txl_gemm(FALSE, TRUE, T, HD, d, 1.0f, cur_rows(s, (float *)xin, b), d,
-             W->qkv_w, d, 0.0f, A->q + (gsize)b * T * HD, HD);
-  txl_linear_forward(s->pos, K, d, W->r_w, NULL, HD, A->rk);
-  TxlTrainAttn a = attn_args(s, l);
-  txl_train_attn_forward(&a, A->prob, A->av, s->attn_scratch, s->slots);
-
-  /* output projection, dropout, residual */
-  txl_linear_forward(A->av, N, HD, W->o_w, NULL, d, A->res1);
-  txl_dropout(A->res1, (gsize)N * d, s->dropout, key(s, SITE_ATTN_OUT, l), 0);
-  for (int b = 0; b < B; b++) {
-    const float *xr = cur_rows(s, A->x, b);
-    float *r = A->res1 + (gsize)b * T * d;
-    for (gsize i = 0; i < (gsize)T * d; i++)
-      r[i] += xr[i];
-  }
-  if (c->pre_lnorm)
-    txl_layer_norm(A->res1, N, d, W->ff_ln_w, W->ff_ln_b, eps, A->ffin,
-                   A->mu2, A->rs2);
-  else
-    txl_layer_norm(A->res1, N, d, W->attn_ln_w, W->attn_ln_b, eps, A->ffin,
-                   A->mu1, A->rs1);
-
-  /* feed-forward */
-  txl_linear_forward(A->ffin, N, d, W->ff1_w, W->ff1_b, di, A->act);
-  txl_relu(A->act, (gsize)N * di);
-  txl_dropout(A->act, (gsize)N * di, s->dropout, key(s, SITE_FF_MID, l), 0);
-  float *f = c->pre_lnorm ? y : A->res2;
-  txl_linear_forward(A->act, N, di, W->ff2_w, W->ff2_b, d, f);
-  txl_dropout(f, (gsize)N * d, s->dropout, key(s, SITE_FF_OUT, l), 0);
-  txl_add(f, c->pre_lnorm ? A->res1 : A->ffin, (gsize)N * d);
-  if (!c->pre_lnorm)
-    txl_layer_norm(A->res2, N, d, W->ff_ln_w, W->ff_ln_b, eps, y, A->mu2,
-                   A->rs2);
+  const TxlLayerW w = {
+    .o = { W->o_w, NULL, NULL, HD, d },
+    .ff1 = { W->ff1_w, NULL, W->ff1_b, d, di },
+    .ff2 = { W->ff2_w, NULL, W->ff2_b, di, d },
+    .attn_ln_w = W->attn_ln_w, .attn_ln_b = W->attn_ln_b,
+    .ff_ln_w = W->ff_ln_w, .ff_ln_b = W->ff_ln_b,
+    .eps = c->layer_norm_eps, .pre_lnorm = c->pre_lnorm,
+  };
+  const TxlLayerBufs b = {
+    .attend = attend, .ctx = s, .layer = l, .av = A->av,
+    .sum1 = A->res1, .ffin = A->ffin, .act = A->act, .sum2 = A->res2,
+  };
+  const TxlLayerSave t = {
+    .p = s->dropout, .key_attn_out = key(s, SITE_ATTN_OUT, l),
+    .key_ff_mid = key(s, SITE_FF_MID, l), .key_ff_out = key(s, SITE_FF_OUT, l),
+    .mu1 = A->mu1, .rs1 = A->rs1, .mu2 = A->mu2, .rs2 = A->rs2,
+  };
+  txl_layer_forward(&w, h, s->B * s->T, &b, &t, y);
 }
 
 static double
@@ -454,7 +457,8 @@ output_forward(TxlTrainState *s)
              s->hp, E);
     h = s->hp;
   }
-  txl_linear_forward(h, N, E, w->out_w, w->out_b, c->n_token, s->logits);
+  const TxlLinear out = { w->out_w, NULL, w->out_b, E, c->n_token };
+  txl_linear(&out, h, N, s->logits, FALSE, FALSE);
   return txl_ce_forward(s->logits, N, c->n_token, s->tgt, s->lse);
 }
 
@@ -483,8 +487,9 @@ txl_train_forward(TxlTrainState *s, const int32_t *inputs,
   embed_forward(s);
   positions_forward(s);
   for (int l = 0; l < c->n_layer; l++) {
+    /* the segment rows: the embeddings (g0), then each layer's output */
     float *y = l + 1 < c->n_layer ? s->g1 : s->hL;
-    layer_forward(s, l, y);
+    layer_forward(s, l, l == 0 ? s->g0 : s->g1, y);
     if (l + 1 < c->n_layer)
       for (int b = 0; b < s->B; b++)
         memcpy(cur_rows(s, s->L[l + 1].x, b), y + (gsize)b * s->T * c->d_model,

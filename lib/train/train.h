@@ -30,21 +30,15 @@
 #ifndef TXL_TRAIN_H
 #define TXL_TRAIN_H
 
+#include "gemm.h"
+#include "ops.h"
 #include "params.h"
 
 /* ---- kernels (exposed for tests/unit/test_grad.c) ----------------------- */
 
-/* C (M x N) = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm, with
- * the columns of C split over the thread pool when the product is large. */
-void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
-              float alpha, const float *A, int lda, const float *B, int ldb,
-              float beta, float *C, int ldc);
-
-/* y (n, out) = x (n, in) W^T + b, W (out, in); b may be NULL. */
-void txl_linear_forward(const float *x, int n, int in, const float *W,
-                        const float *b, int out, float *y);
-/* Gradients of the above: dW += dy^T x, db += sum of dy rows (db may be
- * NULL), and dx = dy W (beta 0) or dx += dy W (beta 1); dx may be NULL. */
+/* Gradients of txl_linear() (ops.h) with W (out, in) read in place: dW +=
+ * dy^T x, db += sum of dy rows (db may be NULL), and dx = dy W (beta 0) or
+ * dx += dy W (beta 1); dx may be NULL. */
 void txl_linear_backward(const float *dy, const float *x, int n, int in,
                          const float *W, int out, float *dx, float beta,
                          float *dW, float *db);
@@ -57,17 +51,14 @@ void txl_ln_backward(const float *dy, const float *x, const float *mean,
                      const float *rstd, int n, int d, const float *w,
                      float *dx, float beta, float *dw, float *db);
 
-/* Multiplies x[i] by keep(i) / (1 - p), i = first..first+n-1 of the mask
- * named by key.  The same call is its own backward.  p == 0: no-op. */
-void txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first);
-/* The key of one dropout site (distinct for every seed, step, site, layer). */
-guint64 txl_dropout_key(guint64 seed, guint64 step, int site, int layer);
+/* Dropout is the engine's txl_dropout() (ops.h). */
 
 /* Relative attention of B streams over [memory; segment] (K = mlen + T
  * keys), as docs/model.md defines it.  q: (B*T, HD) rows; kv:
  * (B*K, 2*HD) rows, keys then values; rk: (K, HD) projected positions,
  * row m at distance K-1-m (already clamped).  Saves the probabilities
- * (B, H, T, K), before attention dropout, for backward. */
+ * (B, H, T, K), before attention dropout, for backward.  The forward is
+ * the engine's txl_rel_attention() (ops.h). */
 typedef struct {
   int B, T, mlen, n_head, d_head;
   int same_length, mem_len;
@@ -77,8 +68,10 @@ typedef struct {
   const float *r_w_bias, *r_r_bias;
 } TxlTrainAttn;
 
-gsize txl_train_attn_scratch_floats(int T, int K, int d_head);
-/* scratch: slots x txl_train_attn_scratch_floats(); slots >= 1 */
+/* Floats of the scratch of forward and backward with up to `slots` heads
+ * at once (slots >= 1), for K keys at most. */
+gsize txl_train_attn_scratch_floats(int T, int K, int n_head, int d_head,
+                                    int slots);
 void txl_train_attn_forward(const TxlTrainAttn *a, float *prob, float *out,
                             float *scratch, int slots);
 /* dq (B*T, HD) and dkv (B*K, 2HD) are written; drk (K, HD), dr_w_bias and

@@ -1,33 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Training kernels: products, layer norm, dropout and cross-entropy, each
- * forward with its backward.  Row-major float32, caller-owned buffers. */
+/* Training kernels: the backward of the linear layer and of the layer norm
+ * (their forward is the engine's, ops.h), and cross-entropy.  Row-major
+ * float32, caller-owned buffers. */
 #include "train.h"
 #include "parallel.h"
 
 #include <math.h>
 #include <string.h>
 
-void
-txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
-         const float *A, int lda, const float *B, int ldb, float beta,
-         float *C, int ldc)
-{
-  txl_blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                ldc);
-}
-
 /* ---- linear ---------------------------------------------------------- */
-
-void
-txl_linear_forward(const float *x, int n, int in, const float *W,
-                   const float *b, int out, float *y)
-{
-  if (b)
-    for (int i = 0; i < n; i++)
-      memcpy(y + (gsize)i * out, b, sizeof(float) * out);
-  txl_gemm(FALSE, TRUE, n, out, in, 1.0f, x, in, W, in, b ? 1.0f : 0.0f, y,
-           out);
-}
 
 /* db += column sums of dy, summed in double (in chunks of columns, on the
  * stack) so long batches lose nothing */
@@ -94,40 +75,6 @@ txl_ln_backward(const float *dy, const float *x, const float *mean,
   }
 }
 
-/* ---- dropout --------------------------------------------------------- */
-
-/* splitmix64's finaliser: a good 64-bit mixer, so consecutive counters
- * give independent-looking bits */
-static inline guint64
-mix64(guint64 z)
-{
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-guint64
-txl_dropout_key(guint64 seed, guint64 step, int site, int layer)
-{
-  guint64 k = mix64(seed + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
-  k = mix64(k ^ (step * G_GUINT64_CONSTANT(0xd1b54a32d192ed03)));
-  return mix64(k ^ ((guint64)(guint32)site << 32 | (guint32)layer));
-}
-
-void
-txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first)
-{
-  if (p <= 0.0f)
-    return;
-  /* keep when the top 24 bits, as a fraction, are >= p */
-  const guint32 thresh = (guint32)(p * 16777216.0f);
-  const float scale = 1.0f / (1.0f - p);
-  for (gsize i = 0; i < n; i++) {
-    guint64 h = mix64(key + (first + i) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
-    x[i] = (guint32)(h >> 40) >= thresh ? x[i] * scale : 0.0f;
-  }
-}
-
 /* ---- cross-entropy --------------------------------------------------- */
 
 double
@@ -137,12 +84,8 @@ txl_ce_forward(const float *logits, int n, int V, const int32_t *targets,
   double total = 0.0;
   for (int i = 0; i < n; i++) {
     const float *z = logits + (gsize)i * V;
-    float mx = -INFINITY;
-    for (int j = 0; j < V; j++)
-      mx = z[j] > mx ? z[j] : mx;
-    double s = 0.0;
-    for (int j = 0; j < V; j++)
-      s += expf(z[j] - mx);
+    double s;
+    float mx = txl_row_max_expsum(z, V, &s);
     double l = mx + log(s);
     lse[i] = (float)l;
     total += l - z[targets[i]];

@@ -28,6 +28,12 @@ sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 from freeport import free_port  # noqa: E402
 
+def tool_env():
+    """The environment for the servers the test starts: without the
+    sanitizer runtime tools/check-memory.sh preloads for gst-launch-1.0."""
+    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
+
+
 ANOMALY = 'qzx9 ☃ ###### 0xdeadbeef ~~ \\\\ ]]] zzzzqqq vvvv !!!'
 
 
@@ -55,7 +61,7 @@ class Hook(http.server.BaseHTTPRequestHandler):
 
 
 def start(args, log):
-    return subprocess.Popen(args, stdout=open(log, 'wb'), stderr=subprocess.STDOUT)
+    return subprocess.Popen(args, stdout=open(log, 'wb'), stderr=subprocess.STDOUT, env=tool_env())
 
 
 def main():
@@ -105,6 +111,11 @@ def run(tmp, am_bin, prom_bin, procs):
                 '! txlsink location=/dev/null threshold-mode=fixed threshold=6.0\n'
                 'restart = never\nsnapshot = none\nalertmanager = %s\n'
                 'webhook = http://127.0.0.1:%d/hook\n' % (log, MODEL, MODEL, am, hook_port))
+    sys_port = free_port()
+    with open(os.path.join(conf, 'live.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = txlsyslogsrc port=%d ! txltokenizer model=%s ! txlmodel model=%s '
+                'flush-on-newline=true ! txlsink location=/dev/null\nsnapshot = none\n'
+                % (sys_port, MODEL, MODEL))
     with open(os.path.join(conf, 'broken.conf'), 'w') as f:
         f.write('[pipeline]\nlaunch = txlnosuchelement\nrestart = never\n')
     portfile = os.path.join(tmp, 'port')
@@ -131,7 +142,8 @@ def run(tmp, am_bin, prom_bin, procs):
           (value('txld_pipeline_ends_total'), value('txld_pipeline_restarts_total')))
     status, body = get(txld + '/readyz')
     check('/readyz: 503 naming the broken pipeline only (one ended by its restart policy is ready)',
-          status == 503 and 'broken: failed' in body and 'shop' not in body, (status, body))
+          status == 503 and 'broken: failed' in body and 'shop' not in body and 'live' not in body,
+          (status, body))
     m = metrics()
     check('build_info and process metrics', 'txld_build_info{version="' in m and
           'process_cpu_seconds_total' in m and 'process_open_fds' in m and
@@ -139,6 +151,28 @@ def run(tmp, am_bin, prom_bin, procs):
     check('the score histogram counts every line',
           'txld_pipeline_line_score_bits_per_byte_bucket{pipeline="shop",le="+Inf"} 151' in m and
           'txld_pipeline_line_score_bits_per_byte_count{pipeline="shop"} 151' in m)
+
+    # a live pipeline: syslog clients come and go, lines get their latency
+    import socket
+    for i in range(10):
+        c = socket.create_connection(('127.0.0.1', sys_port), timeout=10)
+        c.sendall(b'<13>1 - h1 app - - - client %d says hello\n' % i)
+        c.close()
+
+    def live(name):
+        for l in metrics().splitlines():
+            if l.startswith(name + '{pipeline="live"}'):
+                return float(l.rsplit(' ', 1)[1])
+        return None
+    wait_for(lambda: live('txld_pipeline_line_latency_seconds_count') == 10, 30)
+    check('latency histogram: every live line, each scored within seconds',
+          live('txld_pipeline_line_latency_seconds_count') == 10 and
+          0 < live('txld_pipeline_line_latency_seconds_sum') < 10 * 5,
+          (live('txld_pipeline_line_latency_seconds_count'),
+           live('txld_pipeline_line_latency_seconds_sum')))
+    check('ten clients hanging up: no restart, no end',
+          live('txld_pipeline_restarts_total') == 0 and live('txld_pipeline_ends_total') == 0 and
+          live('txld_pipeline_up') == 1)
 
     # the anomaly in Alertmanager, with its labels, and at the webhook
     def am_alert(name):

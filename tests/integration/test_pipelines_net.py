@@ -106,15 +106,23 @@ def run_udp(lines, bad):
         s.sendto(l.encode(), ('127.0.0.1', port))
         time.sleep(0.002)
     s.close()
-    # every message is scored as it comes; wait for the rows rather than a
-    # fixed time, which a slow (sanitised) build may need
+    out, err = collect(p, len(lines))
+    verify('udp', out, err, lines, bad)
+
+
+def collect(p, n, check_alive=None):
+    """The rows of a live pipeline once n have come (every message is scored
+    as it arrives: wait for the rows rather than a fixed time, which a slow,
+    sanitised build may need), then Ctrl-C; (rows text, stderr)."""
     rows = []
     reader = threading.Thread(target=lambda: rows.extend(iter(p.stdout.readline, b'')))
     reader.start()
     deadline = time.time() + 30
-    while len(rows) < len(lines) and time.time() < deadline and p.poll() is None:
+    while len(rows) < n and time.time() < deadline and p.poll() is None:
         time.sleep(0.05)
     time.sleep(0.3)
+    if check_alive:
+        check(check_alive, p.poll() is None)
     p.send_signal(signal.SIGINT)
     reader.join(timeout=30)
     try:
@@ -122,7 +130,7 @@ def run_udp(lines, bad):
     except subprocess.TimeoutExpired:
         p.kill()
         _, err = p.communicate()
-    verify('udp', b''.join(rows).decode(), err.decode(), lines, bad)
+    return b''.join(rows).decode(), err.decode()
 
 
 def run_tcp(lines, bad):
@@ -142,17 +150,8 @@ def run_tcp(lines, bad):
     for i in range(0, len(data), 977):  # arbitrary packet boundaries
         s.sendall(data[i:i + 977])
     s.close()                           # a hang-up: the stream goes on
-    rows = []
-    reader = threading.Thread(target=lambda: rows.extend(iter(p.stdout.readline, b'')))
-    reader.start()
-    deadline = time.time() + 30
-    while len(rows) < len(lines) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)
-    check('tcp: the hang-up did not end the stream', p.poll() is None)
-    p.send_signal(signal.SIGINT)
-    reader.join(timeout=30)
-    _, err = p.communicate(timeout=30)
-    verify('tcp', b''.join(rows).decode(), err.decode(), lines, bad)
+    out, err = collect(p, len(lines), 'tcp: the hang-up did not end the stream')
+    verify('tcp', out, err, lines, bad)
 
 
 def run_follow(lines):

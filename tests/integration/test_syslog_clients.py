@@ -29,6 +29,13 @@ from freeport import free_port  # noqa: E402
 M = 25  # messages per client
 
 
+def tool_env():
+    """The environment for the real clients and servers the test starts:
+    without the sanitizer runtime tools/check-memory.sh preloads for
+    gst-launch-1.0, which is not theirs to carry."""
+    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
+
+
 def listening(port):
     try:
         socket.create_connection(('127.0.0.1', port), timeout=1).close()
@@ -93,7 +100,8 @@ def logger_clients(port, tmp):
             for k in ids:
                 f.write('worker %s finished job %s in 12 ms\n' % (tag, k))
         procs.append((subprocess.Popen(['logger', '-n', '127.0.0.1', '-P', str(port), '-t', tag,
-                                        '-f', path] + args, stderr=subprocess.PIPE), tag, ids))
+                                        '-f', path] + args, stderr=subprocess.PIPE, env=tool_env()),
+                      tag, ids))
     return procs
 
 
@@ -114,7 +122,7 @@ def rsyslog_forwarder(port, tmp):
         f.write('*.* action(type="omfwd" target="127.0.0.1" port="%d" protocol="tcp" '
                 'TCP_Framing="octet-counted" template="RSYSLOG_SyslogProtocol23Format")\n' % port)
     p = subprocess.Popen([rsyslogd, '-n', '-f', conf, '-i', os.path.join(tmp, 'rsyslog.pid')],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=tool_env())
     if not wait_for(lambda: listening(rport) or p.poll() is not None, 20) or p.poll() is not None:
         print('rsyslogd did not start: %r' % p.communicate()[1][-400:])
         return None, None
@@ -178,7 +186,7 @@ def main():
             for k in ids:
                 f.write('relayed by rsyslog job %s done\n' % k)
         subprocess.run(['logger', '--tcp', '-n', '127.0.0.1', '-P', str(rport), '-t', 'viarsyslog',
-                        '-f', path], check=True, timeout=30)
+                        '-f', path], check=True, timeout=60, env=tool_env())
         want.update({k: 'viarsyslog' for k in ids})
     else:
         print('SKIP rsyslog forwarding: rsyslogd not available')

@@ -98,7 +98,7 @@ static void test_hidden_symbols(void) {
   /* public: found; internal (the OpenBLAS entry point, the GGUF reader):
    * not exported by the shared library */
   g_assert_nonnull(dlsym(RTLD_DEFAULT, "txl_model_load"));
-  g_assert_null(dlsym(RTLD_DEFAULT, "txl_blas_gemm"));
+  g_assert_null(dlsym(RTLD_DEFAULT, "txl_gemm"));
   g_assert_null(dlsym(RTLD_DEFAULT, "gguf_open"));
 }
 

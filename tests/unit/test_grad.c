@@ -87,7 +87,8 @@ static double
 lin_loss(gpointer p)
 {
   LinCtx *c = p;
-  txl_linear_forward(c->x, c->n, c->in, c->W, c->b, c->out, c->y);
+  const TxlLinear L = { c->W, NULL, c->b, c->in, c->out };
+  txl_linear(&L, c->x, c->n, c->y, FALSE, FALSE);
   return dot(c->G, c->y, (gsize)c->n * c->out);
 }
 
@@ -277,7 +278,8 @@ attention_case(int B, int T, int mlen, int H, int dh, int same, int mem_len,
   c.out = g_new(float, B * T * HD);
   c.G = g_new(float, B * T * HD);
   c.slots = 2;
-  c.scratch = g_new(float, c.slots * txl_train_attn_scratch_floats(T, K, dh));
+  c.scratch = g_new(float, txl_train_attn_scratch_floats(T, K, H, dh,
+                                                        c.slots));
   fill(r, c.q, B * T * HD, -1, 1);
   fill(r, c.kv, B * K * 2 * HD, -1, 1);
   fill(r, c.rk, K * HD, -1, 1);

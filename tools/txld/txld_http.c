@@ -241,34 +241,59 @@ prom_value(GString *o, double v)
     g_string_append_printf(o, "%.17g", v);
 }
 
-/* The score histogram of every pipeline (Prometheus histogram: cumulative
- * buckets with their upper bound, then sum and count). */
+/* One histogram of every pipeline (Prometheus: cumulative buckets with
+ * their upper bound, then sum and count), from the pipeline's fields at
+ * these offsets. */
+typedef struct {
+  const char *name, *help;
+  const double *bounds;
+  int n;
+  gsize le, sum, count; /* G_STRUCT_OFFSET in TxldPipeline */
+} Histogram;
+
 static void
-score_histograms(TxldDaemon *d, GString *o)
+histogram(TxldDaemon *d, GString *o, const Histogram *h)
 {
-  static const double bounds[] = TXLD_SCORE_BOUNDS;
-  g_string_append(o, "# HELP txld_pipeline_line_score_bits_per_byte The "
-                  "scored lines' worst part, bits per byte (what thresholds "
-                  "judge).\n# TYPE txld_pipeline_line_score_bits_per_byte "
-                  "histogram\n");
+  g_string_append_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", h->name,
+                         h->help, h->name);
   for (guint i = 0; i < d->pipelines->len; i++) {
     TxldPipeline *p = d->pipelines->pdata[i];
     const char *n = p->conf->name;
+    const guint64 *le = G_STRUCT_MEMBER_P(p, h->le);
     g_mutex_lock(&p->lock);
-    for (int b = 0; b < TXLD_N_SCORE_BOUNDS; b++) {
-      g_string_append_printf(o, "txld_pipeline_line_score_bits_per_byte_bucket"
-                             "{pipeline=\"%s\",le=\"", n);
-      prom_value(o, bounds[b]);
-      g_string_append_printf(o, "\"} %" G_GUINT64_FORMAT "\n", p->score_le[b]);
+    for (int b = 0; b < h->n; b++) {
+      g_string_append_printf(o, "%s_bucket{pipeline=\"%s\",le=\"", h->name, n);
+      prom_value(o, h->bounds[b]);
+      g_string_append_printf(o, "\"} %" G_GUINT64_FORMAT "\n", le[b]);
     }
-    g_string_append_printf(o, "txld_pipeline_line_score_bits_per_byte_sum"
-                           "{pipeline=\"%s\"} ", n);
-    prom_value(o, p->score_sum);
-    g_string_append_printf(o, "\ntxld_pipeline_line_score_bits_per_byte_count"
-                           "{pipeline=\"%s\"} %" G_GUINT64_FORMAT "\n", n,
-                           p->score_n);
+    g_string_append_printf(o, "%s_sum{pipeline=\"%s\"} ", h->name, n);
+    prom_value(o, G_STRUCT_MEMBER(double, p, h->sum));
+    g_string_append_printf(o, "\n%s_count{pipeline=\"%s\"} %" G_GUINT64_FORMAT
+                           "\n", h->name, n,
+                           G_STRUCT_MEMBER(guint64, p, h->count));
     g_mutex_unlock(&p->lock);
   }
+}
+
+static void
+histograms(TxldDaemon *d, GString *o)
+{
+  static const double score[] = TXLD_SCORE_BOUNDS;
+  static const double latency[] = TXLD_LATENCY_BOUNDS;
+  static const Histogram hs[] = {
+    { "txld_pipeline_line_score_bits_per_byte", "The scored lines' worst "
+      "part, bits per byte (what thresholds judge).", score,
+      TXLD_N_SCORE_BOUNDS, G_STRUCT_OFFSET(TxldPipeline, score_le),
+      G_STRUCT_OFFSET(TxldPipeline, score_sum),
+      G_STRUCT_OFFSET(TxldPipeline, score_n) },
+    { "txld_pipeline_line_latency_seconds", "From a line's arrival (a live "
+      "source's timestamp) to its score.", latency, TXLD_N_LATENCY_BOUNDS,
+      G_STRUCT_OFFSET(TxldPipeline, latency_le),
+      G_STRUCT_OFFSET(TxldPipeline, latency_sum),
+      G_STRUCT_OFFSET(TxldPipeline, latency_n) },
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(hs); i++)
+    histogram(d, o, &hs[i]);
 }
 
 /* The usual process_* metrics (the Prometheus client libraries' names),
@@ -391,7 +416,7 @@ metrics_text(TxldDaemon *d)
       "# TYPE txld_resident_memory_bytes gauge\ntxld_resident_memory_bytes %ld\n",
       d->pipelines->len, d->config_errors->len, d->reloads,
       rss_pages * sysconf(_SC_PAGESIZE));
-  score_histograms(d, o);
+  histograms(d, o);
   txld_ingest_metrics(d, o);
   process_metrics(d, o);
   TxldHttpStats hs;

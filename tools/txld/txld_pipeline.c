@@ -106,8 +106,19 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
                     NULL);
   const char *text = gst_structure_get_string(s, "text");
   gint64 now = g_get_real_time();
+  GstClockTime latency = GST_CLOCK_TIME_NONE;
+  if (gst_structure_has_field(s, "latency"))
+    gst_structure_get(s, "latency", GST_TYPE_CLOCK_TIME, &latency, NULL);
 
   g_mutex_lock(&p->lock);
+  if (GST_CLOCK_TIME_IS_VALID(latency)) {
+    static const double bounds[] = TXLD_LATENCY_BOUNDS;
+    double sec = (double)latency / GST_SECOND;
+    for (int b = 0; b < TXLD_N_LATENCY_BOUNDS; b++)
+      p->latency_le[b] += sec <= bounds[b];
+    p->latency_sum += sec;
+    p->latency_n++;
+  }
   p->lines++;
   p->tokens += tokens > 0 ? (guint64)tokens : 0;
   if (tokens > 0) {

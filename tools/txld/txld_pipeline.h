@@ -43,6 +43,9 @@ typedef struct {
  * normal log lines 0.1 to 2, anomalies 4 and more. */
 #define TXLD_SCORE_BOUNDS { 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, INFINITY }
 #define TXLD_N_SCORE_BOUNDS 8
+#define TXLD_LATENCY_BOUNDS                                                    \
+  { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, INFINITY }
+#define TXLD_N_LATENCY_BOUNDS 9
 
 typedef struct TxldPipeline TxldPipeline;
 
@@ -93,6 +96,11 @@ struct TxldPipeline {
   guint64 score_le[TXLD_N_SCORE_BOUNDS];
   double score_sum;
   guint64 score_n;
+  /* seconds from a line's arrival (a live source's timestamp) to its
+   * score, the same way over TXLD_LATENCY_BOUNDS */
+  guint64 latency_le[TXLD_N_LATENCY_BOUNDS];
+  double latency_sum;
+  guint64 latency_n;
   TxldLine ring[TXLD_RING_LINES];
   guint64 ring_count;           /* lines ever put in the ring */
   TxldAnomaly anomalies_ring[TXLD_RING_ANOMALIES];
