@@ -6,6 +6,7 @@
 #define TXL_LAYER_FORMATS_H
 
 #include "config.h"
+#include "filemap.h"
 #include "gguf.h"
 #include "bytes.h"
 #include "jsondepth.h"

@@ -53,9 +53,13 @@ def main():
         'down.conf': '[pipeline]\nlaunch = appsrc name=ingest ! fakesink filesrc '
                      'location=/nonexistent/txl ! fakesink\nsnapshot = none\ningest = true\n'
                      'restart-delay = 60\n',
+        # a token "file" that is a FIFO: refused at once, nothing blocks
+        'fifo.conf': scoring_conf('fifo', os.path.join(tmp, 'fifo.jsonl'),
+                                  'ingest = true\ningest-token-file = %s\n' % os.path.join(tmp, 'fifo')),
         'closed.conf': '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nsnapshot = none\n'
                        'restart = never\n',
     }
+    os.mkfifo(os.path.join(tmp, 'fifo'))
     proc, base = start_txld(tmp, confs, ['--ingest-max-body', str(MAX_BODY)])
     try:
         run(tmp, base, out_lines, out_otlp)
@@ -147,6 +151,8 @@ def run_limits(base):
     check('another Content-Encoding: 415', st == 415, st)
     st, _, _ = post(base + '/pipelines/closed/lines', b'x\n')
     check('a pipeline without ingest = true: 404', st == 404, st)
+    st, _, b = post(base + '/pipelines/fifo/lines', b'x\n', {'Authorization': 'Bearer x'})
+    check('a token file that is a FIFO: 401 at once', st == 401 and b'cannot be read' in b, (st, b))
     st, _, _ = post(base + '/pipelines/nosuch/lines', b'x\n')
     check('no such pipeline: 404', st == 404, st)
     chunk = b'held up line of some length\n' * 22  # 616 bytes

@@ -159,9 +159,12 @@ authorized(TxldPipeline *p, SoupMessageHeaders *headers, const char **why)
   const char *file = p->conf->ingest_token;
   if (!file)
     return TRUE;
-  g_autofree char *tok = NULL;
   gsize n = 0;
-  if (!g_file_get_contents(file, &tok, &n, NULL) || n > TOKEN_MAX) {
+  /* small and regular: a FIFO or a device named by mistake must not
+   * block the main loop */
+  g_autofree char *tok = txl_read_small_file(file, "a token file", TOKEN_MAX,
+                                             &n, NULL);
+  if (!tok) {
     *why = "the pipeline's ingest-token-file cannot be read: no request "
            "is let in";
     return FALSE;
