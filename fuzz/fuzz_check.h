@@ -38,4 +38,28 @@ check_txl_refusal(GError *err, int code, int code2)
   g_error_free(err);
 }
 
+#ifdef TXL_RECORD_H
+#include <stdlib.h>
+
+/* A record line as txl_record_append writes it: LF-terminated, a header
+ * (or none) whose fields lie inside it, then a message free of control
+ * bytes.  For the harnesses of parsers that write record lines. */
+static void
+check_record(const char *line, gsize len)
+{
+  if (len == 0 || line[len - 1] != '\n')
+    abort();
+  gsize h = txl_record_header_len(line, len);
+  for (gsize i = h; i + 1 < len; i++)
+    if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+      if (line[i] != ' ')
+        abort();
+  gsize pos = 0, kl, vl;
+  const char *k, *v;
+  while (txl_record_next_field(line, h, &pos, &k, &kl, &v, &vl))
+    if (kl == 0 || k + kl > line + h || v + vl > line + h)
+      abort();
+}
+#endif
+
 #endif

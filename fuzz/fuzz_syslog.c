@@ -5,27 +5,11 @@
  * as a header (or none) followed by a message free of control bytes. */
 #include "record.h"
 #include "syslog.h"
+#include "fuzz_check.h" /* after record.h: check_record */
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void
-check_record(const char *line, gsize len)
-{
-  if (len == 0 || line[len - 1] != '\n')
-    abort();
-  gsize h = txl_record_header_len(line, len);
-  for (gsize i = h; i + 1 < len; i++)
-    if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
-      if (line[i] != ' ')
-        abort();
-  gsize pos = 0, kl, vl;
-  const char *k, *v;
-  while (txl_record_next_field(line, h, &pos, &k, &kl, &v, &vl))
-    if (kl == 0 || k + kl > line + h || v + vl > line + h)
-      abort();
-}
 
 static void
 on_frame(const char *p, gsize n, gpointer data)

@@ -27,3 +27,7 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommen
   libsystemd-dev systemd-journal-remote
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
   chromium || echo "install-deps: chromium not installed; the live-page test will be skipped"
+# tests/integration/test_otlp_sdk.py: the OpenTelemetry JS SDK's OTLP log
+# exporters (installed by npm under the build folder; skipped without them)
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+  nodejs npm || echo "install-deps: nodejs/npm not installed; the OTLP SDK test will be skipped"

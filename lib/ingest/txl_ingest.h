@@ -5,6 +5,7 @@
 #define TXL_LAYER_INGEST_H
 
 #include "reader.h"
+#include "otlp.h"
 #include "syslog.h"
 
 #endif

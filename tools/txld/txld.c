@@ -12,6 +12,7 @@
  *                    the pipelines whose file changed
  * docs/txld.md describes the files, the endpoints and the metrics. */
 #include "txld.h"
+#include "txld_ingest.h"
 #include "txld_notify.h"
 #include "txld_log.h"
 
@@ -226,6 +227,7 @@ main(int argc, char **argv)
   double http_timeout = TXLD_HTTP_DEFAULT_TIMEOUT;
   int http_max_conn = 0; /* 0: the default, bounded by the descriptors */
   gint64 http_max_body = TXLD_HTTP_DEFAULT_MAX_BODY;
+  gint64 ingest_max_body = TXLD_HTTP_DEFAULT_MAX_INGEST_BODY;
   GOptionEntry entries[] = {
     { "config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
       "Directory of pipeline files (*.conf, *.pipeline)", "DIR" },
@@ -246,6 +248,9 @@ main(int argc, char **argv)
       "descriptor limit if lower)", "N" },
     { "http-max-body", 0, 0, G_OPTION_ARG_INT64, &http_max_body,
       "Largest request body in bytes (default 65536)", "BYTES" },
+    { "ingest-max-body", 0, 0, G_OPTION_ARG_INT64, &ingest_max_body,
+      "Largest log batch (POST .../lines, /v1/logs) in bytes, also once "
+      "decompressed (default 4194304)", "BYTES" },
     { NULL },
   };
   g_autoptr(GOptionContext) ctx = g_option_context_new("- run txl scoring "
@@ -268,9 +273,15 @@ main(int argc, char **argv)
   TxldHttpLimits limits;
   if (!http_limits(http_timeout, http_max_conn, http_max_body, &limits))
     return 2;
+  if (ingest_max_body < 0) {
+    g_printerr("txld: --ingest-max-body is negative\n");
+    return 2;
+  }
+  limits.max_ingest_body = (guint64)ingest_max_body;
   gst_init(NULL, NULL);
 
   TxldDaemon d = { 0 };
+  txld_ingest_init(&d, limits.max_ingest_body);
   d.config_dir = g_steal_pointer(&config);
   /* systemd's StateDirectory= sets STATE_DIRECTORY (a list: the first) */
   const char *env_state = g_getenv("STATE_DIRECTORY");
@@ -305,8 +316,9 @@ main(int argc, char **argv)
     }
     txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP on http://%s:%u/ (at most %u "
              "connections, %.3g s per request, bodies up to %" G_GUINT64_FORMAT
-             " bytes)", listen ? listen : "127.0.0.1", bound,
-             limits.max_connections, limits.timeout_s, limits.max_body);
+             " bytes, log batches up to %" G_GUINT64_FORMAT " bytes)",
+             listen ? listen : "127.0.0.1", bound, limits.max_connections,
+             limits.timeout_s, limits.max_body, limits.max_ingest_body);
     if (port_file) {
       g_autofree char *s = g_strdup_printf("%u\n", bound);
       if (!g_file_set_contents(port_file, s, -1, &e)) {

@@ -29,5 +29,8 @@ gboolean txld_http_start(TxldDaemon *d, const char *address, guint port,
                          const TxldHttpLimits *limits, guint *bound_port,
                          GError **error);
 void txld_http_stop(void);
+/* An answer with txld's usual headers (takes body). */
+void txld_http_reply(SoupServerMessage *msg, guint status, const char *type,
+                     GString *body);
 
 #endif

@@ -25,11 +25,13 @@
 #define DEFAULT_SNAPSHOT_INTERVAL 60
 #define DEFAULT_RESTART_DELAY 1.0
 #define DEFAULT_RESTART_MAX_DELAY 60.0
+#define DEFAULT_INGEST_QUEUE (8 * 1024 * 1024)
 
 static const char *const known_keys[] = {
   "name", "launch", "snapshot", "restore", "snapshot-interval",
   "snapshot-tokens", "restart", "restart-delay", "restart-max-delay",
-  "output", "alertmanager", "webhook", NULL,
+  "output", "alertmanager", "webhook", "ingest", "otlp", "ingest-token-file",
+  "ingest-max-queue", "otlp-session", NULL,
 };
 
 void
@@ -44,6 +46,8 @@ txld_conf_free(TxldConf *c)
   g_free(c->output);
   g_free(c->alertmanager);
   g_free(c->webhook);
+  g_free(c->ingest_token);
+  g_free(c->otlp_session);
   g_free(c->digest);
   g_free(c);
 }
@@ -245,6 +249,42 @@ resolve(const char *path, const char *state_dir)
   return g_build_filename(state_dir, path, NULL);
 }
 
+static gboolean
+get_bool(GKeyFile *kf, const char *file, const char *key, gboolean *out,
+         GError **error)
+{
+  g_autoptr(GError) e = NULL;
+  if (!g_key_file_has_key(kf, TXLD_GROUP, key, NULL))
+    return TRUE;
+  *out = g_key_file_get_boolean(kf, TXLD_GROUP, key, &e);
+  return e ? fail(error, file, key, "not true or false") : TRUE;
+}
+
+/* ingest, otlp, ingest-token-file (relative: to the file's directory, where
+ * an operator keeps secrets next to the configuration), ingest-max-queue,
+ * otlp-session (docs/ingest.md) */
+static gboolean
+load_ingest(GKeyFile *kf, const char *path, TxldConf *c, GError **error)
+{
+  c->ingest_queue = DEFAULT_INGEST_QUEUE;
+  if (!get_bool(kf, path, "ingest", &c->ingest, error) ||
+      !get_bool(kf, path, "otlp", &c->otlp, error) ||
+      !get_uint64(kf, path, "ingest-max-queue", G_MAXUINT32, &c->ingest_queue,
+                  error))
+    return FALSE;
+  c->ingest = c->ingest || c->otlp;
+  g_autofree char *tok = get_string(kf, "ingest-token-file");
+  if (tok && *tok) {
+    g_autofree char *dir = g_path_get_dirname(path);
+    c->ingest_token = g_path_is_absolute(tok) ? g_strdup(tok)
+                                              : g_build_filename(dir, tok, NULL);
+  }
+  g_autofree char *sess = get_string(kf, "otlp-session");
+  if (sess && *sess)
+    c->otlp_session = g_steal_pointer(&sess);
+  return TRUE;
+}
+
 TxldConf *
 txld_conf_load(const char *path, const char *state_dir, GError **error)
 {
@@ -367,15 +407,21 @@ txld_conf_load(const char *path, const char *state_dir, GError **error)
       *urls[i] = g_steal_pointer(&u);
   }
 
+  if (!load_ingest(kf, path, c, error))
+    return NULL;
+
   /* the digest: a reload restarts a pipeline only when one of these
    * changed (the file name is not part of it: renaming a file alone does
    * not interrupt scoring) */
   g_autofree char *all = g_strdup_printf(
-      "%s\n%s\n%s\n%d\n%u\n%" G_GUINT64_FORMAT "\n%d\n%.17g\n%.17g\n%s\n%s\n%s",
+      "%s\n%s\n%s\n%d\n%u\n%" G_GUINT64_FORMAT "\n%d\n%.17g\n%.17g\n%s\n%s\n%s"
+      "\n%d\n%d\n%s\n%" G_GUINT64_FORMAT "\n%s",
       c->name, c->launch, c->snapshot ? c->snapshot : "", c->restore,
       c->snapshot_interval, c->snapshot_tokens, (int)c->restart,
       c->restart_delay, c->restart_max_delay, c->output ? c->output : "",
-      c->alertmanager ? c->alertmanager : "", c->webhook ? c->webhook : "");
+      c->alertmanager ? c->alertmanager : "", c->webhook ? c->webhook : "",
+      c->ingest, c->otlp, c->ingest_token ? c->ingest_token : "",
+      c->ingest_queue, c->otlp_session ? c->otlp_session : "");
   c->digest = g_compute_checksum_for_string(G_CHECKSUM_SHA256, all, -1);
   return g_steal_pointer(&c);
 }
@@ -532,6 +578,10 @@ conflict(const TxldConf *c, const SnapId *id, GPtrArray *out, GPtrArray *ids)
     if (strcmp(o->name, c->name) == 0)
       return g_strdup_printf("%s: key 'name' in [" TXLD_GROUP "]: '%s' is "
                              "already used by %s", c->file, c->name, o->file);
+    if (c->otlp && o->otlp)
+      return g_strdup_printf("%s: key 'otlp' in [" TXLD_GROUP "]: '%s' (%s) "
+                             "already receives POST /v1/logs", c->file,
+                             o->name, o->file);
     g_autofree char *how = snapshot_clash(c, id, o, ids->pdata[j]);
     if (how)
       return g_strdup_printf(

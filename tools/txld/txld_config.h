@@ -39,6 +39,12 @@ typedef struct {
   char *output;             /* JSON Lines appended by txld, NULL: none */
   char *alertmanager;       /* base URL for flagged lines, NULL: none */
   char *webhook;            /* URL for flagged lines, NULL: none */
+  /* HTTP ingest (txld_ingest.c, docs/ingest.md) */
+  gboolean ingest;          /* POST /pipelines/NAME/lines (and OTLP) */
+  gboolean otlp;            /* the pipeline of POST /v1/logs (one only) */
+  char *ingest_token;       /* bearer token file, NULL: no token asked */
+  guint64 ingest_queue;     /* bytes queued in the appsrc before 429 */
+  char *otlp_session;       /* attribute giving the session, NULL: none */
   char *digest;             /* of every field: equal digests, same pipeline */
 } TxldConf;
 

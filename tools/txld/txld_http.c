@@ -10,12 +10,14 @@
  *   GET  /api/recent[?pipeline=N]  recent per-line scores and anomalies
  *   POST /pipelines/NAME/snapshot  snapshot now
  *   POST /reload                   as SIGHUP
+ *   POST /pipelines/NAME/lines, /v1/logs...   log ingest (txld_ingest.c)
  *
  * Handlers run on the main thread, as the supervisor does, so the
  * pipeline list needs no lock; the per-pipeline numbers that streaming
  * threads write are read under each pipeline's mutex. */
 #include "txld.h"
 #include "txld_httpconn.h"
+#include "txld_ingest.h"
 #include "txld_log.h"
 #include "txld_page.h"
 
@@ -415,6 +417,7 @@ metrics_text(TxldDaemon *d)
       d->pipelines->len, d->config_errors->len, d->reloads,
       rss_pages * sysconf(_SC_PAGESIZE));
   histograms(d, o);
+  txld_ingest_metrics(d, o);
   process_metrics(d, o);
   TxldHttpStats hs;
   txld_httpconn_stats(&hs);
@@ -526,6 +529,8 @@ handler(SoupServer *srv, SoupServerMessage *msg, const char *path,
         GHashTable *query, gpointer data)
 {
   TxldDaemon *d = data;
+  if (txld_ingest_handle(d, msg, path))
+    return;
   const char *method = soup_server_message_get_method(msg);
   gboolean get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   gboolean post = strcmp(method, "POST") == 0;
@@ -643,6 +648,13 @@ txld_http_start(TxldDaemon *d, const char *address, guint port,
     return FALSE;
   }
   return TRUE;
+}
+
+void
+txld_http_reply(SoupServerMessage *msg, guint status, const char *type,
+                GString *body)
+{
+  reply(msg, status, type, body);
 }
 
 void

@@ -15,6 +15,7 @@
  * answer (no keep-alive): one request per connection, which also means an
  * idle connection is simply one that has not sent a whole request. */
 #include "txld_httpconn.h"
+#include "txld_ingest.h"
 #include "txld_log.h"
 
 #include <errno.h>
@@ -34,6 +35,8 @@ typedef struct {
   GSocketAddress *remote;  /* a reference; carries CONN_KEY */
   guint timer;
   guint64 body;            /* bytes of the current request's body */
+  guint64 max;             /* its limit */
+  gboolean ingest;         /* an ingest endpoint's (--ingest-max-body) */
   gboolean rejected;
 } Conn;
 
@@ -123,33 +126,51 @@ conn_of(SoupServerMessage *msg)
   return a ? g_object_get_data(G_OBJECT(a), CONN_KEY) : NULL;
 }
 
-/* 413 before the body is read: written straight to the socket (libsoup
- * would read the whole body first, even with a status set), then both
- * directions shut, so nothing more of the body is read. */
+static const char *
+limit_option(const Conn *k)
+{
+  return k->ingest ? "--ingest-max-body" : "--http-max-body";
+}
+
+/* An answer before the body is read: written straight to the socket
+ * (libsoup would read the whole body first, even with a status set), then
+ * both directions shut, so nothing more of the body is read. */
+static void
+conn_refuse(Conn *k, SoupServerMessage *msg, guint status, const char *headers,
+            const char *error)
+{
+  k->rejected = TRUE;
+  soup_server_message_set_status(msg, status, NULL);
+  g_autofree char *body = g_strdup_printf("{\"ok\": false, \"error\": \"%s\"}\n",
+                                          error);
+  g_autofree char *resp = g_strdup_printf(
+      "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\n%s"
+      "Content-Length: %zu\r\nConnection: close\r\nServer: txld\r\n\r\n%s",
+      status, status == 413 ? "Content Too Large"
+                            : soup_status_get_phrase(status),
+      headers, strlen(body), body);
+  g_socket_send_with_blocking(k->sock, resp, strlen(resp), FALSE, NULL, NULL);
+  g_socket_shutdown(k->sock, TRUE, TRUE, NULL);
+}
+
+/* 413 before the body is read */
 static void
 conn_reject_body(Conn *k, SoupServerMessage *msg, guint64 declared)
 {
   if (k->rejected)
     return;
-  k->rejected = TRUE;
   stats.too_large++;
-  soup_server_message_set_status(msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
-                                 NULL);
-  g_autofree char *body = g_strdup_printf(
-      "{\"ok\": false, \"error\": \"the request body is over the limit of %"
-      G_GUINT64_FORMAT " bytes (--http-max-body)\"}\n", lim.max_body);
-  g_autofree char *resp = g_strdup_printf(
-      "HTTP/1.1 413 Content Too Large\r\nContent-Type: application/json\r\n"
-      "Content-Length: %zu\r\nConnection: close\r\nServer: txld\r\n\r\n%s",
-      strlen(body), body);
-  g_socket_send_with_blocking(k->sock, resp, strlen(resp), FALSE, NULL, NULL);
-  g_socket_shutdown(k->sock, TRUE, TRUE, NULL);
+  g_autofree char *error = g_strdup_printf(
+      "the request body is over the limit of %" G_GUINT64_FORMAT " bytes (%s)",
+      k->max, limit_option(k));
+  conn_refuse(k, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "", error);
   guint64 quiet;
   if (may_log(&rl_large, &quiet))
     txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP: refused a request body of %s%"
              G_GUINT64_FORMAT " bytes, over the limit of %" G_GUINT64_FORMAT
-             " (--http-max-body)%s", declared ? "" : "at least ",
-             declared ? declared : k->body, lim.max_body, also(quiet));
+             " (%s)%s", declared ? "" : "at least ",
+             declared ? declared : k->body, k->max, limit_option(k),
+             also(quiet));
 }
 
 static void
@@ -158,9 +179,25 @@ on_got_headers(SoupServerMessage *msg, gpointer data)
   (void)data;
   Conn *k = conn_of(msg);
   SoupMessageHeaders *h = soup_server_message_get_request_headers(msg);
+  /* an ingest endpoint's body is kept, under its own limit */
+  GUri *uri = soup_server_message_get_uri(msg);
+  guint status;
+  const char *why;
+  if (k && uri && !txld_ingest_admit(g_uri_get_path(uri), h, &status, &why)) {
+    /* refused whatever the body: none is read (why holds no quote) */
+    conn_refuse(k, msg, status, status == 401 ? "WWW-Authenticate: Bearer "
+                "realm=\"txld\"\r\n" : "", why);
+    return;
+  }
+  if (k && uri && txld_ingest_path(g_uri_get_path(uri))) {
+    k->max = lim.max_ingest_body;
+    k->ingest = TRUE;
+    soup_message_body_set_accumulate(
+        soup_server_message_get_request_body(msg), TRUE);
+  }
   if (k && soup_message_headers_get_encoding(h) == SOUP_ENCODING_CONTENT_LENGTH) {
     goffset n = soup_message_headers_get_content_length(h);
-    if (n > 0 && (guint64)n > lim.max_body)
+    if (n > 0 && (guint64)n > k->max)
       conn_reject_body(k, msg, (guint64)n);
   }
 }
@@ -174,7 +211,7 @@ on_got_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer data)
   if (!k)
     return;
   k->body += g_bytes_get_size(chunk);
-  if (k->body > lim.max_body)
+  if (k->body > k->max)
     conn_reject_body(k, msg, 0);
 }
 
@@ -184,9 +221,13 @@ on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer data)
   (void)server;
   (void)data;
   Conn *k = conn_of(msg);
-  if (k)
+  if (k) {
     k->body = 0;
-  /* no endpoint reads a body: none is kept in memory */
+    k->max = lim.max_body;
+    k->ingest = FALSE;
+  }
+  /* only the ingest endpoints read a body (on_got_headers): by default none
+   * is kept in memory */
   soup_message_body_set_accumulate(soup_server_message_get_request_body(msg),
                                    FALSE);
   g_signal_connect(msg, "got-headers", G_CALLBACK(on_got_headers), NULL);

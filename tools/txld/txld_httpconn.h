@@ -13,6 +13,9 @@
 #define TXLD_HTTP_DEFAULT_TIMEOUT 10.0
 #define TXLD_HTTP_DEFAULT_MAX_CONNECTIONS 256
 #define TXLD_HTTP_DEFAULT_MAX_BODY (64 * 1024)
+/* log batches (txld_ingest.c): Vector, Fluent Bit and OTLP exporters send
+ * a few MB at most in one request */
+#define TXLD_HTTP_DEFAULT_MAX_INGEST_BODY (4 * 1024 * 1024)
 /* what a handler may take on top of the timeout before its answer must be
  * out: POST /pipelines/NAME/snapshot waits up to 10 s for the element */
 #define TXLD_HTTP_ANSWER_GRACE 10.0
@@ -21,6 +24,8 @@ typedef struct {
   double timeout_s;        /* a whole request must arrive within it */
   guint max_connections;   /* open at once; more are answered 503 */
   guint64 max_body;        /* request body bytes; more: 413 */
+  guint64 max_ingest_body; /* the same for the ingest endpoints, whose
+                            * bodies alone are read into memory */
 } TxldHttpLimits;
 
 typedef struct {

@@ -15,6 +15,7 @@
  * while runs keep failing within STABLE_US of their start; end of stream
  * (a TCP client that hung up) restarts at once under restart=always. */
 #include "txld_pipeline.h"
+#include "txld_ingest.h"
 #include "txld_log.h"
 
 #include "txl_formats.h"
@@ -530,6 +531,7 @@ txld_pipeline_start(TxldPipeline *p)
   p->pipeline = gst_object_ref_sink(pipe);
   find_elements(p);
   configure_snapshots(p);
+  txld_ingest_prepare(p);
   if (p->sink)
     g_signal_connect(p->sink, "line-scored", G_CALLBACK(on_line_scored), p);
   else

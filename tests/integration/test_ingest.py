@@ -1,0 +1,190 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""txld's HTTP ingest (docs/ingest.md) with plain HTTP from Python.
+
+- NDJSON as Vector's http sink sends it, a JSON array as Fluent Bit's http
+  output (format json) sends it, and text/plain: every line scored exactly
+  once, with its fields;
+- OTLP/HTTP protobuf written by hand (the resource after its logs, a body
+  that is not UTF-8) and OTLP/JSON gzip-compressed: fields from the
+  resource and the record, severity by number, the session attribute;
+- the bearer token (401 without it, or with another), 413 for a body over
+  --ingest-max-body and for gzip that inflates past it, 415, 400 for a
+  malformed request (which adds nothing), 404s;
+- back-pressure: a pipeline held up by `identity sleep-time` with a tiny
+  ingest-max-queue answers 429 with Retry-After; a pipeline backing off
+  after an error answers 503 with Retry-After;
+- /metrics counts the answers."""
+import gzip
+import json
+import os
+import sys
+import tempfile
+
+from checks import check
+from ingest_util import (MODEL, finish, get, pb_request, post, scored, scoring_conf,
+                         start_txld, wait_for)
+
+TOKEN = 's3cret-token-for-tests'
+MAX_BODY = 200000
+
+
+def vector_batch(start, n):
+    """NDJSON as Vector's http sink (codec json, newline framing) writes it."""
+    return ''.join(json.dumps({'message': 'vector line %d user %d logged in' % (i, i % 5),
+                               'host': 'vec-%d' % (i % 2), 'timestamp': '2026-11-25T10:00:%02dZ' % (i % 60),
+                               'source_type': 'file'}) + '\n'
+                   for i in range(start, start + n)).encode()
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-ingest-')
+    out_lines = os.path.join(tmp, 'lines.jsonl')
+    out_otlp = os.path.join(tmp, 'otlp.jsonl')
+    with open(os.path.join(tmp, 'token'), 'w') as f:
+        f.write(TOKEN + '\n')
+    confs = {
+        'lines.conf': scoring_conf('lines', out_lines, 'ingest = true\n'),
+        'otlp.conf': scoring_conf('otlp', out_otlp, 'otlp = true\notlp-session = session.id\n'
+                                  'ingest-token-file = %s\n' % os.path.join(tmp, 'token')),
+        # held up: each buffer waits 5 s in identity, the queue takes 1000 bytes
+        'slow.conf': '[pipeline]\nlaunch = appsrc name=ingest ! identity sleep-time=5000000 ! '
+                     'fakesink\nsnapshot = none\ningest = true\ningest-max-queue = 1000\n',
+        # fails at start (no such file) and backs off for a minute
+        'down.conf': '[pipeline]\nlaunch = appsrc name=ingest ! fakesink filesrc '
+                     'location=/nonexistent/txl ! fakesink\nsnapshot = none\ningest = true\n'
+                     'restart-delay = 60\n',
+        # a token "file" that is a FIFO: refused at once, nothing blocks
+        'fifo.conf': scoring_conf('fifo', os.path.join(tmp, 'fifo.jsonl'),
+                                  'ingest = true\ningest-token-file = %s\n' % os.path.join(tmp, 'fifo')),
+        'closed.conf': '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nsnapshot = none\n'
+                       'restart = never\n',
+    }
+    os.mkfifo(os.path.join(tmp, 'fifo'))
+    proc, base = start_txld(tmp, confs, ['--ingest-max-body', str(MAX_BODY)])
+    try:
+        run(tmp, base, out_lines, out_otlp)
+    finally:
+        finish(proc, tmp)
+
+
+def run_lines(base, out_lines):
+    url = base + '/pipelines/lines/lines'
+    statuses = [post(url, vector_batch(i, 50), {'Content-Type': 'application/x-ndjson'})[0]
+                for i in range(0, 200, 50)]
+    # Fluent Bit's http output, format json: an array of records
+    fb = json.dumps([{'date': 1764064800.5 + i, 'log': 'fluent line %d disk ok' % i, 'host': 'fb-1'}
+                     for i in range(30)]).encode()
+    statuses.append(post(url, fb, {'Content-Type': 'application/json'})[0])
+    plain = ''.join('plain line %d cron ran\n' % i for i in range(20)).rstrip('\n').encode()
+    statuses.append(post(url, plain, {'Content-Type': 'text/plain'})[0])
+    check('NDJSON, JSON array and text/plain requests: 200', statuses == [200] * 6, statuses)
+    rows = wait_for(lambda: len(scored(out_lines)) >= 250 and scored(out_lines), 60) or []
+    texts = [r['text'] for r in rows]
+    want = (['vector line %d user %d logged in' % (i, i % 5) for i in range(200)] +
+            ['fluent line %d disk ok' % i for i in range(30)] +
+            ['plain line %d cron ran' % i for i in range(20)])
+    check('every posted line scored exactly once, in order', texts == want,
+          (len(texts), [t for t in texts if t not in want][:3]))
+    check('Vector NDJSON fields: host and time',
+          all(r.get('fields') == {'host': 'vec-%d' % (i % 2), 'time': '2026-11-25T10:00:%02dZ' % (i % 60)}
+              for i, r in enumerate(rows[:200])), rows[0])
+    check('Fluent Bit array: host, and the message from "log"',
+          all(r.get('fields', {}).get('host') == 'fb-1' for r in rows[200:230]), rows[200])
+
+
+def run_otlp(base, out_otlp):
+    auth = {'Authorization': 'Bearer ' + TOKEN}
+    proto = {'Content-Type': 'application/x-protobuf'}
+    recs = [{'body': 'pb record %d payment accepted' % i, 'time': 1764064800000000000 + i * 1000,
+             'severity_number': 9 if i % 4 else 17, 'attrs': {'session.id': 'cart-%d' % (i % 3)}}
+            for i in range(40)]
+    recs.append({'body': b'caf\xe9 latin-1 bytes \xff\xfe', 'severity': 'notice'})
+    body = pb_request({'service.name': 'pay', 'host.name': 'pb-host', 'session.id': 'res-sess'}, recs)
+    st, h, b = post(base + '/v1/logs', body, proto)
+    check('OTLP without the token: 401 with WWW-Authenticate', st == 401 and 'Bearer' in
+          h.get('WWW-Authenticate', ''), (st, h))
+    st, _, _ = post(base + '/v1/logs', body, dict(proto, Authorization='Bearer wrong'))
+    check('OTLP with another token: 401', st == 401, st)
+    st, h, b = post(base + '/v1/logs', body, dict(proto, **auth))
+    check('OTLP protobuf with the token: 200, an empty protobuf answer',
+          st == 200 and b == b'' and h.get('Content-Type') == 'application/x-protobuf', (st, h, b))
+    st, _, b = post(base + '/v1/logs', body[:-3], dict(proto, **auth))
+    check('a truncated protobuf request: 400 (and nothing of it queued)', st == 400, (st, b))
+    js = {'resourceLogs': [{'resource': {'attributes': [
+        {'key': 'service.name', 'value': {'stringValue': 'jsvc'}}]},
+        'scopeLogs': [{'scope': {'name': 'x'}, 'logRecords': [
+            {'timeUnixNano': str(1764064800000000000 + i), 'severityText': 'DEBUG',
+             'body': {'stringValue': 'json record %d cache warm' % i}} for i in range(10)] + [
+            {'body': {'kvlistValue': {'values': [{'key': 'k', 'value': {'intValue': '7'}}]}}}]}]}]}
+    st, h, b = post(base + '/pipelines/otlp/v1/logs', gzip.compress(json.dumps(js).encode()),
+                    dict(auth, **{'Content-Type': 'application/json', 'Content-Encoding': 'gzip'}))
+    check('OTLP/JSON, gzip, to /pipelines/NAME/v1/logs: 200 {}', st == 200 and b.strip() == b'{}', (st, b))
+    st, _, _ = post(base + '/v1/logs', b'{}', dict(auth, **{'Content-Type': 'text/plain'}))
+    check('OTLP with another Content-Type: 415', st == 415, st)
+    rows = wait_for(lambda: len(scored(out_otlp)) >= 52 and scored(out_otlp), 60) or []
+    texts = [r['text'] for r in rows]
+    want = (['pb record %d payment accepted' % i for i in range(40)] + ['caf\ufffd latin-1 bytes \ufffd\ufffd'] +
+            ['json record %d cache warm' % i for i in range(10)] + ['{"k":7}'])
+    check('every OTLP record scored exactly once (the bytes that are not UTF-8 kept)', texts == want,
+          texts[38:43])
+    f0 = rows[0].get('fields', {}) if rows else {}
+    check('protobuf fields: app, host, severity by number, time, the record\'s session',
+          f0 == {'app': 'pay', 'host': 'pb-host', 'severity': 'ERROR',
+                 'time': '2025-11-25T10:00:00.000000000Z', 'session': 'cart-0'}, f0)
+    f40 = rows[40].get('fields', {}) if len(rows) > 40 else {}
+    check('severityText as it is; the resource\'s session when the record has none',
+          f40 == {'app': 'pay', 'host': 'pb-host', 'severity': 'notice', 'session': 'res-sess'}, f40)
+    f41 = rows[41].get('fields', {}) if len(rows) > 41 else {}
+    check('JSON fields', f41 == {'app': 'jsvc', 'severity': 'DEBUG',
+                                 'time': '2025-11-25T10:00:00.000000000Z'}, f41)
+
+
+def run_limits(base):
+    big = b'x' * (MAX_BODY + 1)
+    st, _, b = post(base + '/pipelines/lines/lines', big, {'Content-Type': 'text/plain'})
+    check('a body over --ingest-max-body: 413', st == 413 and b'--ingest-max-body' in b, (st, b))
+    bomb = gzip.compress(b'a' * (MAX_BODY * 5))
+    st, _, b = post(base + '/pipelines/lines/lines', bomb,
+                    {'Content-Type': 'text/plain', 'Content-Encoding': 'gzip'})
+    check('gzip that inflates past the limit: 413', st == 413, (st, b, len(bomb)))
+    st, _, _ = post(base + '/pipelines/lines/lines', b'x\n', {'Content-Encoding': 'br'})
+    check('another Content-Encoding: 415', st == 415, st)
+    st, _, _ = post(base + '/pipelines/closed/lines', b'x\n')
+    check('a pipeline without ingest = true: 404', st == 404, st)
+    st, _, b = post(base + '/pipelines/fifo/lines', b'x\n', {'Authorization': 'Bearer x'})
+    check('a token file that is a FIFO: 401 at once', st == 401 and b'cannot be read' in b, (st, b))
+    st, _, _ = post(base + '/pipelines/nosuch/lines', b'x\n')
+    check('no such pipeline: 404', st == 404, st)
+    chunk = b'held up line of some length\n' * 22  # 616 bytes
+    answers = [post(base + '/pipelines/slow/lines', chunk)]
+    # the first is taken (and held 5 s in identity): the queue is empty
+    wait_for(lambda: 'txld_ingest_queued_bytes{pipeline="slow"} 0\n' in get(base + '/metrics'), 10)
+    answers += [post(base + '/pipelines/slow/lines', chunk) for _ in range(2)]
+    st3, h3, _ = answers[2]
+    check('behind (queue over ingest-max-queue): 429 with Retry-After',
+          [a[0] for a in answers[:2]] == [200, 200] and st3 == 429 and h3.get('Retry-After') == '1',
+          [(a[0], a[1].get('Retry-After')) for a in answers])
+    wait_for(lambda: json.loads(get(base + '/pipelines/down'))['state'] == 'backoff', 30)
+    st, h, _ = post(base + '/pipelines/down/lines', b'x\n')
+    check('a pipeline backing off: 503 with Retry-After', st == 503 and
+          int(h.get('Retry-After', '0')) >= 30, (st, h.get('Retry-After')))
+
+
+def run(tmp, base, out_lines, out_otlp):
+    wait_for(lambda: json.loads(get(base + '/pipelines/lines'))['state'] == 'running', 30)
+    run_lines(base, out_lines)
+    run_otlp(base, out_otlp)
+    run_limits(base)
+    m = get(base + '/metrics')
+    check('/metrics: ingest answers and lines counted',
+          'txld_ingest_requests_total{pipeline="otlp",code="401"} 2' in m and
+          'txld_ingest_requests_total{pipeline="slow",code="429"} 1' in m and
+          'txld_ingest_lines_total{pipeline="lines"} 250' in m,
+          [l for l in m.splitlines() if l.startswith('txld_ingest')])
+
+
+if __name__ == '__main__':
+    if not os.path.exists(MODEL):
+        print('SKIP: no bundled model')
+        sys.exit(77)
+    main()

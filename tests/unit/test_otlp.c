@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* OTLP logs into record lines (lib/ingest/otlp.h): the protobuf decoder's
+ * edges (every AnyValue kind, the last member of a oneof, unknown fields,
+ * the nesting bound, truncation anywhere refused with nothing written)
+ * and the JSON mapping's (64-bit integers as strings, a missing time). */
+#include "testutil.h"
+#include "otlp.h"
+#include "record.h"
+
+/* ---- a tiny protobuf writer for the tests --------------------------------- */
+
+static void
+varint(GString *o, guint64 v)
+{
+  do {
+    g_string_append_c(o, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+    v >>= 7;
+  } while (v);
+}
+
+static void
+len_field(GString *o, guint field, const GString *data)
+{
+  varint(o, (guint64)field << 3 | 2);
+  varint(o, data->len);
+  g_string_append_len(o, data->str, data->len);
+}
+
+static GString *
+str_any(const char *s, gsize n)
+{
+  GString *a = g_string_new(NULL);
+  GString *v = g_string_new_len(s, (gssize)n);
+  len_field(a, 1, v);
+  g_string_free(v, TRUE);
+  return a;
+}
+
+/* A request of one resource (service.name=svc) and one record of body. */
+static GString *
+request(const GString *record)
+{
+  GString *kv = g_string_new(NULL), *res = g_string_new(NULL);
+  GString *key = g_string_new("service.name"), *val = str_any("svc", 3);
+  len_field(kv, 1, key);
+  len_field(kv, 2, val);
+  len_field(res, 1, kv);
+  GString *scope = g_string_new(NULL), *rl = g_string_new(NULL);
+  len_field(scope, 2, record);
+  len_field(rl, 2, scope);
+  len_field(rl, 1, res);
+  GString *req = g_string_new(NULL);
+  len_field(req, 1, rl);
+  GString *all[] = { kv, res, key, val, scope, rl };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_string_free(all[i], TRUE);
+  return req;
+}
+
+static char *
+decode(const GString *req, guint64 *n)
+{
+  GString *out = g_string_new(NULL);
+  GError *e = NULL;
+  *n = 0;
+  if (!txl_otlp_logs_protobuf((const guint8 *)req->str, req->len, "sid",
+                              out, n, &e)) {
+    g_assert_nonnull(e);
+    g_assert_cmpuint(out->len, ==, 0);
+    g_error_free(e);
+    g_string_free(out, TRUE);
+    return NULL;
+  }
+  return g_string_free(out, FALSE);
+}
+
+static const char *
+message_of(const char *line)
+{
+  return line + txl_record_header_len(line, strlen(line));
+}
+
+static void
+test_kinds(void)
+{
+  /* body: a kvlist {"a": [1, 2.5, true, bytes 00ff, null]} */
+  GString *arr = g_string_new(NULL), *v = g_string_new(NULL);
+  varint(v, 3 << 3); varint(v, 1); len_field(arr, 1, v); g_string_truncate(v, 0);
+  varint(v, 4 << 3 | 1); g_string_append_len(v, "\0\0\0\0\0\0\x04\x40", 8);
+  len_field(arr, 1, v); g_string_truncate(v, 0);
+  varint(v, 2 << 3); varint(v, 1); len_field(arr, 1, v); g_string_truncate(v, 0);
+  GString *b = g_string_new_len("\0\xff", 2);
+  len_field(v, 7, b); len_field(arr, 1, v); g_string_truncate(v, 0);
+  len_field(arr, 1, v); /* an empty AnyValue */
+  GString *any = g_string_new(NULL), *kv = g_string_new(NULL), *kvl = g_string_new(NULL);
+  len_field(any, 5, arr);
+  GString *key = g_string_new("a");
+  len_field(kv, 1, key);
+  len_field(kv, 2, any);
+  len_field(kvl, 1, kv);
+  GString *body = g_string_new(NULL), *rec = g_string_new(NULL);
+  GString *first = g_string_new("overridden");
+  len_field(body, 1, first); /* a string first: the later kvlist wins */
+  len_field(body, 6, kvl);
+  len_field(rec, 5, body);
+  varint(rec, 99 << 3); varint(rec, 7);  /* unknown fields are skipped */
+  varint(rec, 11 << 3 | 1); g_string_append_len(rec, "\x01\0\0\0\0\0\0\0", 8);
+  GString *req = request(rec);
+  guint64 n;
+  g_autofree char *out = decode(req, &n);
+  g_assert_cmpuint(n, ==, 1);
+  g_assert_cmpstr(message_of(out), ==, "{\"a\":[1,2.5,true,\"AP8=\",null]}\n");
+  gsize h = txl_record_header_len(out, strlen(out));
+  const char *t;
+  gsize tl;
+  g_assert_true(txl_record_get(out, h, "time", &t, &tl));
+  g_assert_cmpmem(t, tl, "1970-01-01T00:00:00.000000001Z", 30);
+  /* truncated anywhere: refused, nothing written */
+  for (gsize cut = 0; cut < req->len; cut++) {
+    GString *part = g_string_new_len(req->str, (gssize)cut);
+    guint64 m;
+    char *o = decode(part, &m);
+    g_assert_true(o == NULL || (m == 0 && *o == '\0'));
+    g_free(o);
+    g_string_free(part, TRUE);
+  }
+  GString *all[] = { arr, v, b, any, kv, kvl, key, body, rec, first, req };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_string_free(all[i], TRUE);
+}
+
+static gboolean
+nested_ok(int depth)
+{
+  GString *any = str_any("x", 1);
+  for (int i = 0; i < depth; i++) {
+    GString *arr = g_string_new(NULL), *outer = g_string_new(NULL);
+    len_field(arr, 1, any);
+    len_field(outer, 5, arr);
+    g_string_free(any, TRUE);
+    g_string_free(arr, TRUE);
+    any = outer;
+  }
+  GString *rec = g_string_new(NULL);
+  len_field(rec, 5, any);
+  GString *req = request(rec);
+  guint64 n;
+  char *out = decode(req, &n);
+  gboolean ok = out != NULL;
+  g_free(out);
+  g_string_free(any, TRUE);
+  g_string_free(rec, TRUE);
+  g_string_free(req, TRUE);
+  return ok;
+}
+
+static void
+test_depth(void)
+{
+  g_assert_true(nested_ok(TXL_OTLP_MAX_DEPTH));
+  g_assert_false(nested_ok(TXL_OTLP_MAX_DEPTH + 1));
+  g_assert_false(nested_ok(100000 / 4)); /* deep: refused, no stack overflow */
+}
+
+static void
+test_json(void)
+{
+  const char *j = "{\"resourceLogs\":[{\"resource\":{\"attributes\":["
+                  "{\"key\":\"host.name\",\"value\":{\"stringValue\":\"h\"}},"
+                  "{\"key\":\"sid\",\"value\":{\"intValue\":\"12\"}}]},"
+                  "\"scopeLogs\":[{\"logRecords\":[{\"severityNumber\":21,"
+                  "\"observedTimeUnixNano\":\"18446744073709551615\","
+                  "\"body\":{\"stringValue\":\"a\\nb\"}},{},\"junk\"]}]},7]}";
+  GString *out = g_string_new(NULL);
+  guint64 n = 0;
+  g_assert_true(txl_otlp_logs_json(j, strlen(j), "sid", out, &n, NULL));
+  g_assert_cmpuint(n, ==, 2);
+  gsize h = txl_record_header_len(out->str, out->len);
+  g_assert_cmpstr(out->str + h, ==, "a b\n\x1e" "host=h\x1f" "session=12\x1e\n");
+  const char *v;
+  gsize vl;
+  g_assert_true(txl_record_get(out->str, h, "severity", &v, &vl));
+  g_assert_cmpmem(v, vl, "FATAL", 5);
+  g_assert_true(txl_record_get(out->str, h, "time", &v, &vl));
+  g_assert_cmpmem(v, vl, "2554-07-21T23:34:33.709551615Z", 30);
+  GError *e = NULL;
+  g_assert_false(txl_otlp_logs_json("[", 1, NULL, out, &n, &e));
+  g_clear_error(&e);
+  g_string_free(out, TRUE);
+}
+
+int
+main(int argc, char **argv)
+{
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/otlp/kinds", test_kinds);
+  g_test_add_func("/otlp/depth", test_depth);
+  g_test_add_func("/otlp/json", test_json);
+  return g_test_run();
+}
