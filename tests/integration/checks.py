@@ -108,3 +108,10 @@ def wait_for(cond, timeout=10, step=0.05):
             return v
         time.sleep(step)
     return cond()
+
+
+def tool_env():
+    """The environment for the real clients and servers a test starts
+    (logger, rsyslogd, Alertmanager, Prometheus): without the sanitizer
+    runtime tools/check-memory.sh preloads for gst-launch-1.0."""
+    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import urllib.request
 
-from checks import check, tally, wait_for
+from checks import check, tally, tool_env, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -26,11 +26,6 @@ PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'
 sys.path.insert(0, os.path.join(ROOT, 'tools'))
 import loggen  # noqa: E402
 from freeport import free_port  # noqa: E402
-
-def tool_env():
-    """The environment for the servers the test starts: without the
-    sanitizer runtime tools/check-memory.sh preloads for gst-launch-1.0."""
-    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
 
 
 ANOMALY = 'qzx9 ☃ ###### 0xdeadbeef ~~ \\\\ ]]] zzzzqqq vvvv !!!'

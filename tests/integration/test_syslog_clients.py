@@ -18,7 +18,7 @@ import threading
 import time
 
 import gstlaunch
-from checks import check, tally
+from checks import check, tally, tool_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -28,12 +28,6 @@ from freeport import free_port  # noqa: E402
 
 M = 25  # messages per client
 
-
-def tool_env():
-    """The environment for the real clients and servers the test starts:
-    without the sanitizer runtime tools/check-memory.sh preloads for
-    gst-launch-1.0, which is not theirs to carry."""
-    return {k: v for k, v in os.environ.items() if k not in ('LD_PRELOAD', 'ASAN_OPTIONS')}
 
 
 def listening(port):
