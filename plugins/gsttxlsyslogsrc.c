@@ -41,6 +41,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_syslog_src_debug);
 /* What one buffer downstream carries at most. */
 #define BUFFER_BYTES (64u << 10)
 #define READ_BYTES (64u << 10)
+/* how long accepting pauses when the process is out of descriptors */
+#define ACCEPT_PAUSE_US (100 * 1000)
 
 #define DEFAULT_ADDRESS "127.0.0.1"
 #define DEFAULT_PORT 5514
@@ -70,6 +72,8 @@ struct _GstTxlSyslogSrc {
   gint bound_port;
   GPtrArray *clients;
   GThread *thread;
+  gint64 accept_paused_until; /* monotonic: out of descriptors until then */
+  gboolean warned_accept;
   gboolean stopping; /* atomic */
   GString *scratch;  /* the I/O thread's record being built */
   /* the queue (lock) */
@@ -268,8 +272,22 @@ accept_client(GstTxlSyslogSrc *self)
   socklen_t len = sizeof ss;
   int fd = accept4(self->listen_fd, (struct sockaddr *)&ss, &len,
                    SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0)
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+        errno == ENOMEM) {
+      /* out of descriptors: the waiting connection stays in the backlog
+       * and poll() would report it again at once; stop accepting for a
+       * moment rather than spin */
+      self->accept_paused_until = g_get_monotonic_time() + ACCEPT_PAUSE_US;
+      if (!self->warned_accept) {
+        self->warned_accept = TRUE;
+        GST_ELEMENT_WARNING(self, RESOURCE, OPEN_READ,
+            ("Cannot accept syslog clients: %s (raise LimitNOFILE or lower "
+             "max-clients); trying again.", g_strerror(errno)), (NULL));
+      }
+    }
     return;
+  }
   GST_OBJECT_LOCK(self);
   guint max = self->max_clients, max_message = self->max_message;
   GST_OBJECT_UNLOCK(self);
@@ -365,7 +383,9 @@ io_thread(gpointer data)
     g_array_append_val(fds, p);
     p.fd = self->udp_fd;
     g_array_append_val(fds, p);
-    p.fd = self->listen_fd;
+    gint64 now = g_get_monotonic_time();
+    gboolean paused = now < self->accept_paused_until;
+    p.fd = paused ? -1 : self->listen_fd;
     g_array_append_val(fds, p);
     for (guint i = 0; i < self->clients->len; i++) {
       Client *c = g_ptr_array_index(self->clients, i);
@@ -373,7 +393,9 @@ io_thread(gpointer data)
       g_array_append_val(fds, p);
     }
     struct pollfd *pf = (struct pollfd *)fds->data;
-    if (poll(pf, fds->len, -1) < 0 && errno != EINTR)
+    int wait_ms = paused ? (int)((self->accept_paused_until - now) / 1000) + 1
+                         : -1;
+    if (poll(pf, fds->len, wait_ms) < 0 && errno != EINTR)
       break;
     if (pf[0].revents) {
       char drain[64];
@@ -437,6 +459,8 @@ gst_txl_syslog_src_start(GstBaseSrc *src)
   GST_OBJECT_LOCK(self);
   self->bound_port = 0;
   GST_OBJECT_UNLOCK(self);
+  self->accept_paused_until = 0;
+  self->warned_accept = FALSE;
   self->clients = g_ptr_array_new_with_free_func(client_free);
   if (!open_sockets(self, &err)) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_READ,

@@ -161,9 +161,55 @@ def run_session_field(tmp):
           out[-300:])
 
 
+def cpu_seconds(pid):
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def run_descriptor_exhaustion(tmp):
+    """Out of descriptors (gst-launch under prlimit --nofile=64, 100 clients
+    connecting): the source warns, does not spin, and takes new clients
+    once the others leave."""
+    if not shutil.which('prlimit'):
+        print('SKIP descriptor exhaustion: no prlimit')
+        return
+    port, out = free_port(), os.path.join(tmp, 'fds.txt')
+    p = subprocess.Popen(['prlimit', '--nofile=64:64', 'gst-launch-1.0', '-e', 'txlsyslogsrc',
+                          'port=%d' % port, 'udp=false', '!', 'filesink', 'location=' + out],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=gstlaunch.ENV)
+    if not check('descriptors: the source listens', wait_for(lambda: listening(port), 30)):
+        p.kill()
+        return
+    held = []
+    for _ in range(100):
+        try:
+            held.append(socket.create_connection(('127.0.0.1', port), timeout=2))
+        except OSError:
+            break
+    time.sleep(0.5)
+    c0 = cpu_seconds(p.pid)
+    time.sleep(2.0)
+    used = cpu_seconds(p.pid) - c0
+    check('descriptors exhausted: no busy loop (%.2f s of CPU in 2 s)' % used, used < 0.5)
+    for s in held:
+        s.close()
+    c = socket.create_connection(('127.0.0.1', port), timeout=5)
+    c.sendall(b'<13>1 - h app - - - after the flood id-fds\n')
+    c.close()
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)  # filesink writes its buffer at EOS
+    text = p.communicate(timeout=30)[0].decode(errors='replace')
+    got = os.path.exists(out) and b'id-fds' in open(out, 'rb').read()
+    check('descriptors: a client after the flood is served', got, text[-300:])
+    check('descriptors: the shortage was warned about', 'Cannot accept syslog clients' in text,
+          text[-300:])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-syslog-')
     run_session_field(tmp)
+    run_descriptor_exhaustion(tmp)
     port = free_port()
     pipe = Pipeline(port)
     if not check('the source listens', wait_for(lambda: listening(port), 30)):
