@@ -255,20 +255,21 @@ end_line(TxlRecordReader *r, GString *out)
   if (n && s[n - 1] == '\r')
     n--;
   if (r->cont && r->has_pending && txl_record_header_len(s, n) == 0) {
-    gchar *z = g_strndup(s, n);
+    gchar *z = g_strndup(n ? s : "", n); /* an empty line has no data */
     gboolean joins = g_regex_match(r->cont, z, 0, NULL);
     g_free(z);
     if (joins) {
       /* the message stays within max; the header comes on top */
-      gsize limit = r->max + txl_record_header_len(
-                                 (const char *)r->pending->data,
-                                 r->pending->len);
+      gsize hl = txl_record_header_len((const char *)r->pending->data,
+                                       r->pending->len);
+      gsize limit = r->max + hl;
       gsize room = limit - MIN(limit, r->pending->len);
       gsize take = MIN(n, room > 0 ? room - 1 : 0);
       if (take < n)
         r->stats.cut++;
       if (take) {
-        g_byte_array_append(r->pending, (const guint8 *)" ", 1);
+        if (r->pending->len > hl) /* a space between, not before, parts */
+          g_byte_array_append(r->pending, (const guint8 *)" ", 1);
         /* a control byte would end the record: as record.h writes them */
         for (gsize i = 0; i < take; i++) {
           guint8 c = (guint8)s[i];

@@ -119,12 +119,14 @@ TU_TEST("/reader/text-continuation", test_text_continuation)
   o.format = TXL_FORMAT_TEXT;
   o.continuation = "^(\\s|Caused by:)";
   const char *in = "Exception in thread main\r\n"
+                   "\n"
                    "\tat a.B.c(B.java:1)\n"
                    "Caused by: x\n"
                    "next line\n"
                    "{\"msg\":\"json is text here\"}\n"
                    "  tail";
-  const char *want2 = "Exception in thread main \tat a.B.c(B.java:1) Caused by: x\n"
+  const char *want2 = "Exception in thread main\n"
+                      "\tat a.B.c(B.java:1) Caused by: x\n"
                       "next line\n"
                       "{\"msg\":\"json is text here\"}   tail";
   check_pieces(&o, in, want2);
