@@ -175,14 +175,10 @@ append_entry(GstTxlJournalSrc *self, GString *out)
   const char *sev = prio && sl == 1 ? txl_record_severity_name(prio[0] - '0')
                                      : NULL;
   uint64_t usec = 0;
-  gchar *when = NULL;
-  if (sd_journal_get_realtime_usec(j, &usec) >= 0) {
-    GDateTime *t = g_date_time_new_from_unix_utc((gint64)(usec / 1000000));
-    gchar *s = g_date_time_format(t, "%Y-%m-%dT%H:%M:%S");
-    when = g_strdup_printf("%s.%06uZ", s, (guint)(usec % 1000000));
-    g_free(s);
-    g_date_time_unref(t);
-  }
+  char when[TXL_RECORD_TIME_MAX] = "";
+  if (sd_journal_get_realtime_usec(j, &usec) >= 0)
+    txl_record_time(when, sizeof when, (gint64)(usec / 1000000),
+                    usec % 1000000, 6);
   char *cursor = NULL;
   sd_journal_get_cursor(j, &cursor);
   TxlRecordField f[] = {
@@ -193,7 +189,6 @@ append_entry(GstTxlJournalSrc *self, GString *out)
   };
   txl_record_append(out, f, G_N_ELEMENTS(f), msg ? msg : "", msg ? ml : 0);
   free(cursor);
-  g_free(when);
   GST_OBJECT_LOCK(self);
   self->entries++;
   GST_OBJECT_UNLOCK(self);

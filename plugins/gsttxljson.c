@@ -57,8 +57,9 @@ flush_out(GstTxlJson *self)
   if (self->out->len == 0)
     return GST_FLOW_OK;
   gsize n = self->out->len;
-  GstBuffer *b = gst_buffer_new_wrapped(g_strndup(self->out->str, n), n);
-  g_string_truncate(self->out, 0);
+  /* the string becomes the buffer's memory; a new one takes its place */
+  GstBuffer *b = gst_buffer_new_wrapped(g_string_free(self->out, FALSE), n);
+  self->out = g_string_new(NULL);
   GST_BUFFER_PTS(b) = self->pts;
   return gst_pad_push(self->srcpad, b);
 }

@@ -62,9 +62,8 @@ struct _GstTxlTokenizer {
   gboolean inflight_stale; /* a restore replaced the state meanwhile */
   gboolean fetched;        /* asked txlmodel for a restored state */
   /* the source's resume position: the cursor field of the last record
-   * line taken in (txljournalsrc), and whether the next byte starts a line */
+   * line taken in (txljournalsrc) */
   gchar *last_cursor;
-  gboolean line_start;
 };
 
 enum {
@@ -194,9 +193,8 @@ encode_records(GstTxlTokenizer *self, const guint8 *data, gsize len)
   while (len > 0) {
     const guint8 *nl = memchr(data, '\n', len);
     gsize n = nl ? (gsize)(nl - data) + 1 : len;
-    if (self->line_start)
+    if (txl_encoder_at_line_start(self->enc))
       note_cursor(self, (const char *)data, n);
-    self->line_start = nl != NULL;
     txl_encoder_push(self->enc, (const char *)data, n);
     if (nl) {
       mark_line_end(self, self->line);
@@ -232,7 +230,6 @@ reset_stream(GstTxlTokenizer *self)
 {
   g_mutex_lock(&self->state_lock);
   g_clear_pointer(&self->last_cursor, g_free);
-  self->line_start = TRUE;
   g_clear_pointer(&self->enc, txl_encoder_free);
   if (self->model)
     self->enc = txl_encoder_new(txl_model_tokenizer(self->model), on_token,
@@ -324,8 +321,8 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
 
 /* ---- state, for txlmodel's snapshots -------------------------------------- */
 
-/* Version 2 added the source's resume cursor, whether the next byte starts
- * a line, and the record reader's held line and record (format other than
+/* Version 2 added the source's resume cursor and the record reader's held
+ * line and record (format other than
  * raw); a version 1 state resumes with none of them. */
 #define STATE_VERSION 2u
 
@@ -379,7 +376,6 @@ save_state(GstTxlTokenizer *self, guint64 received)
   txl_put_blob(b, recs->data, recs->len);
   txl_put_blob(b, self->last_cursor, self->last_cursor
                                           ? strlen(self->last_cursor) : 0);
-  txl_put_u32(b, self->line_start ? 1 : 0);
   txl_put_u32(b, self->reader ? 1 : 0);
   GBytes *rs = self->reader ? txl_record_reader_save(self->reader) : NULL;
   gsize rsn = 0;
@@ -406,17 +402,16 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   guint64 n_tokens = txl_get_u64(&r), text_offset = txl_get_u64(&r);
   const guint8 *td = txl_get_blob(&r, &tn, G_MAXUINT32);
   const guint8 *rd = txl_get_blob(&r, &rn, G_MAXUINT32);
-  guint32 has_reader = 0, line_start = 1;
+  guint32 has_reader = 0;
   gsize qn = 0, cn = 0;
   const guint8 *qd = NULL, *cd = NULL;
   if (version >= 2) {
     cd = txl_get_blob(&r, &cn, 4096);
-    line_start = txl_get_u32(&r);
     has_reader = txl_get_u32(&r);
     qd = txl_get_blob(&r, &qn, G_MAXUINT32);
   }
   if (!txl_reader_done(&r) || version < 1 || version > STATE_VERSION ||
-      has_reader > 1 || line_start > 1 || line < 1 ||
+      has_reader > 1 || line < 1 ||
       rn % TXL_TOKEN_RECORD_SIZE != 0 ||
       rn / TXL_TOKEN_RECORD_SIZE > n_tokens) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -470,7 +465,6 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   self->reader = reader;
   g_free(self->last_cursor);
   self->last_cursor = cn ? g_strndup((const char *)cd, cn) : NULL;
-  self->line_start = line_start;
   self->line = line;
   self->n_tokens = n_tokens;
   self->text_offset = text_offset;

@@ -50,25 +50,20 @@ severity_name(guint64 n)
   return n >= 1 && n <= 24 ? names[(n - 1) / 4] : NULL;
 }
 
+/* Nanoseconds since the epoch as the time field; 0 is "not set". */
 static void
 format_time(guint64 ns, char *buf, gsize size)
 {
   buf[0] = '\0';
-  if (!ns)
-    return;
-  time_t sec = (time_t)(ns / 1000000000u);
-  struct tm tm;
-  if (!gmtime_r(&sec, &tm))
-    return;
-  gsize n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-  if (n)
-    g_snprintf(buf + n, size - n, ".%09uZ", (guint)(ns % 1000000000u));
+  if (ns)
+    txl_record_time(buf, size, (gint64)(ns / 1000000000u),
+                    ns % 1000000000u, 9);
 }
 
 static void
 emit(GString *out, const Res *res, const Rec *r)
 {
-  char when[64];
+  char when[TXL_RECORD_TIME_MAX];
   format_time(r->time ? r->time : r->observed, when, sizeof when);
   const char *sev = r->severity->len ? r->severity->str
                                      : severity_name(r->severity_number);

@@ -53,6 +53,23 @@ txl_record_append(GString *out, const TxlRecordField *fields, gsize n,
   g_string_append_c(out, '\n');
 }
 
+void
+txl_record_time(char *buf, gsize size, gint64 sec, guint64 frac,
+                guint digits)
+{
+  buf[0] = '\0';
+  GDateTime *t = g_date_time_new_from_unix_utc(sec);
+  if (!t)
+    return; /* outside what a date can say */
+  gchar *s = g_date_time_format(t, "%Y-%m-%dT%H:%M:%S");
+  g_date_time_unref(t);
+  if (digits)
+    g_snprintf(buf, size, "%s.%0*" G_GUINT64_FORMAT "Z", s, (int)digits, frac);
+  else
+    g_snprintf(buf, size, "%sZ", s);
+  g_free(s);
+}
+
 const char *
 txl_record_severity_name(int level)
 {

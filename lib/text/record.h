@@ -42,6 +42,11 @@ typedef struct {
 void txl_record_append(GString *out, const TxlRecordField *fields, gsize n,
                        const char *msg, gsize msg_len);
 
+/* Whether the encoder's next byte starts a line (so a record header may
+ * follow): what a reader of the same bytes needs to find headers itself. */
+typedef struct _TxlEncoder TxlEncoder;
+gboolean txl_encoder_at_line_start(const TxlEncoder *e);
+
 /* Bytes of line's header, both RS included: 0 for a plain line (or one
  * whose header does not close within TXL_RECORD_MAX_HEADER). */
 gsize txl_record_header_len(const char *line, gsize len);
@@ -55,6 +60,14 @@ gboolean txl_record_next_field(const char *line, gsize header_len,
 /* The value of one field, or FALSE when the header has none. */
 gboolean txl_record_get(const char *line, gsize header_len, const char *key,
                         const char **value, gsize *value_len);
+
+/* The "time" field every source writes: an instant since the epoch as
+ * RFC 3339 UTC, "2026-11-25T17:02:09.621898Z", with `digits` decimals
+ * (0, 3, 6 or 9) of the fraction frac (in units of 10^-digits s).  An
+ * empty string when it cannot be written.  buf: TXL_RECORD_TIME_MAX. */
+#define TXL_RECORD_TIME_MAX 48
+void txl_record_time(char *buf, gsize size, gint64 sec, guint64 frac,
+                     guint digits);
 
 /* Syslog's name of a severity 0..7 ("emerg" ... "debug"), the "severity"
  * field every source writes; NULL outside that range. */

@@ -578,6 +578,12 @@ txl_encoder_restore(TxlEncoder *e, GBytes *state, GError **error)
   return txl_encoder_state_set_data(e, p, n, error);
 }
 
+gboolean
+txl_encoder_at_line_start(const TxlEncoder *e)
+{
+  return e->hdr == HDR_LINE_START;
+}
+
 gint64
 txl_encoder_line(const TxlEncoder *e)
 {

@@ -136,6 +136,20 @@ check_skips(const TxlTokenizer *tok)
   toks_free(&p);
 }
 
+/* The time field every source writes: RFC 3339 UTC at 0, 6 or 9 digits. */
+TU_TEST("/record/time", test_time)
+{
+  char b[TXL_RECORD_TIME_MAX];
+  txl_record_time(b, sizeof b, 1764090129, 0, 0);
+  g_assert_cmpstr(b, ==, "2025-11-25T17:02:09Z");
+  txl_record_time(b, sizeof b, 1764090129, 21898, 6);
+  g_assert_cmpstr(b, ==, "2025-11-25T17:02:09.021898Z");
+  txl_record_time(b, sizeof b, 0, 5, 9);
+  g_assert_cmpstr(b, ==, "1970-01-01T00:00:00.000000005Z");
+  txl_record_time(b, sizeof b, G_MAXINT64 / 2, 0, 0); /* past year 9999 */
+  g_assert_cmpstr(b, ==, "");
+}
+
 TU_TEST("/record/encoder-bytes", test_encoder_bytes)
 {
   char *path;

@@ -2,6 +2,7 @@
 /* Alerts to Alertmanager and webhooks (txld_alert.h). */
 #include "txld_alert.h"
 #include "txl_formats.h"
+#include "txl_text.h"
 
 #include <libsoup/soup.h>
 #include <string.h>
@@ -135,11 +136,9 @@ queue(const char *url, GString *body, TxldAlertStats *stats)
 static void
 append_time(GString *o, gint64 us)
 {
-  GDateTime *t = g_date_time_new_from_unix_utc(us / G_USEC_PER_SEC);
-  gchar *s = g_date_time_format(t, "%Y-%m-%dT%H:%M:%SZ");
-  g_string_append_printf(o, "\"%s\"", s);
-  g_free(s);
-  g_date_time_unref(t);
+  char buf[TXL_RECORD_TIME_MAX];
+  txl_record_time(buf, sizeof buf, us / G_USEC_PER_SEC, 0, 0);
+  g_string_append_printf(o, "\"%s\"", buf);
 }
 
 /* "key": "value" pairs of the record fields that make good labels. */
