@@ -41,6 +41,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_syslog_src_debug);
 /* What one buffer downstream carries at most. */
 #define BUFFER_BYTES (64u << 10)
 #define READ_BYTES (64u << 10)
+/* how long an end of stream waits for the queue to be handed out */
+#define DRAIN_US (10 * G_USEC_PER_SEC)
 /* how long accepting pauses when the process is out of descriptors */
 #define ACCEPT_PAUSE_US (100 * 1000)
 
@@ -82,6 +84,8 @@ struct _GstTxlSyslogSrc {
   GQueue queue; /* GString record lines */
   gsize queued;
   gboolean flushing, paused_reads;
+  gboolean draining; /* end of stream asked for: read nothing more, hand
+                      * out what is queued */
   /* counters (object lock) */
   guint64 messages, malformed, dropped, connections;
   guint n_clients;
@@ -138,7 +142,7 @@ enqueue(GstTxlSyslogSrc *self, const char *frame, gsize len, gboolean may_drop)
   }
   self->queued += rec->len;
   g_queue_push_tail(&self->queue, rec);
-  g_cond_signal(&self->cond);
+  g_cond_broadcast(&self->cond); /* create(), or a drain waiting */
   g_mutex_unlock(&self->lock);
   count(self, &self->messages, 1);
   return TRUE;
@@ -376,20 +380,22 @@ io_thread(gpointer data)
   while (!g_atomic_int_get(&self->stopping)) {
     g_mutex_lock(&self->lock);
     gboolean full = self->queued >= QUEUE_BYTES;
+    gboolean draining = self->draining;
     self->paused_reads = full;
     g_mutex_unlock(&self->lock);
     g_array_set_size(fds, 0);
     struct pollfd p = { self->wake[0], POLLIN, 0 };
     g_array_append_val(fds, p);
-    p.fd = self->udp_fd;
+    p.fd = draining ? -1 : self->udp_fd;
     g_array_append_val(fds, p);
     gint64 now = g_get_monotonic_time();
     gboolean paused = now < self->accept_paused_until;
-    p.fd = paused ? -1 : self->listen_fd;
+    p.fd = paused || draining ? -1 : self->listen_fd;
     g_array_append_val(fds, p);
     for (guint i = 0; i < self->clients->len; i++) {
       Client *c = g_ptr_array_index(self->clients, i);
-      p.fd = full ? -1 : c->fd; /* a full queue: the senders wait */
+      /* a full queue: the senders wait */
+      p.fd = full || draining ? -1 : c->fd;
       g_array_append_val(fds, p);
     }
     struct pollfd *pf = (struct pollfd *)fds->data;
@@ -460,6 +466,9 @@ gst_txl_syslog_src_start(GstBaseSrc *src)
   self->bound_port = 0;
   GST_OBJECT_UNLOCK(self);
   self->accept_paused_until = 0;
+  g_mutex_lock(&self->lock);
+  self->draining = FALSE;
+  g_mutex_unlock(&self->lock);
   self->warned_accept = FALSE;
   self->clients = g_ptr_array_new_with_free_func(client_free);
   if (!open_sockets(self, &err)) {
@@ -548,12 +557,41 @@ gst_txl_syslog_src_create(GstPushSrc *src, GstBuffer **out)
     g_string_free(rec, TRUE);
   }
   gboolean resume = self->paused_reads && self->queued < QUEUE_BYTES;
+  if (g_queue_is_empty(&self->queue))
+    g_cond_broadcast(&self->cond); /* a drain before end of stream waits */
   g_mutex_unlock(&self->lock);
   if (resume)
     wake_io(self);
   gsize n = all->len;
   *out = gst_buffer_new_wrapped(g_string_free(all, FALSE), n);
   return GST_FLOW_OK;
+}
+
+/* End of stream from the application (gst-launch-1.0 -e on Ctrl-C):
+ * GstBaseSrc unlocks create() at once, which would drop what is queued.
+ * Stop reading, let create() hand the queue out (for at most DRAIN_US),
+ * then end. */
+static gboolean
+gst_txl_syslog_src_send_event(GstElement *element, GstEvent *event)
+{
+  GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(element);
+  if (GST_EVENT_TYPE(event) == GST_EVENT_EOS && self->thread) {
+    g_mutex_lock(&self->lock);
+    self->draining = TRUE;
+    g_mutex_unlock(&self->lock);
+    wake_io(self);
+    gint64 until = g_get_monotonic_time() + DRAIN_US;
+    g_mutex_lock(&self->lock);
+    while (!g_queue_is_empty(&self->queue) && !self->flushing &&
+           g_cond_wait_until(&self->cond, &self->lock, until))
+      ;
+    if (!g_queue_is_empty(&self->queue))
+      GST_WARNING_OBJECT(self, "end of stream with %u messages still queued",
+                         g_queue_get_length(&self->queue));
+    g_mutex_unlock(&self->lock);
+  }
+  return GST_ELEMENT_CLASS(gst_txl_syslog_src_parent_class)
+      ->send_event(element, event);
 }
 
 /* ---- properties -------------------------------------------------------- */
@@ -658,6 +696,7 @@ gst_txl_syslog_src_class_init(GstTxlSyslogSrcClass *klass)
       "Source/Network", "Receives syslog over UDP and TCP (RFC 5424, RFC "
       "3164, RFC 6587 framing) as record lines for txltokenizer",
       "txl developers");
+  ec->send_event = gst_txl_syslog_src_send_event;
   bc->start = gst_txl_syslog_src_start;
   bc->stop = gst_txl_syslog_src_stop;
   bc->unlock = gst_txl_syslog_src_unlock;

@@ -206,10 +206,37 @@ def run_descriptor_exhaustion(tmp):
           text[-300:])
 
 
+def run_drain_at_eos(tmp):
+    """Ctrl-C (EOS) while downstream is slow and messages wait in the
+    source's queue: every message already received is still written."""
+    port, out = free_port(), os.path.join(tmp, 'drain.txt')
+    p = subprocess.Popen(['gst-launch-1.0', '-e', 'txlsyslogsrc', 'port=%d' % port, 'udp=false', '!',
+                          'identity', 'sleep-time=1000000', '!', 'filesink', 'location=' + out],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=gstlaunch.ENV)
+    if not check('drain: the source listens', wait_for(lambda: listening(port), 30)):
+        p.kill()
+        return
+    c = socket.create_connection(('127.0.0.1', port), timeout=5)
+    for i in range(40):
+        c.sendall(b'<13>1 - h app - - - queued message id-q%03d\n' % i)
+        time.sleep(0.04)
+    # identity holds each buffer a second: the last messages wait in the
+    # source's queue when the end of stream comes
+    time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    text = p.communicate(timeout=60)[0].decode(errors='replace')
+    c.close()
+    data = open(out, 'rb').read() if os.path.exists(out) else b''
+    missing = [i for i in range(40) if b'id-q%03d' % i not in data]
+    check('EOS with a slow downstream: every received message written', not missing,
+          (missing[:10], text[-300:]))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-syslog-')
     run_session_field(tmp)
     run_descriptor_exhaustion(tmp)
+    run_drain_at_eos(tmp)
     port = free_port()
     pipe = Pipeline(port)
     if not check('the source listens', wait_for(lambda: listening(port), 30)):
