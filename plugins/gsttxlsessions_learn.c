@@ -85,9 +85,10 @@ gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
       g_array_index(self->sl, SLine, at).flags |= TXL_LINE_NEW_WEIGHTS;
   }
   /* the running session rule (no threshold given) judged sessions scored
-   * with the old weights: it starts again, as the line rule does */
+   * with the old weights: the new weights' sessions take over its window,
+   * as the line rule does */
   if (landed->len > 0 && self->recent)
-    txl_baseline_reset(self->recent);
+    txl_baseline_restart(self->recent);
   g_array_unref(landed);
   return ok;
 }

@@ -229,9 +229,10 @@ judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
       *anomaly = worst - thr;
     if (!*warm && scored)
       *warm = !txl_baseline_judge(self->baseline, worst, &stream_flag);
-    /* new weights after this line: their own scores set the threshold */
+    /* new weights after this line: their own scores set the threshold
+     * once there are enough of them */
     if (l->meta_flags & TXL_LINE_NEW_WEIGHTS)
-      txl_baseline_reset(self->baseline);
+      txl_baseline_restart(self->baseline);
     return stream_flag || (scored && !isfinite(worst));
   } else if (scored && self->mode == TXL_THRESHOLD_ZSCORE) {
     GST_OBJECT_LOCK(self);

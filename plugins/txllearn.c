@@ -190,8 +190,9 @@ gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
       ok = set_model(target, m, error);
       if (ok) {
         l->gen++;
-        /* the new weights score differently: their own scores decide */
-        txl_baseline_reset(l->recent);
+        /* the new weights score differently: their own scores decide
+         * once there are enough of them */
+        txl_baseline_restart(l->recent);
         if (landings)
           g_array_append_val(landings, q->done_index);
         landed(l, q->line, model_out);

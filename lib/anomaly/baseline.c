@@ -13,6 +13,9 @@
 struct _TxlBaseline {
   TxlBaselineKind kind;
   int window, warmup, n, next;
+  /* the last `fresh` values came after txl_baseline_restart(); fresh == n
+   * when no restart is under way */
+  int fresh;
   double q;
   double *ring;    /* the last `window` values */
   double *scratch; /* selection works on a copy */
@@ -53,7 +56,37 @@ txl_baseline_free(TxlBaseline *b)
 void
 txl_baseline_reset(TxlBaseline *b)
 {
-  b->n = b->next = 0;
+  b->n = b->next = b->fresh = 0;
+}
+
+void
+txl_baseline_restart(TxlBaseline *b)
+{
+  b->fresh = 0;
+}
+
+/* Copies the values that judge now into scratch; returns how many, or -1
+ * while there are too few.  After a restart the values before it judge
+ * until `warmup` new ones have come, then the new ones alone, so that no
+ * line goes unjudged and old values leave the window at once. */
+static int
+judging_values(TxlBaseline *b)
+{
+  int from, count;
+  if (b->fresh >= b->warmup || b->fresh == b->n) {
+    from = b->next - b->fresh;
+    count = b->fresh;
+  } else {
+    from = b->next - b->n;
+    count = b->n - b->fresh;
+  }
+  if (count < b->warmup)
+    return -1;
+  from = (from + b->window) % b->window;
+  int first = MIN(count, b->window - from);
+  memcpy(b->scratch, b->ring + from, sizeof(double) * first);
+  memcpy(b->scratch + first, b->ring, sizeof(double) * (count - first));
+  return count;
 }
 
 int
@@ -109,44 +142,44 @@ quantile(double *v, int n, double q)
   return lo + (pos - k) * (hi - lo);
 }
 
-/* the window's median and MAD scaled to a standard deviation */
+/* the median and MAD, scaled to a standard deviation, of the n values
+ * judging_values() left in scratch (quantile() reorders them, which
+ * leaves the set of distances from the median the same) */
 static void
-median_sigma(TxlBaseline *b, double *med, double *sigma)
+median_sigma(TxlBaseline *b, int n, double *med, double *sigma)
 {
-  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-  *med = quantile(b->scratch, b->n, 0.5);
-  for (int i = 0; i < b->n; i++)
-    b->scratch[i] = fabs(b->ring[i] - *med);
-  *sigma = quantile(b->scratch, b->n, 0.5) * MAD_TO_SIGMA;
+  *med = quantile(b->scratch, n, 0.5);
+  for (int i = 0; i < n; i++)
+    b->scratch[i] = fabs(b->scratch[i] - *med);
+  *sigma = quantile(b->scratch, n, 0.5) * MAD_TO_SIGMA;
 }
 
 gboolean
 txl_baseline_score(TxlBaseline *b, double x, double *score)
 {
-  gboolean ready = b->n >= b->warmup;
-  if (ready) {
-    if (b->kind == TXL_BASELINE_QUANTILE) {
-      memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-      *score = x - quantile(b->scratch, b->n, b->q);
-    } else {
-      double med, mad;
-      median_sigma(b, &med, &mad);
-      /* a window of identical values has no spread: any difference is
-       * infinitely surprising, none is not */
-      *score = mad > 0 ? (x - med) / mad
-                       : (x > med ? INFINITY : x < med ? -INFINITY : 0.0);
-    }
+  int n = judging_values(b);
+  if (n < 0)
+    return FALSE;
+  if (b->kind == TXL_BASELINE_QUANTILE) {
+    *score = x - quantile(b->scratch, n, b->q);
+  } else {
+    double med, mad;
+    median_sigma(b, n, &med, &mad);
+    /* a window of identical values has no spread: any difference is
+     * infinitely surprising, none is not */
+    *score = mad > 0 ? (x - med) / mad
+                     : (x > med ? INFINITY : x < med ? -INFINITY : 0.0);
   }
-  return ready;
+  return TRUE;
 }
 
 gboolean
 txl_baseline_threshold(TxlBaseline *b, double *threshold)
 {
-  if (b->n < b->warmup)
+  int n = judging_values(b);
+  if (n < 0)
     return FALSE;
-  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-  *threshold = txl_stream_rule_threshold(b->scratch, b->n);
+  *threshold = txl_stream_rule_threshold(b->scratch, n);
   return TRUE;
 }
 
@@ -176,10 +209,10 @@ txl_session_rule_threshold(double *v, gsize n, double margin, gboolean trim)
 gboolean
 txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
 {
-  if (b->n < b->warmup)
+  int n = judging_values(b);
+  if (n < 0)
     return FALSE;
-  memcpy(b->scratch, b->ring, sizeof(double) * b->n);
-  *threshold = txl_session_rule_threshold(b->scratch, b->n,
+  *threshold = txl_session_rule_threshold(b->scratch, n,
                                           TXL_SESSION_RULE_MARGIN, TRUE);
   return TRUE;
 }
@@ -213,13 +246,17 @@ txl_baseline_add(TxlBaseline *b, double x)
   b->next = (b->next + 1) % b->window;
   if (b->n < b->window)
     b->n++;
+  if (b->fresh < b->n)
+    b->fresh++;
 }
 
-/* state: i32 kind, window, warmup, n, next; f64 q; f64 ring[n] (LE) */
+/* state: i32 kind, window, warmup, n, next; f64 q; f64 ring[n]; then,
+ * only while a restart is under way (fresh < n), i32 fresh (LE).  Without
+ * a restart the bytes are those of the versions before restarts. */
 gsize
 txl_baseline_state_get_size(const TxlBaseline *b)
 {
-  return 5 * 4 + 8 + (gsize)b->n * 8;
+  return 5 * 4 + 8 + (gsize)b->n * 8 + (b->fresh < b->n ? 4 : 0);
 }
 
 gsize
@@ -234,6 +271,8 @@ txl_baseline_state_get_data(const TxlBaseline *b, guint8 *dst, gsize size)
     txl_w_u32(&w, (guint32)h[i]);
   for (int i = -1; i < b->n; i++)
     txl_w_u64(&w, txl_f64_bits(i < 0 ? b->q : b->ring[i]));
+  if (b->fresh < b->n)
+    txl_w_u32(&w, (guint32)b->fresh);
   return len;
 }
 
@@ -259,8 +298,17 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
     h[i] = (gint32)txl_le_get32(p + 4 * i);
   q = txl_f64_from_bits(txl_le_get64(p + 20));
   if (h[3] < 0 || h[3] > b->window || h[4] < 0 || h[4] >= b->window ||
-      len != 28 + (gsize)h[3] * 8 || (h[3] < b->window && h[4] != h[3]))
+      (h[3] < b->window && h[4] != h[3]))
     goto bad;
+  gsize body = 28 + (gsize)h[3] * 8;
+  gint32 fresh = h[3];
+  if (len == body + 4) {
+    fresh = (gint32)txl_le_get32(p + body);
+    if (fresh < 0 || fresh >= h[3])
+      goto bad;
+  } else if (len != body) {
+    goto bad;
+  }
   if (h[0] != (gint32)b->kind || h[1] != b->window || h[2] != b->warmup ||
       (b->kind == TXL_BASELINE_QUANTILE && q != b->q)) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
@@ -281,6 +329,7 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
     b->ring[i] = txl_f64_from_bits(txl_le_get64(p + 28 + 8 * i));
   b->n = h[3];
   b->next = h[4];
+  b->fresh = fresh;
   return TRUE;
 bad:
   g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,

@@ -75,6 +75,10 @@ gboolean txl_baseline_session_threshold(TxlBaseline *b, double *threshold);
 gboolean txl_baseline_judge(TxlBaseline *b, double x, gboolean *flag);
 int txl_baseline_count(const TxlBaseline *b);
 void txl_baseline_reset(TxlBaseline *b);
+/* The values from now on come from another source (new weights score
+ * differently): they judge alone once `warmup` of them have come; until
+ * then the values before judge, so that no value goes unjudged. */
+void txl_baseline_restart(TxlBaseline *b);
 /* The window's values and position, for snapshots.  Restore refuses (and
  * leaves b alone) state saved with another kind, window or warm-up. */
 GBytes *txl_baseline_save(const TxlBaseline *b);

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "tu_test.h"
 
 /* score, then add: what a caller that never flags would do */
@@ -180,6 +181,87 @@ TU_TEST("/baseline/stream-rule", test_stream_rule)
   g_assert_true(txl_baseline_threshold(b, &after) && isfinite(after));
   g_rand_free(r);
   txl_baseline_free(b);
+}
+
+/* the rule over a copy of the last `count` values pushed, ending `skip`
+ * values before the newest */
+static double
+rule_of(const double *pushed, int total, int skip, int count)
+{
+  double *v = g_new(double, count);
+  memcpy(v, pushed + total - skip - count, sizeof(double) * count);
+  double t = txl_stream_rule_threshold(v, count);
+  g_free(v);
+  return t;
+}
+
+/* After a restart (new weights) the values before it judge until
+ * `warmup` new ones have come, then the new ones alone: the threshold is
+ * never missing, matches the rule over exactly those values at every
+ * step, and survives state bytes taken mid-way. */
+TU_TEST("/baseline/restart-hands-over", test_restart_hands_over)
+{
+  g_autoptr(GError) err = NULL;
+  const int W = 100, WARM = 10, N = 400;
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, W, WARM, 0, &err);
+  TxlBaseline *c = txl_baseline_new(TXL_BASELINE_MAD, W, WARM, 0, &err);
+  double *pushed = g_new(double, N);
+  GRand *r = g_rand_new_with_seed(7);
+  int total = 0, since = -1;
+  for (int i = 0; i < N; i++) {
+    if (i == 130 || i == 205 || i == 209) { /* 209: again, mid-way */
+      txl_baseline_restart(b);
+      since = 0;
+    }
+    double thr;
+    gboolean ready = txl_baseline_threshold(b, &thr);
+    if (total >= WARM) {
+      g_assert_true(ready);
+      double want;
+      if (since < 0 || since >= WARM || since == total)
+        want = rule_of(pushed, total, 0, MIN(since < 0 ? total : since, W));
+      else
+        want = rule_of(pushed, total, since, MIN(total, W) - since);
+      g_assert_cmpfloat(thr, ==, want);
+    }
+    if (i == 212) { /* state bytes mid-restart carry it */
+      gsize len = txl_baseline_state_get_size(b);
+      guint8 *buf = g_malloc(len);
+      g_assert_cmpuint(txl_baseline_state_get_data(b, buf, len), ==, len);
+      g_assert_true(txl_baseline_state_set_data(c, buf, len, &err));
+      g_free(buf);
+    }
+    double x = (i < 130 ? 2.0 : i < 205 ? 0.5 : 1.0) + 0.1 * normal(r);
+    pushed[total++] = x;
+    txl_baseline_add(b, x);
+    if (i >= 212)
+      txl_baseline_add(c, x);
+    if (since >= 0)
+      since++;
+    if (i >= 212) {
+      double t1, t2;
+      g_assert_true(txl_baseline_threshold(b, &t1));
+      g_assert_true(txl_baseline_threshold(c, &t2));
+      g_assert_cmpfloat(t1, ==, t2);
+    }
+  }
+  /* without a restart under way the bytes are as before restarts:
+   * header, q and the values */
+  g_assert_cmpuint(txl_baseline_state_get_size(b), ==, 28 + 8 * W);
+  txl_baseline_restart(b);
+  g_assert_cmpuint(txl_baseline_state_get_size(b), ==, 28 + 8 * W + 4);
+  /* a count past the window is refused */
+  gsize len = txl_baseline_state_get_size(b);
+  guint8 *buf = g_malloc(len);
+  txl_baseline_state_get_data(b, buf, len);
+  buf[len - 4] = 200;
+  g_assert_false(txl_baseline_state_set_data(c, buf, len, &err));
+  g_clear_error(&err);
+  g_free(buf);
+  g_rand_free(r);
+  g_free(pushed);
+  txl_baseline_free(b);
+  txl_baseline_free(c);
 }
 
 TU_MAIN()

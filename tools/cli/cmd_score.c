@@ -222,8 +222,9 @@ learn_line(TextScore *t, const Line *l, gboolean flag)
   if (m && !t->c.error &&
       txl_scorer_set_model(t->c.scorer, m, &t->c.error)) {
     t->gen++;
-    /* the new weights score differently: their own recent scores decide */
-    txl_baseline_reset(t->recent);
+    /* the new weights score differently: their own recent scores decide
+     * once there are enough of them, the old ones until then */
+    txl_baseline_restart(t->recent);
     TxlLearnStats st;
     txl_learner_stats(t->learner, &st);
     fprintf(stderr, "txl score: learnt round %d after line %" G_GINT64_FORMAT
