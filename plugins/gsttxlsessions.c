@@ -42,7 +42,7 @@ GST_DEBUG_CATEGORY(gst_txl_sessions_debug);
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
 
 #define DEFAULT_KEY "blk_-?[0-9]+"
-#define DEFAULT_MEMORY (G_GUINT64_CONSTANT(1) << 30)
+#define DEFAULT_MEMORY (G_GUINT64_CONSTANT(4) << 30)
 #define B(self) (&(self)->parent)
 
 enum {
@@ -183,6 +183,24 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
     gst_structure_set(s, "warmup", G_TYPE_BOOLEAN, warm, NULL);
   if (sp)
     g_hash_table_remove(self->spans, r->key);
+  /* an evicted session that comes back starts with an empty memory, and
+   * scores as a new one: say so once, it costs detection quality */
+  if (r->reason == TXL_SESSION_END_EVICTED && !self->warned_evicted) {
+    self->warned_evicted = TRUE;
+    GST_OBJECT_LOCK(self);
+    guint64 bound = self->max_memory;
+    guint most = self->max_sessions, open = self->open_sessions;
+    GST_OBJECT_UNLOCK(self);
+    GST_ELEMENT_WARNING(self, RESOURCE, NO_SPACE_LEFT,
+        ("sessions are being evicted: more are open than max-sessions or "
+         "max-session-memory allow"),
+        ("session %s was ended as \"evicted\" (least recently used) with "
+         "%" G_GINT64_FORMAT " sessions open; if it comes back it starts "
+         "with an empty memory. Raise max-session-memory (now %"
+         G_GUINT64_FORMAT " bytes) or max-sessions (now %u) if this log "
+         "keeps this many sessions open", r->key,
+         (gint64)open, bound, most));
+  }
   GST_DEBUG_OBJECT(self, "session %s %s: %" G_GINT64_FORMAT " lines, score "
                    "%.4f%s", r->key, reason_name(r->reason), r->lines,
                    r->score, flag ? " (flagged)" : "");
@@ -352,6 +370,7 @@ new_stream(GstTxlScorerBase *base, GError **error)
                                       g_free);
   self->done_lines = g_array_new(FALSE, FALSE, sizeof(GstTxlDoneLine));
   self->failed = FALSE;
+  self->warned_evicted = FALSE;
   return TRUE;
 }
 

@@ -81,6 +81,7 @@ struct _GstTxlSessions {
   GQueue ended;       /* Ended*, in the order the sessions ended */
   GArray *done_lines; /* GstTxlDoneLine values to push */
   gboolean failed;    /* a callback could not go on */
+  gboolean warned_evicted; /* the bound's warning was posted */
   /* the running session rule (lib/anomaly/baseline.h), where neither the
    * application nor the model file sets a threshold: the scores of the
    * last ended sessions; NULL otherwise */

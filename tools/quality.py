@@ -398,7 +398,7 @@ def main():
     s = sub.add_parser("hdfs-live")
     s.add_argument("dir")
     s.add_argument("--max-session-memory", type=int, default=0,
-                   help="txlsessions' bound in bytes (default: the element's, 1 GiB)")
+                   help="txlsessions' bound in bytes (default: the element's, 4 GiB)")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",

@@ -93,6 +93,7 @@ typedef struct {
   GArray *lines;    /* LineRes */
   GArray *sessions; /* SessRes */
   double threshold;
+  int evict_warnings; /* warnings that name eviction */
 } Results;
 
 static void
@@ -102,6 +103,7 @@ results_init(Results *r, double threshold)
   r->sessions = g_array_new(FALSE, TRUE, sizeof(SessRes));
   g_array_set_clear_func(r->sessions, sess_res_clear);
   r->threshold = threshold;
+  r->evict_warnings = 0;
 }
 
 static void
@@ -246,6 +248,12 @@ static void
 on_message(GstMessage *msg, gpointer data)
 {
   Results *r = data;
+  if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_WARNING) {
+    g_autoptr(GError) w = NULL;
+    gst_message_parse_warning(msg, &w, NULL);
+    r->evict_warnings += strstr(w->message, "evicted") != NULL;
+    return;
+  }
   const GstStructure *st = gst_message_get_structure(msg);
   if (gst_structure_has_name(st, "txl-session")) {
     SessRes x = sess_from_structure(st);
@@ -279,7 +287,7 @@ run_pipeline(const char *model, const char *input, const Cfg *cfg,
                    NULL);
   gst_object_unref(sink);
   n_session_signals = 0;
-  el_play(p, 0, on_message, r);
+  el_play(p, GST_MESSAGE_WARNING, on_message, r);
   el_pipeline_free(p);
   char *json = NULL;
   g_assert_true(g_file_get_contents(out, &json, NULL, NULL));
@@ -342,6 +350,8 @@ check_config(const char *model, const char *text, const Cfg *cfg)
                  lib.lines->len, lib.sessions->len, evicted, idle, flagged);
   if (cfg->max_sessions || cfg->max_memory != G_MAXUINT64)
     g_assert_cmpint(evicted, >, 0);
+  /* eviction costs quality: one warning says so, none without it */
+  g_assert_cmpint(el.evict_warnings, ==, evicted > 0 ? 1 : 0);
   if (cfg->idle)
     g_assert_cmpint(idle, >, 0);
   if (cfg->threshold > 0)

@@ -154,7 +154,7 @@ static int
 parse_opts(Opts *o, int argc, char **argv)
 {
   *o = (Opts){
-    .train_fraction = 0.5, .calib_fraction = 0.2, .max_bytes_mib = 1024,
+    .train_fraction = 0.5, .calib_fraction = 0.2, .max_bytes_mib = 4096,
   };
   /* txl train's defaults, but a smaller, faster model: enough for the
    * HDFS numbers in docs/anomaly.md */
@@ -179,7 +179,7 @@ parse_opts(Opts *o, int argc, char **argv)
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o->rule.fixed, "A fixed threshold instead of calibration", "X" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o->end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
     { "single-stream", 0, 0, G_OPTION_ARG_NONE, &o->single_stream, "One stream over the interleaved lines instead of one per session", NULL },
-    { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o->max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 1024)", "N" },
+    { "max-session-mib", 0, 0, G_OPTION_ARG_INT64, &o->max_bytes_mib, "Memory bound on open sessions' state in MiB, 0 = none (default 4096)", "N" },
     { "lines", 0, 0, G_OPTION_ARG_FILENAME, &o->lines_out, "Write every scored line's scores as JSON Lines to FILE", "FILE" },
     { "keep-text", 0, 0, G_OPTION_ARG_NONE, &o->keep_text, "Keep the training text files in DIR", NULL },
     { NULL },
