@@ -10,6 +10,9 @@
 - the bearer token (401 without it, or with another), 413 for a body over
   --ingest-max-body and for gzip that inflates past it, 415, 400 for a
   malformed request (which adds nothing), 404s;
+- Content-Encoding zstd and deflate (zlib, and bare deflate) for NDJSON and
+  both OTLP encodings; a zstd or deflate bomb gets 413 without growing
+  txld's memory past the limit; corrupt or cut short bodies 400;
 - back-pressure: a pipeline held up by `identity sleep-time` with a tiny
   ingest-max-queue answers 429 with Retry-After; a pipeline backing off
   after an error answers 503 with Retry-After;
@@ -19,10 +22,11 @@ import json
 import os
 import sys
 import tempfile
+import zlib
 
 from checks import check
-from ingest_util import (MODEL, finish, get, pb_request, post, scored, scoring_conf,
-                         start_txld, wait_for)
+from ingest_util import (MODEL, finish, get, pb_request, peak_rss, post, scored, scoring_conf,
+                         start_txld, wait_for, zstd_compress)
 
 TOKEN = 's3cret-token-for-tests'
 MAX_BODY = 200000
@@ -46,6 +50,9 @@ def main():
         'lines.conf': scoring_conf('lines', out_lines, 'ingest = true\n'),
         'otlp.conf': scoring_conf('otlp', out_otlp, 'otlp = true\notlp-session = session.id\n'
                                   'ingest-token-file = %s\n' % os.path.join(tmp, 'token')),
+        'enc.conf': scoring_conf('enc', os.path.join(tmp, 'enc.jsonl'), 'ingest = true\n'),
+        # takes lines and scores none: for large bodies
+        'sink.conf': '[pipeline]\nlaunch = appsrc name=ingest ! fakesink\nsnapshot = none\ningest = true\n',
         # held up: each buffer waits 5 s in identity, the queue takes 1000 bytes
         'slow.conf': '[pipeline]\nlaunch = appsrc name=ingest ! identity sleep-time=5000000 ! '
                      'fakesink\nsnapshot = none\ningest = true\ningest-max-queue = 1000\n',
@@ -63,6 +70,7 @@ def main():
     proc, base = start_txld(tmp, confs, ['--ingest-max-body', str(MAX_BODY)])
     try:
         run(tmp, base, out_lines, out_otlp)
+        run_encodings(base, os.path.join(tmp, 'enc.jsonl'), proc.pid)
     finally:
         finish(proc, tmp)
 
@@ -181,6 +189,61 @@ def run(tmp, base, out_lines, out_otlp):
           'txld_ingest_requests_total{pipeline="slow",code="429"} 1' in m and
           'txld_ingest_lines_total{pipeline="lines"} 250' in m,
           [l for l in m.splitlines() if l.startswith('txld_ingest')])
+
+
+def run_encodings(base, out, pid):
+    lines, otlp = base + '/pipelines/enc/lines', base + '/pipelines/enc/v1/logs'
+    nd = {'Content-Type': 'application/x-ndjson'}
+
+    def batch(tag, n):
+        return ''.join(json.dumps({'message': '%s line %d sent' % (tag, i)}) + '\n' for i in range(n)).encode()
+    raw_deflate = zlib.compressobj(wbits=-15)
+    sent = [
+        post(lines, zstd_compress(batch('zstd', 20)), dict(nd, **{'Content-Encoding': 'zstd'})),
+        post(lines, zlib.compress(batch('zlib', 10)), dict(nd, **{'Content-Encoding': 'deflate'})),
+        post(lines, raw_deflate.compress(batch('raw', 5)) + raw_deflate.flush(),
+             dict(nd, **{'Content-Encoding': 'Deflate'})),
+        post(otlp, zstd_compress(pb_request({'service.name': 'z'}, [
+            {'body': 'otlp zstd record %d' % i} for i in range(8)])),
+            {'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'zstd'}),
+        post(otlp, zlib.compress(json.dumps({'resourceLogs': [{'scopeLogs': [{'logRecords': [
+            {'body': {'stringValue': 'otlp deflate record %d' % i}} for i in range(4)]}]}]}).encode()),
+            {'Content-Type': 'application/json', 'Content-Encoding': 'deflate'}),
+    ]
+    check('zstd and deflate (zlib and bare) NDJSON and OTLP bodies: 200',
+          [a[0] for a in sent] == [200] * 5 and json.loads(sent[0][2])['lines'] == 20,
+          [(a[0], a[2][:100]) for a in sent])
+    want = (['zstd line %d sent' % i for i in range(20)] + ['zlib line %d sent' % i for i in range(10)] +
+            ['raw line %d sent' % i for i in range(5)] + ['otlp zstd record %d' % i for i in range(8)] +
+            ['otlp deflate record %d' % i for i in range(4)])
+    rows = wait_for(lambda: len(scored(out)) >= len(want) and scored(out), 60) or []
+    check('every decompressed line scored once, in order', [r['text'] for r in rows] == want,
+          [r['text'] for r in rows][:5])
+    before = peak_rss(pid)
+    bomb = zstd_compress(bytes(128 << 20), 3)
+    st, _, b = post(lines, bomb, {'Content-Encoding': 'zstd'})
+    grew = peak_rss(pid) - before
+    check('a zstd bomb (%d bytes to 128 MiB): 413, txld\'s peak memory grew < 24 MiB' % len(bomb),
+          st == 413 and b'--ingest-max-body' in b and grew < 24 << 20, (st, b, grew))
+    st, _, b = post(lines, zlib.compress(bytes(64 << 20), 9), {'Content-Encoding': 'deflate'})
+    check('a deflate bomb: 413', st == 413, (st, b))
+    # a frame that ends just as the decoder's 64 KiB step is full
+    exact = b''.join(b'%063d\n' % i for i in range(2048))
+    st, _, b = post(base + '/pipelines/sink/lines', zstd_compress(exact), {'Content-Encoding': 'zstd'})
+    check('zstd decoding to exactly 128 KiB: 200, every line', st == 200 and json.loads(b)['lines'] == 2048,
+          (st, b))
+    good = zstd_compress(batch('cut', 50))
+    answers = [post(lines, good[:-4], {'Content-Encoding': 'zstd'})[0],
+               post(lines, b'\x28\xb5\x2f\xfd' + b'\xff' * 40, {'Content-Encoding': 'zstd'})[0],
+               post(lines, zlib.compress(batch('cut', 50))[:-6], {'Content-Encoding': 'deflate'})[0],
+               post(lines, b'x\n', {'Content-Encoding': 'compress'})[0]]
+    check('zstd cut short, corrupt zstd, deflate cut short: 400; compress: 415',
+          answers == [400, 400, 400, 415], answers)
+    m = get(base + '/metrics')
+    check('/metrics: the 413s and 400s of decoding counted',
+          'txld_ingest_requests_total{pipeline="enc",code="413"} 2' in m and
+          'txld_ingest_requests_total{pipeline="enc",code="400"} 3' in m,
+          [l for l in m.splitlines() if 'pipeline="enc"' in l and l.startswith('txld_ingest')])
 
 
 if __name__ == '__main__':

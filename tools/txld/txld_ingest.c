@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* HTTP ingest (txld_ingest.h, docs/ingest.md).  Runs on the main loop, as
  * every handler does; the body is already in memory, bounded by
- * --ingest-max-body (txld_httpconn.c), and so is what gzip inflates to.
+ * --ingest-max-body (txld_httpconn.c), and so is what a compressed body
+ * decodes to (txld_decompress.c).
  *
  * A request is all or nothing: it is decoded whole into one buffer of
  * lines, each ending in LF, and pushed into the appsrc in one piece, so
@@ -9,6 +10,7 @@
  * nothing.  What 200 means is written down in docs/ingest.md: the lines
  * are queued in the running pipeline's memory, no more. */
 #include "txld_ingest.h"
+#include "txld_decompress.h"
 #include "txld_log.h"
 
 #include "txl_formats.h"
@@ -24,8 +26,9 @@
 guint64 txld_ingest_max_body = TXLD_HTTP_DEFAULT_MAX_INGEST_BODY;
 
 /* What a request came to, for /metrics. */
-enum { C_OK, C_BAD, C_AUTH, C_TYPE, C_BUSY, C_DOWN, N_CODES };
-static const guint code_status[N_CODES] = { 200, 400, 401, 415, 429, 503 };
+enum { C_OK, C_BAD, C_AUTH, C_LARGE, C_TYPE, C_BUSY, C_DOWN, N_CODES };
+static const guint code_status[N_CODES] = { 200, 400, 401, 413, 415, 429,
+                                            503 };
 
 typedef struct {
   guint64 requests[N_CODES];
@@ -206,48 +209,17 @@ ingest_source(TxldPipeline *p, SoupServerMessage *msg, Form form)
   return src;
 }
 
-/* The body, inflated when it came gzip-compressed (never past max). */
+/* The body, decompressed when it came with a Content-Encoding (never
+ * past max: txld_decompress.h). */
 static GBytes *
 request_body(SoupServerMessage *msg, guint64 max, guint *status,
              const char **why)
 {
   SoupMessageBody *mb = soup_server_message_get_request_body(msg);
-  GBytes *raw = soup_message_body_flatten(mb);
+  g_autoptr(GBytes) raw = soup_message_body_flatten(mb);
   const char *enc = soup_message_headers_get_one(
       soup_server_message_get_request_headers(msg), "Content-Encoding");
-  if (!enc || !*enc || g_ascii_strcasecmp(enc, "identity") == 0)
-    return raw;
-  if (g_ascii_strcasecmp(enc, "gzip") != 0) {
-    g_bytes_unref(raw);
-    *status = 415;
-    *why = "Content-Encoding: only gzip (or none)";
-    return NULL;
-  }
-  g_autoptr(GConverter) z = G_CONVERTER(
-      g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP));
-  GByteArray *out = g_byte_array_new();
-  gsize in_len, done = 0;
-  const guint8 *in = g_bytes_get_data(raw, &in_len);
-  guint8 chunk[65536];
-  GConverterResult r = G_CONVERTER_CONVERTED;
-  while (r != G_CONVERTER_FINISHED) {
-    gsize rd = 0, wr = 0;
-    r = g_converter_convert(z, in + done, in_len - done, chunk, sizeof chunk,
-                            G_CONVERTER_INPUT_AT_END, &rd, &wr, NULL);
-    done += rd;
-    if (r == G_CONVERTER_ERROR || out->len + wr > max ||
-        (rd == 0 && wr == 0 && r != G_CONVERTER_FINISHED)) {
-      *status = r == G_CONVERTER_ERROR || (rd == 0 && wr == 0) ? 400 : 413;
-      *why = *status == 400 ? "the gzip body is corrupt"
-                            : "the body inflates past --ingest-max-body";
-      g_byte_array_unref(out);
-      g_bytes_unref(raw);
-      return NULL;
-    }
-    g_byte_array_append(out, chunk, (guint)wr);
-  }
-  g_bytes_unref(raw);
-  return g_byte_array_free_to_bytes(out);
+  return txld_decompress(raw, enc, max, status, why);
 }
 
 /* ---- bodies into lines -------------------------------------------------------- */
@@ -381,7 +353,8 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   guint status = 0;
   GBytes *body = request_body(msg, txld_ingest_max_body, &status, &why);
   if (!body) {
-    c->requests[status == 415 ? C_TYPE : C_BAD]++;
+    c->requests[status == 415 ? C_TYPE : status == 413 ? C_LARGE
+                : status == 503 ? C_DOWN : C_BAD]++;
     refuse(msg, form, status, why);
     return;
   }
