@@ -13,6 +13,9 @@
 - Content-Encoding zstd and deflate (zlib, and bare deflate) for NDJSON and
   both OTLP encodings; a zstd or deflate bomb gets 413 without growing
   txld's memory past the limit; corrupt or cut short bodies 400;
+- OTLP partial success: records without a body or with bytes of their
+  own that are not protobuf are refused one by one, the rest scored, and
+  the answer is 200 with partial_success in the request's encoding;
 - back-pressure: a pipeline held up by `identity sleep-time` with a tiny
   ingest-max-queue answers 429 with Retry-After; a pipeline backing off
   after an error answers 503 with Retry-After;
@@ -25,8 +28,8 @@ import tempfile
 import zlib
 
 from checks import check
-from ingest_util import (MODEL, finish, get, pb_request, peak_rss, post, scored, scoring_conf,
-                         start_txld, wait_for, zstd_compress)
+from ingest_util import (MODEL, _varint, finish, get, pb_len, pb_request, pb_str_any, peak_rss, post,
+                         scored, scoring_conf, start_txld, wait_for, zstd_compress)
 
 TOKEN = 's3cret-token-for-tests'
 MAX_BODY = 200000
@@ -71,6 +74,7 @@ def main():
     try:
         run(tmp, base, out_lines, out_otlp)
         run_encodings(base, os.path.join(tmp, 'enc.jsonl'), proc.pid)
+        run_partial(base, os.path.join(tmp, 'enc.jsonl'))
     finally:
         finish(proc, tmp)
 
@@ -244,6 +248,73 @@ def run_encodings(base, out, pid):
           'txld_ingest_requests_total{pipeline="enc",code="413"} 2' in m and
           'txld_ingest_requests_total{pipeline="enc",code="400"} 3' in m,
           [l for l in m.splitlines() if 'pipeline="enc"' in l and l.startswith('txld_ingest')])
+
+
+def pb_fields(data):
+    """The fields of a protobuf message: [(number, int or bytes)]."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        tag = varint()
+        if tag & 7 == 0:
+            out.append((tag >> 3, varint()))
+        elif tag & 7 == 2:
+            n = varint()
+            out.append((tag >> 3, data[i:i + n]))
+            i += n
+        else:
+            raise ValueError('wire type %d' % (tag & 7))
+    return out
+
+
+def run_partial(base, out):
+    url = base + '/pipelines/enc/v1/logs'
+    before = len(scored(out))
+
+    def good(i):
+        return pb_len(2, pb_len(5, pb_str_any('partial pb record %d' % i)))
+    nobody = pb_len(2, _varint(2 << 3) + _varint(9))  # a severity, no body
+    # a body, then a severity number with the wire type of a fixed64
+    bad = pb_len(2, pb_len(5, pb_str_any('never seen')) + _varint(2 << 3 | 1) + bytes(8))
+    req = pb_len(1, pb_len(2, good(0) + nobody + good(1) + bad + good(2)))
+    st, h, b = post(url, req, {'Content-Type': 'application/x-protobuf'})
+    try:
+        ps = dict(pb_fields(dict(pb_fields(b))[1]))
+    except (KeyError, IndexError, ValueError):
+        ps = {}
+    check('OTLP protobuf, 2 of 5 records refused: 200, partial_success {rejected_log_records: 2, '
+          'error_message}', st == 200 and h.get('Content-Type') == 'application/x-protobuf' and
+          ps.get(1) == 2 and b'without a body' in ps.get(2, b''), (st, b))
+    js = {'resourceLogs': [{'scopeLogs': [{'logRecords': [
+        {'body': {'stringValue': 'partial json record 0'}}, {'severityText': 'INFO'}, 'junk',
+        {'body': {'stringValue': ''}}, {'body': {'stringValue': 'partial json record 1'}}]}]}]}
+    st, _, b = post(url, json.dumps(js).encode(), {'Content-Type': 'application/json'})
+    got = json.loads(b) if st == 200 else {}
+    check('OTLP/JSON, 3 of 5 refused: 200, partialSuccess {rejectedLogRecords: "3", errorMessage}',
+          st == 200 and got.get('partialSuccess', {}).get('rejectedLogRecords') == '3' and
+          'without a body' in got['partialSuccess'].get('errorMessage', ''), (st, b))
+    st, _, b = post(url, pb_request({}, [{'body': 'partial none refused'}]),
+                    {'Content-Type': 'application/x-protobuf'})
+    check('nothing refused: the empty answer as before', st == 200 and b == b'', (st, b))
+    want = ['partial pb record %d' % i for i in range(3)] + ['partial json record %d' % i for i in range(2)]
+    want.append('partial none refused')
+    rows = wait_for(lambda: len(scored(out)) >= before + len(want) and scored(out), 60) or []
+    check('the records taken are scored, those refused are not',
+          [r['text'] for r in rows[before:]] == want, [r['text'] for r in rows[before:]])
+    m = get(base + '/metrics')
+    check('/metrics: txld_ingest_rejected_records_total',
+          'txld_ingest_rejected_records_total{pipeline="enc"} 5' in m,
+          [l for l in m.splitlines() if l.startswith('txld_ingest_rejected')])
 
 
 if __name__ == '__main__':

@@ -7,7 +7,9 @@
  * A request is all or nothing: it is decoded whole into one buffer of
  * lines, each ending in LF, and pushed into the appsrc in one piece, so
  * lines of two requests never interleave and a malformed request adds
- * nothing.  What 200 means is written down in docs/ingest.md: the lines
+ * nothing.  Only OTLP log records refused one by one (no body, their own
+ * bytes malformed) are left out of a request that is otherwise taken,
+ * and said so in its partial_success answer.  What 200 means is written down in docs/ingest.md: the lines
  * are queued in the running pipeline's memory, no more. */
 #include "txld_ingest.h"
 #include "txld_decompress.h"
@@ -33,6 +35,7 @@ static const guint code_status[N_CODES] = { 200, 400, 401, 413, 415, 429,
 typedef struct {
   guint64 requests[N_CODES];
   guint64 lines, bytes;
+  guint64 rejected; /* OTLP log records refused one by one */
 } Counts;
 
 static GHashTable *counts; /* pipeline name -> Counts */
@@ -97,6 +100,25 @@ txld_ingest_prepare(TxldPipeline *p)
 
 typedef enum { FORM_LINES, FORM_OTLP_PROTO, FORM_OTLP_JSON } Form;
 
+static void
+pb_varint(GString *o, guint64 v)
+{
+  for (;; v >>= 7) {
+    g_string_append_c(o, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+    if (v <= 0x7f)
+      break;
+  }
+}
+
+/* field: its number; a length-delimited value */
+static void
+pb_bytes(GString *o, guint field, const char *data, gsize n)
+{
+  pb_varint(o, (guint64)field << 3 | 2);
+  pb_varint(o, n);
+  g_string_append_len(o, data, n);
+}
+
 /* A google.rpc.Status {1: int32 code, 2: string message}, as OTLP asks
  * of a failed request, in the request's encoding. */
 static void
@@ -108,16 +130,9 @@ answer(SoupServerMessage *msg, Form form, guint status, int grpc_code,
   if (form == FORM_OTLP_PROTO) {
     type = "application/x-protobuf";
     if (status != 200) {
-      gsize n = strlen(text);
-      g_string_append_c(o, 0x08);
-      g_string_append_c(o, (char)grpc_code);
-      g_string_append_c(o, 0x12);
-      for (gsize v = n; ; v >>= 7) { /* the length as a varint */
-        g_string_append_c(o, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
-        if (v <= 0x7f)
-          break;
-      }
-      g_string_append_len(o, text, n);
+      pb_varint(o, 1 << 3);
+      pb_varint(o, (guint64)grpc_code);
+      pb_bytes(o, 2, text, strlen(text));
     }
   } else if (form == FORM_OTLP_JSON && status == 200)
     g_string_append(o, "{}\n");
@@ -132,6 +147,34 @@ answer(SoupServerMessage *msg, Form form, guint status, int grpc_code,
     g_string_append(o, "}\n");
   }
   txld_http_reply(msg, status, type, o);
+}
+
+/* 200 to an OTLP request some of whose records were refused: an
+ * ExportLogsServiceResponse {1: ExportLogsPartialSuccess {1: int64
+ * rejected_log_records, 2: string error_message}} in the request's
+ * encoding (JSON: lowerCamelCase, the int64 as a string, as protobuf's
+ * JSON mapping writes it). */
+static void
+answer_partial(SoupServerMessage *msg, Form form, const TxlOtlpRejected *rej)
+{
+  g_autofree char *text = g_strdup_printf(
+      "%" G_GUINT64_FORMAT " log record%s rejected, the first: %s",
+      rej->count, rej->count == 1 ? "" : "s", rej->first);
+  GString *o = g_string_new(NULL);
+  if (form == FORM_OTLP_PROTO) {
+    g_autoptr(GString) ps = g_string_new(NULL);
+    pb_varint(ps, 1 << 3);
+    pb_varint(ps, rej->count);
+    pb_bytes(ps, 2, text, strlen(text));
+    pb_bytes(o, 1, ps->str, ps->len);
+    txld_http_reply(msg, 200, "application/x-protobuf", o);
+    return;
+  }
+  g_string_append_printf(o, "{\"partialSuccess\": {\"rejectedLogRecords\": \"%"
+                         G_GUINT64_FORMAT "\", \"errorMessage\": ", rej->count);
+  txl_json_append_string(o, text, strlen(text));
+  g_string_append(o, "}}\n");
+  txld_http_reply(msg, 200, "application/json", o);
 }
 
 static void
@@ -271,15 +314,15 @@ to_lines(const char *type, const char *data, gsize len, GString *out,
 
 static gboolean
 decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
-       GString *out, guint64 *n, GError **error)
+       GString *out, guint64 *n, TxlOtlpRejected *rej, GError **error)
 {
   gsize len;
   const char *data = g_bytes_get_data(body, &len);
   if (form == FORM_OTLP_PROTO)
     return txl_otlp_logs_protobuf((const guint8 *)data, len,
-                                  p->conf->otlp_session, out, n, error);
+                                  p->conf->otlp_session, out, n, rej, error);
   if (form == FORM_OTLP_JSON)
-    return txl_otlp_logs_json(data, len, p->conf->otlp_session, out, n,
+    return txl_otlp_logs_json(data, len, p->conf->otlp_session, out, n, rej,
                               error);
   if (!to_lines(type, data, len, out, error))
     return FALSE;
@@ -360,8 +403,9 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   }
   GString *lines = g_string_new(NULL);
   guint64 n = 0;
+  TxlOtlpRejected rej = { 0, NULL };
   g_autoptr(GError) e = NULL;
-  gboolean ok = decode(form, p, type, body, lines, &n, &e);
+  gboolean ok = decode(form, p, type, body, lines, &n, &rej, &e);
   g_bytes_unref(body);
   if (!ok) {
     g_string_free(lines, TRUE);
@@ -387,6 +431,11 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   c->requests[C_OK]++;
   c->lines += n;
   c->bytes += bytes;
+  c->rejected += rej.count;
+  if (rej.count) {
+    answer_partial(msg, form, &rej);
+    return;
+  }
   g_autofree char *num = g_strdup_printf("%" G_GUINT64_FORMAT, n);
   answer(msg, form, 200, 0, num);
 }
@@ -486,6 +535,17 @@ txld_ingest_metrics(TxldDaemon *d, GString *o)
       g_string_append_printf(o, "txld_ingest_lines_total{pipeline=\"%s\"} %"
                              G_GUINT64_FORMAT "\n", p->conf->name,
                              counts_of(p->conf->name)->lines);
+  }
+  g_string_append(o, "# HELP txld_ingest_rejected_records_total OTLP log "
+                  "records refused one by one, the rest of their request "
+                  "taken (partial success).\n# TYPE "
+                  "txld_ingest_rejected_records_total counter\n");
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    if (p->conf->ingest)
+      g_string_append_printf(o, "txld_ingest_rejected_records_total{pipeline="
+                             "\"%s\"} %" G_GUINT64_FORMAT "\n", p->conf->name,
+                             counts_of(p->conf->name)->rejected);
   }
   g_string_append(o, "# HELP txld_ingest_queued_bytes Bytes accepted and not "
                   "yet taken by the pipeline (its appsrc's queue).\n# TYPE "
