@@ -19,7 +19,8 @@
 - back-pressure: a pipeline held up by `identity sleep-time` with a tiny
   ingest-max-queue answers 429 with Retry-After; a pipeline backing off
   after an error answers 503 with Retry-After;
-- /metrics counts the answers."""
+- /metrics counts the answers, and every ingested line is in the latency
+  histogram (the buffers carry their arrival)."""
 import gzip
 import json
 import os
@@ -188,6 +189,18 @@ def run(tmp, base, out_lines, out_otlp):
     run_otlp(base, out_otlp)
     run_limits(base)
     m = get(base + '/metrics')
+
+    def latency_count(p):
+        key = 'txld_pipeline_line_latency_seconds_count{pipeline="%s"} ' % p
+        return [float(l.split()[-1]) for l in m.splitlines() if l.startswith(key)]
+
+    def latency_sum(p):
+        key = 'txld_pipeline_line_latency_seconds_sum{pipeline="%s"} ' % p
+        return [float(l.split()[-1]) for l in m.splitlines() if l.startswith(key)]
+    check('latency histogram: every ingested line (HTTP and OTLP), each within seconds',
+          latency_count('lines') == [250] and latency_count('otlp') == [52] and
+          0 < latency_sum('lines')[0] < 250 * 5,
+          (latency_count('lines'), latency_count('otlp'), latency_sum('lines')))
     check('/metrics: ingest answers and lines counted',
           'txld_ingest_requests_total{pipeline="otlp",code="401"} 2' in m and
           'txld_ingest_requests_total{pipeline="slow",code="429"} 1' in m and

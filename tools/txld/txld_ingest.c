@@ -82,8 +82,13 @@ txld_ingest_prepare(TxldPipeline *p)
     g_clear_object(&src);
     return;
   }
-  /* text in bytes; txld bounds the queue itself (429), so appsrc never
-   * blocks the main loop (block=false) */
+  /* txld bounds the queue itself (429), so appsrc never blocks the main
+   * loop (block=false).  Time format: each buffer carries its arrival on
+   * the pipeline clock (push), as a live source's do-timestamp does, so
+   * txlsink gives its lines a latency (txld_pipeline_line_latency_seconds).
+   * Live, as it is: the pipeline then goes to PLAYING, and has a clock,
+   * without waiting for a first buffer to preroll, so the first requests
+   * are timed too */
   GstCaps *caps = NULL;
   g_object_get(src, "caps", &caps, NULL);
   if (!caps) {
@@ -91,8 +96,8 @@ txld_ingest_prepare(TxldPipeline *p)
     g_object_set(src, "caps", caps, NULL);
   }
   gst_caps_unref(caps);
-  g_object_set(src, "format", GST_FORMAT_BYTES, "block", FALSE,
-               "max-bytes", (guint64)p->conf->ingest_queue, NULL);
+  g_object_set(src, "format", GST_FORMAT_TIME, "is-live", TRUE, "block",
+               FALSE, "max-bytes", (guint64)p->conf->ingest_queue, NULL);
   gst_object_unref(src);
 }
 
@@ -333,6 +338,20 @@ decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
 
 /* ---- one request ------------------------------------------------------------------ */
 
+/* Now on the pipeline's clock (running time), or NONE without one. */
+static GstClockTime
+arrival(GstElement *src)
+{
+  GstClock *clock = gst_element_get_clock(src);
+  if (!clock)
+    return GST_CLOCK_TIME_NONE;
+  GstClockTime now = gst_clock_get_time(clock);
+  GstClockTime base = gst_element_get_base_time(src);
+  gst_object_unref(clock);
+  return GST_CLOCK_TIME_IS_VALID(base) && now >= base ? now - base
+                                                      : GST_CLOCK_TIME_NONE;
+}
+
 /* The lines into the appsrc (taking them), or 429 while it holds too
  * much already.  A batch larger than the bound alone goes in when the
  * queue is empty, or it never could. */
@@ -347,6 +366,9 @@ push(TxldPipeline *p, GstElement *src, GString *lines)
     return n ? 429 : 200;
   }
   GstBuffer *buf = gst_buffer_new_wrapped(g_string_free(lines, FALSE), n);
+  /* when the lines arrived: the time they wait in the queue counts in
+   * their latency */
+  GST_BUFFER_PTS(buf) = arrival(src);
   GstFlowReturn ret = GST_FLOW_OK;
   g_signal_emit_by_name(src, "push-buffer", buf, &ret);
   gst_buffer_unref(buf);
