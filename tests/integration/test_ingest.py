@@ -55,6 +55,10 @@ def main():
         'otlp.conf': scoring_conf('otlp', out_otlp, 'otlp = true\notlp-session = session.id\n'
                                   'ingest-token-file = %s\n' % os.path.join(tmp, 'token')),
         'enc.conf': scoring_conf('enc', os.path.join(tmp, 'enc.jsonl'), 'ingest = true\n'),
+        # scored into txljson: txld counts its lines from its signals
+        'json.conf': '[pipeline]\nlaunch = appsrc name=ingest ! txltokenizer model={m} ! txlmodel model={m} '
+                     'flush-on-newline=true ! txljson ! fakesink\nsnapshot = none\ningest = true\n'
+                     .format(m=MODEL),
         # takes lines and scores none: for large bodies
         'sink.conf': '[pipeline]\nlaunch = appsrc name=ingest ! fakesink\nsnapshot = none\ningest = true\n',
         # held up: each buffer waits 5 s in identity, the queue takes 1000 bytes
@@ -185,6 +189,7 @@ def run_limits(base):
 
 def run(tmp, base, out_lines, out_otlp):
     wait_for(lambda: json.loads(get(base + '/pipelines/lines'))['state'] == 'running', 30)
+    st = post(base + '/pipelines/json/lines', b''.join(b'txljson line %d\n' % i for i in range(7)))[0]
     run_lines(base, out_lines)
     run_otlp(base, out_otlp)
     run_limits(base)
@@ -201,6 +206,9 @@ def run(tmp, base, out_lines, out_otlp):
           latency_count('lines') == [250] and latency_count('otlp') == [52] and
           0 < latency_sum('lines')[0] < 250 * 5,
           (latency_count('lines'), latency_count('otlp'), latency_sum('lines')))
+    check('a pipeline ending in txljson: its lines counted and timed (its line-scored signal)',
+          st == 200 and 'txld_pipeline_lines_total{pipeline="json"} 7\n' in m and latency_count('json') == [7],
+          (st, [l for l in m.splitlines() if 'pipeline="json"' in l and 'lines_total' in l]))
     check('/metrics: ingest answers and lines counted',
           'txld_ingest_requests_total{pipeline="otlp",code="401"} 2' in m and
           'txld_ingest_requests_total{pipeline="slow",code="429"} 1' in m and
