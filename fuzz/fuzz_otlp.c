@@ -3,7 +3,8 @@
  * /v1/logs gets them.  The first byte picks the encoding (protobuf or
  * JSON) and whether a session attribute is asked for; the rest is the
  * body.  Every line written must be a well-formed record line, one per
- * record counted, and a refused request must leave the output as it was. */
+ * record counted, a record refused on its own must say why, and a refused
+ * request must leave the output as it was and count nothing. */
 #include "otlp.h"
 #include "record.h"
 #include "fuzz_check.h" /* after record.h: check_record */
@@ -19,15 +20,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   const char *session = data[0] & 2 ? "session.id" : NULL;
   GString *out = g_string_new("before\n");
   guint64 records = 0;
+  TxlOtlpRejected rej = { 0, NULL };
   GError *error = NULL;
   gboolean ok = data[0] & 1
       ? txl_otlp_logs_json((const char *)data + 1, size - 1, session, out,
-                           &records, &error)
+                           &records, &rej, &error)
       : txl_otlp_logs_protobuf(data + 1, size - 1, session, out, &records,
-                               &error);
+                               &rej, &error);
   CHECK(ok == (error == NULL));
+  /* a record refused on its own always says why */
+  CHECK((rej.count == 0) == (rej.first == NULL));
   if (!ok) {
-    CHECK(out->len == 7 && records == 0);
+    CHECK(out->len == 7 && records == 0 && rej.count == 0);
     g_error_free(error);
   }
   guint64 lines = 0;

@@ -12,7 +12,11 @@
  * txlsink's (installed here under the same names and passed on), and the
  * pipeline's snapshots keep this element's unfinished lines and baseline
  * as they keep txlsink's (the same snapshot part).  Its txl-anomaly and
- * txl-score messages are posted as this element's. */
+ * txl-score messages are posted as this element's, and its line-scored,
+ * session-scored and text signals are emitted as this element's, with the
+ * same arguments (so txld counts the lines of a pipeline ending in
+ * txljson as it counts txlsink's).  The inner sink gets this element's
+ * clock and base time, so a line's latency is measured as txlsink's is. */
 #include "gsttxlsink.h"
 
 #include <string.h>
@@ -33,6 +37,10 @@ struct _GstTxlJson {
 };
 
 G_DEFINE_TYPE(GstTxlJson, gst_txl_json, GST_TYPE_ELEMENT)
+
+/* txlsink's signals, emitted again as ours */
+enum { SIG_LINE_SCORED, SIG_SESSION_SCORED, SIG_TEXT, N_SIGNALS };
+static guint signals[N_SIGNALS];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
@@ -62,6 +70,28 @@ flush_out(GstTxlJson *self)
   self->out = g_string_new(NULL);
   GST_BUFFER_PTS(b) = self->pts;
   return gst_pad_push(self->srcpad, b);
+}
+
+/* The inner sink's signals, as ours (on the streaming thread, as its). */
+static void
+on_line_scored(GstTxlSink *sink, GstStructure *st, gpointer data)
+{
+  (void)sink;
+  g_signal_emit(data, signals[SIG_LINE_SCORED], 0, st);
+}
+
+static void
+on_session_scored(GstTxlSink *sink, GstStructure *st, gpointer data)
+{
+  (void)sink;
+  g_signal_emit(data, signals[SIG_SESSION_SCORED], 0, st);
+}
+
+static void
+on_text(GstTxlSink *sink, GBytes *text, gpointer data)
+{
+  (void)sink;
+  g_signal_emit(data, signals[SIG_TEXT], 0, text);
 }
 
 /* The inner sink's element messages and errors, as ours. */
@@ -142,6 +172,17 @@ gst_txl_json_sink_query(GstPad *pad, GstObject *parent, GstQuery *query)
   return gst_pad_query_default(pad, parent, query);
 }
 
+/* The pipeline's clock, to the inner sink too: its line latency and
+ * times read it. */
+static gboolean
+gst_txl_json_set_clock(GstElement *element, GstClock *clock)
+{
+  GstTxlJson *self = GST_TXL_JSON(element);
+  gst_element_set_clock(GST_ELEMENT(self->inner), clock);
+  return GST_ELEMENT_CLASS(gst_txl_json_parent_class)->set_clock(element,
+                                                                 clock);
+}
+
 static GstStateChangeReturn
 gst_txl_json_change_state(GstElement *element, GstStateChange transition)
 {
@@ -150,6 +191,10 @@ gst_txl_json_change_state(GstElement *element, GstStateChange transition)
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED &&
       !GST_BASE_SINK_GET_CLASS(in)->start(in))
     return GST_STATE_CHANGE_FAILURE;
+  /* the bin set our base time before this transition */
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING)
+    gst_element_set_base_time(GST_ELEMENT(self->inner),
+                              gst_element_get_base_time(element));
   GstStateChangeReturn ret =
       GST_ELEMENT_CLASS(gst_txl_json_parent_class)->change_state(element,
                                                                  transition);
@@ -254,6 +299,11 @@ gst_txl_json_init(GstTxlJson *self)
   self->inner = g_object_new(GST_TYPE_TXL_SINK, NULL);
   gst_object_ref_sink(self->inner);
   gst_txl_sink_set_emit(self->inner, emit, self);
+  g_signal_connect(self->inner, "line-scored", G_CALLBACK(on_line_scored),
+                   self);
+  g_signal_connect(self->inner, "session-scored",
+                   G_CALLBACK(on_session_scored), self);
+  g_signal_connect(self->inner, "text", G_CALLBACK(on_text), self);
   self->inner_bus = gst_bus_new();
   gst_bus_set_sync_handler(self->inner_bus, inner_message, self, NULL);
   gst_element_set_bus(GST_ELEMENT(self->inner), self->inner_bus);
@@ -268,7 +318,18 @@ gst_txl_json_class_init(GstTxlJsonClass *klass)
   oc->get_property = gst_txl_json_get_property;
   oc->finalize = gst_txl_json_finalize;
   install_sink_properties(oc);
+  /* as txlsink's (gsttxlsink.c documents their arguments) */
+  signals[SIG_LINE_SCORED] = g_signal_new("line-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+  signals[SIG_SESSION_SCORED] = g_signal_new("session-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+  signals[SIG_TEXT] = g_signal_new("text",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, G_TYPE_BYTES);
   ec->change_state = gst_txl_json_change_state;
+  ec->set_clock = gst_txl_json_set_clock;
   gst_element_class_add_static_pad_template(ec, &sink_template);
   gst_element_class_add_static_pad_template(ec, &src_template);
   gst_element_class_set_static_metadata(ec, "txl JSON Lines",

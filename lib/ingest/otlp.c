@@ -142,6 +142,20 @@ is_session(const char *key, gsize klen, const char *session_attr)
          memcmp(key, session_attr, klen) == 0;
 }
 
+/* Why a LogRecord was refused on its own, the rest of the request taken
+ * (OTLP's partial success); static strings. */
+static const char REJ_BODY[] = "a log record without a body (nothing to score)";
+static const char REJ_MALFORMED[] =
+    "a log record that is not well-formed protobuf";
+static const char REJ_NOT_OBJECT[] = "a logRecords element that is not an object";
+
+static void
+reject(TxlOtlpRejected *rej, const char *why)
+{
+  if (rej->count++ == 0)
+    rej->first = why;
+}
+
 static gboolean
 fail(GError **error, const char *what)
 {
@@ -351,7 +365,10 @@ pb_attr(Pb b, Res *res, Rec *rec, const char *session_attr)
   return pb_any(val, TRUE, 0, to);
 }
 
-static gboolean
+/* One LogRecord into a line; NULL, or why it is refused.  Its bytes were
+ * framed by a length that fitted its ScopeLogs, so whatever is wrong
+ * inside them concerns this record alone. */
+static const char *
 pb_log_record(Pb b, const Res *res, Rec *rec, const char *session_attr,
               GString *out)
 {
@@ -364,7 +381,7 @@ pb_log_record(Pb b, const Res *res, Rec *rec, const char *session_attr,
     if (want == 9)
       continue;
     if (f.wire != want)
-      return FALSE;
+      return REJ_MALFORMED;
     switch (f.num) {
     case 1: rec->time = f.v; break;
     case 11: rec->observed = f.v; break;
@@ -377,25 +394,27 @@ pb_log_record(Pb b, const Res *res, Rec *rec, const char *session_attr,
     case 5:
       g_string_truncate(rec->body, 0);
       if (!pb_any(f.sub, TRUE, 0, rec->body))
-        return FALSE;
+        return REJ_MALFORMED;
       break;
     case 6:
       if (!pb_attr(f.sub, NULL, rec, session_attr))
-        return FALSE;
+        return REJ_MALFORMED;
       break;
     }
   }
   if (r < 0)
-    return FALSE;
+    return REJ_MALFORMED;
+  if (!rec->body->len)
+    return REJ_BODY;
   emit(out, res, rec);
-  return TRUE;
+  return NULL;
 }
 
 /* One ResourceLogs: the resource first (it may come after its logs on
  * the wire), then every LogRecord of every ScopeLogs. */
 static gboolean
 pb_resource_logs(Pb b, const char *session_attr, GString *out,
-                 guint64 *records)
+                 guint64 *records, TxlOtlpRejected *rej)
 {
   Res res;
   Rec rec;
@@ -421,8 +440,13 @@ pb_resource_logs(Pb b, const char *session_attr, GString *out,
     for (Pb t = f.sub; ok && (r = pb_next(&t, &h)) > 0;) {
       if (h.num != 2)
         continue;
-      ok = h.wire == 2 && pb_log_record(h.sub, &res, &rec, session_attr, out);
-      *records += ok;
+      ok = h.wire == 2;
+      const char *why = ok ? pb_log_record(h.sub, &res, &rec, session_attr,
+                                           out) : NULL;
+      if (why)
+        reject(rej, why);
+      else
+        *records += ok;
     }
     ok = ok && r == 0;
   }
@@ -434,17 +458,19 @@ pb_resource_logs(Pb b, const char *session_attr, GString *out,
 
 gboolean
 txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
-                       GString *out, guint64 *records, GError **error)
+                       GString *out, guint64 *records,
+                       TxlOtlpRejected *rejected, GError **error)
 {
   gsize start = out->len;
   guint64 n = 0;
+  TxlOtlpRejected rej = { 0, NULL };
   Pb b = { data, data + len };
   PbField f;
   int r;
   while ((r = pb_next(&b, &f)) > 0) {
     if (f.num != 1)
       continue;
-    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, out, &n)) {
+    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, out, &n, &rej)) {
       r = -1;
       break;
     }
@@ -454,6 +480,8 @@ txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
     return fail(error, "not a well-formed protobuf ExportLogsServiceRequest");
   }
   *records += n;
+  if (rejected)
+    *rejected = rej;
   return TRUE;
 }
 
@@ -604,7 +632,8 @@ json_attrs(JsonArray *a, Res *res, Rec *rec, const char *session_attr)
   }
 }
 
-static void
+/* One LogRecord into a line; NULL, or why it is refused. */
+static const char *
 json_log_record(JsonObject *o, const Res *res, Rec *rec,
                 const char *session_attr, GString *out)
 {
@@ -618,7 +647,10 @@ json_log_record(JsonObject *o, const Res *res, Rec *rec,
     g_string_append(rec->severity, json_node_get_string(s));
   json_any(member_object(o, "body"), TRUE, rec->body);
   json_attrs(member_array(o, "attributes"), NULL, rec, session_attr);
+  if (!rec->body->len)
+    return REJ_BODY;
   emit(out, res, rec);
+  return NULL;
 }
 
 /* The elements of o[name] that are objects, one by one. */
@@ -631,7 +663,8 @@ json_log_record(JsonObject *o, const Res *res, Rec *rec,
 
 gboolean
 txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
-                   GString *out, guint64 *records, GError **error)
+                   GString *out, guint64 *records, TxlOtlpRejected *rejected,
+                   GError **error)
 {
   if (!txl_json_check_depth(data, len, TXL_JSON_MAX_DEPTH, "OTLP logs", error))
     return FALSE;
@@ -644,18 +677,30 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
     return fail(error, "not a JSON ExportLogsServiceRequest object");
   Res res;
   Rec rec;
+  TxlOtlpRejected rej = { 0, NULL };
   rec_init(&rec);
   FOR_OBJECTS(json_node_get_object(root), "resourceLogs", rl) {
     res_init(&res);
     json_attrs(member_array(member_object(rl, "resource"), "attributes"),
                &res, NULL, session_attr);
-    FOR_OBJECTS(rl, "scopeLogs", sl)
-      FOR_OBJECTS(sl, "logRecords", lr) {
-        json_log_record(lr, &res, &rec, session_attr, out);
-        (*records)++;
+    FOR_OBJECTS(rl, "scopeLogs", sl) {
+      JsonArray *a = member_array(sl, "logRecords");
+      for (guint i = 0; a && i < json_array_get_length(a); i++) {
+        JsonNode *el = json_array_get_element(a, i);
+        const char *why = JSON_NODE_HOLDS_OBJECT(el)
+            ? json_log_record(json_node_get_object(el), &res, &rec,
+                              session_attr, out)
+            : REJ_NOT_OBJECT;
+        if (why)
+          reject(&rej, why);
+        else
+          (*records)++;
       }
+    }
     res_clear(&res);
   }
   rec_clear(&rec);
+  if (rejected)
+    *rejected = rej;
   return TRUE;
 }

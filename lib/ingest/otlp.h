@@ -26,14 +26,28 @@
  * deeper than this is refused: the decoder recurses once per level. */
 #define TXL_OTLP_MAX_DEPTH 32
 
-/* Appends one record line per LogRecord to out and counts them in
- * *records.  All or nothing: on a malformed request FALSE, an error, and
- * out as it was. */
+/* LogRecords refused one by one, the rest of the request taken (OTLP's
+ * partial success): a record whose body is missing or empty (nothing to
+ * score), whose own bytes are not well-formed protobuf (its length fitted
+ * its ScopeLogs: the rest of the request is intact), or, in JSON, a
+ * logRecords element that is not an object. */
+typedef struct {
+  guint64 count;
+  const char *first; /* why the first one was refused; NULL when none */
+} TxlOtlpRejected;
+
+/* Appends one record line per LogRecord taken to out and counts them in
+ * *records, those refused in *rejected (may be NULL).  A malformed request
+ * around the records (its ResourceLogs, Resource or ScopeLogs, or JSON
+ * that does not parse) is all or nothing: FALSE, an error, out as it was
+ * and nothing counted. */
 gboolean txl_otlp_logs_protobuf(const guint8 *data, gsize len,
                                 const char *session_attr, GString *out,
-                                guint64 *records, GError **error);
+                                guint64 *records, TxlOtlpRejected *rejected,
+                                GError **error);
 gboolean txl_otlp_logs_json(const char *data, gsize len,
                             const char *session_attr, GString *out,
-                            guint64 *records, GError **error);
+                            guint64 *records, TxlOtlpRejected *rejected,
+                            GError **error);
 
 #endif

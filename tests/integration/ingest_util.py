@@ -2,6 +2,8 @@
 """What test_ingest.py and test_otlp_sdk.py share: txld started on loopback
 over a configuration directory, POST with any headers, the lines a txlsink
 wrote, and a protobuf ExportLogsServiceRequest written by hand."""
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -125,3 +127,29 @@ def pb_request(resource_attrs, records):
         logs += pb_len(2, rec)
     # the resource after its logs: the wire order is free
     return pb_len(1, pb_len(2, logs) + pb_len(1, res))
+
+
+# ---- zstd through libzstd (a build dependency; Python 3.11 has no zstd) ----
+
+def zstd_compress(data, level=3):
+    """One zstd frame of data, its size in the header."""
+    lib = ctypes.CDLL(ctypes.util.find_library('zstd') or 'libzstd.so.1')
+    size_t = ctypes.c_size_t
+    lib.ZSTD_compressBound.restype, lib.ZSTD_compressBound.argtypes = size_t, [size_t]
+    lib.ZSTD_compress.restype = size_t
+    lib.ZSTD_compress.argtypes = [ctypes.c_void_p, size_t, ctypes.c_char_p, size_t, ctypes.c_int]
+    lib.ZSTD_isError.restype, lib.ZSTD_isError.argtypes = ctypes.c_uint, [size_t]
+    cap = lib.ZSTD_compressBound(len(data))
+    dst = ctypes.create_string_buffer(cap)
+    n = lib.ZSTD_compress(dst, cap, data, len(data), level)
+    assert not lib.ZSTD_isError(n)
+    return dst.raw[:n]
+
+
+def peak_rss(pid):
+    """A process's peak resident memory (VmHWM), bytes."""
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) * 1024
+    return 0

@@ -10,19 +10,27 @@
 - the bearer token (401 without it, or with another), 413 for a body over
   --ingest-max-body and for gzip that inflates past it, 415, 400 for a
   malformed request (which adds nothing), 404s;
+- Content-Encoding zstd and deflate (zlib, and bare deflate) for NDJSON and
+  both OTLP encodings; a zstd or deflate bomb gets 413 without growing
+  txld's memory past the limit; corrupt or cut short bodies 400;
+- OTLP partial success: records without a body or with bytes of their
+  own that are not protobuf are refused one by one, the rest scored, and
+  the answer is 200 with partial_success in the request's encoding;
 - back-pressure: a pipeline held up by `identity sleep-time` with a tiny
   ingest-max-queue answers 429 with Retry-After; a pipeline backing off
   after an error answers 503 with Retry-After;
-- /metrics counts the answers."""
+- /metrics counts the answers, and every ingested line is in the latency
+  histogram (the buffers carry their arrival)."""
 import gzip
 import json
 import os
 import sys
 import tempfile
+import zlib
 
 from checks import check
-from ingest_util import (MODEL, finish, get, pb_request, post, scored, scoring_conf,
-                         start_txld, wait_for)
+from ingest_util import (MODEL, _varint, finish, get, pb_len, pb_request, pb_str_any, peak_rss, post,
+                         scored, scoring_conf, start_txld, wait_for, zstd_compress)
 
 TOKEN = 's3cret-token-for-tests'
 MAX_BODY = 200000
@@ -46,6 +54,13 @@ def main():
         'lines.conf': scoring_conf('lines', out_lines, 'ingest = true\n'),
         'otlp.conf': scoring_conf('otlp', out_otlp, 'otlp = true\notlp-session = session.id\n'
                                   'ingest-token-file = %s\n' % os.path.join(tmp, 'token')),
+        'enc.conf': scoring_conf('enc', os.path.join(tmp, 'enc.jsonl'), 'ingest = true\n'),
+        # scored into txljson: txld counts its lines from its signals
+        'json.conf': '[pipeline]\nlaunch = appsrc name=ingest ! txltokenizer model={m} ! txlmodel model={m} '
+                     'flush-on-newline=true ! txljson ! fakesink\nsnapshot = none\ningest = true\n'
+                     .format(m=MODEL),
+        # takes lines and scores none: for large bodies
+        'sink.conf': '[pipeline]\nlaunch = appsrc name=ingest ! fakesink\nsnapshot = none\ningest = true\n',
         # held up: each buffer waits 5 s in identity, the queue takes 1000 bytes
         'slow.conf': '[pipeline]\nlaunch = appsrc name=ingest ! identity sleep-time=5000000 ! '
                      'fakesink\nsnapshot = none\ningest = true\ningest-max-queue = 1000\n',
@@ -63,6 +78,8 @@ def main():
     proc, base = start_txld(tmp, confs, ['--ingest-max-body', str(MAX_BODY)])
     try:
         run(tmp, base, out_lines, out_otlp)
+        run_encodings(base, os.path.join(tmp, 'enc.jsonl'), proc.pid)
+        run_partial(base, os.path.join(tmp, 'enc.jsonl'))
     finally:
         finish(proc, tmp)
 
@@ -172,15 +189,153 @@ def run_limits(base):
 
 def run(tmp, base, out_lines, out_otlp):
     wait_for(lambda: json.loads(get(base + '/pipelines/lines'))['state'] == 'running', 30)
+    st = post(base + '/pipelines/json/lines', b''.join(b'txljson line %d\n' % i for i in range(7)))[0]
     run_lines(base, out_lines)
     run_otlp(base, out_otlp)
     run_limits(base)
     m = get(base + '/metrics')
+
+    def latency_count(p):
+        key = 'txld_pipeline_line_latency_seconds_count{pipeline="%s"} ' % p
+        return [float(l.split()[-1]) for l in m.splitlines() if l.startswith(key)]
+
+    def latency_sum(p):
+        key = 'txld_pipeline_line_latency_seconds_sum{pipeline="%s"} ' % p
+        return [float(l.split()[-1]) for l in m.splitlines() if l.startswith(key)]
+    check('latency histogram: every ingested line (HTTP and OTLP), each within seconds',
+          latency_count('lines') == [250] and latency_count('otlp') == [52] and
+          0 < latency_sum('lines')[0] < 250 * 5,
+          (latency_count('lines'), latency_count('otlp'), latency_sum('lines')))
+    check('a pipeline ending in txljson: its lines counted and timed (its line-scored signal)',
+          st == 200 and 'txld_pipeline_lines_total{pipeline="json"} 7\n' in m and latency_count('json') == [7],
+          (st, [l for l in m.splitlines() if 'pipeline="json"' in l and 'lines_total' in l]))
     check('/metrics: ingest answers and lines counted',
           'txld_ingest_requests_total{pipeline="otlp",code="401"} 2' in m and
           'txld_ingest_requests_total{pipeline="slow",code="429"} 1' in m and
           'txld_ingest_lines_total{pipeline="lines"} 250' in m,
           [l for l in m.splitlines() if l.startswith('txld_ingest')])
+
+
+def run_encodings(base, out, pid):
+    lines, otlp = base + '/pipelines/enc/lines', base + '/pipelines/enc/v1/logs'
+    nd = {'Content-Type': 'application/x-ndjson'}
+
+    def batch(tag, n):
+        return ''.join(json.dumps({'message': '%s line %d sent' % (tag, i)}) + '\n' for i in range(n)).encode()
+    raw_deflate = zlib.compressobj(wbits=-15)
+    sent = [
+        post(lines, zstd_compress(batch('zstd', 20)), dict(nd, **{'Content-Encoding': 'zstd'})),
+        post(lines, zlib.compress(batch('zlib', 10)), dict(nd, **{'Content-Encoding': 'deflate'})),
+        post(lines, raw_deflate.compress(batch('raw', 5)) + raw_deflate.flush(),
+             dict(nd, **{'Content-Encoding': 'Deflate'})),
+        post(otlp, zstd_compress(pb_request({'service.name': 'z'}, [
+            {'body': 'otlp zstd record %d' % i} for i in range(8)])),
+            {'Content-Type': 'application/x-protobuf', 'Content-Encoding': 'zstd'}),
+        post(otlp, zlib.compress(json.dumps({'resourceLogs': [{'scopeLogs': [{'logRecords': [
+            {'body': {'stringValue': 'otlp deflate record %d' % i}} for i in range(4)]}]}]}).encode()),
+            {'Content-Type': 'application/json', 'Content-Encoding': 'deflate'}),
+    ]
+    check('zstd and deflate (zlib and bare) NDJSON and OTLP bodies: 200',
+          [a[0] for a in sent] == [200] * 5 and json.loads(sent[0][2])['lines'] == 20,
+          [(a[0], a[2][:100]) for a in sent])
+    want = (['zstd line %d sent' % i for i in range(20)] + ['zlib line %d sent' % i for i in range(10)] +
+            ['raw line %d sent' % i for i in range(5)] + ['otlp zstd record %d' % i for i in range(8)] +
+            ['otlp deflate record %d' % i for i in range(4)])
+    rows = wait_for(lambda: len(scored(out)) >= len(want) and scored(out), 60) or []
+    check('every decompressed line scored once, in order', [r['text'] for r in rows] == want,
+          [r['text'] for r in rows][:5])
+    before = peak_rss(pid)
+    bomb = zstd_compress(bytes(128 << 20), 3)
+    st, _, b = post(lines, bomb, {'Content-Encoding': 'zstd'})
+    grew = peak_rss(pid) - before
+    check('a zstd bomb (%d bytes to 128 MiB): 413, txld\'s peak memory grew < 24 MiB' % len(bomb),
+          st == 413 and b'--ingest-max-body' in b and grew < 24 << 20, (st, b, grew))
+    st, _, b = post(lines, zlib.compress(bytes(64 << 20), 9), {'Content-Encoding': 'deflate'})
+    check('a deflate bomb: 413', st == 413, (st, b))
+    # a frame that ends just as the decoder's 64 KiB step is full
+    exact = b''.join(b'%063d\n' % i for i in range(2048))
+    st, _, b = post(base + '/pipelines/sink/lines', zstd_compress(exact), {'Content-Encoding': 'zstd'})
+    check('zstd decoding to exactly 128 KiB: 200, every line', st == 200 and json.loads(b)['lines'] == 2048,
+          (st, b))
+    good = zstd_compress(batch('cut', 50))
+    answers = [post(lines, good[:-4], {'Content-Encoding': 'zstd'})[0],
+               post(lines, b'\x28\xb5\x2f\xfd' + b'\xff' * 40, {'Content-Encoding': 'zstd'})[0],
+               post(lines, zlib.compress(batch('cut', 50))[:-6], {'Content-Encoding': 'deflate'})[0],
+               post(lines, b'x\n', {'Content-Encoding': 'compress'})[0]]
+    check('zstd cut short, corrupt zstd, deflate cut short: 400; compress: 415',
+          answers == [400, 400, 400, 415], answers)
+    m = get(base + '/metrics')
+    check('/metrics: the 413s and 400s of decoding counted',
+          'txld_ingest_requests_total{pipeline="enc",code="413"} 2' in m and
+          'txld_ingest_requests_total{pipeline="enc",code="400"} 3' in m,
+          [l for l in m.splitlines() if 'pipeline="enc"' in l and l.startswith('txld_ingest')])
+
+
+def pb_fields(data):
+    """The fields of a protobuf message: [(number, int or bytes)]."""
+    out, i = [], 0
+
+    def varint():
+        nonlocal i
+        v = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            v |= (b & 0x7f) << shift
+            shift += 7
+            if not b & 0x80:
+                return v
+    while i < len(data):
+        tag = varint()
+        if tag & 7 == 0:
+            out.append((tag >> 3, varint()))
+        elif tag & 7 == 2:
+            n = varint()
+            out.append((tag >> 3, data[i:i + n]))
+            i += n
+        else:
+            raise ValueError('wire type %d' % (tag & 7))
+    return out
+
+
+def run_partial(base, out):
+    url = base + '/pipelines/enc/v1/logs'
+    before = len(scored(out))
+
+    def good(i):
+        return pb_len(2, pb_len(5, pb_str_any('partial pb record %d' % i)))
+    nobody = pb_len(2, _varint(2 << 3) + _varint(9))  # a severity, no body
+    # a body, then a severity number with the wire type of a fixed64
+    bad = pb_len(2, pb_len(5, pb_str_any('never seen')) + _varint(2 << 3 | 1) + bytes(8))
+    req = pb_len(1, pb_len(2, good(0) + nobody + good(1) + bad + good(2)))
+    st, h, b = post(url, req, {'Content-Type': 'application/x-protobuf'})
+    try:
+        ps = dict(pb_fields(dict(pb_fields(b))[1]))
+    except (KeyError, IndexError, ValueError):
+        ps = {}
+    check('OTLP protobuf, 2 of 5 records refused: 200, partial_success {rejected_log_records: 2, '
+          'error_message}', st == 200 and h.get('Content-Type') == 'application/x-protobuf' and
+          ps.get(1) == 2 and b'without a body' in ps.get(2, b''), (st, b))
+    js = {'resourceLogs': [{'scopeLogs': [{'logRecords': [
+        {'body': {'stringValue': 'partial json record 0'}}, {'severityText': 'INFO'}, 'junk',
+        {'body': {'stringValue': ''}}, {'body': {'stringValue': 'partial json record 1'}}]}]}]}
+    st, _, b = post(url, json.dumps(js).encode(), {'Content-Type': 'application/json'})
+    got = json.loads(b) if st == 200 else {}
+    check('OTLP/JSON, 3 of 5 refused: 200, partialSuccess {rejectedLogRecords: "3", errorMessage}',
+          st == 200 and got.get('partialSuccess', {}).get('rejectedLogRecords') == '3' and
+          'without a body' in got['partialSuccess'].get('errorMessage', ''), (st, b))
+    st, _, b = post(url, pb_request({}, [{'body': 'partial none refused'}]),
+                    {'Content-Type': 'application/x-protobuf'})
+    check('nothing refused: the empty answer as before', st == 200 and b == b'', (st, b))
+    want = ['partial pb record %d' % i for i in range(3)] + ['partial json record %d' % i for i in range(2)]
+    want.append('partial none refused')
+    rows = wait_for(lambda: len(scored(out)) >= before + len(want) and scored(out), 60) or []
+    check('the records taken are scored, those refused are not',
+          [r['text'] for r in rows[before:]] == want, [r['text'] for r in rows[before:]])
+    m = get(base + '/metrics')
+    check('/metrics: txld_ingest_rejected_records_total',
+          'txld_ingest_rejected_records_total{pipeline="enc"} 5' in m,
+          [l for l in m.splitlines() if l.startswith('txld_ingest_rejected')])
 
 
 if __name__ == '__main__':

@@ -3,17 +3,20 @@
 txlmodel and txlsessions, `txljson ! filesink` writes byte for byte what
 txlsink writes, threshold properties included; `txljson ! tcpclientsink`
 delivers the same bytes to a TCP server; its txl-anomaly messages are
-posted; a snapshot cut anywhere resumes into `filesink append=true` with
-the uninterrupted output."""
+posted; its line-scored and session-scored signals are txlsink's (and a
+live source's lines get their latency); a snapshot cut anywhere resumes
+into `filesink append=true` with the uninterrupted output."""
+import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 
 from checks import check, tally
-from gstlaunch import cut_and_resume, run
+from gstlaunch import ENV, cut_and_resume, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -76,6 +79,8 @@ def main():
     check('txl-anomaly messages come from txljson', rc == 0 and 'txl-anomaly' in out and
           'txljson0' in out, out[-300:])
 
+    check_signals(src)
+
     # snapshots: cut anywhere, resumed into the same file
     data = open(src, 'rb').read()
 
@@ -91,6 +96,34 @@ def main():
         check('cut at byte %d: resumed output is the uninterrupted one' % cut,
               ok and got_out == ref, msg)
     return 1 if tally() else 0
+
+
+def check_signals(src):
+    """txljson's signals against txlsink's, through the GStreamer bindings
+    (skipped without them)."""
+    try:
+        p = subprocess.run(['/usr/bin/python3', os.path.join(HERE, 'txljson_signals.py'), MODEL, src],
+                           capture_output=True, env=dict(ENV, PYTHONDONTWRITEBYTECODE='1'), timeout=300)
+    except OSError:
+        print('SKIP signals: no /usr/bin/python3')
+        return
+    if b'No module named' in p.stderr or b'Namespace Gst not available' in p.stderr:
+        print('SKIP signals: no GStreamer bindings')
+        return
+    try:
+        r = json.loads(p.stdout.decode().splitlines()[-1])
+    except (ValueError, IndexError):
+        check('the signals driver ran', False, p.stderr.decode()[-800:])
+        return
+    check('txljson emits line-scored for every line, as txlsink does',
+          r['json_lines'] and r['json_lines'] == r['sink_lines'],
+          (len(r['json_lines'] or []), len(r['sink_lines'] or [])))
+    check('txljson emits session-scored for every session, as txlsink does',
+          r['json_sessions'] and r['json_sessions'] == r['sink_sessions'],
+          (r['json_sessions'], r['sink_sessions']))
+    lat = r['latencies']
+    check('a live source\'s lines get their latency through txljson',
+          len(lat) == 5 and all(0 <= v < 5 * 10 ** 9 for v in lat), lat)
 
 
 if __name__ == '__main__':

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* OTLP logs into record lines (lib/ingest/otlp.h): the protobuf decoder's
  * edges (every AnyValue kind, the last member of a oneof, unknown fields,
- * the nesting bound, truncation anywhere refused with nothing written)
- * and the JSON mapping's (64-bit integers as strings, a missing time). */
+ * the nesting bound, truncation anywhere refused with nothing written),
+ * records refused one by one (partial success) and the JSON mapping's
+ * (64-bit integers as strings, a missing time). */
 #include "testutil.h"
 #include "otlp.h"
 #include "record.h"
@@ -58,13 +59,13 @@ request(const GString *record)
 }
 
 static char *
-decode(const GString *req, guint64 *n)
+decode_rej(const GString *req, guint64 *n, TxlOtlpRejected *rej)
 {
   GString *out = g_string_new(NULL);
   GError *e = NULL;
   *n = 0;
   if (!txl_otlp_logs_protobuf((const guint8 *)req->str, req->len, "sid",
-                              out, n, &e)) {
+                              out, n, rej, &e)) {
     g_assert_nonnull(e);
     g_assert_cmpuint(out->len, ==, 0);
     g_error_free(e);
@@ -72,6 +73,15 @@ decode(const GString *req, guint64 *n)
     return NULL;
   }
   return g_string_free(out, FALSE);
+}
+
+static char *
+decode(const GString *req, guint64 *n)
+{
+  TxlOtlpRejected rej = { 0, NULL };
+  char *out = decode_rej(req, n, &rej);
+  g_assert_cmpuint(rej.count, ==, 0);
+  return out;
 }
 
 static const char *
@@ -145,8 +155,12 @@ nested_ok(int depth)
   len_field(rec, 5, any);
   GString *req = request(rec);
   guint64 n;
-  char *out = decode(req, &n);
-  gboolean ok = out != NULL;
+  TxlOtlpRejected rej = { 0, NULL };
+  char *out = decode_rej(req, &n, &rej);
+  /* too deep: that record is refused, the request taken */
+  g_assert_nonnull(out);
+  g_assert_cmpuint(n + rej.count, ==, 1);
+  gboolean ok = n == 1;
   g_free(out);
   g_string_free(any, TRUE);
   g_string_free(rec, TRUE);
@@ -173,10 +187,14 @@ test_json(void)
                   "\"body\":{\"stringValue\":\"a\\nb\"}},{},\"junk\"]}]},7]}";
   GString *out = g_string_new(NULL);
   guint64 n = 0;
-  g_assert_true(txl_otlp_logs_json(j, strlen(j), "sid", out, &n, NULL));
-  g_assert_cmpuint(n, ==, 2);
+  TxlOtlpRejected rej = { 0, NULL };
+  g_assert_true(txl_otlp_logs_json(j, strlen(j), "sid", out, &n, &rej, NULL));
+  /* {} has no body, "junk" is no record: both refused on their own */
+  g_assert_cmpuint(n, ==, 1);
+  g_assert_cmpuint(rej.count, ==, 2);
+  g_assert_cmpstr(rej.first, ==, "a log record without a body (nothing to score)");
   gsize h = txl_record_header_len(out->str, out->len);
-  g_assert_cmpstr(out->str + h, ==, "a b\n\x1e" "host=h\x1f" "session=12\x1e\n");
+  g_assert_cmpstr(out->str + h, ==, "a b\n");
   const char *v;
   gsize vl;
   g_assert_true(txl_record_get(out->str, h, "severity", &v, &vl));
@@ -184,9 +202,49 @@ test_json(void)
   g_assert_true(txl_record_get(out->str, h, "time", &v, &vl));
   g_assert_cmpmem(v, vl, "2554-07-21T23:34:33.709551615Z", 30);
   GError *e = NULL;
-  g_assert_false(txl_otlp_logs_json("[", 1, NULL, out, &n, &e));
+  g_assert_false(txl_otlp_logs_json("[", 1, NULL, out, &n, NULL, &e));
   g_clear_error(&e);
   g_string_free(out, TRUE);
+}
+
+/* Three records: one good, one without a body, one whose severity number
+ * has the wrong wire type; the two are refused, the good one taken.  A
+ * ScopeLogs whose framing is broken still refuses the whole request. */
+static void
+test_partial(void)
+{
+  GString *good = g_string_new(NULL), *nobody = g_string_new(NULL);
+  GString *bad = g_string_new(NULL), *body = str_any("ok", 2);
+  len_field(good, 5, body);
+  varint(nobody, 2 << 3); varint(nobody, 9);
+  len_field(bad, 5, body);
+  varint(bad, 2 << 3 | 1); g_string_append_len(bad, "\0\0\0\0\0\0\0\0", 8);
+  GString *scope = g_string_new(NULL), *rl = g_string_new(NULL);
+  len_field(scope, 2, nobody);
+  len_field(scope, 2, good);
+  len_field(scope, 2, bad);
+  len_field(rl, 2, scope);
+  GString *req = g_string_new(NULL);
+  len_field(req, 1, rl);
+  guint64 n;
+  TxlOtlpRejected rej = { 0, NULL };
+  g_autofree char *out = decode_rej(req, &n, &rej);
+  g_assert_cmpuint(n, ==, 1);
+  g_assert_cmpstr(message_of(out), ==, "ok\n");
+  g_assert_cmpuint(rej.count, ==, 2);
+  g_assert_cmpstr(rej.first, ==, "a log record without a body (nothing to score)");
+  /* the ScopeLogs' own bytes broken (a field with wire type 7): all refused */
+  g_string_truncate(rl, 0);
+  g_string_append(scope, "\x0f");
+  len_field(rl, 2, scope);
+  g_string_truncate(req, 0);
+  len_field(req, 1, rl);
+  rej.count = 0;
+  g_assert_null(decode_rej(req, &n, &rej));
+  g_assert_cmpuint(rej.count, ==, 0);
+  GString *all[] = { good, nobody, bad, body, scope, rl, req };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_string_free(all[i], TRUE);
 }
 
 int
@@ -196,5 +254,6 @@ main(int argc, char **argv)
   g_test_add_func("/otlp/kinds", test_kinds);
   g_test_add_func("/otlp/depth", test_depth);
   g_test_add_func("/otlp/json", test_json);
+  g_test_add_func("/otlp/partial", test_partial);
   return g_test_run();
 }

@@ -53,6 +53,7 @@ typedef struct {
   char *url;
   GBytes *body;
   TxldAlertStats *stats;
+  guint tries; /* sent so far */
 } Request;
 
 static void
@@ -73,26 +74,74 @@ count(Request *r, gsize which)
   g_mutex_unlock(&r->stats->lock);
 }
 
+/* Whether a failed try may succeed later: no answer at all (refused,
+ * reset, timed out), the receiver's own trouble (5xx) or its rate limit
+ * (429).  Any other 4xx says the request itself is wrong: sent again it
+ * would fail again. */
+static gboolean
+retryable(guint status)
+{
+  return status == 0 || status == 429 || (status >= 500 && status < 600);
+}
+
+static void post(Request *r);
+
+static gboolean
+retry(gpointer data)
+{
+  post(data);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 sent(GObject *source, GAsyncResult *res, gpointer data)
 {
+  (void)source;
   Request *r = data;
   SoupMessage *msg = soup_session_get_async_result_message(session, res);
   GError *err = NULL;
   GBytes *reply = soup_session_send_and_read_finish(session, res, &err);
-  guint status = msg ? soup_message_get_status(msg) : 0;
-  if (reply && status >= 200 && status < 300) {
+  /* a transport error leaves no HTTP status: 0 */
+  guint status = msg && !err ? soup_message_get_status(msg) : 0;
+  if (reply)
+    g_bytes_unref(reply);
+  if (status >= 200 && status < 300) {
     count(r, G_STRUCT_OFFSET(TxldAlertCounts, sent));
+  } else if (retryable(status) && r->tries <= TXLD_ALERT_RETRIES) {
+    /* the request stays in flight while it waits, so a dead receiver
+     * holds at most TXLD_ALERT_INFLIGHT of them; later alerts are dropped */
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, retries));
+    guint delay_ms = TXLD_ALERT_RETRY_MS << (r->tries - 1);
+    g_clear_error(&err);
+    g_timeout_add(delay_ms, retry, r);
+    return;
   } else {
     count(r, G_STRUCT_OFFSET(TxldAlertCounts, failed));
-    g_warning("alert to %s failed: %s", r->url,
+    g_warning("alert to %s failed after %u %s: %s", r->url, r->tries,
+              r->tries == 1 ? "try" : "tries",
               err ? err->message : soup_status_get_phrase(status));
   }
   g_clear_error(&err);
-  if (reply)
-    g_bytes_unref(reply);
   inflight--;
   request_free(r);
+}
+
+/* One try of a request already counted in flight. */
+static void
+post(Request *r)
+{
+  SoupMessage *msg = soup_message_new(SOUP_METHOD_POST, r->url);
+  if (!msg) {
+    count(r, G_STRUCT_OFFSET(TxldAlertCounts, failed));
+    inflight--;
+    request_free(r);
+    return;
+  }
+  soup_message_set_request_body_from_bytes(msg, "application/json", r->body);
+  r->tries++;
+  soup_session_send_and_read_async(session, msg, G_PRIORITY_DEFAULT, NULL,
+                                   sent, r);
+  g_object_unref(msg);
 }
 
 static gboolean
@@ -109,17 +158,8 @@ start(gpointer data)
     request_free(r);
     return G_SOURCE_REMOVE;
   }
-  SoupMessage *msg = soup_message_new(SOUP_METHOD_POST, r->url);
-  if (!msg) {
-    count(r, G_STRUCT_OFFSET(TxldAlertCounts, failed));
-    request_free(r);
-    return G_SOURCE_REMOVE;
-  }
-  soup_message_set_request_body_from_bytes(msg, "application/json", r->body);
   inflight++;
-  soup_session_send_and_read_async(session, msg, G_PRIORITY_DEFAULT, NULL,
-                                   sent, r);
-  g_object_unref(msg);
+  post(r);
   return G_SOURCE_REMOVE;
 }
 

@@ -2,19 +2,26 @@
 /* Anomalies out as alerts: Alertmanager's API v2 and a generic webhook
  * (docs/alerts.md).  A flagged line is turned into a request on the
  * streaming thread and sent from the main loop; at most TXLD_ALERT_INFLIGHT
- * requests are on their way, later alerts are dropped and counted, so a
- * slow or dead receiver never holds up scoring. */
+ * requests are on their way (retries included), later alerts are dropped
+ * and counted, so a slow or dead receiver never holds up scoring nor grows
+ * memory. */
 #ifndef TXLD_ALERT_H
 #define TXLD_ALERT_H
 
 #include <gst/gst.h>
 
 #define TXLD_ALERT_INFLIGHT 64
+/* a try that got no answer, a 5xx or a 429 is made again this many times,
+ * after TXLD_ALERT_RETRY_MS, then twice and four times as long (1, 2, 4 s);
+ * a request waiting so still counts in flight */
+#define TXLD_ALERT_RETRIES 3
+#define TXLD_ALERT_RETRY_MS 1000
 /* how long Alertmanager keeps an alert active after its last line */
 #define TXLD_ALERT_HOLD_S 300
 
 typedef struct {
   guint64 sent, failed, dropped;
+  guint64 retries; /* tries made again (a request's last failure is in failed) */
 } TxldAlertCounts;
 
 /* A pipeline's alert counters, shared with its requests in flight (which

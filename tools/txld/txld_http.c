@@ -208,7 +208,8 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
 
 typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
                M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ENDS, M_ERRORS, M_UP,
-               M_ALERTS_SENT, M_ALERTS_FAILED, M_ALERTS_DROPPED, M_LEARN,
+               M_ALERTS_SENT, M_ALERTS_FAILED, M_ALERTS_DROPPED, M_ALERTS_RETRIES,
+               M_LEARN,
                N_METRICS } Metric; /* in the order of metrics[] */
 
 static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
@@ -225,8 +226,9 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_errors_total", "counter", "ERROR messages from the pipeline." },
   { "txld_pipeline_up", "gauge", "1 while the pipeline is PLAYING." },
   { "txld_pipeline_alerts_sent_total", "counter", "Flagged lines accepted by the alertmanager or webhook (2xx)." },
-  { "txld_pipeline_alerts_failed_total", "counter", "Alert requests that failed (no answer, or not 2xx)." },
+  { "txld_pipeline_alerts_failed_total", "counter", "Alert requests that failed for good (a 4xx, or no answer, 5xx or 429 after the last retry)." },
   { "txld_pipeline_alerts_dropped_total", "counter", "Alerts dropped because too many requests were on their way." },
+  { "txld_pipeline_alerts_retries_total", "counter", "Alert requests tried again after no answer, a 5xx or a 429." },
   { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel and txlsessions learn=true elements (restored streams count from their start)." },
 };
 
@@ -388,6 +390,7 @@ metrics_text(TxldDaemon *d)
       case M_ALERTS_SENT: v = ac.sent; break;
       case M_ALERTS_FAILED: v = ac.failed; break;
       case M_ALERTS_DROPPED: v = ac.dropped; break;
+      case M_ALERTS_RETRIES: v = ac.retries; break;
       case M_ERRORS: v = p->errors; break;
       case M_UP: v = p->state == TXLD_RUNNING; break;
       case M_LEARN: v = p->learn_rounds; break;

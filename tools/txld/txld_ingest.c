@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* HTTP ingest (txld_ingest.h, docs/ingest.md).  Runs on the main loop, as
  * every handler does; the body is already in memory, bounded by
- * --ingest-max-body (txld_httpconn.c), and so is what gzip inflates to.
+ * --ingest-max-body (txld_httpconn.c), and so is what a compressed body
+ * decodes to (txld_decompress.c).
  *
  * A request is all or nothing: it is decoded whole into one buffer of
  * lines, each ending in LF, and pushed into the appsrc in one piece, so
  * lines of two requests never interleave and a malformed request adds
- * nothing.  What 200 means is written down in docs/ingest.md: the lines
+ * nothing.  Only OTLP log records refused one by one (no body, their own
+ * bytes malformed) are left out of a request that is otherwise taken,
+ * and said so in its partial_success answer.  What 200 means is written down in docs/ingest.md: the lines
  * are queued in the running pipeline's memory, no more. */
 #include "txld_ingest.h"
+#include "txld_decompress.h"
 #include "txld_log.h"
 
 #include "txl_formats.h"
@@ -24,12 +28,14 @@
 guint64 txld_ingest_max_body = TXLD_HTTP_DEFAULT_MAX_INGEST_BODY;
 
 /* What a request came to, for /metrics. */
-enum { C_OK, C_BAD, C_AUTH, C_TYPE, C_BUSY, C_DOWN, N_CODES };
-static const guint code_status[N_CODES] = { 200, 400, 401, 415, 429, 503 };
+enum { C_OK, C_BAD, C_AUTH, C_LARGE, C_TYPE, C_BUSY, C_DOWN, N_CODES };
+static const guint code_status[N_CODES] = { 200, 400, 401, 413, 415, 429,
+                                            503 };
 
 typedef struct {
   guint64 requests[N_CODES];
   guint64 lines, bytes;
+  guint64 rejected; /* OTLP log records refused one by one */
 } Counts;
 
 static GHashTable *counts; /* pipeline name -> Counts */
@@ -76,8 +82,13 @@ txld_ingest_prepare(TxldPipeline *p)
     g_clear_object(&src);
     return;
   }
-  /* text in bytes; txld bounds the queue itself (429), so appsrc never
-   * blocks the main loop (block=false) */
+  /* txld bounds the queue itself (429), so appsrc never blocks the main
+   * loop (block=false).  Time format: each buffer carries its arrival on
+   * the pipeline clock (push), as a live source's do-timestamp does, so
+   * txlsink gives its lines a latency (txld_pipeline_line_latency_seconds).
+   * Live, as it is: the pipeline then goes to PLAYING, and has a clock,
+   * without waiting for a first buffer to preroll, so the first requests
+   * are timed too */
   GstCaps *caps = NULL;
   g_object_get(src, "caps", &caps, NULL);
   if (!caps) {
@@ -85,14 +96,33 @@ txld_ingest_prepare(TxldPipeline *p)
     g_object_set(src, "caps", caps, NULL);
   }
   gst_caps_unref(caps);
-  g_object_set(src, "format", GST_FORMAT_BYTES, "block", FALSE,
-               "max-bytes", (guint64)p->conf->ingest_queue, NULL);
+  g_object_set(src, "format", GST_FORMAT_TIME, "is-live", TRUE, "block",
+               FALSE, "max-bytes", (guint64)p->conf->ingest_queue, NULL);
   gst_object_unref(src);
 }
 
 /* ---- answers ---------------------------------------------------------------- */
 
 typedef enum { FORM_LINES, FORM_OTLP_PROTO, FORM_OTLP_JSON } Form;
+
+static void
+pb_varint(GString *o, guint64 v)
+{
+  for (;; v >>= 7) {
+    g_string_append_c(o, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
+    if (v <= 0x7f)
+      break;
+  }
+}
+
+/* field: its number; a length-delimited value */
+static void
+pb_bytes(GString *o, guint field, const char *data, gsize n)
+{
+  pb_varint(o, (guint64)field << 3 | 2);
+  pb_varint(o, n);
+  g_string_append_len(o, data, n);
+}
 
 /* A google.rpc.Status {1: int32 code, 2: string message}, as OTLP asks
  * of a failed request, in the request's encoding. */
@@ -105,16 +135,9 @@ answer(SoupServerMessage *msg, Form form, guint status, int grpc_code,
   if (form == FORM_OTLP_PROTO) {
     type = "application/x-protobuf";
     if (status != 200) {
-      gsize n = strlen(text);
-      g_string_append_c(o, 0x08);
-      g_string_append_c(o, (char)grpc_code);
-      g_string_append_c(o, 0x12);
-      for (gsize v = n; ; v >>= 7) { /* the length as a varint */
-        g_string_append_c(o, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
-        if (v <= 0x7f)
-          break;
-      }
-      g_string_append_len(o, text, n);
+      pb_varint(o, 1 << 3);
+      pb_varint(o, (guint64)grpc_code);
+      pb_bytes(o, 2, text, strlen(text));
     }
   } else if (form == FORM_OTLP_JSON && status == 200)
     g_string_append(o, "{}\n");
@@ -129,6 +152,34 @@ answer(SoupServerMessage *msg, Form form, guint status, int grpc_code,
     g_string_append(o, "}\n");
   }
   txld_http_reply(msg, status, type, o);
+}
+
+/* 200 to an OTLP request some of whose records were refused: an
+ * ExportLogsServiceResponse {1: ExportLogsPartialSuccess {1: int64
+ * rejected_log_records, 2: string error_message}} in the request's
+ * encoding (JSON: lowerCamelCase, the int64 as a string, as protobuf's
+ * JSON mapping writes it). */
+static void
+answer_partial(SoupServerMessage *msg, Form form, const TxlOtlpRejected *rej)
+{
+  g_autofree char *text = g_strdup_printf(
+      "%" G_GUINT64_FORMAT " log record%s rejected, the first: %s",
+      rej->count, rej->count == 1 ? "" : "s", rej->first);
+  GString *o = g_string_new(NULL);
+  if (form == FORM_OTLP_PROTO) {
+    g_autoptr(GString) ps = g_string_new(NULL);
+    pb_varint(ps, 1 << 3);
+    pb_varint(ps, rej->count);
+    pb_bytes(ps, 2, text, strlen(text));
+    pb_bytes(o, 1, ps->str, ps->len);
+    txld_http_reply(msg, 200, "application/x-protobuf", o);
+    return;
+  }
+  g_string_append_printf(o, "{\"partialSuccess\": {\"rejectedLogRecords\": \"%"
+                         G_GUINT64_FORMAT "\", \"errorMessage\": ", rej->count);
+  txl_json_append_string(o, text, strlen(text));
+  g_string_append(o, "}}\n");
+  txld_http_reply(msg, 200, "application/json", o);
 }
 
 static void
@@ -206,48 +257,17 @@ ingest_source(TxldPipeline *p, SoupServerMessage *msg, Form form)
   return src;
 }
 
-/* The body, inflated when it came gzip-compressed (never past max). */
+/* The body, decompressed when it came with a Content-Encoding (never
+ * past max: txld_decompress.h). */
 static GBytes *
 request_body(SoupServerMessage *msg, guint64 max, guint *status,
              const char **why)
 {
   SoupMessageBody *mb = soup_server_message_get_request_body(msg);
-  GBytes *raw = soup_message_body_flatten(mb);
+  g_autoptr(GBytes) raw = soup_message_body_flatten(mb);
   const char *enc = soup_message_headers_get_one(
       soup_server_message_get_request_headers(msg), "Content-Encoding");
-  if (!enc || !*enc || g_ascii_strcasecmp(enc, "identity") == 0)
-    return raw;
-  if (g_ascii_strcasecmp(enc, "gzip") != 0) {
-    g_bytes_unref(raw);
-    *status = 415;
-    *why = "Content-Encoding: only gzip (or none)";
-    return NULL;
-  }
-  g_autoptr(GConverter) z = G_CONVERTER(
-      g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_GZIP));
-  GByteArray *out = g_byte_array_new();
-  gsize in_len, done = 0;
-  const guint8 *in = g_bytes_get_data(raw, &in_len);
-  guint8 chunk[65536];
-  GConverterResult r = G_CONVERTER_CONVERTED;
-  while (r != G_CONVERTER_FINISHED) {
-    gsize rd = 0, wr = 0;
-    r = g_converter_convert(z, in + done, in_len - done, chunk, sizeof chunk,
-                            G_CONVERTER_INPUT_AT_END, &rd, &wr, NULL);
-    done += rd;
-    if (r == G_CONVERTER_ERROR || out->len + wr > max ||
-        (rd == 0 && wr == 0 && r != G_CONVERTER_FINISHED)) {
-      *status = r == G_CONVERTER_ERROR || (rd == 0 && wr == 0) ? 400 : 413;
-      *why = *status == 400 ? "the gzip body is corrupt"
-                            : "the body inflates past --ingest-max-body";
-      g_byte_array_unref(out);
-      g_bytes_unref(raw);
-      return NULL;
-    }
-    g_byte_array_append(out, chunk, (guint)wr);
-  }
-  g_bytes_unref(raw);
-  return g_byte_array_free_to_bytes(out);
+  return txld_decompress(raw, enc, max, status, why);
 }
 
 /* ---- bodies into lines -------------------------------------------------------- */
@@ -299,15 +319,15 @@ to_lines(const char *type, const char *data, gsize len, GString *out,
 
 static gboolean
 decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
-       GString *out, guint64 *n, GError **error)
+       GString *out, guint64 *n, TxlOtlpRejected *rej, GError **error)
 {
   gsize len;
   const char *data = g_bytes_get_data(body, &len);
   if (form == FORM_OTLP_PROTO)
     return txl_otlp_logs_protobuf((const guint8 *)data, len,
-                                  p->conf->otlp_session, out, n, error);
+                                  p->conf->otlp_session, out, n, rej, error);
   if (form == FORM_OTLP_JSON)
-    return txl_otlp_logs_json(data, len, p->conf->otlp_session, out, n,
+    return txl_otlp_logs_json(data, len, p->conf->otlp_session, out, n, rej,
                               error);
   if (!to_lines(type, data, len, out, error))
     return FALSE;
@@ -317,6 +337,20 @@ decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
 }
 
 /* ---- one request ------------------------------------------------------------------ */
+
+/* Now on the pipeline's clock (running time), or NONE without one. */
+static GstClockTime
+arrival(GstElement *src)
+{
+  GstClock *clock = gst_element_get_clock(src);
+  if (!clock)
+    return GST_CLOCK_TIME_NONE;
+  GstClockTime now = gst_clock_get_time(clock);
+  GstClockTime base = gst_element_get_base_time(src);
+  gst_object_unref(clock);
+  return GST_CLOCK_TIME_IS_VALID(base) && now >= base ? now - base
+                                                      : GST_CLOCK_TIME_NONE;
+}
 
 /* The lines into the appsrc (taking them), or 429 while it holds too
  * much already.  A batch larger than the bound alone goes in when the
@@ -332,6 +366,9 @@ push(TxldPipeline *p, GstElement *src, GString *lines)
     return n ? 429 : 200;
   }
   GstBuffer *buf = gst_buffer_new_wrapped(g_string_free(lines, FALSE), n);
+  /* when the lines arrived: the time they wait in the queue counts in
+   * their latency */
+  GST_BUFFER_PTS(buf) = arrival(src);
   GstFlowReturn ret = GST_FLOW_OK;
   g_signal_emit_by_name(src, "push-buffer", buf, &ret);
   gst_buffer_unref(buf);
@@ -381,14 +418,16 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   guint status = 0;
   GBytes *body = request_body(msg, txld_ingest_max_body, &status, &why);
   if (!body) {
-    c->requests[status == 415 ? C_TYPE : C_BAD]++;
+    c->requests[status == 415 ? C_TYPE : status == 413 ? C_LARGE
+                : status == 503 ? C_DOWN : C_BAD]++;
     refuse(msg, form, status, why);
     return;
   }
   GString *lines = g_string_new(NULL);
   guint64 n = 0;
+  TxlOtlpRejected rej = { 0, NULL };
   g_autoptr(GError) e = NULL;
-  gboolean ok = decode(form, p, type, body, lines, &n, &e);
+  gboolean ok = decode(form, p, type, body, lines, &n, &rej, &e);
   g_bytes_unref(body);
   if (!ok) {
     g_string_free(lines, TRUE);
@@ -414,6 +453,11 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   c->requests[C_OK]++;
   c->lines += n;
   c->bytes += bytes;
+  c->rejected += rej.count;
+  if (rej.count) {
+    answer_partial(msg, form, &rej);
+    return;
+  }
   g_autofree char *num = g_strdup_printf("%" G_GUINT64_FORMAT, n);
   answer(msg, form, 200, 0, num);
 }
@@ -513,6 +557,17 @@ txld_ingest_metrics(TxldDaemon *d, GString *o)
       g_string_append_printf(o, "txld_ingest_lines_total{pipeline=\"%s\"} %"
                              G_GUINT64_FORMAT "\n", p->conf->name,
                              counts_of(p->conf->name)->lines);
+  }
+  g_string_append(o, "# HELP txld_ingest_rejected_records_total OTLP log "
+                  "records refused one by one, the rest of their request "
+                  "taken (partial success).\n# TYPE "
+                  "txld_ingest_rejected_records_total counter\n");
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    if (p->conf->ingest)
+      g_string_append_printf(o, "txld_ingest_rejected_records_total{pipeline="
+                             "\"%s\"} %" G_GUINT64_FORMAT "\n", p->conf->name,
+                             counts_of(p->conf->name)->rejected);
   }
   g_string_append(o, "# HELP txld_ingest_queued_bytes Bytes accepted and not "
                   "yet taken by the pipeline (its appsrc's queue).\n# TYPE "

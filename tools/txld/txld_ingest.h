@@ -18,7 +18,7 @@
  * ingest source. */
 #define TXLD_INGEST_ELEMENT "ingest"
 
-/* --ingest-max-body: also the most a gzip body may inflate to */
+/* --ingest-max-body: also the most a compressed body may decode to */
 extern guint64 txld_ingest_max_body;
 
 /* At start: the daemon whose pipelines the requests go to. */

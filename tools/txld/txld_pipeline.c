@@ -438,7 +438,9 @@ find_elements(TxldPipeline *p)
       GstElement *e = g_value_get_object(&v);
       if (is_factory(e, "txlmodel") || is_factory(e, "txlsessions"))
         g_ptr_array_add(p->models, gst_object_ref(e));
-      else if (is_factory(e, "txlsink") && !p->sink)
+      /* txljson emits txlsink's signals as its own */
+      else if ((is_factory(e, "txlsink") || is_factory(e, "txljson")) &&
+               !p->sink)
         p->sink = gst_object_ref(e);
       g_value_reset(&v);
       break;
@@ -535,7 +537,7 @@ txld_pipeline_start(TxldPipeline *p)
   if (p->sink)
     g_signal_connect(p->sink, "line-scored", G_CALLBACK(on_line_scored), p);
   else
-    txld_log(G_LOG_LEVEL_MESSAGE, c->name, "no txlsink: lines are not counted");
+    txld_log(G_LOG_LEVEL_MESSAGE, c->name, "no txlsink or txljson: lines are not counted");
 
   GstBus *bus = gst_element_get_bus(p->pipeline);
   gst_bus_set_sync_handler(bus, sync_handler, p, NULL);
