@@ -754,21 +754,59 @@ gst_txl_sink_stop(GstBaseSink *bs)
 
 /* ---- GObject ------------------------------------------------------------- */
 
-#define F(id, field) TXL_PROP(id, GstTxlSink, field)
+#define F(id, field, ...) TXL_PROP(id, GstTxlSink, field, __VA_ARGS__)
+#define READY (TXL_RW | GST_PARAM_MUTABLE_READY)
+#define PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 static const TxlPropField prop_fields[] = {
-  TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY),
-  F(PROP_THRESHOLD, threshold),
-  F(PROP_MODE, mode),
-  F(PROP_Z, z_threshold),
-  F(PROP_QUANTILE, quantile),
-  F(PROP_WINDOW, window),
-  F(PROP_WARMUP, warmup),
-  F(PROP_POST_SCORES, post_scores),
-  F(PROP_MEAN, mean),
-  F(PROP_STDDEV, stddev),
-  F(PROP_APPEND, append),
+  TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY,
+      TXL_STRING("location", "Location",
+          "File the JSON Lines go to (unset: standard output)", NULL, READY)),
+  F(PROP_THRESHOLD, threshold, TXL_DOUBLE("threshold", "Threshold",
+      "A line whose cost exceeds this many bits per byte is flagged as an "
+      "anomaly (threshold-mode fixed). Unset: the line threshold the model "
+      "file's calibration carries (txl eval), else 4", 0.0, G_MAXDOUBLE,
+      DEFAULT_THRESHOLD, PLAYING)),
+  F(PROP_MODE, mode, TXL_ENUM("threshold-mode", "Threshold mode",
+      "stream: the worst part above the label-free threshold of the last "
+      "1000 lines (docs/learning.md; after 50 lines, \"warmup\" in the "
+      "JSON); fixed: bits per byte above \"threshold\" (chosen when "
+      "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") / "
+      "\"stddev\" above \"z-threshold\"; mad: robust z-score over the last "
+      "\"window\" lines above \"z-threshold\"; quantile: bits per byte "
+      "above the \"quantile\" of the last \"window\" lines (both after "
+      "\"warmup\" lines)", gst_txl_threshold_mode_get_type,
+      TXL_THRESHOLD_STREAM, READY)),
+  F(PROP_Z, z_threshold, TXL_DOUBLE("z-threshold", "Z threshold",
+      "threshold-mode mad: flag lines whose robust z-score exceeds this "
+      "(standard deviations)", 0.0, 1000.0, DEFAULT_Z, PLAYING)),
+  F(PROP_QUANTILE, quantile, TXL_DOUBLE("quantile", "Quantile",
+      "threshold-mode quantile: flag lines costlier than this quantile of "
+      "the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
+      DEFAULT_QUANTILE, READY)),
+  F(PROP_WINDOW, window, TXL_INT("window", "Window",
+      "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
+      DEFAULT_WINDOW, READY)),
+  F(PROP_MEAN, mean, TXL_DOUBLE("mean", "Mean", "threshold-mode zscore: the "
+      "typical cost of a line (bits per byte), e.g. measured on validation "
+      "data", 0.0, G_MAXDOUBLE, 0.0, PLAYING)),
+  F(PROP_APPEND, append, TXL_BOOLEAN("append", "Append",
+      "Add to the location's file instead of replacing it. A stream that "
+      "txlmodel restored from a snapshot always adds: its earlier lines are "
+      "in the file already", FALSE, READY)),
+  F(PROP_STDDEV, stddev, TXL_DOUBLE("stddev", "Standard deviation",
+      "threshold-mode zscore: the spread of a line's cost (bits per byte, "
+      "> 0)", 1e-9, G_MAXDOUBLE, 1.0, PLAYING)),
+  F(PROP_POST_SCORES, post_scores, TXL_BOOLEAN("post-scores", "Post scores",
+      "Post a \"txl-score\" element message for every line (line, tokens, "
+      "bpb, nll, anomaly, flag, running-time, stream-time); flagged lines "
+      "always post \"txl-anomaly\"", FALSE, PLAYING)),
+  F(PROP_WARMUP, warmup, TXL_INT("warmup", "Warm-up",
+      "Lines the mad and quantile baselines see before flagging any (lines; "
+      "at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP, READY)),
 };
 #undef F
+#undef READY
+#undef PLAYING
 
 /* the application's threshold, not the model's calibration */
 static void
@@ -807,71 +845,8 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseSinkClass *bs_class = GST_BASE_SINK_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-
-  g_object_class_install_property(gobject_class, PROP_LOCATION,
-      g_param_spec_string("location", "Location",
-          "File the JSON Lines go to (unset: standard output)", NULL,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_THRESHOLD,
-      g_param_spec_double("threshold", "Threshold",
-          "A line whose cost exceeds this many bits per byte is flagged "
-          "as an anomaly (threshold-mode fixed). Unset: the line threshold "
-          "the model file's calibration carries (txl eval), else 4",
-          0.0, G_MAXDOUBLE,
-          DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_MODE,
-      g_param_spec_enum("threshold-mode", "Threshold mode",
-          "stream: the worst part above the label-free threshold of the last "
-          "1000 lines (docs/learning.md; after 50 lines, \"warmup\" "
-          "in the JSON); fixed: bits per byte above \"threshold\" (chosen when "
-          "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") "
-          "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "
-          "over the last \"window\" lines above \"z-threshold\"; quantile: "
-          "bits per byte above the \"quantile\" of the last \"window\" lines "
-          "(both after \"warmup\" lines)", gst_txl_threshold_mode_get_type(),
-          TXL_THRESHOLD_STREAM, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_Z,
-      g_param_spec_double("z-threshold", "Z threshold",
-          "threshold-mode mad: flag lines whose robust z-score exceeds this "
-          "(standard deviations)", 0.0, 1000.0, DEFAULT_Z,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_QUANTILE,
-      g_param_spec_double("quantile", "Quantile",
-          "threshold-mode quantile: flag lines costlier than this quantile "
-          "of the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
-          DEFAULT_QUANTILE, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_WINDOW,
-      g_param_spec_int("window", "Window",
-          "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
-          DEFAULT_WINDOW, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_MEAN,
-      g_param_spec_double("mean", "Mean", "threshold-mode zscore: the "
-          "typical cost of a line (bits per byte), e.g. measured on "
-          "validation data", 0.0, G_MAXDOUBLE, 0.0,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_APPEND,
-      g_param_spec_boolean("append", "Append",
-          "Add to the location's file instead of replacing it. A stream that "
-          "txlmodel restored from a snapshot always adds: its earlier lines "
-          "are in the file already", FALSE, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_STDDEV,
-      g_param_spec_double("stddev", "Standard deviation", "threshold-mode "
-          "zscore: the spread of a line's cost (bits per byte, > 0)", 1e-9,
-          G_MAXDOUBLE, 1.0, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_POST_SCORES,
-      g_param_spec_boolean("post-scores", "Post scores",
-          "Post a \"txl-score\" element message for every line (line, "
-          "tokens, bpb, nll, anomaly, flag, running-time, stream-time); "
-          "flagged lines always post \"txl-anomaly\"", FALSE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_WARMUP,
-      g_param_spec_int("warmup", "Warm-up",
-          "Lines the mad and quantile baselines see before flagging any "
-          "(lines; at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP,
-          rw | GST_PARAM_MUTABLE_READY));
 
   /**
    * GstTxlSink::line-scored:
@@ -931,14 +906,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
 static void
 gst_txl_sink_init(GstTxlSink *self)
 {
-  self->threshold = DEFAULT_THRESHOLD;
-  self->mode = TXL_THRESHOLD_STREAM;
-  self->z_threshold = DEFAULT_Z;
-  self->quantile = DEFAULT_QUANTILE;
-  self->window = DEFAULT_WINDOW;
-  self->mean = 0.0;
-  self->stddev = 1.0;
-  self->warmup = DEFAULT_WARMUP;
+  txl_props_init(self, &props);
   g_queue_init(&self->lines);
   g_rec_mutex_init(&self->state_lock);
   self->text_line = 1;
