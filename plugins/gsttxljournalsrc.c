@@ -235,26 +235,24 @@ gst_txl_journal_src_create(GstPushSrc *src, GstBuffer **buf)
 
 #define F(id, field, ...)                                                     \
   TXL_PROP_UPTO(id, GstTxlJournalSrc, field, GST_STATE_READY, __VA_ARGS__)
-#define RW (TXL_RW | GST_PARAM_MUTABLE_READY)
 static const TxlPropField prop_fields[] = {
   F(PROP_DIRECTORY, directory, TXL_STRING("directory", "Directory",
       "Read the journal files of this directory (unset: the machine's "
-      "journal)", NULL, RW)),
+      "journal)", NULL, TXL_RW_READY)),
   F(PROP_MATCHES, matches, TXL_STRING("matches", "Matches",
       "Comma-separated FIELD=value matches, as journalctl takes them "
-      "(_SYSTEMD_UNIT=ssh.service)", NULL, RW)),
+      "(_SYSTEMD_UNIT=ssh.service)", NULL, TXL_RW_READY)),
   F(PROP_FOLLOW, follow, TXL_BOOLEAN("follow", "Follow",
       "Wait for new entries at the end (false: end of stream there)", TRUE,
-      RW)),
+      TXL_RW_READY)),
   F(PROP_FROM_HEAD, from_head, TXL_BOOLEAN("from-head", "From head",
       "Without a snapshot to continue: start at the oldest entry (false: "
-      "only entries from now on)", FALSE, RW)),
+      "only entries from now on)", FALSE, TXL_RW_READY)),
   TXL_PROP(PROP_ENTRIES, GstTxlJournalSrc, entries,
       TXL_UINT64("entries", "Entries", "Entries read since start", 0,
                  G_MAXUINT64, 0, TXL_RO)),
 };
 #undef F
-#undef RW
 
 static const TxlPropTable props = {
   .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),

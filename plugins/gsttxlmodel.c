@@ -805,7 +805,6 @@ opened(GstTxlScorerBase *base)
          cal->session_key), (NULL));
 }
 
-#define PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 static const TxlPropField prop_fields[] = {
   GST_TXL_LEARN_PROPS(GstTxlModel, PROP_LEARN),
   TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency,
@@ -813,18 +812,17 @@ static const TxlPropField prop_fields[] = {
           "waiting for their segment once no input has come for this long, "
           "so a quiet stream gets prompt scores even within a line "
           "(nanoseconds; 0 = off). Like flush-on-newline, it changes the "
-          "segmentation", 0, G_MAXUINT64, 0, PLAYING)),
+          "segmentation", 0, G_MAXUINT64, 0, TXL_RW_PLAYING)),
   TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start,
       TXL_BOOLEAN("reset-on-stream-start", "Reset on stream start",
           "Forget the recurrent memory when a new stream starts "
           "(STREAM_START); FALSE carries the memory into the next stream",
-          DEFAULT_RESET_ON_STREAM_START, PLAYING)),
+          DEFAULT_RESET_ON_STREAM_START, TXL_RW_PLAYING)),
   TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen,
       TXL_UINT64("tokens", "Tokens", "Tokens of the stream seen so far "
           "(restored streams count from their start)", 0, G_MAXUINT64, 0,
           TXL_RO)),
 };
-#undef PLAYING
 
 static const TxlPropTable props = {
   .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),

@@ -404,47 +404,43 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
 }
 
 #define F(id, field, ...) TXL_PROP(id, GstTxlSampler, field, __VA_ARGS__)
-#define READY (TXL_RW | GST_PARAM_MUTABLE_READY)
-#define PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 static const TxlPropField prop_fields[] = {
   F(PROP_MODEL, model_path, TXL_STRING("model", "Model", "Path of the txl "
       "model file (shared with the other elements through the model cache)",
-      NULL, READY)),
+      NULL, TXL_RW_READY)),
   F(PROP_TEMPERATURE, temperature, TXL_DOUBLE("temperature", "Temperature",
       "Sampling temperature; 0 always takes the most likely token", 0.0,
-      100.0, 1.0, READY)),
+      100.0, 1.0, TXL_RW_READY)),
   F(PROP_TOP_K, top_k, TXL_INT("top-k", "Top k", "Sample among the k most "
-      "likely tokens (0: all)", 0, G_MAXINT, 0, READY)),
+      "likely tokens (0: all)", 0, G_MAXINT, 0, TXL_RW_READY)),
   F(PROP_TOP_P, top_p, TXL_DOUBLE("top-p", "Top p", "Sample within the "
       "smallest set of tokens whose probability reaches p (fraction; 1: all)",
-      1e-6, 1.0, 1.0, READY)),
+      1e-6, 1.0, 1.0, TXL_RW_READY)),
   F(PROP_SEED, seed, TXL_UINT64("seed", "Seed", "Random seed: the same seed "
-      "and input give the same text", 0, G_MAXUINT64, 1, READY)),
+      "and input give the same text", 0, G_MAXUINT64, 1, TXL_RW_READY)),
   F(PROP_MAX_TOKENS, max_tokens, TXL_INT("max-tokens", "Max tokens",
       "Tokens generated at most for each continuation (tokens)", 0, 1 << 24,
-      200, PLAYING)),
+      200, TXL_RW_PLAYING)),
   F(PROP_STOP, stop, TXL_STRING("stop", "Stop", "Stop a continuation once "
-      "its text ends with this string (unset: never)", NULL, PLAYING)),
+      "its text ends with this string (unset: never)", NULL, TXL_RW_PLAYING)),
   F(PROP_PER_LINE, per_line, TXL_BOOLEAN("per-line", "Per line", "Continue "
       "after every input line (else once, at the end of the input)", FALSE,
-      PLAYING)),
+      TXL_RW_PLAYING)),
   F(PROP_STOP_AT_EOS, stop_at_eos, TXL_BOOLEAN("stop-at-eos",
       "Stop at end of sequence", "Stop a continuation at the vocabulary's "
       "end-of-sequence token (a word vocabulary's <eos>; byte and BPE "
       "vocabularies have none: use stop=\"\\n\" to stop at a line end)",
-      TRUE, PLAYING)),
+      TRUE, TXL_RW_PLAYING)),
   F(PROP_SNAPSHOT_LOCATION, snap_location, TXL_STRING("snapshot-location",
       "Snapshot location", "File for snapshots of the generation (memory, "
       "sampler state, context not yet fed, the tokenizer's state): written "
       "at end of stream, at shutdown and on the snapshot signal; NULL = none",
-      NULL, READY)),
+      NULL, TXL_RW_READY)),
   F(PROP_RESTORE, restore, TXL_BOOLEAN("restore", "Restore", "When the "
       "element starts and snapshot-location exists, continue the generation "
-      "saved there", TRUE, READY)),
+      "saved there", TRUE, TXL_RW_READY)),
 };
 #undef F
-#undef READY
-#undef PLAYING
 
 static const TxlPropTable props = {
   .fields = prop_fields, .n = G_N_ELEMENTS(prop_fields),

@@ -437,8 +437,6 @@ gst_txl_scorer_base_change_state(GstElement *element,
 /* ---- properties ------------------------------------------------------- */
 
 #define F(id, field, ...) TXL_PROP(id, GstTxlScorerBase, field, __VA_ARGS__)
-#define READY (TXL_RW | GST_PARAM_MUTABLE_READY)
-#define PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 static const TxlPropField prop_fields[] = {
   /* the stream */
   TXL_PROP_UPTO(PROP_MODEL, GstTxlScorerBase, model_path, GST_STATE_NULL,
@@ -448,23 +446,23 @@ static const TxlPropField prop_fields[] = {
   F(PROP_SEGMENT, segment, TXL_INT("segment", "Segment", "Segment length "
       "in tokens of the stream (of every session's): inputs t0..t(N-1) "
       "predict t1..tN, then the next N (0 = the model's tgt_len). Read when "
-      "the element starts", 0, MAX_LEN, 0, READY)),
+      "the element starts", 0, MAX_LEN, 0, TXL_RW_READY)),
   F(PROP_MEM_LEN, mem_len, TXL_INT("mem-len", "Memory length", "Positions "
       "of recurrent memory (per session), in tokens (-1 = the model's "
-      "mem_len)", -1, MAX_LEN, -1, READY)),
+      "mem_len)", -1, MAX_LEN, -1, TXL_RW_READY)),
   F(PROP_SAME_LENGTH, same_length, TXL_INT("same-length", "Same length",
       "1: every query attends to exactly mem-len keys; 0: to all earlier "
       "keys in memory and segment (-1 = the model's setting)", -1, 1, -1,
-      READY)),
+      TXL_RW_READY)),
   F(PROP_CLAMP_LEN, clamp_len, TXL_INT("clamp-len", "Clamp length",
       "Relative distances are capped at this many tokens; 0 = no cap (-1 = "
-      "the model's clamp_len)", -1, MAX_LEN, -1, READY)),
+      "the model's clamp_len)", -1, MAX_LEN, -1, TXL_RW_READY)),
   F(PROP_FLUSH_ON_NEWLINE, flush_on_newline, TXL_BOOLEAN("flush-on-newline",
       "Flush on newline", "Score the pending partial segment (txlsessions: "
       "the line's session's) at every line end, so that each line's scores "
       "go out at once. Changes the segmentation: scores then differ from an "
       "offline run or `txl eval` (FALSE = exact offline segmentation)",
-      FALSE, PLAYING)),
+      FALSE, TXL_RW_PLAYING)),
   F(PROP_STATE_BYTES, state_bytes, TXL_UINT64("state-bytes", "State bytes",
       "Bytes of state the stream holds now (its memory rows in use; "
       "txlsessions: with the open sessions' pending tokens, lines and keys); "
@@ -474,33 +472,31 @@ static const TxlPropField prop_fields[] = {
       "Snapshot location", "File for snapshots of the stream's state "
       "(memory, pending tokens; txlsessions: of every open session) with the "
       "state of txltokenizer and txlsink around this element, written "
-      "atomically; NULL = no snapshots", NULL, READY)),
+      "atomically; NULL = no snapshots", NULL, TXL_RW_READY)),
   F(PROP_SNAPSHOT_INTERVAL, snap.interval, TXL_UINT("snapshot-interval",
       "Snapshot interval", "Write a snapshot every this many seconds while "
-      "the stream changes (0 = off)", 0, G_MAXUINT, 0, READY)),
+      "the stream changes (0 = off)", 0, G_MAXUINT, 0, TXL_RW_READY)),
   F(PROP_SNAPSHOT_TOKENS, snap.every, TXL_UINT64("snapshot-tokens",
       "Snapshot every N tokens", "Write a snapshot every this many tokens "
-      "(0 = off)", 0, G_MAXUINT64, 0, PLAYING)),
+      "(0 = off)", 0, G_MAXUINT64, 0, TXL_RW_PLAYING)),
   F(PROP_SNAPSHOT_PRECISION, snap_precision, TXL_ENUM("snapshot-precision",
       "Snapshot precision", "How the memory is stored: f32 resumes bit for "
       "bit; f16 and bf16 make smaller files whose scores drift slightly "
       "(docs/snapshots.md)", gst_txl_snapshot_precision_get_type,
-      TXL_SNAPSHOT_F32, PLAYING)),
+      TXL_SNAPSHOT_F32, TXL_RW_PLAYING)),
   F(PROP_RESTORE, restore, TXL_BOOLEAN("restore", "Restore", "When the "
       "element starts and snapshot-location exists, continue the stream "
       "saved there (an unreadable or other-model file is an error; FALSE: "
-      "start afresh and overwrite it)", TRUE, READY)),
+      "start afresh and overwrite it)", TRUE, TXL_RW_READY)),
   F(PROP_HOLD_AT_EOS, hold_at_eos, TXL_BOOLEAN("hold-at-eos",
       "Hold at end of stream", "With snapshot-location set, the end of "
       "stream pauses the stream instead of ending it: the last partial "
       "segment (the open sessions), the tokenizer's held-back bytes and the "
       "unfinished lines are kept in the snapshot unscored, so that the next "
       "run continues bit for bit (FALSE: score them, then snapshot)", TRUE,
-      READY)),
+      TXL_RW_READY)),
 };
 #undef F
-#undef READY
-#undef PLAYING
 
 /* What the base holds besides its properties' strings: the stream (the
  * subclass's part too), the scheduler, a restore's sections. */

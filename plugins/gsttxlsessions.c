@@ -668,52 +668,51 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
 /* ---- element ------------------------------------------------------------- */
 
 #define F(id, field, ...) TXL_PROP(id, GstTxlSessions, field, __VA_ARGS__)
-#define RW (TXL_RW | GST_PARAM_MUTABLE_READY)
 static const TxlPropField prop_fields[] = {
   GST_TXL_LEARN_PROPS(GstTxlSessions, PROP_LEARN),
   F(PROP_SESSION_KEY, key, TXL_STRING("session-key", "Session key",
       "Regular expression (PCRE) found anywhere in a line's text: the match "
       "is the line's session; lines where it finds nothing share the "
       "session \"\" (unset: the model's calibration, else " DEFAULT_KEY ")",
-      DEFAULT_KEY, RW)),
+      DEFAULT_KEY, TXL_RW_READY)),
   F(PROP_SESSION_FIELD, key_field, TXL_STRING("session-field",
       "Session field", "A field of record lines (txlsyslogsrc's host, app, "
       "procid...) whose value is the line's session; set, it replaces "
-      "session-key", NULL, RW)),
+      "session-key", NULL, TXL_RW_READY)),
   F(PROP_SESSION_KEY_GROUP, key_group, TXL_INT("session-key-group",
       "Session key group", "Capture group of session-key that is the key "
-      "(0: the whole match; set with session-key)", 0, 99, 0, RW)),
+      "(0: the whole match; set with session-key)", 0, 99, 0, TXL_RW_READY)),
   F(PROP_MAX_SESSIONS, max_sessions, TXL_UINT("max-sessions",
       "Maximum sessions", "Open sessions at most; the least recently used "
-      "is ended (\"evicted\") beyond (0 = no bound)", 0, G_MAXUINT, 0, RW)),
+      "is ended (\"evicted\") beyond (0 = no bound)", 0, G_MAXUINT, 0, TXL_RW_READY)),
   F(PROP_MAX_SESSION_MEMORY, max_memory, TXL_UINT64("max-session-memory",
       "Maximum session memory", "Bytes all open sessions may hold together "
       "(memory rows, pending tokens and lines); the least recently used are "
       "evicted beyond (0 = no bound; at least one session's most)", 0,
-      G_MAXUINT64, DEFAULT_MEMORY, RW)),
+      G_MAXUINT64, DEFAULT_MEMORY, TXL_RW_READY)),
   F(PROP_SESSION_IDLE_LINES, idle_lines, TXL_UINT64("session-idle-lines",
       "Session idle lines", "End a session after this many lines of other "
-      "sessions without one of its own (0 = never)", 0, G_MAXUINT64, 0, RW)),
+      "sessions without one of its own (0 = never)", 0, G_MAXUINT64, 0, TXL_RW_READY)),
   F(PROP_SESSION_SCORE, score, TXL_ENUM("session-score", "Session score",
       "How a session's line scores become its score (unset: the model's "
       "calibration, else mean)", gst_txl_session_score_get_type,
-      TXL_SESSION_SCORE_MEAN, RW)),
+      TXL_SESSION_SCORE_MEAN, TXL_RW_READY)),
   F(PROP_SESSION_THRESHOLD, threshold, TXL_DOUBLE("session-threshold",
       "Session threshold", "A session whose score exceeds this is flagged "
       "(0 = none is). Unset: the threshold `txl eval` measured, which the "
       "model file carries, else the running rule: 1.5 x the highest score "
       "of the last 1000 ended sessions, those above 3 x their median left "
       "out, after 50 (\"warmup\" until then; docs/anomaly.md)", 0.0,
-      G_MAXDOUBLE, 0.0, RW)),
+      G_MAXDOUBLE, 0.0, TXL_RW_READY)),
   F(PROP_SESSION_END_MARKER, end_marker, TXL_BOOLEAN("session-end-marker",
       "Session end marker", "Score an empty line when a session ends (the "
       "model's surprise that it ends there; models trained with `txl eval "
-      "--end`; unset: the model's calibration)", FALSE, RW)),
+      "--end`; unset: the model's calibration)", FALSE, TXL_RW_READY)),
   F(PROP_SESSION_TIME_FORMAT, time_format, TXL_STRING("session-time-format",
       "Session time format", "strptime format of the timestamp at the start "
       "of a line (read as UTC seconds; a line without one keeps the last): "
       "the clock of session-idle-after; empty: the line count",
-      "%y%m%d %H%M%S", RW)),
+      "%y%m%d %H%M%S", TXL_RW_READY)),
   F(PROP_SESSION_IDLE_AFTER, idle_after_s, TXL_STRING("session-idle-after",
       "Session idle timeouts", "Comma-separated idle timeouts (seconds of "
       "log time, or lines) for a session of 1, 2, ... lines, the last for "
@@ -721,19 +720,18 @@ static const TxlPropField prop_fields[] = {
       "marker scored); sessions still open at the end of the stream are "
       "reported with reason open and no end marker (`txl eval "
       "--session-rule live` writes DIR/txlsessions.txt); empty: none", "",
-      RW)),
+      TXL_RW_READY)),
   F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s, TXL_STRING(
       "session-open-thresholds", "Open session thresholds", "Comma-separated "
       "thresholds for sessions open at the end of the stream or evicted with "
       "1, 2, ... lines, the last for longer ones; session-threshold then "
       "applies to ended sessions only; empty: session-threshold for all", "",
-      RW)),
+      TXL_RW_READY)),
   F(PROP_OPEN_SESSIONS, open_sessions, TXL_UINT("open-sessions",
       "Open sessions", "Sessions open now; read-only", 0, G_MAXUINT, 0,
       TXL_RO)),
 };
 #undef F
-#undef RW
 
 /* What the application chose itself; the rest follows the model's
  * calibration. */

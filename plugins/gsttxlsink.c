@@ -755,17 +755,15 @@ gst_txl_sink_stop(GstBaseSink *bs)
 /* ---- GObject ------------------------------------------------------------- */
 
 #define F(id, field, ...) TXL_PROP(id, GstTxlSink, field, __VA_ARGS__)
-#define READY (TXL_RW | GST_PARAM_MUTABLE_READY)
-#define PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 static const TxlPropField prop_fields[] = {
   TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY,
       TXL_STRING("location", "Location",
-          "File the JSON Lines go to (unset: standard output)", NULL, READY)),
+          "File the JSON Lines go to (unset: standard output)", NULL, TXL_RW_READY)),
   F(PROP_THRESHOLD, threshold, TXL_DOUBLE("threshold", "Threshold",
       "A line whose cost exceeds this many bits per byte is flagged as an "
       "anomaly (threshold-mode fixed). Unset: the line threshold the model "
       "file's calibration carries (txl eval), else 4", 0.0, G_MAXDOUBLE,
-      DEFAULT_THRESHOLD, PLAYING)),
+      DEFAULT_THRESHOLD, TXL_RW_PLAYING)),
   F(PROP_MODE, mode, TXL_ENUM("threshold-mode", "Threshold mode",
       "stream: the worst part above the label-free threshold of the last "
       "1000 lines (docs/learning.md; after 50 lines, \"warmup\" in the "
@@ -775,38 +773,36 @@ static const TxlPropField prop_fields[] = {
       "\"window\" lines above \"z-threshold\"; quantile: bits per byte "
       "above the \"quantile\" of the last \"window\" lines (both after "
       "\"warmup\" lines)", gst_txl_threshold_mode_get_type,
-      TXL_THRESHOLD_STREAM, READY)),
+      TXL_THRESHOLD_STREAM, TXL_RW_READY)),
   F(PROP_Z, z_threshold, TXL_DOUBLE("z-threshold", "Z threshold",
       "threshold-mode mad: flag lines whose robust z-score exceeds this "
-      "(standard deviations)", 0.0, 1000.0, DEFAULT_Z, PLAYING)),
+      "(standard deviations)", 0.0, 1000.0, DEFAULT_Z, TXL_RW_PLAYING)),
   F(PROP_QUANTILE, quantile, TXL_DOUBLE("quantile", "Quantile",
       "threshold-mode quantile: flag lines costlier than this quantile of "
       "the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
-      DEFAULT_QUANTILE, READY)),
+      DEFAULT_QUANTILE, TXL_RW_READY)),
   F(PROP_WINDOW, window, TXL_INT("window", "Window",
       "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
-      DEFAULT_WINDOW, READY)),
+      DEFAULT_WINDOW, TXL_RW_READY)),
   F(PROP_MEAN, mean, TXL_DOUBLE("mean", "Mean", "threshold-mode zscore: the "
       "typical cost of a line (bits per byte), e.g. measured on validation "
-      "data", 0.0, G_MAXDOUBLE, 0.0, PLAYING)),
+      "data", 0.0, G_MAXDOUBLE, 0.0, TXL_RW_PLAYING)),
   F(PROP_APPEND, append, TXL_BOOLEAN("append", "Append",
       "Add to the location's file instead of replacing it. A stream that "
       "txlmodel restored from a snapshot always adds: its earlier lines are "
-      "in the file already", FALSE, READY)),
+      "in the file already", FALSE, TXL_RW_READY)),
   F(PROP_STDDEV, stddev, TXL_DOUBLE("stddev", "Standard deviation",
       "threshold-mode zscore: the spread of a line's cost (bits per byte, "
-      "> 0)", 1e-9, G_MAXDOUBLE, 1.0, PLAYING)),
+      "> 0)", 1e-9, G_MAXDOUBLE, 1.0, TXL_RW_PLAYING)),
   F(PROP_POST_SCORES, post_scores, TXL_BOOLEAN("post-scores", "Post scores",
       "Post a \"txl-score\" element message for every line (line, tokens, "
       "bpb, nll, anomaly, flag, running-time, stream-time); flagged lines "
-      "always post \"txl-anomaly\"", FALSE, PLAYING)),
+      "always post \"txl-anomaly\"", FALSE, TXL_RW_PLAYING)),
   F(PROP_WARMUP, warmup, TXL_INT("warmup", "Warm-up",
       "Lines the mad and quantile baselines see before flagging any (lines; "
-      "at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP, READY)),
+      "at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP, TXL_RW_READY)),
 };
 #undef F
-#undef READY
-#undef PLAYING
 
 /* the application's threshold, not the model's calibration */
 static void

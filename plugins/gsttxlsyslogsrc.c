@@ -599,25 +599,24 @@ gst_txl_syslog_src_send_event(GstElement *element, GstEvent *event)
 #define F(id, field, ...)                                                     \
   TXL_PROP_UPTO(id, GstTxlSyslogSrc, field, GST_STATE_READY, __VA_ARGS__)
 #define R(id, field, ...) TXL_PROP(id, GstTxlSyslogSrc, field, __VA_ARGS__)
-#define RW (TXL_RW | GST_PARAM_MUTABLE_READY)
 /* a count since start, read-only */
 #define COUNTER(id, field, name, blurb)                                       \
   R(id, field, TXL_UINT64(name, name, blurb, 0, G_MAXUINT64, 0, TXL_RO))
 static const TxlPropField prop_fields[] = {
   F(PROP_ADDRESS, address, TXL_STRING("address", "Address",
       "Address to listen on (0.0.0.0 or :: for every interface)",
-      DEFAULT_ADDRESS, RW)),
+      DEFAULT_ADDRESS, TXL_RW_READY)),
   F(PROP_PORT, port, TXL_INT("port", "Port",
       "UDP and TCP port (0: a free one, see bound-port)", 0, 65535,
-      DEFAULT_PORT, RW)),
-  F(PROP_UDP, udp, TXL_BOOLEAN("udp", "UDP", "Receive datagrams", TRUE, RW)),
-  F(PROP_TCP, tcp, TXL_BOOLEAN("tcp", "TCP", "Accept TCP clients", TRUE, RW)),
+      DEFAULT_PORT, TXL_RW_READY)),
+  F(PROP_UDP, udp, TXL_BOOLEAN("udp", "UDP", "Receive datagrams", TRUE, TXL_RW_READY)),
+  F(PROP_TCP, tcp, TXL_BOOLEAN("tcp", "TCP", "Accept TCP clients", TRUE, TXL_RW_READY)),
   F(PROP_MAX_CLIENTS, max_clients, TXL_UINT("max-clients", "Max clients",
       "TCP clients at once; more are refused", 1, 65536,
-      DEFAULT_MAX_CLIENTS, RW)),
+      DEFAULT_MAX_CLIENTS, TXL_RW_READY)),
   F(PROP_MAX_MESSAGE, max_message, TXL_UINT("max-message-size",
       "Max message size", "Bytes of one message at most; a longer one is "
-      "cut and counted malformed", 480, 16u << 20, DEFAULT_MAX_MESSAGE, RW)),
+      "cut and counted malformed", 480, 16u << 20, DEFAULT_MAX_MESSAGE, TXL_RW_READY)),
   R(PROP_BOUND_PORT, bound_port, TXL_INT("bound-port", "Bound port",
       "The port listened on (0: not listening)", 0, 65535, 0, TXL_RO)),
   COUNTER(PROP_MESSAGES, messages, "messages", "Messages received"),
@@ -632,7 +631,6 @@ static const TxlPropField prop_fields[] = {
 };
 #undef F
 #undef R
-#undef RW
 #undef COUNTER
 
 static void

@@ -740,42 +740,40 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
 
 #define F(id, field, ...)                                                     \
   TXL_PROP_UPTO(id, GstTxlTokenizer, field, GST_STATE_READY, __VA_ARGS__)
-#define RW (TXL_RW | GST_PARAM_MUTABLE_READY)
 static const TxlPropField prop_fields[] = {
   TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines,
       TXL_BOOLEAN("buffer-lines", "Buffer lines",
           "Each input buffer ends a line: a buffer without a final line end "
           "gets one (one message per datagram, e.g. syslog over UDP)", FALSE,
-          TXL_RW | GST_PARAM_MUTABLE_PLAYING)),
+          TXL_RW_PLAYING)),
   F(PROP_FORMAT, format, TXL_ENUM("format", "Format",
       "How input lines are read: auto (a line that is a JSON object gives "
       "its message as text and its time, host, app, severity as fields; a "
       "trailing CR is dropped), json, text, or raw (bytes as they come)",
-      gst_txl_format_get_type, TXL_FORMAT_AUTO, RW)),
+      gst_txl_format_get_type, TXL_FORMAT_AUTO, TXL_RW_READY)),
   F(PROP_MESSAGE_FIELD, message_field, TXL_STRING("message-field",
       "Message field", "JSON field holding the message, dotted for nested "
       "ones (unset: message, msg, MESSAGE, log, body, Body, text)", NULL,
-      RW)),
+      TXL_RW_READY)),
   F(PROP_TIME_FIELD, time_field, TXL_STRING("time-field", "Time field",
       "JSON field holding the time (unset: time, timestamp, @timestamp, ts, "
-      "__REALTIME_TIMESTAMP, Timestamp, date)", NULL, RW)),
+      "__REALTIME_TIMESTAMP, Timestamp, date)", NULL, TXL_RW_READY)),
   F(PROP_HOST_FIELD, host_field, TXL_STRING("host-field", "Host field",
       "JSON field holding the host (unset: host, hostname, _HOSTNAME, "
-      "host.name, kubernetes.host)", NULL, RW)),
+      "host.name, kubernetes.host)", NULL, TXL_RW_READY)),
   F(PROP_SESSION_FIELD, session_field, TXL_STRING("session-field",
       "Session field", "JSON field whose value becomes the record field "
-      "\"session\" (txlsessions session-field=session)", NULL, RW)),
+      "\"session\" (txlsessions session-field=session)", NULL, TXL_RW_READY)),
   F(PROP_CONTINUATION, continuation, TXL_STRING("continuation",
       "Continuation", "Regular expression (PCRE): a line it matches joins "
       "the record before it (a stack trace: \"^(\\s|Caused by:)\"); that "
-      "record is scored when the next one begins", NULL, RW)),
+      "record is scored when the next one begins", NULL, TXL_RW_READY)),
   TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL,
       TXL_STRING("model", "Model", "Path of the txl model file (GGUF) whose "
           "tokenizer splits the input; loaded once per process and shared",
           NULL, TXL_RW)),
 };
 #undef F
-#undef RW
 
 /* What the tokenizer holds besides its properties' strings. */
 static void

@@ -51,17 +51,17 @@ typedef struct _GstTxlLearn GstTxlLearn;
           "lines of the stream, in rounds on a thread of their own, the "     \
           "adapted weights taking over between segments at a line fixed by "  \
           "the input (docs/learning.md)", FALSE,                              \
-          TXL_RW | GST_PARAM_MUTABLE_READY)),                                 \
+          TXL_RW_READY)),                                                     \
   TXL_PROP_UPTO((first) + 1, type, learn.warmup, GST_STATE_READY,             \
       TXL_INT("learn-warmup", "Learning warm-up", "learn=true: lines scored " \
           "with the model file's weights before the first round of learning " \
           "(lines)", 1, G_MAXINT, GST_TXL_LEARN_DEFAULT_WARMUP,               \
-          TXL_RW | GST_PARAM_MUTABLE_READY)),                                 \
+          TXL_RW_READY)),                                                     \
   TXL_PROP((first) + 2, type, learn.model_out,                                \
       TXL_STRING("learn-model", "Adapted model file", "learn=true: write the "\
           "adapted weights as a model file here after each round "            \
           "(atomically; unset: none)", NULL,                                  \
-          TXL_RW | GST_PARAM_MUTABLE_PLAYING)),                               \
+          TXL_RW_PLAYING)),                                                   \
   TXL_PROP((first) + 3, type, learn.rounds,                                   \
       TXL_UINT("learn-rounds", "Learning rounds", "learn=true: rounds of "    \
           "learning whose weights took over (restored streams count from "    \

@@ -47,24 +47,23 @@ typedef struct {
   G_TYPE_STRING, name, nick, blurb, { 0 }, { 0 }, { .s = (def) }, NULL, flags
 #define TXL_BOOLEAN(name, nick, blurb, def, flags)                            \
   G_TYPE_BOOLEAN, name, nick, blurb, { 0 }, { 0 }, { .i = (def) }, NULL, flags
-#define TXL_INT(name, nick, blurb, lo, hi, def, flags)                        \
-  G_TYPE_INT, name, nick, blurb, { .i = (lo) }, { .i = (hi) },                \
-      { .i = (def) }, NULL, flags
-#define TXL_UINT(name, nick, blurb, lo, hi, def, flags)                       \
-  G_TYPE_UINT, name, nick, blurb, { .u = (lo) }, { .u = (hi) },               \
-      { .u = (def) }, NULL, flags
-#define TXL_UINT64(name, nick, blurb, lo, hi, def, flags)                     \
-  G_TYPE_UINT64, name, nick, blurb, { .u = (lo) }, { .u = (hi) },             \
-      { .u = (def) }, NULL, flags
-#define TXL_DOUBLE(name, nick, blurb, lo, hi, def, flags)                     \
-  G_TYPE_DOUBLE, name, nick, blurb, { .d = (lo) }, { .d = (hi) },             \
-      { .d = (def) }, NULL, flags
+/* a number in [lo, hi]; m: its member of TxlPropValue */
+#define TXL_RANGE(type, m, name, nick, blurb, lo, hi, def, flags)            \
+  type, name, nick, blurb, { .m = (lo) }, { .m = (hi) }, { .m = (def) },     \
+      NULL, flags
+#define TXL_INT(...) TXL_RANGE(G_TYPE_INT, i, __VA_ARGS__)
+#define TXL_UINT(...) TXL_RANGE(G_TYPE_UINT, u, __VA_ARGS__)
+#define TXL_UINT64(...) TXL_RANGE(G_TYPE_UINT64, u, __VA_ARGS__)
+#define TXL_DOUBLE(...) TXL_RANGE(G_TYPE_DOUBLE, d, __VA_ARGS__)
 #define TXL_ENUM(name, nick, blurb, enum_type, def, flags)                    \
   G_TYPE_ENUM, name, nick, blurb, { 0 }, { 0 }, { .i = (def) }, enum_type,    \
       flags
 
 #define TXL_RW (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS)
 #define TXL_RO (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)
+/* writable up to READY, or while PLAYING too */
+#define TXL_RW_READY (TXL_RW | GST_PARAM_MUTABLE_READY)
+#define TXL_RW_PLAYING (TXL_RW | GST_PARAM_MUTABLE_PLAYING)
 
 typedef struct {
   const TxlPropField *fields;
