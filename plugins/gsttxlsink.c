@@ -148,6 +148,21 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* Posts the line's element message m with its running and stream time,
+ * then fields (may be NULL). */
+static void
+post_line(GstTxlSink *self, GstStructure *m, const GstStructure *fields)
+{
+  GstClockTime running, stream;
+  clock_times(self, &running, &stream);
+  gst_structure_set(m, "running-time", GST_TYPE_CLOCK_TIME, running,
+                    "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
+  if (fields)
+    gst_structure_set(m, "fields", GST_TYPE_STRUCTURE, fields, NULL);
+  gst_element_post_message(GST_ELEMENT(self),
+                           gst_message_new_element(GST_OBJECT(self), m));
+}
+
 /* How long ago the data that completed the line arrived, on the pipeline
  * clock: a live source's timestamps (do-timestamp) against now; NONE for
  * untimed data or without a clock. */
@@ -356,40 +371,25 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   GST_OBJECT_LOCK(self);
   gboolean post_scores = self->post_scores;
   GST_OBJECT_UNLOCK(self);
-  if (post_scores) {
-    GstClockTime running, stream;
-    clock_times(self, &running, &stream);
-    GstStructure *m = gst_structure_new("txl-score",
+  if (post_scores)
+    post_line(self, gst_structure_new("txl-score",
         "line", G_TYPE_INT64, l->line,
         "tokens", G_TYPE_INT64, sc->tokens,
         "bpb", G_TYPE_DOUBLE, bpb,
         "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
-        "flag", G_TYPE_BOOLEAN, flag,
-        "running-time", GST_TYPE_CLOCK_TIME, running,
-        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
-    gst_element_post_message(GST_ELEMENT(self),
-                             gst_message_new_element(GST_OBJECT(self), m));
-  }
+        "flag", G_TYPE_BOOLEAN, flag, NULL), NULL);
   if (flag) {
-    GstClockTime running, stream;
-    clock_times(self, &running, &stream);
-    GstStructure *m = gst_structure_new("txl-anomaly",
+    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
+                    "bits/byte", l->line, worst);
+    post_line(self, gst_structure_new("txl-anomaly",
         "line", G_TYPE_INT64, l->line,
         "bpb", G_TYPE_DOUBLE, bpb,
         "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
-        "text", G_TYPE_STRING, text,
-        "running-time", GST_TYPE_CLOCK_TIME, running,
-        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
-    if (fields)
-      gst_structure_set(m, "fields", GST_TYPE_STRUCTURE, fields, NULL);
-    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
-                    "bits/byte", l->line, worst);
-    gst_element_post_message(GST_ELEMENT(self),
-                             gst_message_new_element(GST_OBJECT(self), m));
+        "text", G_TYPE_STRING, text, NULL), fields);
   }
   g_free(text);
   if (fields)
