@@ -233,11 +233,24 @@ gst_txl_journal_src_create(GstPushSrc *src, GstBuffer **buf)
   return GST_FLOW_OK;
 }
 
-#define F(id, field) TXL_PROP_UPTO(id, GstTxlJournalSrc, field, GST_STATE_READY)
+#define F(id, field, ...)                                                     \
+  TXL_PROP_UPTO(id, GstTxlJournalSrc, field, GST_STATE_READY, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  F(PROP_DIRECTORY, directory), F(PROP_MATCHES, matches),
-  F(PROP_FOLLOW, follow), F(PROP_FROM_HEAD, from_head),
-  TXL_PROP(PROP_ENTRIES, GstTxlJournalSrc, entries),
+  F(PROP_DIRECTORY, directory, TXL_STRING("directory", "Directory",
+      "Read the journal files of this directory (unset: the machine's "
+      "journal)", NULL, TXL_RW_READY)),
+  F(PROP_MATCHES, matches, TXL_STRING("matches", "Matches",
+      "Comma-separated FIELD=value matches, as journalctl takes them "
+      "(_SYSTEMD_UNIT=ssh.service)", NULL, TXL_RW_READY)),
+  F(PROP_FOLLOW, follow, TXL_BOOLEAN("follow", "Follow",
+      "Wait for new entries at the end (false: end of stream there)", TRUE,
+      TXL_RW_READY)),
+  F(PROP_FROM_HEAD, from_head, TXL_BOOLEAN("from-head", "From head",
+      "Without a snapshot to continue: start at the oldest entry (false: "
+      "only entries from now on)", FALSE, TXL_RW_READY)),
+  TXL_PROP(PROP_ENTRIES, GstTxlJournalSrc, entries,
+      TXL_UINT64("entries", "Entries", "Entries read since start", 0,
+                 G_MAXUINT64, 0, TXL_RO)),
 };
 #undef F
 
@@ -248,7 +261,7 @@ static const TxlPropTable props = {
 static void
 gst_txl_journal_src_init(GstTxlJournalSrc *self)
 {
-  self->follow = TRUE;
+  txl_props_init(self, &props);
   gst_base_src_set_live(GST_BASE_SRC(self), TRUE);
   gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
   gst_base_src_set_do_timestamp(GST_BASE_SRC(self), TRUE);
@@ -260,30 +273,7 @@ gst_txl_journal_src_class_init(GstTxlJournalSrcClass *klass)
   GObjectClass *oc = G_OBJECT_CLASS(klass);
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                         GST_PARAM_MUTABLE_READY;
   txl_props_install(oc, &props);
-  g_object_class_install_property(oc, PROP_DIRECTORY,
-      g_param_spec_string("directory", "Directory",
-                          "Read the journal files of this directory (unset: "
-                          "the machine's journal)", NULL, rw));
-  g_object_class_install_property(oc, PROP_MATCHES,
-      g_param_spec_string("matches", "Matches",
-                          "Comma-separated FIELD=value matches, as journalctl "
-                          "takes them (_SYSTEMD_UNIT=ssh.service)", NULL, rw));
-  g_object_class_install_property(oc, PROP_FOLLOW,
-      g_param_spec_boolean("follow", "Follow",
-                           "Wait for new entries at the end (false: end of "
-                           "stream there)", TRUE, rw));
-  g_object_class_install_property(oc, PROP_FROM_HEAD,
-      g_param_spec_boolean("from-head", "From head",
-                           "Without a snapshot to continue: start at the "
-                           "oldest entry (false: only entries from now on)",
-                           FALSE, rw));
-  g_object_class_install_property(oc, PROP_ENTRIES,
-      g_param_spec_uint64("entries", "Entries", "Entries read since start", 0,
-                          G_MAXUINT64, 0,
-                          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   gst_element_class_add_static_pad_template(ec, &src_template);
   gst_element_class_set_static_metadata(ec, "txl journal source",
       "Source", "Reads the systemd journal as record lines for txltokenizer, "

@@ -806,14 +806,22 @@ opened(GstTxlScorerBase *base)
 }
 
 static const TxlPropField prop_fields[] = {
-  TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start),
-  TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency),
-  TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen),
-  TXL_PROP_UPTO(PROP_LEARN, GstTxlModel, learn.on, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlModel, learn.warmup,
-                GST_STATE_READY),
-  TXL_PROP(PROP_LEARN_MODEL, GstTxlModel, learn.model_out),
-  TXL_PROP(PROP_LEARN_ROUNDS, GstTxlModel, learn.rounds),
+  GST_TXL_LEARN_PROPS(GstTxlModel, PROP_LEARN),
+  TXL_PROP(PROP_MAX_LATENCY, GstTxlModel, max_latency,
+      TXL_UINT64("max-latency", "Maximum latency", "Score tokens still "
+          "waiting for their segment once no input has come for this long, "
+          "so a quiet stream gets prompt scores even within a line "
+          "(nanoseconds; 0 = off). Like flush-on-newline, it changes the "
+          "segmentation", 0, G_MAXUINT64, 0, TXL_RW_PLAYING)),
+  TXL_PROP(PROP_RESET_ON_STREAM_START, GstTxlModel, reset_on_stream_start,
+      TXL_BOOLEAN("reset-on-stream-start", "Reset on stream start",
+          "Forget the recurrent memory when a new stream starts "
+          "(STREAM_START); FALSE carries the memory into the next stream",
+          DEFAULT_RESET_ON_STREAM_START, TXL_RW_PLAYING)),
+  TXL_PROP(PROP_TOKENS, GstTxlModel, tokens_seen,
+      TXL_UINT64("tokens", "Tokens", "Tokens of the stream seen so far "
+          "(restored streams count from their start)", 0, G_MAXUINT64, 0,
+          TXL_RO)),
 };
 
 static const TxlPropTable props = {
@@ -826,28 +834,8 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-  gst_txl_learn_install_props(gobject_class, PROP_LEARN);
-
-  g_object_class_install_property(gobject_class, PROP_MAX_LATENCY,
-      g_param_spec_uint64("max-latency", "Maximum latency",
-          "Score tokens still waiting for their segment once no input has "
-          "come for this long, so a quiet stream gets prompt scores even "
-          "within a line (nanoseconds; 0 = off). Like flush-on-newline, it "
-          "changes the segmentation", 0, G_MAXUINT64, 0,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_RESET_ON_STREAM_START,
-      g_param_spec_boolean("reset-on-stream-start", "Reset on stream start",
-          "Forget the recurrent memory when a new stream starts "
-          "(STREAM_START); FALSE carries the memory into the next stream",
-          DEFAULT_RESET_ON_STREAM_START, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_TOKENS,
-      g_param_spec_uint64("tokens", "Tokens",
-          "Tokens of the stream seen so far (restored streams count from "
-          "their start)", 0, G_MAXUINT64, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata(element_class, "txl model",
       "Filter/Analyzer/Text",
@@ -877,6 +865,5 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
 static void
 gst_txl_model_init(GstTxlModel *self)
 {
-  self->reset_on_stream_start = DEFAULT_RESET_ON_STREAM_START;
-  self->learn.warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
+  txl_props_init(self, &props);
 }

@@ -403,19 +403,42 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
   return ret;
 }
 
-#define F(id, field) TXL_PROP(id, GstTxlSampler, field)
+#define F(id, field, ...) TXL_PROP(id, GstTxlSampler, field, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  F(PROP_MODEL, model_path),
-  F(PROP_STOP, stop),
-  F(PROP_TEMPERATURE, temperature),
-  F(PROP_TOP_K, top_k),
-  F(PROP_TOP_P, top_p),
-  F(PROP_SEED, seed),
-  F(PROP_MAX_TOKENS, max_tokens),
-  F(PROP_PER_LINE, per_line),
-  F(PROP_STOP_AT_EOS, stop_at_eos),
-  F(PROP_SNAPSHOT_LOCATION, snap_location),
-  F(PROP_RESTORE, restore),
+  F(PROP_MODEL, model_path, TXL_STRING("model", "Model", "Path of the txl "
+      "model file (shared with the other elements through the model cache)",
+      NULL, TXL_RW_READY)),
+  F(PROP_TEMPERATURE, temperature, TXL_DOUBLE("temperature", "Temperature",
+      "Sampling temperature; 0 always takes the most likely token", 0.0,
+      100.0, 1.0, TXL_RW_READY)),
+  F(PROP_TOP_K, top_k, TXL_INT("top-k", "Top k", "Sample among the k most "
+      "likely tokens (0: all)", 0, G_MAXINT, 0, TXL_RW_READY)),
+  F(PROP_TOP_P, top_p, TXL_DOUBLE("top-p", "Top p", "Sample within the "
+      "smallest set of tokens whose probability reaches p (fraction; 1: all)",
+      1e-6, 1.0, 1.0, TXL_RW_READY)),
+  F(PROP_SEED, seed, TXL_UINT64("seed", "Seed", "Random seed: the same seed "
+      "and input give the same text", 0, G_MAXUINT64, 1, TXL_RW_READY)),
+  F(PROP_MAX_TOKENS, max_tokens, TXL_INT("max-tokens", "Max tokens",
+      "Tokens generated at most for each continuation (tokens)", 0, 1 << 24,
+      200, TXL_RW_PLAYING)),
+  F(PROP_STOP, stop, TXL_STRING("stop", "Stop", "Stop a continuation once "
+      "its text ends with this string (unset: never)", NULL, TXL_RW_PLAYING)),
+  F(PROP_PER_LINE, per_line, TXL_BOOLEAN("per-line", "Per line", "Continue "
+      "after every input line (else once, at the end of the input)", FALSE,
+      TXL_RW_PLAYING)),
+  F(PROP_STOP_AT_EOS, stop_at_eos, TXL_BOOLEAN("stop-at-eos",
+      "Stop at end of sequence", "Stop a continuation at the vocabulary's "
+      "end-of-sequence token (a word vocabulary's <eos>; byte and BPE "
+      "vocabularies have none: use stop=\"\\n\" to stop at a line end)",
+      TRUE, TXL_RW_PLAYING)),
+  F(PROP_SNAPSHOT_LOCATION, snap_location, TXL_STRING("snapshot-location",
+      "Snapshot location", "File for snapshots of the generation (memory, "
+      "sampler state, context not yet fed, the tokenizer's state): written "
+      "at end of stream, at shutdown and on the snapshot signal; NULL = none",
+      NULL, TXL_RW_READY)),
+  F(PROP_RESTORE, restore, TXL_BOOLEAN("restore", "Restore", "When the "
+      "element starts and snapshot-location exists, continue the generation "
+      "saved there", TRUE, TXL_RW_READY)),
 };
 #undef F
 
@@ -428,55 +451,7 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
   txl_props_install(gobject_class, &props);
-  g_object_class_install_property(gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model", "Path of the txl model file "
-          "(shared with the other elements through the model cache)", NULL,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_TEMPERATURE,
-      g_param_spec_double("temperature", "Temperature", "Sampling "
-          "temperature; 0 always takes the most likely token", 0.0, 100.0,
-          1.0, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_TOP_K,
-      g_param_spec_int("top-k", "Top k", "Sample among the k most likely "
-          "tokens (0: all)", 0, G_MAXINT, 0, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_TOP_P,
-      g_param_spec_double("top-p", "Top p", "Sample within the smallest set "
-          "of tokens whose probability reaches p (fraction; 1: all)", 1e-6,
-          1.0, 1.0, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_SEED,
-      g_param_spec_uint64("seed", "Seed", "Random seed: the same seed and "
-          "input give the same text", 0, G_MAXUINT64, 1,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_MAX_TOKENS,
-      g_param_spec_int("max-tokens", "Max tokens", "Tokens generated at "
-          "most for each continuation (tokens)", 0, 1 << 24, 200,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_STOP,
-      g_param_spec_string("stop", "Stop", "Stop a continuation once its "
-          "text ends with this string (unset: never)", NULL,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_PER_LINE,
-      g_param_spec_boolean("per-line", "Per line", "Continue after every "
-          "input line (else once, at the end of the input)", FALSE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_STOP_AT_EOS,
-      g_param_spec_boolean("stop-at-eos", "Stop at end of sequence", "Stop a "
-          "continuation at the vocabulary's end-of-sequence token (a word "
-          "vocabulary's <eos>; byte and BPE vocabularies have none: use "
-          "stop=\"\\n\" to stop at a line end)", TRUE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_SNAPSHOT_LOCATION,
-      g_param_spec_string("snapshot-location", "Snapshot location",
-          "File for snapshots of the generation (memory, sampler state, "
-          "context not yet fed, the tokenizer's state): written at end of "
-          "stream, at shutdown and on the snapshot signal; NULL = none",
-          NULL, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_RESTORE,
-      g_param_spec_boolean("restore", "Restore", "When the element starts "
-          "and snapshot-location exists, continue the generation saved there",
-          TRUE, rw | GST_PARAM_MUTABLE_READY));
   signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
       G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
       G_CALLBACK(gst_txl_sampler_snapshot_action), NULL, NULL, NULL,
@@ -495,12 +470,7 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
 static void
 gst_txl_sampler_init(GstTxlSampler *self)
 {
-  self->temperature = 1.0;
-  self->top_p = 1.0;
-  self->seed = 1;
-  self->max_tokens = 200;
-  self->stop_at_eos = TRUE;
-  self->restore = TRUE;
+  txl_props_init(self, &props);
   self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
   gst_pad_set_chain_function(self->sinkpad, gst_txl_sampler_chain);
   gst_pad_set_query_function(self->sinkpad, gst_txl_sampler_sink_query);

@@ -436,21 +436,65 @@ gst_txl_scorer_base_change_state(GstElement *element,
 
 /* ---- properties ------------------------------------------------------- */
 
-#define F(id, field) TXL_PROP(id, GstTxlScorerBase, field)
+#define F(id, field, ...) TXL_PROP(id, GstTxlScorerBase, field, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  TXL_PROP_UPTO(PROP_MODEL, GstTxlScorerBase, model_path, GST_STATE_NULL),
-  F(PROP_SEGMENT, segment),
-  F(PROP_MEM_LEN, mem_len),
-  F(PROP_SAME_LENGTH, same_length),
-  F(PROP_CLAMP_LEN, clamp_len),
-  F(PROP_FLUSH_ON_NEWLINE, flush_on_newline),
-  F(PROP_SNAPSHOT_LOCATION, snap.location),
-  F(PROP_SNAPSHOT_INTERVAL, snap.interval),
-  F(PROP_SNAPSHOT_TOKENS, snap.every),
-  F(PROP_SNAPSHOT_PRECISION, snap_precision),
-  F(PROP_RESTORE, restore),
-  F(PROP_HOLD_AT_EOS, hold_at_eos),
-  F(PROP_STATE_BYTES, state_bytes),
+  /* the stream */
+  TXL_PROP_UPTO(PROP_MODEL, GstTxlScorerBase, model_path, GST_STATE_NULL,
+      TXL_STRING("model", "Model", "Path of the txl model file (GGUF); its "
+          "weights are loaded once per process and shared by every element "
+          "naming the same file", NULL, TXL_RW)),
+  F(PROP_SEGMENT, segment, TXL_INT("segment", "Segment", "Segment length "
+      "in tokens of the stream (of every session's): inputs t0..t(N-1) "
+      "predict t1..tN, then the next N (0 = the model's tgt_len). Read when "
+      "the element starts", 0, MAX_LEN, 0, TXL_RW_READY)),
+  F(PROP_MEM_LEN, mem_len, TXL_INT("mem-len", "Memory length", "Positions "
+      "of recurrent memory (per session), in tokens (-1 = the model's "
+      "mem_len)", -1, MAX_LEN, -1, TXL_RW_READY)),
+  F(PROP_SAME_LENGTH, same_length, TXL_INT("same-length", "Same length",
+      "1: every query attends to exactly mem-len keys; 0: to all earlier "
+      "keys in memory and segment (-1 = the model's setting)", -1, 1, -1,
+      TXL_RW_READY)),
+  F(PROP_CLAMP_LEN, clamp_len, TXL_INT("clamp-len", "Clamp length",
+      "Relative distances are capped at this many tokens; 0 = no cap (-1 = "
+      "the model's clamp_len)", -1, MAX_LEN, -1, TXL_RW_READY)),
+  F(PROP_FLUSH_ON_NEWLINE, flush_on_newline, TXL_BOOLEAN("flush-on-newline",
+      "Flush on newline", "Score the pending partial segment (txlsessions: "
+      "the line's session's) at every line end, so that each line's scores "
+      "go out at once. Changes the segmentation: scores then differ from an "
+      "offline run or `txl eval` (FALSE = exact offline segmentation)",
+      FALSE, TXL_RW_PLAYING)),
+  F(PROP_STATE_BYTES, state_bytes, TXL_UINT64("state-bytes", "State bytes",
+      "Bytes of state the stream holds now (its memory rows in use; "
+      "txlsessions: with the open sessions' pending tokens, lines and keys); "
+      "read-only", 0, G_MAXUINT64, 0, TXL_RO)),
+  /* its snapshots */
+  F(PROP_SNAPSHOT_LOCATION, snap.location, TXL_STRING("snapshot-location",
+      "Snapshot location", "File for snapshots of the stream's state "
+      "(memory, pending tokens; txlsessions: of every open session) with the "
+      "state of txltokenizer and txlsink around this element, written "
+      "atomically; NULL = no snapshots", NULL, TXL_RW_READY)),
+  F(PROP_SNAPSHOT_INTERVAL, snap.interval, TXL_UINT("snapshot-interval",
+      "Snapshot interval", "Write a snapshot every this many seconds while "
+      "the stream changes (0 = off)", 0, G_MAXUINT, 0, TXL_RW_READY)),
+  F(PROP_SNAPSHOT_TOKENS, snap.every, TXL_UINT64("snapshot-tokens",
+      "Snapshot every N tokens", "Write a snapshot every this many tokens "
+      "(0 = off)", 0, G_MAXUINT64, 0, TXL_RW_PLAYING)),
+  F(PROP_SNAPSHOT_PRECISION, snap_precision, TXL_ENUM("snapshot-precision",
+      "Snapshot precision", "How the memory is stored: f32 resumes bit for "
+      "bit; f16 and bf16 make smaller files whose scores drift slightly "
+      "(docs/snapshots.md)", gst_txl_snapshot_precision_get_type,
+      TXL_SNAPSHOT_F32, TXL_RW_PLAYING)),
+  F(PROP_RESTORE, restore, TXL_BOOLEAN("restore", "Restore", "When the "
+      "element starts and snapshot-location exists, continue the stream "
+      "saved there (an unreadable or other-model file is an error; FALSE: "
+      "start afresh and overwrite it)", TRUE, TXL_RW_READY)),
+  F(PROP_HOLD_AT_EOS, hold_at_eos, TXL_BOOLEAN("hold-at-eos",
+      "Hold at end of stream", "With snapshot-location set, the end of "
+      "stream pauses the stream instead of ending it: the last partial "
+      "segment (the open sessions), the tokenizer's held-back bytes and the "
+      "unfinished lines are kept in the snapshot unscored, so that the next "
+      "run continues bit for bit (FALSE: score them, then snapshot)", TRUE,
+      TXL_RW_READY)),
 };
 #undef F
 
@@ -483,99 +527,12 @@ restore_action(GstTxlScorerBase *self, const gchar *path)
 }
 
 static void
-install_stream_properties(GObjectClass *klass)
-{
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  g_object_class_install_property(klass, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-          "Path of the txl model file (GGUF); its weights are loaded once per "
-          "process and shared by every element naming the same file",
-          NULL, rw));
-  g_object_class_install_property(klass, PROP_SEGMENT,
-      g_param_spec_int("segment", "Segment",
-          "Segment length in tokens of the stream (of every session's): "
-          "inputs t0..t(N-1) predict t1..tN, then the next N (0 = the "
-          "model's tgt_len). Read when the element starts", 0, MAX_LEN, 0,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_MEM_LEN,
-      g_param_spec_int("mem-len", "Memory length",
-          "Positions of recurrent memory (per session), in tokens (-1 = the "
-          "model's mem_len)", -1, MAX_LEN, -1, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_SAME_LENGTH,
-      g_param_spec_int("same-length", "Same length",
-          "1: every query attends to exactly mem-len keys; 0: to all earlier "
-          "keys in memory and segment (-1 = the model's setting)",
-          -1, 1, -1, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_CLAMP_LEN,
-      g_param_spec_int("clamp-len", "Clamp length",
-          "Relative distances are capped at this many tokens; 0 = no cap "
-          "(-1 = the model's clamp_len)", -1, MAX_LEN, -1,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_FLUSH_ON_NEWLINE,
-      g_param_spec_boolean("flush-on-newline", "Flush on newline",
-          "Score the pending partial segment (txlsessions: the line's "
-          "session's) at every line end, so that each line's scores go out "
-          "at once. Changes the segmentation: scores then differ from an "
-          "offline run or `txl eval` (FALSE = exact offline segmentation)",
-          FALSE, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(klass, PROP_STATE_BYTES,
-      g_param_spec_uint64("state-bytes", "State bytes",
-          "Bytes of state the stream holds now (its memory rows in use; "
-          "txlsessions: with the open sessions' pending tokens, lines and "
-          "keys); read-only", 0, G_MAXUINT64, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-}
-
-static void
-install_snapshot_properties(GObjectClass *klass)
-{
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  g_object_class_install_property(klass, PROP_SNAPSHOT_LOCATION,
-      g_param_spec_string("snapshot-location", "Snapshot location",
-          "File for snapshots of the stream's state (memory, pending tokens; "
-          "txlsessions: of every open session) with the state of "
-          "txltokenizer and txlsink around this element, written "
-          "atomically; NULL = no snapshots", NULL,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_SNAPSHOT_INTERVAL,
-      g_param_spec_uint("snapshot-interval", "Snapshot interval",
-          "Write a snapshot every this many seconds while the stream changes "
-          "(0 = off)", 0, G_MAXUINT, 0, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_SNAPSHOT_TOKENS,
-      g_param_spec_uint64("snapshot-tokens", "Snapshot every N tokens",
-          "Write a snapshot every this many tokens (0 = off)", 0, G_MAXUINT64,
-          0, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(klass, PROP_SNAPSHOT_PRECISION,
-      g_param_spec_enum("snapshot-precision", "Snapshot precision",
-          "How the memory is stored: f32 resumes bit for bit; f16 and bf16 "
-          "make smaller files whose scores drift slightly (docs/snapshots.md)",
-          gst_txl_snapshot_precision_get_type(), TXL_SNAPSHOT_F32,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(klass, PROP_RESTORE,
-      g_param_spec_boolean("restore", "Restore",
-          "When the element starts and snapshot-location exists, continue "
-          "the stream saved there (an unreadable or other-model file is an "
-          "error; FALSE: start afresh and overwrite it)", TRUE,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(klass, PROP_HOLD_AT_EOS,
-      g_param_spec_boolean("hold-at-eos", "Hold at end of stream",
-          "With snapshot-location set, the end of stream pauses the stream "
-          "instead of ending it: the last partial segment (the open "
-          "sessions), the tokenizer's held-back bytes and the unfinished "
-          "lines are kept in the snapshot unscored, so that the next run "
-          "continues bit for bit (FALSE: score them, then snapshot)", TRUE,
-          rw | GST_PARAM_MUTABLE_READY));
-}
-
-static void
 gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-  install_stream_properties(gobject_class);
-  install_snapshot_properties(gobject_class);
 
   /**
    * GstTxlScorerBase::snapshot:
@@ -631,12 +588,7 @@ gst_txl_scorer_base_init(GstTxlScorerBase *self)
   gst_pad_use_fixed_caps(self->srcpad);
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 
-  self->mem_len = -1;
-  self->same_length = -1;
-  self->clamp_len = -1;
+  txl_props_init(self, &props);
   self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;
-  self->restore = TRUE;
-  self->hold_at_eos = TRUE;
-  self->snap_precision = TXL_SNAPSHOT_F32;
   self->expect_offset = -1;
 }

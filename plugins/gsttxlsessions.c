@@ -686,26 +686,69 @@ load(GstTxlScorerBase *base, const gchar *path, gboolean check_only,
 
 /* ---- element ------------------------------------------------------------- */
 
-#define F(id, field) TXL_PROP(id, GstTxlSessions, field)
+#define F(id, field, ...) TXL_PROP(id, GstTxlSessions, field, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  F(PROP_SESSION_KEY, key),
-  F(PROP_SESSION_FIELD, key_field),
-  F(PROP_SESSION_KEY_GROUP, key_group),
-  F(PROP_MAX_SESSIONS, max_sessions),
-  F(PROP_MAX_SESSION_MEMORY, max_memory),
-  F(PROP_SESSION_IDLE_LINES, idle_lines),
-  F(PROP_SESSION_SCORE, score),
-  F(PROP_SESSION_THRESHOLD, threshold),
-  F(PROP_SESSION_END_MARKER, end_marker),
-  F(PROP_SESSION_TIME_FORMAT, time_format),
-  F(PROP_SESSION_IDLE_AFTER, idle_after_s),
-  F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s),
-  F(PROP_OPEN_SESSIONS, open_sessions),
-  TXL_PROP_UPTO(PROP_LEARN, GstTxlSessions, learn.on, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_LEARN_WARMUP, GstTxlSessions, learn.warmup,
-                GST_STATE_READY),
-  F(PROP_LEARN_MODEL, learn.model_out),
-  F(PROP_LEARN_ROUNDS, learn.rounds),
+  GST_TXL_LEARN_PROPS(GstTxlSessions, PROP_LEARN),
+  F(PROP_SESSION_KEY, key, TXL_STRING("session-key", "Session key",
+      "Regular expression (PCRE) found anywhere in a line's text: the match "
+      "is the line's session; lines where it finds nothing share the "
+      "session \"\" (unset: the model's calibration, else " DEFAULT_KEY ")",
+      DEFAULT_KEY, TXL_RW_READY)),
+  F(PROP_SESSION_FIELD, key_field, TXL_STRING("session-field",
+      "Session field", "A field of record lines (txlsyslogsrc's host, app, "
+      "procid...) whose value is the line's session; set, it replaces "
+      "session-key", NULL, TXL_RW_READY)),
+  F(PROP_SESSION_KEY_GROUP, key_group, TXL_INT("session-key-group",
+      "Session key group", "Capture group of session-key that is the key "
+      "(0: the whole match; set with session-key)", 0, 99, 0, TXL_RW_READY)),
+  F(PROP_MAX_SESSIONS, max_sessions, TXL_UINT("max-sessions",
+      "Maximum sessions", "Open sessions at most; the least recently used "
+      "is ended (\"evicted\") beyond (0 = no bound)", 0, G_MAXUINT, 0, TXL_RW_READY)),
+  F(PROP_MAX_SESSION_MEMORY, max_memory, TXL_UINT64("max-session-memory",
+      "Maximum session memory", "Bytes all open sessions may hold together "
+      "(memory rows, pending tokens and lines); the least recently used are "
+      "evicted beyond (0 = no bound; at least one session's most)", 0,
+      G_MAXUINT64, DEFAULT_MEMORY, TXL_RW_READY)),
+  F(PROP_SESSION_IDLE_LINES, idle_lines, TXL_UINT64("session-idle-lines",
+      "Session idle lines", "End a session after this many lines of other "
+      "sessions without one of its own (0 = never)", 0, G_MAXUINT64, 0, TXL_RW_READY)),
+  F(PROP_SESSION_SCORE, score, TXL_ENUM("session-score", "Session score",
+      "How a session's line scores become its score (unset: the model's "
+      "calibration, else mean)", gst_txl_session_score_get_type,
+      TXL_SESSION_SCORE_MEAN, TXL_RW_READY)),
+  F(PROP_SESSION_THRESHOLD, threshold, TXL_DOUBLE("session-threshold",
+      "Session threshold", "A session whose score exceeds this is flagged "
+      "(0 = none is). Unset: the threshold `txl eval` measured, which the "
+      "model file carries, else the running rule: 1.5 x the highest score "
+      "of the last 1000 ended sessions, those above 3 x their median left "
+      "out, after 50 (\"warmup\" until then; docs/anomaly.md)", 0.0,
+      G_MAXDOUBLE, 0.0, TXL_RW_READY)),
+  F(PROP_SESSION_END_MARKER, end_marker, TXL_BOOLEAN("session-end-marker",
+      "Session end marker", "Score an empty line when a session ends (the "
+      "model's surprise that it ends there; models trained with `txl eval "
+      "--end`; unset: the model's calibration)", FALSE, TXL_RW_READY)),
+  F(PROP_SESSION_TIME_FORMAT, time_format, TXL_STRING("session-time-format",
+      "Session time format", "strptime format of the timestamp at the start "
+      "of a line (read as UTC seconds; a line without one keeps the last): "
+      "the clock of session-idle-after; empty: the line count",
+      "%y%m%d %H%M%S", TXL_RW_READY)),
+  F(PROP_SESSION_IDLE_AFTER, idle_after_s, TXL_STRING("session-idle-after",
+      "Session idle timeouts", "Comma-separated idle timeouts (seconds of "
+      "log time, or lines) for a session of 1, 2, ... lines, the last for "
+      "longer ones: a session quiet longer has ended (reason idle, end "
+      "marker scored); sessions still open at the end of the stream are "
+      "reported with reason open and no end marker (`txl eval "
+      "--session-rule live` writes DIR/txlsessions.txt); empty: none", "",
+      TXL_RW_READY)),
+  F(PROP_SESSION_OPEN_THRESHOLDS, open_thr_s, TXL_STRING(
+      "session-open-thresholds", "Open session thresholds", "Comma-separated "
+      "thresholds for sessions open at the end of the stream or evicted with "
+      "1, 2, ... lines, the last for longer ones; session-threshold then "
+      "applies to ended sessions only; empty: session-threshold for all", "",
+      TXL_RW_READY)),
+  F(PROP_OPEN_SESSIONS, open_sessions, TXL_UINT("open-sessions",
+      "Open sessions", "Sessions open now; read-only", 0, G_MAXUINT, 0,
+      TXL_RO)),
 };
 #undef F
 
@@ -737,86 +780,8 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                         GST_PARAM_MUTABLE_READY;
 
   txl_props_install(gobject_class, &props);
-  gst_txl_learn_install_props(gobject_class, PROP_LEARN);
-
-  g_object_class_install_property(gobject_class, PROP_SESSION_KEY,
-      g_param_spec_string("session-key", "Session key",
-          "Regular expression (PCRE) found anywhere in a line's text: the "
-          "match is the line's session; lines where it finds nothing share "
-          "the session \"\" (unset: the model's calibration, else "
-          DEFAULT_KEY ")", DEFAULT_KEY, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_FIELD,
-      g_param_spec_string("session-field", "Session field",
-          "A field of record lines (txlsyslogsrc's host, app, procid...) "
-          "whose value is the line's session; set, it replaces session-key",
-          NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_KEY_GROUP,
-      g_param_spec_int("session-key-group", "Session key group",
-          "Capture group of session-key that is the key (0: the whole "
-          "match; set with session-key)",
-          0, 99, 0, rw));
-  g_object_class_install_property(gobject_class, PROP_MAX_SESSIONS,
-      g_param_spec_uint("max-sessions", "Maximum sessions",
-          "Open sessions at most; the least recently used is ended "
-          "(\"evicted\") beyond (0 = no bound)", 0, G_MAXUINT, 0, rw));
-  g_object_class_install_property(gobject_class, PROP_MAX_SESSION_MEMORY,
-      g_param_spec_uint64("max-session-memory", "Maximum session memory",
-          "Bytes all open sessions may hold together (memory rows, pending "
-          "tokens and lines); the least recently used are evicted beyond "
-          "(0 = no bound; at least one session's most)", 0, G_MAXUINT64,
-          DEFAULT_MEMORY, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_IDLE_LINES,
-      g_param_spec_uint64("session-idle-lines", "Session idle lines",
-          "End a session after this many lines of other sessions without one "
-          "of its own (0 = never)", 0, G_MAXUINT64, 0, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_SCORE,
-      g_param_spec_enum("session-score", "Session score",
-          "How a session's line scores become its score (unset: the "
-          "model's calibration, else mean)",
-          gst_txl_session_score_get_type(), TXL_SESSION_SCORE_MEAN, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_THRESHOLD,
-      g_param_spec_double("session-threshold", "Session threshold",
-          "A session whose score exceeds this is flagged (0 = none is). "
-          "Unset: the threshold `txl eval` measured, which the model file "
-          "carries, else the running rule: 1.5 x the highest score of the "
-          "last 1000 ended sessions, those above 3 x their median left out, "
-          "after 50 (\"warmup\" until then; docs/anomaly.md)",
-          0.0, G_MAXDOUBLE, 0.0, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_END_MARKER,
-      g_param_spec_boolean("session-end-marker", "Session end marker",
-          "Score an empty line when a session ends (the model's surprise "
-          "that it ends there; models trained with `txl eval --end`; "
-          "unset: the model's calibration)", FALSE,
-          rw));
-
-  g_object_class_install_property(gobject_class, PROP_SESSION_TIME_FORMAT,
-      g_param_spec_string("session-time-format", "Session time format",
-          "strptime format of the timestamp at the start of a line (read as "
-          "UTC seconds; a line without one keeps the last): the clock of "
-          "session-idle-after; empty: the line count", "%y%m%d %H%M%S", rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_IDLE_AFTER,
-      g_param_spec_string("session-idle-after", "Session idle timeouts",
-          "Comma-separated idle timeouts (seconds of log time, or lines) for "
-          "a session of 1, 2, ... lines, the last for longer ones: a session "
-          "quiet longer has ended (reason idle, end marker scored); sessions "
-          "still open at the end of the stream are reported with reason "
-          "open and no end marker (`txl eval --session-rule live` writes "
-          "DIR/txlsessions.txt); empty: none", "", rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_OPEN_THRESHOLDS,
-      g_param_spec_string("session-open-thresholds", "Open session thresholds",
-          "Comma-separated thresholds for sessions open at the end of the "
-          "stream or evicted with 1, 2, ... lines, the last for longer "
-          "ones; session-threshold then applies to ended sessions only; "
-          "empty: session-threshold for all", "", rw));
-
-  g_object_class_install_property(gobject_class, PROP_OPEN_SESSIONS,
-      g_param_spec_uint("open-sessions", "Open sessions",
-          "Sessions open now; read-only", 0, G_MAXUINT, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata(element_class, "txl sessions",
       "Filter/Analyzer/Text",
@@ -844,12 +809,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
 static void
 gst_txl_sessions_init(GstTxlSessions *self)
 {
-  self->key = g_strdup(DEFAULT_KEY);
-  self->max_memory = DEFAULT_MEMORY;
-  self->score = TXL_SESSION_SCORE_MEAN;
-  self->time_format = g_strdup("%y%m%d %H%M%S");
-  self->idle_after_s = g_strdup("");
-  self->open_thr_s = g_strdup("");
-  self->learn.warmup = GST_TXL_LEARN_DEFAULT_WARMUP;
+  txl_props_init(self, &props);
   g_queue_init(&self->ended);
 }

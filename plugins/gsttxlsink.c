@@ -148,6 +148,21 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* Posts the line's element message m with its running and stream time,
+ * then fields (may be NULL). */
+static void
+post_line(GstTxlSink *self, GstStructure *m, const GstStructure *fields)
+{
+  GstClockTime running, stream;
+  clock_times(self, &running, &stream);
+  gst_structure_set(m, "running-time", GST_TYPE_CLOCK_TIME, running,
+                    "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
+  if (fields)
+    gst_structure_set(m, "fields", GST_TYPE_STRUCTURE, fields, NULL);
+  gst_element_post_message(GST_ELEMENT(self),
+                           gst_message_new_element(GST_OBJECT(self), m));
+}
+
 /* How long ago the data that completed the line arrived, on the pipeline
  * clock: a live source's timestamps (do-timestamp) against now; NONE for
  * untimed data or without a clock. */
@@ -357,40 +372,25 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   GST_OBJECT_LOCK(self);
   gboolean post_scores = self->post_scores;
   GST_OBJECT_UNLOCK(self);
-  if (post_scores) {
-    GstClockTime running, stream;
-    clock_times(self, &running, &stream);
-    GstStructure *m = gst_structure_new("txl-score",
+  if (post_scores)
+    post_line(self, gst_structure_new("txl-score",
         "line", G_TYPE_INT64, l->line,
         "tokens", G_TYPE_INT64, sc->tokens,
         "bpb", G_TYPE_DOUBLE, bpb,
         "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
-        "flag", G_TYPE_BOOLEAN, flag,
-        "running-time", GST_TYPE_CLOCK_TIME, running,
-        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
-    gst_element_post_message(GST_ELEMENT(self),
-                             gst_message_new_element(GST_OBJECT(self), m));
-  }
+        "flag", G_TYPE_BOOLEAN, flag, NULL), NULL);
   if (flag) {
-    GstClockTime running, stream;
-    clock_times(self, &running, &stream);
-    GstStructure *m = gst_structure_new("txl-anomaly",
+    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
+                    "bits/byte", l->line, worst);
+    post_line(self, gst_structure_new("txl-anomaly",
         "line", G_TYPE_INT64, l->line,
         "bpb", G_TYPE_DOUBLE, bpb,
         "worst", G_TYPE_DOUBLE, worst,
         "nll", G_TYPE_DOUBLE, mean,
         "anomaly", G_TYPE_DOUBLE, anomaly,
-        "text", G_TYPE_STRING, text,
-        "running-time", GST_TYPE_CLOCK_TIME, running,
-        "stream-time", GST_TYPE_CLOCK_TIME, stream, NULL);
-    if (fields)
-      gst_structure_set(m, "fields", GST_TYPE_STRUCTURE, fields, NULL);
-    GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
-                    "bits/byte", l->line, worst);
-    gst_element_post_message(GST_ELEMENT(self),
-                             gst_message_new_element(GST_OBJECT(self), m));
+        "text", G_TYPE_STRING, text, NULL), fields);
   }
   g_free(text);
   if (fields)
@@ -755,19 +755,53 @@ gst_txl_sink_stop(GstBaseSink *bs)
 
 /* ---- GObject ------------------------------------------------------------- */
 
-#define F(id, field) TXL_PROP(id, GstTxlSink, field)
+#define F(id, field, ...) TXL_PROP(id, GstTxlSink, field, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY),
-  F(PROP_THRESHOLD, threshold),
-  F(PROP_MODE, mode),
-  F(PROP_Z, z_threshold),
-  F(PROP_QUANTILE, quantile),
-  F(PROP_WINDOW, window),
-  F(PROP_WARMUP, warmup),
-  F(PROP_POST_SCORES, post_scores),
-  F(PROP_MEAN, mean),
-  F(PROP_STDDEV, stddev),
-  F(PROP_APPEND, append),
+  TXL_PROP_UPTO(PROP_LOCATION, GstTxlSink, location, GST_STATE_READY,
+      TXL_STRING("location", "Location",
+          "File the JSON Lines go to (unset: standard output)", NULL, TXL_RW_READY)),
+  F(PROP_THRESHOLD, threshold, TXL_DOUBLE("threshold", "Threshold",
+      "A line whose cost exceeds this many bits per byte is flagged as an "
+      "anomaly (threshold-mode fixed). Unset: the line threshold the model "
+      "file's calibration carries (txl eval), else 4", 0.0, G_MAXDOUBLE,
+      DEFAULT_THRESHOLD, TXL_RW_PLAYING)),
+  F(PROP_MODE, mode, TXL_ENUM("threshold-mode", "Threshold mode",
+      "stream: the worst part above the label-free threshold of the last "
+      "1000 lines (docs/learning.md; after 50 lines, \"warmup\" in the "
+      "JSON); fixed: bits per byte above \"threshold\" (chosen when "
+      "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") / "
+      "\"stddev\" above \"z-threshold\"; mad: robust z-score over the last "
+      "\"window\" lines above \"z-threshold\"; quantile: bits per byte "
+      "above the \"quantile\" of the last \"window\" lines (both after "
+      "\"warmup\" lines)", gst_txl_threshold_mode_get_type,
+      TXL_THRESHOLD_STREAM, TXL_RW_READY)),
+  F(PROP_Z, z_threshold, TXL_DOUBLE("z-threshold", "Z threshold",
+      "threshold-mode mad: flag lines whose robust z-score exceeds this "
+      "(standard deviations)", 0.0, 1000.0, DEFAULT_Z, TXL_RW_PLAYING)),
+  F(PROP_QUANTILE, quantile, TXL_DOUBLE("quantile", "Quantile",
+      "threshold-mode quantile: flag lines costlier than this quantile of "
+      "the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
+      DEFAULT_QUANTILE, TXL_RW_READY)),
+  F(PROP_WINDOW, window, TXL_INT("window", "Window",
+      "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
+      DEFAULT_WINDOW, TXL_RW_READY)),
+  F(PROP_MEAN, mean, TXL_DOUBLE("mean", "Mean", "threshold-mode zscore: the "
+      "typical cost of a line (bits per byte), e.g. measured on validation "
+      "data", 0.0, G_MAXDOUBLE, 0.0, TXL_RW_PLAYING)),
+  F(PROP_APPEND, append, TXL_BOOLEAN("append", "Append",
+      "Add to the location's file instead of replacing it. A stream that "
+      "txlmodel restored from a snapshot always adds: its earlier lines are "
+      "in the file already", FALSE, TXL_RW_READY)),
+  F(PROP_STDDEV, stddev, TXL_DOUBLE("stddev", "Standard deviation",
+      "threshold-mode zscore: the spread of a line's cost (bits per byte, "
+      "> 0)", 1e-9, G_MAXDOUBLE, 1.0, TXL_RW_PLAYING)),
+  F(PROP_POST_SCORES, post_scores, TXL_BOOLEAN("post-scores", "Post scores",
+      "Post a \"txl-score\" element message for every line (line, tokens, "
+      "bpb, nll, anomaly, flag, running-time, stream-time); flagged lines "
+      "always post \"txl-anomaly\"", FALSE, TXL_RW_PLAYING)),
+  F(PROP_WARMUP, warmup, TXL_INT("warmup", "Warm-up",
+      "Lines the mad and quantile baselines see before flagging any (lines; "
+      "at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP, TXL_RW_READY)),
 };
 #undef F
 
@@ -808,71 +842,8 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseSinkClass *bs_class = GST_BASE_SINK_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
 
   txl_props_install(gobject_class, &props);
-
-  g_object_class_install_property(gobject_class, PROP_LOCATION,
-      g_param_spec_string("location", "Location",
-          "File the JSON Lines go to (unset: standard output)", NULL,
-          rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_THRESHOLD,
-      g_param_spec_double("threshold", "Threshold",
-          "A line whose cost exceeds this many bits per byte is flagged "
-          "as an anomaly (threshold-mode fixed). Unset: the line threshold "
-          "the model file's calibration carries (txl eval), else 4",
-          0.0, G_MAXDOUBLE,
-          DEFAULT_THRESHOLD, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_MODE,
-      g_param_spec_enum("threshold-mode", "Threshold mode",
-          "stream: the worst part above the label-free threshold of the last "
-          "1000 lines (docs/learning.md; after 50 lines, \"warmup\" "
-          "in the JSON); fixed: bits per byte above \"threshold\" (chosen when "
-          "\"threshold\" is set and this is not); zscore: (bpb - \"mean\") "
-          "/ \"stddev\" above \"z-threshold\"; mad: robust z-score "
-          "over the last \"window\" lines above \"z-threshold\"; quantile: "
-          "bits per byte above the \"quantile\" of the last \"window\" lines "
-          "(both after \"warmup\" lines)", gst_txl_threshold_mode_get_type(),
-          TXL_THRESHOLD_STREAM, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_Z,
-      g_param_spec_double("z-threshold", "Z threshold",
-          "threshold-mode mad: flag lines whose robust z-score exceeds this "
-          "(standard deviations)", 0.0, 1000.0, DEFAULT_Z,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_QUANTILE,
-      g_param_spec_double("quantile", "Quantile",
-          "threshold-mode quantile: flag lines costlier than this quantile "
-          "of the window (fraction, exclusive range 0..1)", 1e-6, 1.0 - 1e-6,
-          DEFAULT_QUANTILE, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_WINDOW,
-      g_param_spec_int("window", "Window",
-          "Lines the mad and quantile baselines keep (lines)", 2, 1 << 24,
-          DEFAULT_WINDOW, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_MEAN,
-      g_param_spec_double("mean", "Mean", "threshold-mode zscore: the "
-          "typical cost of a line (bits per byte), e.g. measured on "
-          "validation data", 0.0, G_MAXDOUBLE, 0.0,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_APPEND,
-      g_param_spec_boolean("append", "Append",
-          "Add to the location's file instead of replacing it. A stream that "
-          "txlmodel restored from a snapshot always adds: its earlier lines "
-          "are in the file already", FALSE, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, PROP_STDDEV,
-      g_param_spec_double("stddev", "Standard deviation", "threshold-mode "
-          "zscore: the spread of a line's cost (bits per byte, > 0)", 1e-9,
-          G_MAXDOUBLE, 1.0, rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_POST_SCORES,
-      g_param_spec_boolean("post-scores", "Post scores",
-          "Post a \"txl-score\" element message for every line (line, "
-          "tokens, bpb, nll, anomaly, flag, running-time, stream-time); "
-          "flagged lines always post \"txl-anomaly\"", FALSE,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, PROP_WARMUP,
-      g_param_spec_int("warmup", "Warm-up",
-          "Lines the mad and quantile baselines see before flagging any "
-          "(lines; at most \"window\")", 1, 1 << 24, DEFAULT_WARMUP,
-          rw | GST_PARAM_MUTABLE_READY));
 
   /**
    * GstTxlSink::line-scored:
@@ -932,14 +903,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
 static void
 gst_txl_sink_init(GstTxlSink *self)
 {
-  self->threshold = DEFAULT_THRESHOLD;
-  self->mode = TXL_THRESHOLD_STREAM;
-  self->z_threshold = DEFAULT_Z;
-  self->quantile = DEFAULT_QUANTILE;
-  self->window = DEFAULT_WINDOW;
-  self->mean = 0.0;
-  self->stddev = 1.0;
-  self->warmup = DEFAULT_WARMUP;
+  txl_props_init(self, &props);
   g_queue_init(&self->lines);
   g_rec_mutex_init(&self->state_lock);
   self->text_line = 1;

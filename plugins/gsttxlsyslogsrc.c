@@ -596,18 +596,42 @@ gst_txl_syslog_src_send_event(GstElement *element, GstEvent *event)
 
 /* ---- properties -------------------------------------------------------- */
 
-#define F(id, field) TXL_PROP_UPTO(id, GstTxlSyslogSrc, field, GST_STATE_READY)
-#define R(id, field) TXL_PROP(id, GstTxlSyslogSrc, field)
+#define F(id, field, ...)                                                     \
+  TXL_PROP_UPTO(id, GstTxlSyslogSrc, field, GST_STATE_READY, __VA_ARGS__)
+#define R(id, field, ...) TXL_PROP(id, GstTxlSyslogSrc, field, __VA_ARGS__)
+/* a count since start, read-only */
+#define COUNTER(id, field, name, blurb)                                       \
+  R(id, field, TXL_UINT64(name, name, blurb, 0, G_MAXUINT64, 0, TXL_RO))
 static const TxlPropField prop_fields[] = {
-  F(PROP_ADDRESS, address), F(PROP_PORT, port), F(PROP_UDP, udp),
-  F(PROP_TCP, tcp), F(PROP_MAX_CLIENTS, max_clients),
-  F(PROP_MAX_MESSAGE, max_message), R(PROP_BOUND_PORT, bound_port),
-  R(PROP_MESSAGES, messages), R(PROP_MALFORMED, malformed),
-  R(PROP_DROPPED, dropped), R(PROP_CONNECTIONS, connections),
-  R(PROP_CLIENTS, n_clients),
+  F(PROP_ADDRESS, address, TXL_STRING("address", "Address",
+      "Address to listen on (0.0.0.0 or :: for every interface)",
+      DEFAULT_ADDRESS, TXL_RW_READY)),
+  F(PROP_PORT, port, TXL_INT("port", "Port",
+      "UDP and TCP port (0: a free one, see bound-port)", 0, 65535,
+      DEFAULT_PORT, TXL_RW_READY)),
+  F(PROP_UDP, udp, TXL_BOOLEAN("udp", "UDP", "Receive datagrams", TRUE, TXL_RW_READY)),
+  F(PROP_TCP, tcp, TXL_BOOLEAN("tcp", "TCP", "Accept TCP clients", TRUE, TXL_RW_READY)),
+  F(PROP_MAX_CLIENTS, max_clients, TXL_UINT("max-clients", "Max clients",
+      "TCP clients at once; more are refused", 1, 65536,
+      DEFAULT_MAX_CLIENTS, TXL_RW_READY)),
+  F(PROP_MAX_MESSAGE, max_message, TXL_UINT("max-message-size",
+      "Max message size", "Bytes of one message at most; a longer one is "
+      "cut and counted malformed", 480, 16u << 20, DEFAULT_MAX_MESSAGE, TXL_RW_READY)),
+  R(PROP_BOUND_PORT, bound_port, TXL_INT("bound-port", "Bound port",
+      "The port listened on (0: not listening)", 0, 65535, 0, TXL_RO)),
+  COUNTER(PROP_MESSAGES, messages, "messages", "Messages received"),
+  COUNTER(PROP_MALFORMED, malformed, "malformed",
+          "Frames with a bad octet count, or cut at max-message-size"),
+  COUNTER(PROP_DROPPED, dropped, "dropped",
+          "Datagrams dropped because the queue was full"),
+  COUNTER(PROP_CONNECTIONS, connections, "connections",
+          "TCP connections accepted"),
+  R(PROP_CLIENTS, n_clients, TXL_UINT("clients", "Clients",
+      "TCP clients connected now", 0, G_MAXUINT, 0, TXL_RO)),
 };
 #undef F
 #undef R
+#undef COUNTER
 
 static void
 release(GObject *object)
@@ -624,11 +648,7 @@ static const TxlPropTable props = {
 static void
 gst_txl_syslog_src_init(GstTxlSyslogSrc *self)
 {
-  self->address = g_strdup(DEFAULT_ADDRESS);
-  self->port = DEFAULT_PORT;
-  self->udp = self->tcp = TRUE;
-  self->max_clients = DEFAULT_MAX_CLIENTS;
-  self->max_message = DEFAULT_MAX_MESSAGE;
+  txl_props_init(self, &props);
   self->udp_fd = self->listen_fd = self->wake[0] = self->wake[1] = -1;
   g_mutex_init(&self->lock);
   g_cond_init(&self->cond);
@@ -639,58 +659,13 @@ gst_txl_syslog_src_init(GstTxlSyslogSrc *self)
 }
 
 static void
-install_counter(GObjectClass *oc, guint id, const char *name, const char *blurb)
-{
-  g_object_class_install_property(oc, id,
-      g_param_spec_uint64(name, name, blurb, 0, G_MAXUINT64, 0,
-                          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-}
-
-static void
 gst_txl_syslog_src_class_init(GstTxlSyslogSrcClass *klass)
 {
   GObjectClass *oc = G_OBJECT_CLASS(klass);
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
   GstPushSrcClass *pc = GST_PUSH_SRC_CLASS(klass);
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                         GST_PARAM_MUTABLE_READY;
   txl_props_install(oc, &props);
-  g_object_class_install_property(oc, PROP_ADDRESS,
-      g_param_spec_string("address", "Address",
-                          "Address to listen on (0.0.0.0 or :: for every "
-                          "interface)", DEFAULT_ADDRESS, rw));
-  g_object_class_install_property(oc, PROP_PORT,
-      g_param_spec_int("port", "Port",
-                       "UDP and TCP port (0: a free one, see bound-port)", 0,
-                       65535, DEFAULT_PORT, rw));
-  g_object_class_install_property(oc, PROP_UDP,
-      g_param_spec_boolean("udp", "UDP", "Receive datagrams", TRUE, rw));
-  g_object_class_install_property(oc, PROP_TCP,
-      g_param_spec_boolean("tcp", "TCP", "Accept TCP clients", TRUE, rw));
-  g_object_class_install_property(oc, PROP_MAX_CLIENTS,
-      g_param_spec_uint("max-clients", "Max clients",
-                        "TCP clients at once; more are refused", 1, 65536,
-                        DEFAULT_MAX_CLIENTS, rw));
-  g_object_class_install_property(oc, PROP_MAX_MESSAGE,
-      g_param_spec_uint("max-message-size", "Max message size",
-                        "Bytes of one message at most; a longer one is cut "
-                        "and counted malformed", 480, 16u << 20,
-                        DEFAULT_MAX_MESSAGE, rw));
-  g_object_class_install_property(oc, PROP_BOUND_PORT,
-      g_param_spec_int("bound-port", "Bound port",
-                       "The port listened on (0: not listening)", 0, 65535, 0,
-                       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-  install_counter(oc, PROP_MESSAGES, "messages", "Messages received");
-  install_counter(oc, PROP_MALFORMED, "malformed",
-                  "Frames with a bad octet count, or cut at max-message-size");
-  install_counter(oc, PROP_DROPPED, "dropped",
-                  "Datagrams dropped because the queue was full");
-  install_counter(oc, PROP_CONNECTIONS, "connections",
-                  "TCP connections accepted");
-  g_object_class_install_property(oc, PROP_CLIENTS,
-      g_param_spec_uint("clients", "Clients", "TCP clients connected now", 0,
-                        G_MAXUINT, 0, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
   gst_element_class_add_static_pad_template(ec, &src_template);
   gst_element_class_set_static_metadata(ec, "txl syslog source",
       "Source/Network", "Receives syslog over UDP and TCP (RFC 5424, RFC "

@@ -738,19 +738,42 @@ gst_txl_tokenizer_change_state(GstElement *element, GstStateChange transition)
   return ret;
 }
 
+#define F(id, field, ...)                                                     \
+  TXL_PROP_UPTO(id, GstTxlTokenizer, field, GST_STATE_READY, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
-  TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines),
-  TXL_PROP_UPTO(PROP_FORMAT, GstTxlTokenizer, format, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_MESSAGE_FIELD, GstTxlTokenizer, message_field,
-                GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_TIME_FIELD, GstTxlTokenizer, time_field, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_HOST_FIELD, GstTxlTokenizer, host_field, GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_SESSION_FIELD, GstTxlTokenizer, session_field,
-                GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_CONTINUATION, GstTxlTokenizer, continuation,
-                GST_STATE_READY),
-  TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL),
+  TXL_PROP(PROP_BUFFER_LINES, GstTxlTokenizer, buffer_lines,
+      TXL_BOOLEAN("buffer-lines", "Buffer lines",
+          "Each input buffer ends a line: a buffer without a final line end "
+          "gets one (one message per datagram, e.g. syslog over UDP)", FALSE,
+          TXL_RW_PLAYING)),
+  F(PROP_FORMAT, format, TXL_ENUM("format", "Format",
+      "How input lines are read: auto (a line that is a JSON object gives "
+      "its message as text and its time, host, app, severity as fields; a "
+      "trailing CR is dropped), json, text, or raw (bytes as they come)",
+      gst_txl_format_get_type, TXL_FORMAT_AUTO, TXL_RW_READY)),
+  F(PROP_MESSAGE_FIELD, message_field, TXL_STRING("message-field",
+      "Message field", "JSON field holding the message, dotted for nested "
+      "ones (unset: message, msg, MESSAGE, log, body, Body, text)", NULL,
+      TXL_RW_READY)),
+  F(PROP_TIME_FIELD, time_field, TXL_STRING("time-field", "Time field",
+      "JSON field holding the time (unset: time, timestamp, @timestamp, ts, "
+      "__REALTIME_TIMESTAMP, Timestamp, date)", NULL, TXL_RW_READY)),
+  F(PROP_HOST_FIELD, host_field, TXL_STRING("host-field", "Host field",
+      "JSON field holding the host (unset: host, hostname, _HOSTNAME, "
+      "host.name, kubernetes.host)", NULL, TXL_RW_READY)),
+  F(PROP_SESSION_FIELD, session_field, TXL_STRING("session-field",
+      "Session field", "JSON field whose value becomes the record field "
+      "\"session\" (txlsessions session-field=session)", NULL, TXL_RW_READY)),
+  F(PROP_CONTINUATION, continuation, TXL_STRING("continuation",
+      "Continuation", "Regular expression (PCRE): a line it matches joins "
+      "the record before it (a stack trace: \"^(\\s|Caused by:)\"); that "
+      "record is scored when the next one begins", NULL, TXL_RW_READY)),
+  TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL,
+      TXL_STRING("model", "Model", "Path of the txl model file (GGUF) whose "
+          "tokenizer splits the input; loaded once per process and shared",
+          NULL, TXL_RW)),
 };
+#undef F
 
 /* What the tokenizer holds besides its properties' strings. */
 static void
@@ -772,47 +795,6 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
   txl_props_install(gobject_class, &props);
-
-  g_object_class_install_property(gobject_class, PROP_BUFFER_LINES,
-      g_param_spec_boolean("buffer-lines", "Buffer lines",
-          "Each input buffer ends a line: a buffer without a final line end "
-          "gets one (one message per datagram, e.g. syslog over UDP)", FALSE,
-          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-                         GST_PARAM_MUTABLE_READY;
-  g_object_class_install_property(gobject_class, PROP_FORMAT,
-      g_param_spec_enum("format", "Format",
-          "How input lines are read: auto (a line that is a JSON object "
-          "gives its message as text and its time, host, app, severity as "
-          "fields; a trailing CR is dropped), json, text, or raw (bytes as "
-          "they come)", gst_txl_format_get_type(), TXL_FORMAT_AUTO, rw));
-  g_object_class_install_property(gobject_class, PROP_MESSAGE_FIELD,
-      g_param_spec_string("message-field", "Message field",
-          "JSON field holding the message, dotted for nested ones (unset: "
-          "message, msg, MESSAGE, log, body, Body, text)", NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_TIME_FIELD,
-      g_param_spec_string("time-field", "Time field",
-          "JSON field holding the time (unset: time, timestamp, @timestamp, "
-          "ts, __REALTIME_TIMESTAMP, Timestamp, date)", NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_HOST_FIELD,
-      g_param_spec_string("host-field", "Host field",
-          "JSON field holding the host (unset: host, hostname, _HOSTNAME, "
-          "host.name, kubernetes.host)", NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_SESSION_FIELD,
-      g_param_spec_string("session-field", "Session field",
-          "JSON field whose value becomes the record field \"session\" "
-          "(txlsessions session-field=session)", NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_CONTINUATION,
-      g_param_spec_string("continuation", "Continuation",
-          "Regular expression (PCRE): a line it matches joins the record "
-          "before it (a stack trace: \"^(\\s|Caused by:)\"); that record is "
-          "scored when the next one begins", NULL, rw));
-  g_object_class_install_property(gobject_class, PROP_MODEL,
-      g_param_spec_string("model", "Model",
-          "Path of the txl model file (GGUF) whose tokenizer splits the "
-          "input; loaded once per process and shared",
-          NULL, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
@@ -842,5 +824,5 @@ gst_txl_tokenizer_init(GstTxlTokenizer *self)
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   g_mutex_init(&self->state_lock);
   self->line = 1;
-  self->format = TXL_FORMAT_AUTO;
+  txl_props_init(self, &props);
 }

@@ -209,35 +209,6 @@ gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
   return ok;
 }
 
-/* ---- properties -------------------------------------------------------- */
-
-void
-gst_txl_learn_install_props(GObjectClass *gobject_class, guint first)
-{
-  const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS;
-  g_object_class_install_property(gobject_class, first + 0,
-      g_param_spec_boolean("learn", "Learn",
-          "Fine-tune a copy of the model on the lines of the stream, in "
-          "rounds on a thread of their own, the adapted weights taking over "
-          "between segments at a line fixed by the input (docs/learning.md)",
-          FALSE, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, first + 1,
-      g_param_spec_int("learn-warmup", "Learning warm-up",
-          "learn=true: lines scored with the model file's weights before the "
-          "first round of learning (lines)", 1, G_MAXINT,
-          GST_TXL_LEARN_DEFAULT_WARMUP, rw | GST_PARAM_MUTABLE_READY));
-  g_object_class_install_property(gobject_class, first + 2,
-      g_param_spec_string("learn-model", "Adapted model file",
-          "learn=true: write the adapted weights as a model file here after "
-          "each round (atomically; unset: none)", NULL,
-          rw | GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property(gobject_class, first + 3,
-      g_param_spec_uint("learn-rounds", "Learning rounds",
-          "learn=true: rounds of learning whose weights took over (restored "
-          "streams count from their start)", 0, G_MAXUINT, 0,
-          G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
-}
-
 /* ---- snapshots ---------------------------------------------------------- */
 
 static gboolean

@@ -25,6 +25,7 @@
 #define GST_TXL_LEARN_H
 
 #include "gsttxlcommon.h"
+#include "txlprops.h"
 #include "txl_formats.h"
 
 G_BEGIN_DECLS
@@ -41,9 +42,30 @@ typedef struct _GstTxlLearn GstTxlLearn;
 
 #define GST_TXL_LEARN_DEFAULT_WARMUP 1000
 /* The element's properties learn (boolean), learn-warmup (int, lines),
- * learn-model (string, path) and learn-rounds (uint, read-only), with
- * the ids first .. first + 3. */
-void gst_txl_learn_install_props(GObjectClass *klass, guint first);
+ * learn-model (string, path) and learn-rounds (uint, read-only): the rows
+ * of its property table (txlprops.h) for the ids first .. first + 3 and
+ * the instance's GstTxlLearnProps learn. */
+#define GST_TXL_LEARN_PROPS(type, first)                                      \
+  TXL_PROP_UPTO((first) + 0, type, learn.on, GST_STATE_READY,                 \
+      TXL_BOOLEAN("learn", "Learn", "Fine-tune a copy of the model on the "   \
+          "lines of the stream, in rounds on a thread of their own, the "     \
+          "adapted weights taking over between segments at a line fixed by "  \
+          "the input (docs/learning.md)", FALSE,                              \
+          TXL_RW_READY)),                                                     \
+  TXL_PROP_UPTO((first) + 1, type, learn.warmup, GST_STATE_READY,             \
+      TXL_INT("learn-warmup", "Learning warm-up", "learn=true: lines scored " \
+          "with the model file's weights before the first round of learning " \
+          "(lines)", 1, G_MAXINT, GST_TXL_LEARN_DEFAULT_WARMUP,               \
+          TXL_RW_READY)),                                                     \
+  TXL_PROP((first) + 2, type, learn.model_out,                                \
+      TXL_STRING("learn-model", "Adapted model file", "learn=true: write the "\
+          "adapted weights as a model file here after each round "            \
+          "(atomically; unset: none)", NULL,                                  \
+          TXL_RW_PLAYING)),                                                   \
+  TXL_PROP((first) + 3, type, learn.rounds,                                   \
+      TXL_UINT("learn-rounds", "Learning rounds", "learn=true: rounds of "    \
+          "learning whose weights took over (restored streams count from "    \
+          "their start)", 0, G_MAXUINT, 0, TXL_RO))
 
 /* owner posts the messages; warmup_lines: lines before the first round;
  * NULL with error when the model cannot be trained. */

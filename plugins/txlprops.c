@@ -133,6 +133,35 @@ finalize(GObject *object)
   klass->finalize(object);
 }
 
+static GParamSpec *
+new_spec(const TxlPropField *f)
+{
+  const gchar *n = f->name, *nick = f->nick, *blurb = f->blurb;
+  switch (f->type) {
+  case G_TYPE_STRING:
+    return g_param_spec_string(n, nick, blurb, f->def.s, f->flags);
+  case G_TYPE_BOOLEAN:
+    return g_param_spec_boolean(n, nick, blurb, (gboolean)f->def.i, f->flags);
+  case G_TYPE_INT:
+    return g_param_spec_int(n, nick, blurb, (gint)f->min.i, (gint)f->max.i,
+                            (gint)f->def.i, f->flags);
+  case G_TYPE_UINT:
+    return g_param_spec_uint(n, nick, blurb, (guint)f->min.u,
+                             (guint)f->max.u, (guint)f->def.u, f->flags);
+  case G_TYPE_UINT64:
+    return g_param_spec_uint64(n, nick, blurb, f->min.u, f->max.u, f->def.u,
+                               f->flags);
+  case G_TYPE_DOUBLE:
+    return g_param_spec_double(n, nick, blurb, f->min.d, f->max.d, f->def.d,
+                               f->flags);
+  case G_TYPE_ENUM:
+    return g_param_spec_enum(n, nick, blurb, f->enum_type(), (gint)f->def.i,
+                             f->flags);
+  default:
+    g_return_val_if_reached(NULL);
+  }
+}
+
 void
 txl_props_install(GObjectClass *klass, const TxlPropTable *table)
 {
@@ -141,4 +170,24 @@ txl_props_install(GObjectClass *klass, const TxlPropTable *table)
   klass->set_property = set_property;
   klass->get_property = get_property;
   klass->finalize = finalize;
+  for (gsize i = 0; i < table->n; i++)
+    g_object_class_install_property(klass, table->fields[i].id,
+                                    new_spec(&table->fields[i]));
+}
+
+void
+txl_props_init(gpointer instance, const TxlPropTable *table)
+{
+  /* while a class's instance_init runs, the instance's class is that one:
+   * its properties are the table's */
+  GObjectClass *klass = G_OBJECT_GET_CLASS(instance);
+  for (gsize i = 0; i < table->n; i++) {
+    const TxlPropField *f = &table->fields[i];
+    GParamSpec *pspec = g_object_class_find_property(klass, f->name);
+    GValue v = G_VALUE_INIT;
+    g_value_init(&v, pspec->value_type);
+    g_param_value_set_default(pspec, &v);
+    set_field(G_STRUCT_MEMBER_P(instance, f->offset), &v);
+    g_value_unset(&v);
+  }
 }

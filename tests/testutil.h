@@ -376,4 +376,14 @@ toks_assert_same(const Toks *a, const Toks *b)
                   b->ends->len * sizeof(gsize));
 }
 
+/* The record line rec (header hlen bytes, record.h) has the field name,
+ * and its value is want. */
+#define tu_assert_field(rec, hlen, name, want)                                \
+  G_STMT_START {                                                              \
+    const char *tu_v_;                                                        \
+    gsize tu_vl_;                                                             \
+    g_assert_true(txl_record_get((rec), (hlen), (name), &tu_v_, &tu_vl_));    \
+    g_assert_cmpmem(tu_v_, tu_vl_, (want), strlen(want));                     \
+  } G_STMT_END
+
 #endif

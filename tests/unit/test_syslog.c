@@ -36,10 +36,8 @@ TU_TEST("/syslog/rfc5424", test_rfc5424)
   g_assert_cmpstr(s->str + h, ==, "An entry\n");
   const char *v;
   gsize vl;
-  g_assert_true(txl_record_get(s->str, h, "severity", &v, &vl));
-  g_assert_cmpmem(v, vl, "notice", 6); /* 165 = local4.notice */
-  g_assert_true(txl_record_get(s->str, h, "facility", &v, &vl));
-  g_assert_cmpmem(v, vl, "local4", 6);
+  tu_assert_field(s->str, h, "severity", "notice"); /* 165 = local4.notice */
+  tu_assert_field(s->str, h, "facility", "local4");
   g_assert_false(txl_record_get(s->str, h, "procid", &v, &vl));
   g_string_free(s, TRUE);
 

@@ -2,6 +2,8 @@
 #ifndef TXL_TOOLS_CMD_H
 #define TXL_TOOLS_CMD_H
 
+#include "txl.h"
+
 int txl_cmd_score(int argc, char **argv);
 int txl_cmd_convert(int argc, char **argv);
 int txl_cmd_bench(int argc, char **argv);
@@ -11,5 +13,9 @@ int txl_cmd_generate(int argc, char **argv);
 int txl_cmd_snapshot(int argc, char **argv);
 int txl_cmd_eval(int argc, char **argv);
 int txl_cmd_calibrate(int argc, char **argv);
+
+/* Shared by the commands (txl.c): the model file at path, loaded; NULL
+ * once "who: why" is on standard error (the command then exits with 1). */
+TxlModel *txl_cmd_load_model(const char *who, const char *path);
 
 #endif

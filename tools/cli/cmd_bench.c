@@ -150,11 +150,9 @@ txl_cmd_bench(int argc, char **argv)
     g_autofree char *t = g_strdup_printf("%d", threads);
     g_setenv("TXL_NUM_THREADS", t, TRUE); /* read when the pool starts */
   }
-  TxlModel *m = txl_model_load(model_path, &err);
-  if (!m) {
-    fprintf(stderr, "txl bench: %s\n", err->message);
+  TxlModel *m = txl_cmd_load_model("txl bench", model_path);
+  if (!m)
     return 1;
-  }
   const TxlConfig *c = txl_model_config(m);
   int seg = segment > 0 ? segment : c->tgt_len;
   TxlStreamOptions o = { mem_len, -1, -1, seg,

@@ -58,11 +58,9 @@ txl_cmd_calibrate(int argc, char **argv)
                     "--key-group 0..99\n");
     return 2;
   }
-  TxlModel *m = txl_model_load(argv[1], &err);
-  if (!m) {
-    fprintf(stderr, "txl calibrate: %s\n", err->message);
+  TxlModel *m = txl_cmd_load_model("txl calibrate", argv[1]);
+  if (!m)
     return 1;
-  }
   const TxlCalibration *old = txl_model_calibration(m);
   TxlCalibration c = { .sessions = TRUE, .session_key = "blk_-?[0-9]+",
                        .session_score = 3 };

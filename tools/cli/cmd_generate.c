@@ -80,11 +80,9 @@ txl_cmd_generate(int argc, char **argv)
     text = g_strdup(prompt && *prompt ? prompt : "\n");
     text_len = strlen(text);
   }
-  TxlModel *m = txl_model_load(model_path, &err);
-  if (!m) {
-    fprintf(stderr, "txl generate: %s\n", err->message);
+  TxlModel *m = txl_cmd_load_model("txl generate", model_path);
+  if (!m)
     return 1;
-  }
   int rc = 1;
   const TxlTokenizer *tok = txl_model_tokenizer(m);
   TxlGenerator *gen = NULL;

@@ -18,11 +18,9 @@ txl_cmd_info(int argc, char **argv)
             err ? err->message : "expected exactly one MODEL file");
     return 2;
   }
-  TxlModel *m = txl_model_load(argv[1], &err);
-  if (!m) {
-    fprintf(stderr, "txl info: %s\n", err->message);
+  TxlModel *m = txl_cmd_load_model("txl info", argv[1]);
+  if (!m)
     return 1;
-  }
   const TxlConfig *c = txl_model_config(m);
   printf("{\"n_token\": %d, \"d_model\": %d, \"d_embed\": %d, \"n_head\": %d, "
          "\"d_head\": %d, \"d_inner\": %d, \"n_layer\": %d, \"mem_len\": %d, "

@@ -890,9 +890,8 @@ txl_cmd_score(int argc, char **argv)
             g_strerror(errno));
     return 1;
   }
-  TxlModel *m = txl_model_load(model_path, &err);
+  TxlModel *m = txl_cmd_load_model("txl score", model_path);
   if (!m) {
-    fprintf(stderr, "txl score: %s\n", err->message);
     if (in != stdin)
       fclose(in);
     return 1;

@@ -105,11 +105,9 @@ cmd_bench(int argc, char **argv)
                     "[--memory kv|hidden] [--text FILE] [--after N]\n");
     return 2;
   }
-  TxlModel *m = txl_model_load(model_path, &err);
-  if (!m) {
-    fprintf(stderr, "txl snapshot bench: %s\n", err->message);
+  TxlModel *m = txl_cmd_load_model("txl snapshot bench", model_path);
+  if (!m)
     return 1;
-  }
   TxlStreamOptions o = TXL_STREAM_OPTIONS_DEFAULT;
   o.mem_len = mem_len;
   o.memory = memory && !strcmp(memory, "hidden") ? TXL_MEMORY_HIDDEN

@@ -23,6 +23,16 @@ static const struct {
   { "calibrate", txl_cmd_calibrate, "set or remove a model file's anomaly thresholds" },
 };
 
+TxlModel *
+txl_cmd_load_model(const char *who, const char *path)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(path, &err);
+  if (!m)
+    fprintf(stderr, "%s: %s\n", who, err->message);
+  return m;
+}
+
 static void
 usage(FILE *out)
 {
