@@ -373,6 +373,9 @@ def cmd_hdfs_live(a):
         mins = (time.monotonic() - t0) / 60
         with open(out) as f:
             ss = [json.loads(l) for l in f if l.startswith('{"session"')]
+    if a.keep:
+        with open(a.keep, "w") as f:
+            f.writelines(json.dumps(s) + "\n" for s in ss)
     reasons = {}
     for s in ss:
         reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
@@ -387,6 +390,12 @@ def cmd_hdfs_live(a):
           "P %.3f R %.3f F1 %.3f, %.0f min" % (
               len(ss), reasons, len(test), len(pos), sum(1 for s in ss if s.get("warmup")),
               auroc(pos, neg), tp + fp, p, r, 2 * p * r / max(1e-9, p + r), mins))
+    # the ranking the pipeline acts on: each session's score over the
+    # threshold it was judged by (weights and window change as it learns)
+    judged = [s for s in test if not s.get("warmup") and (s.get("threshold") or 0) > 0]
+    print("judged by the running rule: %d; AUROC of score / threshold %.3f" % (
+        len(judged), auroc([s["score"] / s["threshold"] for s in judged if labels[s["session"]]],
+                           [s["score"] / s["threshold"] for s in judged if not labels[s["session"]]])))
 
 
 def main():
@@ -404,6 +413,7 @@ def main():
     s.add_argument("dir")
     s.add_argument("--max-session-memory", type=int, default=0,
                    help="txlsessions' bound in bytes (default: the element's, 4 GiB)")
+    s.add_argument("--keep", help="also write the session records to this file")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
