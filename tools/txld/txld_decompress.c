@@ -156,6 +156,9 @@ txld_decompress(GBytes *raw, const char *encoding, guint64 max,
     return g_bytes_ref(raw);
   gsize n;
   const guint8 *in = g_bytes_get_data(raw, &n);
+  static const guint8 empty[1];
+  if (!in) /* an empty body: no pointer, and none may be offset (C) */
+    in = empty;
   Out o = { NULL, 0, 0, (gsize)MIN(max, (guint64)G_MAXSIZE) };
   gboolean ok;
   if (g_ascii_strcasecmp(enc, "gzip") == 0 ||
