@@ -242,9 +242,23 @@ write_seeds(const char *dir)
   }
 }
 
+/* A GLib critical or warning (GStreamer's own included, such as a string
+ * field that is not UTF-8) is a finding: abort, which libFuzzer catches
+ * and saves the input of (G_DEBUG=fatal-criticals alone raises SIGTRAP,
+ * which it does not). */
+static GLogWriterOutput
+writer(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+  g_log_writer_standard_streams(level, fields, n, data);
+  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    abort();
+  return G_LOG_WRITER_HANDLED;
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+  g_log_set_writer_func(writer, NULL, NULL);
   g_setenv("TXL_NUM_THREADS", "1", TRUE);
   /* only the plugin compiled in: no registry, no plugin scanned (an
    * installed txl plugin would clash with it) */
