@@ -255,10 +255,22 @@ writer(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
   return G_LOG_WRITER_HANDLED;
 }
 
+/* The files written at start go at exit (libFuzzer's own exits too). */
+static void
+remove_files(void)
+{
+  for (int i = 0; i < N_CHAINS; i++)
+    if (chains[i].snap)
+      g_remove(chains[i].snap);
+  if (model_path)
+    tu_remove(model_path);
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
   g_log_set_writer_func(writer, NULL, NULL);
+  atexit(remove_files);
   g_setenv("TXL_NUM_THREADS", "1", TRUE);
   /* only the plugin compiled in: no registry, no plugin scanned (an
    * installed txl plugin would clash with it) */
