@@ -44,7 +44,7 @@ check_txl_refusal(GError *err, int code, int code2)
 /* A record line as txl_record_append writes it: LF-terminated, a header
  * (or none) whose fields lie inside it, then a message free of control
  * bytes.  For the harnesses of parsers that write record lines. */
-static void
+G_GNUC_UNUSED static void
 check_record(const char *line, gsize len)
 {
   if (len == 0 || line[len - 1] != '\n')

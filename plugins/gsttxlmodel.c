@@ -24,6 +24,7 @@
  * of the snapshot ("txlmodel": tokens pending, the line being summed,
  * scores not delivered). */
 #include "gsttxlscorerbase.h"
+#include "txl_engine.h"
 #include "txllearn.h"
 #include "txlprops.h"
 
@@ -455,7 +456,8 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   TxlReader r;
   txl_reader_init(&r, bytes);
   gint64 seen = txl_scorer_tokens_seen(sc);
-  int npend = txl_scorer_pending_count(sc);
+  int npend;
+  const int32_t *pend = txl_scorer_pending(sc, &npend);
   guint64 want = npend > 1 ? (guint64)npend - 1 : 0;
   int n_ids = txl_model_config(base->model)->n_token;
   guint32 version = txl_get_u32(&r);
@@ -476,9 +478,11 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
     TxlScoreRecord rec;
     txl_score_record_read(r.p, &rec);
     r.p += TXL_SCORE_RECORD_SIZE;
-    /* the records are those of the scorer's pending tokens, in order */
+    /* the records are those of the scorer's pending tokens, in order,
+     * ids included: the scores that come for them are checked against
+     * them (on_score's warning; fuzz_elements) */
     if (rec.pos != seen - (gint64)n + (gint64)i || rec.id < 0 ||
-        rec.id >= n_ids)
+        rec.id >= n_ids || rec.id != pend[(guint64)npend - n + i])
       goto bad;
     g_array_append_val(o->pending, rec);
   }

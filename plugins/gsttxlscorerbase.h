@@ -178,6 +178,15 @@ TxlSnapResult gst_txl_scorer_base_snapshot(GstTxlScorerBase *self,
 gboolean gst_txl_scorer_base_restore(GstTxlScorerBase *self,
                                      const gchar *path, gboolean at_start,
                                      GError **error);
+/* The rest of a restore once the file is loaded and this element's
+ * section parsed (parse_own): the neighbours' parts of sect checked (live),
+ * then loaded and own (taken) go in; sect is not taken.  Apart from
+ * restore() so that fuzz/fuzz_elements.c applies a parsed section the
+ * same way without writing a file. */
+gboolean gst_txl_scorer_base_restore_parsed(GstTxlScorerBase *self,
+                                            GHashTable *sect, gpointer loaded,
+                                            gpointer own, gboolean at_start,
+                                            GError **error);
 /* gsttxlscorerbase_snap.c's, for the scheduler */
 extern const TxlSnapOps gst_txl_scorer_base_snap_ops;
 GstFlowReturn gst_txl_scorer_base_score_error(GstTxlScorerBase *self,

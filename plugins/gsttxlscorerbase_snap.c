@@ -88,19 +88,10 @@ load_checked(GstTxlScorerBase *self, const gchar *path, GHashTable **sect,
 }
 
 gboolean
-gst_txl_scorer_base_restore(GstTxlScorerBase *self, const gchar *path,
-                            gboolean at_start, GError **error)
+gst_txl_scorer_base_restore_parsed(GstTxlScorerBase *self, GHashTable *sect,
+                                   gpointer loaded, gpointer own,
+                                   gboolean at_start, GError **error)
 {
-  init_debug();
-  if (!CLASS(self)->live(self)) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID, "not started");
-    return FALSE;
-  }
-  gint64 t0 = g_get_monotonic_time();
-  GHashTable *sect = NULL;
-  gpointer loaded = NULL, own = NULL;
-  if (!load_checked(self, path, &sect, &loaded, &own, error))
-    return FALSE;
   GstElement *e = GST_ELEMENT(self);
   GBytes *tok = g_hash_table_lookup(sect, TXL_PART_UPSTREAM);
   GBytes *sink = g_hash_table_lookup(sect, TXL_PART_DOWNSTREAM);
@@ -108,7 +99,6 @@ gst_txl_scorer_base_restore(GstTxlScorerBase *self, const gchar *path,
                                         sink, FALSE, error)) {
     CLASS(self)->drop_own(own);
     CLASS(self)->drop_loaded(loaded);
-    g_hash_table_unref(sect);
     return FALSE;
   }
   /* from here on it goes in */
@@ -127,14 +117,36 @@ gst_txl_scorer_base_restore(GstTxlScorerBase *self, const gchar *path,
     /* a buffer txltokenizer was pushing belongs to the old stream */
     self->expect_offset = (gint64)self->in_tokens;
   }
-  g_hash_table_unref(sect);
   txl_snap_sched_mark(&self->snap);
+  return TRUE;
+}
+
+gboolean
+gst_txl_scorer_base_restore(GstTxlScorerBase *self, const gchar *path,
+                            gboolean at_start, GError **error)
+{
+  init_debug();
+  if (!CLASS(self)->live(self)) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID, "not started");
+    return FALSE;
+  }
+  gint64 t0 = g_get_monotonic_time();
+  GHashTable *sect = NULL;
+  gpointer loaded = NULL, own = NULL;
+  if (!load_checked(self, path, &sect, &loaded, &own, error))
+    return FALSE;
+  gboolean ok = gst_txl_scorer_base_restore_parsed(self, sect, loaded, own,
+                                                   at_start, error);
+  g_hash_table_unref(sect);
+  if (!ok)
+    return FALSE;
   GStatBuf stb;
   guint64 size = g_stat(path, &stb) == 0 ? (guint64)stb.st_size : 0;
   gint64 t1 = g_get_monotonic_time();
   GST_INFO_OBJECT(self, "restored %s: %" G_GUINT64_FORMAT " tokens seen",
                   path, self->snap.seen);
-  txl_parts_post(e, path, size, (t1 - t0) / 1e6, self->snap.seen, NULL);
+  txl_parts_post(GST_ELEMENT(self), path, size, (t1 - t0) / 1e6,
+                 self->snap.seen, NULL);
   return TRUE;
 }
 

@@ -81,6 +81,11 @@ get_structure(TxlReader *r)
       gsize sn;
       const guint8 *sd = txl_get_blob(r, &sn, MAX_STATE_TEXT);
       gchar *str = g_strndup(sd ? (const gchar *)sd : "", sn);
+      /* GStreamer leaves out a string that is not UTF-8 (with a warning),
+       * so a structure saved never holds one, nor a NUL inside; refused
+       * rather than restored without the field (fuzz_elements) */
+      if (r->ok && (strlen(str) != sn || !g_utf8_validate(str, -1, NULL)))
+        r->ok = FALSE;
       if (r->ok)
         gst_structure_set(s, name, G_TYPE_STRING, str, NULL);
       g_free(str);

@@ -524,7 +524,7 @@ parse_round(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
 }
 
 static gboolean
-parse_window(TxlReader *r, Parsed *ps)
+parse_window(TxlReader *r, Parsed *ps, int n_token)
 {
   guint64 nl = txl_get_u64(r), nt = txl_get_u64(r);
   if (!r->ok || nl > txl_reader_left(r) / 8 || nt > WINDOW_TOKEN_CAP)
@@ -546,6 +546,14 @@ parse_window(TxlReader *r, Parsed *ps)
   if (nt) /* an empty array's data may be NULL */
     memcpy(ps->tok->data, ids, nt * 4);
   txl_le_f32_inplace((guint8 *)ps->tok->data, nt);
+  /* the next round trains on these ids: one outside the vocabulary would
+   * be refused there (a critical) and fail every round after
+   * (fuzz_elements found it) */
+  for (guint64 i = 0; i < nt; i++) {
+    int32_t id = g_array_index(ps->tok, int32_t, i);
+    if (id < 0 || id >= n_token)
+      return FALSE;
+  }
   return TRUE;
 }
 
@@ -578,15 +586,23 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   ps->st.steps = (gint64)txl_get_u64(r);
   ps->st.loss_first = txl_get_f64(r);
   ps->st.loss_last = txl_get_f64(r);
-  if (!r->ok || ps->lines < 0 || ps->next_round < 0 || ps->due < 0 ||
-      ps->started < 0 || ps->st.rounds + ps->st.failed > ps->started)
+  /* every count is bounded well below where the stream's additions to it
+   * would overflow (no stream gets near); the sum is taken wide: two
+   * counts near INT_MAX overflowed an int (fuzz_elements) */
+  const gint64 cap = G_MAXINT64 / 2;
+  if (!r->ok || ps->lines < 0 || ps->lines > cap || ps->next_round < 0 ||
+      ps->next_round > cap || ps->due < 0 || ps->due > cap ||
+      ps->started < 0 || ps->started > G_MAXINT / 2 || ps->st.rounds < 0 ||
+      ps->st.failed < 0 || ps->st.lines_learnt < 0 ||
+      ps->st.lines_learnt > cap || ps->st.steps < 0 || ps->st.steps > cap ||
+      (gint64)ps->st.rounds + ps->st.failed > ps->started)
     return FALSE;
   guint64 n = txl_get_u64(r);
   if (n && !(ps->current = get_floats(r, l, n, "adapted", error)))
     return FALSE;
   if (!parse_round(r, l, ps, error))
     return FALSE;
-  return parse_window(r, ps);
+  return parse_window(r, ps, txl_model_config(l->base)->n_token);
 }
 
 gboolean

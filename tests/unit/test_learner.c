@@ -258,6 +258,29 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
   g_clear_error(&err);
   g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
   g_free(bad);
+  /* a window id outside the vocabulary (its ids end the state; the next
+   * round would train on it: found by fuzz_elements) */
+  bad = g_memdup2(d, n);
+  gint32 out = txl_model_config(f.base)->n_token;
+  guint8 le[4] = { (guint8)out, (guint8)(out >> 8), (guint8)(out >> 16),
+                   (guint8)(out >> 24) };
+  memcpy(bad + n - 4, le, 4);
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
+  g_assert_nonnull(err);
+  g_free(bad);
+  /* rounds and failed rounds whose sum overflows an int (it wrapped to
+   * below the rounds started: found by fuzz_elements); they lie after the
+   * magic, version, 8 option ints, 3 doubles, lines, next round, due (8
+   * bytes each), started (4) and lines learnt (8) */
+  bad = g_memdup2(d, n);
+  const guint8 big[4] = { 0, 0, 0xff, 0x7f };
+  memcpy(bad + 8 + 11 * 8 + 3 * 8 + 4 + 8, big, 4);
+  memcpy(bad + 8 + 11 * 8 + 3 * 8 + 4 + 8 + 4, big, 4);
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
+  g_assert_nonnull(err);
+  g_free(bad);
   /* other options */
   TxlLearnOptions o2 = f.o;
   o2.window_lines++;

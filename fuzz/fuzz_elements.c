@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* libFuzzer target: the plugin elements' own parts of pipeline snapshots,
+ * the bytes each element writes and reads back itself (docs/snapshots.md):
+ *
+ *   txlmodel's section     parse_own of gsttxlmodel.c, learning or not
+ *   txlsessions' section   gst_txl_sessions_parse_own (pending lines, ended
+ *                          sessions' GstStructures, learning flags and ids)
+ *   the learning sections  txllearn.c's, through parse_own's resume, of
+ *                          txlmodel and txlsessions with learn=true
+ *   txltokenizer's part    its restore_state (encoder, reader, cursor),
+ *                          asked over the pad as txlmodel asks it
+ *   txlsink's part         its restore_state (txljson's too), likewise
+ *
+ * The plugin and the library are compiled in (instrumented) and the plugin
+ * registered statically.  At start each element runs in a harness on a
+ * small random word model, takes a few lines and writes a real snapshot;
+ * its sections are the real ones.  Per input, the first byte picks the
+ * case (low 3 bits) and whether the rest is the section itself or XORed
+ * over the real one (bit 7), so that mutations reach past the first
+ * checks.  A scorer's section is parsed against the library's part loaded
+ * fresh from the real file, as a restore does, and applied the way a live
+ * restore applies it.
+ *
+ * What must hold: a refusal comes with an error message; an accepted part
+ * leaves the element working: more lines go through it, and it saves its
+ * part again; then the real state is restored, which must succeed.  Run
+ * with G_DEBUG=fatal-criticals: a GLib critical is a finding too.
+ *
+ * Seeds: FUZZ_ELEMENTS_SEEDS=<dir> makes the target write each case's real
+ * section there at start (fuzz/corpus-elements, docs/fuzzing.md). */
+#include "../tests/testutil.h"
+#include "gsttxlscorerbase.h"
+#include "gsttxlsink.h"
+#include "txllearn.h"
+#include "txlparts.h"
+#include "fuzz_check.h"
+
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define CLASS(b) GST_TXL_SCORER_BASE_GET_CLASS(b)
+
+/* GST_PLUGIN_DEFINE's accessor of the plugin compiled in (gsttxl.c) */
+const GstPluginDesc *gst_plugin_txl_get_desc(void);
+
+/* A tokenizer and a scoring element in a harness, with its real snapshot. */
+typedef struct {
+  GstHarness *h;
+  GstTxlScorerBase *base;
+  char *snap;      /* the real snapshot */
+  GHashTable *sect; /* its sections */
+} Chain;
+
+enum { CH_MODEL, CH_SESSIONS, CH_SESSIONS_LEARN, CH_MODEL_LEARN, N_CHAINS };
+
+static Chain chains[N_CHAINS];
+static char *model_path;
+static GstHarness *sink_h;     /* txlsink alone, score buffers in */
+static GstTxlSink *sink;
+static GBytes *sink_real;      /* its part after the first buffers */
+static GPtrArray *sink_more;   /* buffers to push after an accepted part */
+
+/* The cases of the first byte's low 3 bits: which chain, which section
+ * (NULL: the tokenizer's part; the sink's case has no chain). */
+typedef struct {
+  int chain;
+  const char *section;
+} Case;
+
+static const Case cases[8] = {
+  { CH_MODEL, "txlmodel" },
+  { CH_SESSIONS, "txlsessions" },
+  { CH_SESSIONS_LEARN, "txlsessions" },
+  { CH_SESSIONS_LEARN, GST_TXL_LEARN_SESSIONS_SECTION },
+  { CH_MODEL_LEARN, GST_TXL_LEARN_SECTION },
+  { CH_MODEL, NULL },
+  { -1, NULL },
+  { CH_MODEL_LEARN, "txlmodel" },
+};
+
+/* A word model small enough to be fast and trainable (no adaptive
+ * softmax): <eos>, <unk>, a few words, then w6..w39. */
+static char *
+write_model(void)
+{
+  TxlConfig c;
+  tu_plain_config(&c, (TuDims){ .n_token = 40, .d_model = 8, .n_head = 2,
+                                .d_head = 4, .d_inner = 16, .n_layer = 1,
+                                .mem_len = 4, .tgt_len = 4 });
+  const char *syms[40];
+  gsize lens[40];
+  char *owned[40] = { 0 };
+  static const char *const base[] = { "<eos>", "<unk>", "the",
+                                      "cat",   "sat",   "on" };
+  for (int i = 0; i < 40; i++) {
+    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
+    lens[i] = strlen(syms[i]);
+  }
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(&c, w);
+  gguf_writer_add_string(w, "tokenizer.type", "word");
+  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 40);
+  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
+  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
+  tu_add_weights(w, &c, 11, NULL);
+  for (int i = 0; i < 40; i++)
+    g_free(owned[i]);
+  return tu_write_gguf(w);
+}
+
+/* Pushes lines from..to through a chain, with session keys (k0..k4),
+ * words in and out of the vocabulary, short lines, a last line cut short (the
+ * tokenizer holds bytes back, the sessions a line being assembled); the
+ * output is dropped, or kept in keep when given. */
+static void
+push_lines(Chain *c, int from, int to, GPtrArray *keep)
+{
+  GString *t = g_string_new(NULL);
+  for (int i = from; i <= to; i++)
+    if (i % 3 == 0) /* short: its session's segment waits, later lines
+                     * of other sessions are scored before it */
+      g_string_append_printf(t, "k%d w%d\n", i % 4, 6 + i % 30);
+    else
+      g_string_append_printf(t, "the cat k%d sat on w%d unknown%d\n", i % 4,
+                             6 + i % 30, i % 3);
+  g_string_append_printf(t, "w%d the k%d sa", 6 + from % 30, to % 5);
+  gsize n = t->len;
+  gst_harness_push(c->h, gst_buffer_new_wrapped(g_string_free(t, FALSE), n));
+  GstBuffer *b;
+  while ((b = gst_harness_try_pull(c->h))) {
+    if (keep)
+      g_ptr_array_add(keep, b);
+    else
+      gst_buffer_unref(b);
+  }
+}
+
+/* A chain "txltokenizer ! <scorer>" started, given lines, with a snapshot
+ * written to a file of its own and its sections read back. */
+static void
+chain_init(Chain *c, const char *scorer, const char *props, const char *tok)
+{
+  char *desc = g_strdup_printf(
+      "txltokenizer model=\"%s\" %s ! %s name=s model=\"%s\" %s",
+      model_path, tok, scorer, model_path, props);
+  c->h = gst_harness_new_parse(desc);
+  g_free(desc);
+  gst_harness_set_src_caps_str(c->h, "text/x-raw, format=(string)utf8");
+  GstElement *s = gst_bin_get_by_name(GST_BIN(c->h->element), "s");
+  c->base = GST_TXL_SCORER_BASE(s);
+  gst_object_unref(s); /* the harness's bin keeps it */
+  push_lines(c, 1, 12, NULL);
+  push_lines(c, 13, 17, NULL);
+  /* sessions: k1 (line 17 done) becomes the least recently used and is
+   * evicted by k5, its end waiting behind the lines still pending */
+  static const char tail[] = "k3 w9\nk0 w10\nthe cat k5 sat on w11 w12\n";
+  gst_harness_push(c->h, gst_buffer_new_memdup(tail, sizeof tail - 1));
+  GstBuffer *b;
+  while ((b = gst_harness_try_pull(c->h)))
+    gst_buffer_unref(b);
+  c->snap = g_strdup_printf("%s/fuzz-elements-%d-%s-%p.snap",
+                            g_get_tmp_dir(), (int)getpid(), scorer,
+                            (void *)c);
+  gboolean ok = FALSE;
+  g_signal_emit_by_name(c->base, "snapshot", c->snap, &ok);
+  GError *err = NULL;
+  gpointer loaded = ok ? CLASS(c->base)->load(c->base, c->snap, FALSE,
+                                              &c->sect, &err)
+                       : NULL;
+  if (!loaded) {
+    fprintf(stderr, "fuzz_elements: no snapshot of %s: %s\n", scorer,
+            err ? err->message : "refused");
+    abort();
+  }
+  CLASS(c->base)->drop_loaded(loaded);
+}
+
+/* txlsink alone, fed the score buffers of the txlmodel chain: half of
+ * them before its real part is saved, the rest kept for later. */
+static void
+sink_init(void)
+{
+  GPtrArray *bufs = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)gst_buffer_unref);
+  Chain *m = &chains[CH_MODEL];
+  for (int i = 0; i < 8; i++) /* a buffer or two per push */
+    push_lines(m, 30 + 3 * i, 32 + 3 * i, bufs);
+  GstElement *e = gst_element_factory_make("txlsink", NULL);
+  g_object_set(e, "location", "/dev/null", NULL);
+  sink = GST_TXL_SINK(e);
+  sink_h = gst_harness_new_with_element(e, "sink", NULL);
+  gst_object_unref(e);
+  GstCaps *caps = gst_pad_get_current_caps(m->h->sinkpad);
+  if (!caps || bufs->len < 4) {
+    fprintf(stderr, "fuzz_elements: %u score buffers, caps %p\n", bufs->len,
+            (void *)caps);
+    abort();
+  }
+  gst_harness_set_src_caps(sink_h, caps);
+  guint half = bufs->len / 2;
+  for (guint i = 0; i < half; i++)
+    gst_harness_push(sink_h, gst_buffer_ref(g_ptr_array_index(bufs, i)));
+  g_rec_mutex_lock(&sink->state_lock);
+  sink_real = gst_txl_sink_save_state(sink);
+  g_rec_mutex_unlock(&sink->state_lock);
+  sink_more = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)gst_buffer_unref);
+  for (guint i = half; i < bufs->len; i++)
+    g_ptr_array_add(sink_more, gst_buffer_ref(g_ptr_array_index(bufs, i)));
+  g_ptr_array_unref(bufs);
+}
+
+/* The real bytes of a case. */
+static GBytes *
+real_of(int k)
+{
+  const Case *c = &cases[k];
+  if (c->chain < 0)
+    return sink_real;
+  return g_hash_table_lookup(chains[c->chain].sect,
+                             c->section ? c->section : TXL_PART_UPSTREAM);
+}
+
+static void
+write_seeds(const char *dir)
+{
+  for (int k = 0; k < 8; k++) {
+    gsize n;
+    const guint8 *d = g_bytes_get_data(real_of(k), &n);
+    guint8 *b = g_malloc(n + 1);
+    b[0] = (guint8)k;
+    memcpy(b + 1, d, n);
+    char *p = g_strdup_printf("%s/case%d-%s", dir, k,
+                              cases[k].section ? cases[k].section : "part");
+    if (!g_file_set_contents(p, (const char *)b, (gssize)n + 1, NULL))
+      abort();
+    g_free(p);
+    g_free(b);
+  }
+}
+
+/* A GLib critical or warning (GStreamer's own included, such as a string
+ * field that is not UTF-8) is a finding: abort, which libFuzzer catches
+ * and saves the input of (G_DEBUG=fatal-criticals alone raises SIGTRAP,
+ * which it does not). */
+static GLogWriterOutput
+writer(GLogLevelFlags level, const GLogField *fields, gsize n, gpointer data)
+{
+  g_log_writer_standard_streams(level, fields, n, data);
+  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    abort();
+  return G_LOG_WRITER_HANDLED;
+}
+
+/* The files written at start go at exit (libFuzzer's own exits too). */
+static void
+remove_files(void)
+{
+  for (int i = 0; i < N_CHAINS; i++)
+    if (chains[i].snap)
+      g_remove(chains[i].snap);
+  if (model_path)
+    tu_remove(model_path);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+  g_log_set_writer_func(writer, NULL, NULL);
+  atexit(remove_files);
+  g_setenv("TXL_NUM_THREADS", "1", TRUE);
+  /* only the plugin compiled in: no registry, no plugin scanned (an
+   * installed txl plugin would clash with it) */
+  g_setenv("GST_REGISTRY_DISABLE", "yes", TRUE);
+  g_setenv("GST_PLUGIN_SYSTEM_PATH_1_0", "", TRUE);
+  g_unsetenv("GST_PLUGIN_PATH_1_0");
+  g_unsetenv("GST_PLUGIN_PATH");
+  gst_init(NULL, NULL);
+  const GstPluginDesc *d = gst_plugin_txl_get_desc();
+  if (!gst_plugin_register_static(d->major_version, d->minor_version,
+                                  d->name, d->description, d->plugin_init,
+                                  d->version, d->license, d->source,
+                                  d->package, d->origin))
+    abort();
+  model_path = write_model();
+  const char *sess = "segment=8 session-key=\"k[0-9]\" max-sessions=3 "
+                     "session-idle-lines=7";
+  char *sess_learn = g_strdup_printf("%s learn=true learn-warmup=3", sess);
+  chain_init(&chains[CH_MODEL], "txlmodel", "segment=4", "format=auto");
+  chain_init(&chains[CH_SESSIONS], "txlsessions", sess, "");
+  chain_init(&chains[CH_SESSIONS_LEARN], "txlsessions", sess_learn, "");
+  chain_init(&chains[CH_MODEL_LEARN], "txlmodel", "segment=4 learn=true learn-warmup=3",
+             "");
+  g_free(sess_learn);
+  sink_init();
+  const char *seeds = g_getenv("FUZZ_ELEMENTS_SEEDS");
+  if (seeds)
+    write_seeds(seeds);
+  return 0;
+}
+
+/* Back to the real state after an accepted input: must succeed. */
+static void
+restore_real(Chain *c)
+{
+  GError *err = NULL;
+  if (!gst_txl_scorer_base_restore(c->base, c->snap, FALSE, &err)) {
+    fprintf(stderr, "fuzz_elements: the real snapshot: %s\n", err->message);
+    abort();
+  }
+}
+
+/* An accepted state must work: more lines through the chain, then its
+ * section saved again. */
+static void
+check_usable(Chain *c)
+{
+  push_lines(c, 50, 54, NULL);
+  GBytes *again = CLASS(c->base)->save_own(c->base);
+  CHECK(again && g_bytes_get_size(again) > 0);
+  g_bytes_unref(again);
+}
+
+/* A scorer's section (own, or learning: in its place in what load()
+ * returned), parsed against the library's part of the real file and, when
+ * accepted, applied as a live restore applies it. */
+static void
+scorer_case(Chain *c, const char *section, GBytes *in)
+{
+  GHashTable *sect = NULL;
+  GError *err = NULL;
+  GstTxlLearnLoaded *ld = CLASS(c->base)->load(c->base, c->snap, FALSE,
+                                               &sect, &err);
+  CHECK(ld != NULL);
+  GBytes *own = g_hash_table_lookup(sect, CLASS(c->base)->section);
+  if (strcmp(section, CLASS(c->base)->section) == 0) {
+    own = in;
+  } else {
+    CHECK(ld->learn != NULL);
+    g_bytes_unref(ld->learn);
+    ld->learn = g_bytes_ref(in);
+  }
+  gpointer parsed = CLASS(c->base)->parse_own(c->base, own, ld, &err);
+  if (!parsed) {
+    CHECK_REFUSED(err);
+    CLASS(c->base)->drop_loaded(ld);
+    g_hash_table_unref(sect);
+    return;
+  }
+  gboolean ok = gst_txl_scorer_base_restore_parsed(c->base, sect, ld, parsed,
+                                                   FALSE, &err);
+  g_hash_table_unref(sect);
+  CHECK(ok); /* the neighbours' parts are the real ones */
+  check_usable(c);
+  restore_real(c);
+}
+
+/* txltokenizer's part, given over the pad as txlmodel gives it: checked,
+ * then applied. */
+static void
+tokenizer_case(Chain *c, GBytes *in)
+{
+  GError *err = NULL;
+  GstElement *e = GST_ELEMENT(c->base);
+  if (!txl_parts_give(e, c->base->sinkpad, TXL_PART_UPSTREAM, in, FALSE,
+                      &err)) {
+    CHECK_REFUSED(err);
+    return;
+  }
+  CHECK(err == NULL);
+  CHECK(txl_parts_give(e, c->base->sinkpad, TXL_PART_UPSTREAM, in, TRUE,
+                       &err));
+  push_lines(c, 60, 63, NULL);
+  gboolean busy = FALSE;
+  GBytes *again = txl_parts_ask(c->base->sinkpad, TXL_PART_UPSTREAM,
+                                TXL_PART_UPSTREAM_COUNT, c->base->in_tokens,
+                                &busy);
+  CHECK(again || busy);
+  if (again)
+    g_bytes_unref(again);
+  restore_real(c);
+}
+
+/* txlsink's part, given over its sink pad: checked, then applied. */
+static void
+sink_case(GBytes *in)
+{
+  GError *err = NULL;
+  GstElement *e = GST_ELEMENT(sink);
+  if (!txl_parts_give(e, sink_h->srcpad, TXL_PART_DOWNSTREAM, in, FALSE,
+                      &err)) {
+    CHECK_REFUSED(err);
+    return;
+  }
+  CHECK(err == NULL);
+  CHECK(txl_parts_give(e, sink_h->srcpad, TXL_PART_DOWNSTREAM, in, TRUE,
+                       &err));
+  for (guint i = 0; i < sink_more->len; i++)
+    gst_harness_push(sink_h, gst_buffer_ref(g_ptr_array_index(sink_more, i)));
+  g_rec_mutex_lock(&sink->state_lock);
+  GBytes *again = gst_txl_sink_save_state(sink);
+  g_rec_mutex_unlock(&sink->state_lock);
+  CHECK(again && g_bytes_get_size(again) > 0);
+  g_bytes_unref(again);
+  CHECK(txl_parts_give(e, sink_h->srcpad, TXL_PART_DOWNSTREAM, sink_real,
+                       TRUE, &err));
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  if (size < 1)
+    return 0;
+  int k = data[0] & 7;
+  GBytes *in;
+  if (data[0] & 0x80) {
+    gsize n;
+    const guint8 *r = g_bytes_get_data(real_of(k), &n);
+    guint8 *m = g_memdup2(r, n);
+    for (size_t i = 1; i < size && n; i++)
+      m[(i - 1) % n] ^= data[i];
+    in = g_bytes_new_take(m, n);
+  } else {
+    in = g_bytes_new(data + 1, size - 1);
+  }
+  const Case *c = &cases[k];
+  if (c->chain < 0)
+    sink_case(in);
+  else if (!c->section)
+    tokenizer_case(&chains[c->chain], in);
+  else
+    scorer_case(&chains[c->chain], c->section, in);
+  g_bytes_unref(in);
+  return 0;
+}
