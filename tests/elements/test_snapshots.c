@@ -439,7 +439,8 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
   /* version, tokens in, records out, pending records, then the records */
   GBytes *own = g_hash_table_lookup(sect, "txlmodel");
   gsize n;
-  guint8 *d = g_memdup2(g_bytes_get_data(own, &n), n);
+  const guint8 *src = g_bytes_get_data(own, &n); /* n set before it is read */
+  guint8 *d = g_memdup2(src, n);
   g_assert_cmpuint(n, >, 28 + TXL_SCORE_RECORD_SIZE);
   g_assert_cmpuint(d[20], >, 0); /* a pending record at least */
   TxlScoreRecord rec;
