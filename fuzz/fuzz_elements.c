@@ -90,25 +90,9 @@ write_model(void)
   tu_plain_config(&c, (TuDims){ .n_token = 40, .d_model = 8, .n_head = 2,
                                 .d_head = 4, .d_inner = 16, .n_layer = 1,
                                 .mem_len = 4, .tgt_len = 4 });
-  const char *syms[40];
-  gsize lens[40];
-  char *owned[40] = { 0 };
   static const char *const base[] = { "<eos>", "<unk>", "the",
                                       "cat",   "sat",   "on" };
-  for (int i = 0; i < 40; i++) {
-    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
-    lens[i] = strlen(syms[i]);
-  }
-  GgufWriter *w = gguf_writer_new();
-  txl_config_write_gguf(&c, w);
-  gguf_writer_add_string(w, "tokenizer.type", "word");
-  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 40);
-  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
-  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
-  tu_add_weights(w, &c, 11, NULL);
-  for (int i = 0; i < 40; i++)
-    g_free(owned[i]);
-  return tu_write_gguf(w);
+  return tu_write_word_model_of(&c, base, 11, FALSE);
 }
 
 /* Pushes lines from..to through a chain, with session keys (k0..k4),

@@ -184,32 +184,44 @@ tu_write_model(const TxlConfig *c, guint32 seed, const char *skip_tensor)
   return tu_write_gguf(w);
 }
 
-/* A word-vocabulary model file of tu_small_config: the six words of base
- * (<eos> and <unk> first), then w6..w299. */
+/* A word-vocabulary model file of config c: the six words of base (<eos>
+ * and <unk> first), then w6, w7, ... up to c's n_token. */
+G_GNUC_UNUSED static char *
+tu_write_word_model_of(const TxlConfig *c, const char *const base[6],
+                       guint32 seed, gboolean lower)
+{
+  int n = c->n_token;
+  const char **syms = g_new(const char *, n);
+  gsize *lens = g_new(gsize, n);
+  char **owned = g_new0(char *, n);
+  for (int i = 0; i < n; i++) {
+    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
+    lens[i] = strlen(syms[i]);
+  }
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(c, w);
+  gguf_writer_add_string(w, "tokenizer.type", "word");
+  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, n);
+  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
+  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
+  gguf_writer_add_bool(w, "tokenizer.lower_case", lower);
+  tu_add_weights(w, c, seed, NULL);
+  char *path = tu_write_gguf(w);
+  for (int i = 0; i < n; i++)
+    g_free(owned[i]);
+  g_free(owned);
+  g_free(lens);
+  g_free(syms);
+  return path;
+}
+
+/* The same with tu_small_config: w6..w299. */
 G_GNUC_UNUSED static char *
 tu_write_word_model(const char *const base[6], guint32 seed, gboolean lower)
 {
   TxlConfig c;
   tu_small_config(&c);
-  const char *syms[300];
-  gsize lens[300];
-  char *owned[300] = { 0 };
-  for (int i = 0; i < 300; i++) {
-    syms[i] = i < 6 ? base[i] : (owned[i] = g_strdup_printf("w%d", i));
-    lens[i] = strlen(syms[i]);
-  }
-  GgufWriter *w = gguf_writer_new();
-  txl_config_write_gguf(&c, w);
-  gguf_writer_add_string(w, "tokenizer.type", "word");
-  gguf_writer_add_string_array(w, "tokenizer.tokens", syms, lens, 300);
-  gguf_writer_add_u32(w, "tokenizer.eos_id", 0);
-  gguf_writer_add_u32(w, "tokenizer.unk_id", 1);
-  gguf_writer_add_bool(w, "tokenizer.lower_case", lower);
-  tu_add_weights(w, &c, seed, NULL);
-  char *path = tu_write_gguf(w);
-  for (int i = 0; i < 300; i++)
-    g_free(owned[i]);
-  return path;
+  return tu_write_word_model_of(&c, base, seed, lower);
 }
 
 /* A word-vocabulary model: <eos>, <unk>, the, cat, sat, Mat, w6..w299. */
