@@ -86,6 +86,8 @@ struct _GstTxlSyslogSrc {
   gboolean flushing, paused_reads;
   gboolean draining; /* end of stream asked for: read nothing more, hand
                       * out what is queued */
+  gboolean idle;     /* create() waits on an empty queue: what it handed
+                      * out before has gone downstream */
   /* counters (object lock) */
   guint64 messages, malformed, dropped, connections;
   guint n_clients;
@@ -540,8 +542,11 @@ gst_txl_syslog_src_create(GstPushSrc *src, GstBuffer **out)
 {
   GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(src);
   g_mutex_lock(&self->lock);
+  self->idle = TRUE;
+  g_cond_broadcast(&self->cond); /* a drain waits for this */
   while (g_queue_is_empty(&self->queue) && !self->flushing)
     g_cond_wait(&self->cond, &self->lock);
+  self->idle = FALSE;
   if (self->flushing) {
     g_mutex_unlock(&self->lock);
     return GST_FLOW_FLUSHING;
@@ -581,8 +586,13 @@ gst_txl_syslog_src_send_event(GstElement *element, GstEvent *event)
     g_mutex_unlock(&self->lock);
     wake_io(self);
     gint64 until = g_get_monotonic_time() + DRAIN_US;
+    /* the queue empty is not enough: the last buffer create() made must
+     * have gone downstream too, or GstBaseSrc drops it for the pending
+     * EOS; create() back waiting says it has (when playing) */
+    gboolean playing = GST_STATE(element) == GST_STATE_PLAYING;
     g_mutex_lock(&self->lock);
-    while (!g_queue_is_empty(&self->queue) && !self->flushing &&
+    while ((!g_queue_is_empty(&self->queue) || (playing && !self->idle)) &&
+           !self->flushing &&
            g_cond_wait_until(&self->cond, &self->lock, until))
       ;
     if (!g_queue_is_empty(&self->queue))

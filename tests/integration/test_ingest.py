@@ -202,9 +202,11 @@ def run(tmp, base, out_lines, out_otlp):
     def latency_sum(p):
         key = 'txld_pipeline_line_latency_seconds_sum{pipeline="%s"} ' % p
         return [float(l.split()[-1]) for l in m.splitlines() if l.startswith(key)]
-    check('latency histogram: every ingested line (HTTP and OTLP), each within seconds',
+    # plausible, not fast: a sanitised build on a loaded machine takes
+    # seconds a line, a clock mix-up would give decades (no timed checks)
+    check('latency histogram: every ingested line (HTTP and OTLP), each under 10 minutes',
           latency_count('lines') == [250] and latency_count('otlp') == [52] and
-          0 < latency_sum('lines')[0] < 250 * 5,
+          0 < latency_sum('lines')[0] < 250 * 600,
           (latency_count('lines'), latency_count('otlp'), latency_sum('lines')))
     check('a pipeline ending in txljson: its lines counted and timed (its line-scored signal)',
           st == 200 and 'txld_pipeline_lines_total{pipeline="json"} 7\n' in m and latency_count('json') == [7],
