@@ -84,6 +84,35 @@ retryable(guint status)
   return status == 0 || status == 429 || (status >= 500 && status < 600);
 }
 
+/* Leading and trailing blanks are allowed; a delay of more digits than
+ * fit a gint64 is the bound, not an overflow. */
+gint64
+txld_alert_retry_after_ms(const char *value, gint64 now_us)
+{
+  const gint64 max_ms = (gint64)TXLD_ALERT_RETRY_AFTER_MAX_S * 1000;
+  if (!value)
+    return -1;
+  const char *p = value;
+  while (*p == ' ' || *p == '\t')
+    p++;
+  if (g_ascii_isdigit(*p)) {
+    /* delay-seconds: 1*DIGIT, however long (saturates at the bound) */
+    gint64 s = 0;
+    for (; g_ascii_isdigit(*p); p++)
+      s = MIN(s * 10 + (*p - '0'), (gint64)TXLD_ALERT_RETRY_AFTER_MAX_S + 1);
+    while (*p == ' ' || *p == '\t')
+      p++;
+    return *p || s == 0 ? -1 : MIN(s * 1000, max_ms);
+  }
+  /* an HTTP-date (libsoup takes the obsolete forms too) */
+  GDateTime *t = *p ? soup_date_time_new_from_http_string(p) : NULL;
+  if (!t)
+    return -1;
+  gint64 ms = g_date_time_to_unix(t) * 1000 - now_us / 1000;
+  g_date_time_unref(t);
+  return ms <= 0 ? -1 : MIN(ms, max_ms);
+}
+
 static void post(Request *r);
 
 static gboolean
@@ -111,7 +140,13 @@ sent(GObject *source, GAsyncResult *res, gpointer data)
     /* the request stays in flight while it waits, so a dead receiver
      * holds at most TXLD_ALERT_INFLIGHT of them; later alerts are dropped */
     count(r, G_STRUCT_OFFSET(TxldAlertCounts, retries));
+    /* a 429 or 5xx may say when to come back; else 1, 2, 4 s */
+    gint64 after_ms = status ? txld_alert_retry_after_ms(
+        soup_message_headers_get_one(soup_message_get_response_headers(msg),
+                                     "Retry-After"), g_get_real_time()) : -1;
     guint delay_ms = TXLD_ALERT_RETRY_MS << (r->tries - 1);
+    if (after_ms >= 0)
+      delay_ms = (guint)after_ms;
     g_clear_error(&err);
     g_timeout_add(delay_ms, retry, r);
     return;

@@ -12,10 +12,12 @@
 
 #define TXLD_ALERT_INFLIGHT 64
 /* a try that got no answer, a 5xx or a 429 is made again this many times,
- * after TXLD_ALERT_RETRY_MS, then twice and four times as long (1, 2, 4 s);
- * a request waiting so still counts in flight */
+ * after TXLD_ALERT_RETRY_MS, then twice and four times as long (1, 2, 4 s),
+ * or after the answer's Retry-After when it has a usable one, at most
+ * TXLD_ALERT_RETRY_AFTER_MAX_S; a request waiting so still counts in flight */
 #define TXLD_ALERT_RETRIES 3
 #define TXLD_ALERT_RETRY_MS 1000
+#define TXLD_ALERT_RETRY_AFTER_MAX_S 60
 /* how long Alertmanager keeps an alert active after its last line */
 #define TXLD_ALERT_HOLD_S 300
 
@@ -44,6 +46,13 @@ typedef struct {
  * and/or the webhook URL; either may be NULL.  Any thread. */
 void txld_alert_send(const char *alertmanager, const char *webhook,
                      const TxldAlert *a, TxldAlertStats *stats);
+
+/* A Retry-After value (RFC 9110 10.2.3) as the wait in milliseconds:
+ * delay-seconds, or an HTTP-date compared with now_us (wall clock, as
+ * g_get_real_time()); at most TXLD_ALERT_RETRY_AFTER_MAX_S.  -1 when value
+ * is NULL, unparsable, negative, zero or a date not after now: the fixed
+ * schedule applies then. */
+gint64 txld_alert_retry_after_ms(const char *value, gint64 now_us);
 
 /* Whether url is an http:// or https:// URL with a host. */
 gboolean txld_alert_url_ok(const char *url);
