@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 [ -d build-san ] || meson setup build-san -Db_sanitize=address,undefined \
   -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
 ninja -C build-san
+# ASan makes the tests several times slower: their timeouts x3.
 # every test but those that run the system's gst-launch-1.0 with our
 # (instrumented) plugin: they need the ASan runtime preloaded, and
 # GStreamer's own exit-time allocations are not ours to report
@@ -15,7 +16,7 @@ launch='test_txlsink test_pipelines_net test_snapshot_pipeline test_sessions_sna
 tests=$(meson test -C build-san --list 2>/dev/null | grep -E '^test_[a-z_]+$' |
         grep -vxE "$(echo $launch | tr ' ' '|')")
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  meson test -C build-san --print-errorlogs $tests
+  meson test -C build-san --timeout-multiplier 3 --print-errorlogs $tests
 have=$(meson test -C build-san --list 2>/dev/null | grep -xE "$(echo $launch | tr ' ' '|')" || true)
 if [ -n "$have" ]; then
   # a registry written without the ASan runtime lists our plugin as broken
@@ -23,7 +24,7 @@ if [ -n "$have" ]; then
   rm -f build-san/tests/*registry*.bin
   LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    meson test -C build-san --print-errorlogs $have
+    meson test -C build-san --timeout-multiplier 3 --print-errorlogs $have
 fi
 [ -d build-vg ] || meson setup build-vg -Dnative=false -Dbuildtype=debugoptimized >/dev/null
 ninja -C build-vg
