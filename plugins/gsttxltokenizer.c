@@ -454,6 +454,18 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   GBytes *eb = g_bytes_new_static(ed, en);
   gboolean ok = txl_encoder_restore(enc, eb, error);
   g_bytes_unref(eb);
+  /* the line count is the encoder's: a token ends its line when the two
+   * agree, so a state where they differ would never mark a line end.
+   * One behind is a state saved at an end of stream before the count
+   * followed the encoder's there (finish_stream). */
+  if (ok && line != txl_encoder_line(enc) &&
+      line != txl_encoder_line(enc) - 1) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's txltokenizer state is malformed (its line "
+                "count %" G_GINT64_FORMAT " is not its encoder's, %"
+                G_GINT64_FORMAT ")", line, txl_encoder_line(enc));
+    ok = FALSE;
+  }
   if (!ok || !apply) {
     txl_encoder_free(enc);
     txl_record_reader_free(reader);
@@ -465,7 +477,7 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   self->reader = reader;
   g_free(self->last_cursor);
   self->last_cursor = cn ? g_strndup((const char *)cd, cn) : NULL;
-  self->line = line;
+  self->line = txl_encoder_line(enc);
   self->n_tokens = n_tokens;
   self->text_offset = text_offset;
   g_byte_array_set_size(self->text, 0);
@@ -576,6 +588,9 @@ finish_stream(GstTxlTokenizer *self)
   g_mutex_lock(&self->state_lock);
   txl_encoder_finish(self->enc);
   mark_line_end(self, self->line);
+  /* a word tokenizer ends an unterminated last line at finish: what
+   * follows (a snapshot resumed, a stream continued) is the next line */
+  self->line = txl_encoder_line(self->enc);
   g_mutex_unlock(&self->state_lock);
   return push_pending(self, NULL, TRUE);
 }

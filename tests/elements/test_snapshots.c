@@ -316,6 +316,44 @@ test_failed_push_kept(Fixture *f, gconstpointer el)
   g_array_unref(lines);
 }
 
+/* A stream whose last line has no line end: the end of stream ends that
+ * line (a word tokenizer counts it then), the snapshot is taken after it,
+ * and the resumed stream's lines still end when their line ends come
+ * (not when the next line starts), numbered on. */
+static void
+test_unterminated_then_resumed(Fixture *f, gconstpointer el)
+{
+  g_autofree char *snap = g_build_filename(f->dir, "u.snap", NULL);
+  g_autofree char *desc = g_strdup_printf(
+      "txltokenizer model=\"%s\" ! %s model=\"%s\" flush-on-newline=true "
+      "%s snapshot-location=\"%s\" hold-at-eos=false", f->model, element,
+      f->model, strcmp(element, "txlsessions") ? "" : "session-key=\"k[0-9]\"",
+      snap);
+  GArray *lines = g_array_new(FALSE, FALSE, sizeof(gint64));
+  static const char *const parts[] = {
+    "the cat k1 sat on w6\nthe cat k1 sat", /* line 2 is ended by EOS */
+    "the cat k1 sat on w7\non the cat k1 w8\n",
+  };
+  for (int run = 0; run < 2; run++) {
+    GstHarness *h = gst_harness_new_parse(desc);
+    gst_harness_set_src_caps_str(h, "text/x-raw, format=(string)utf8");
+    g_assert_cmpint(gst_harness_push(h, gst_buffer_new_memdup(parts[run],
+                    strlen(parts[run]))), ==, GST_FLOW_OK);
+    pull_lines(h, lines);
+    /* every complete line out at its line end, before the end of stream:
+     * the line ends were marked (lines 1, then 3 and 4) */
+    g_assert_cmpuint(lines->len, ==, run == 0 ? 1 : 4);
+    g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+    pull_lines(h, lines);
+    gst_harness_teardown(h);
+    g_assert_true(g_file_test(snap, G_FILE_TEST_EXISTS));
+  }
+  g_assert_cmpuint(lines->len, ==, 4);
+  for (guint i = 0; i < lines->len; i++)
+    g_assert_cmpint(g_array_index(lines, gint64, i), ==, (gint64)i + 1);
+  g_array_unref(lines);
+}
+
 /* Runs a pipeline named `name` (NULL: gst-launch's automatic name) with
  * snapshot-location=snap to its end; returns the error text, if any. */
 static char *
@@ -476,6 +514,7 @@ main(int argc, char **argv)
     { "periodic", test_periodic },
     { "refused-at-start", test_refused_at_start },
     { "failed-push-kept", test_failed_push_kept },
+    { "unterminated-then-resumed", test_unterminated_then_resumed },
     { "writer", test_writer },
     { "stale-temporaries", test_stale_temporaries },
   };
