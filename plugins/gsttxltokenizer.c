@@ -52,7 +52,6 @@ struct _GstTxlTokenizer {
   GByteArray *records; /* packed records not yet pushed */
   GByteArray *text;    /* input bytes not yet attached to a buffer */
   guint64 text_offset; /* stream offset of text->data[0] */
-  gint64 line;         /* 1-based line of the next input byte */
   guint64 n_tokens;    /* tokens produced in this stream */
   gboolean caps_sent;
   gboolean time_segment; /* upstream timestamps are meaningful */
@@ -195,11 +194,12 @@ encode_records(GstTxlTokenizer *self, const guint8 *data, gsize len)
     gsize n = nl ? (gsize)(nl - data) + 1 : len;
     if (txl_encoder_at_line_start(self->enc))
       note_cursor(self, (const char *)data, n);
+    /* the line these bytes belong to: the encoder's count, which its
+     * tokens carry and which a line end advances */
+    gint64 line = txl_encoder_line(self->enc);
     txl_encoder_push(self->enc, (const char *)data, n);
-    if (nl) {
-      mark_line_end(self, self->line);
-      self->line++;
-    }
+    if (nl)
+      mark_line_end(self, line);
     data += n;
     len -= n;
   }
@@ -241,7 +241,6 @@ reset_stream(GstTxlTokenizer *self)
   g_clear_pointer(&self->reader, txl_record_reader_free);
   self->reader = make_reader(self, NULL); /* the options were checked */
   self->text_offset = 0;
-  self->line = 1;
   self->n_tokens = 0;
   g_mutex_unlock(&self->state_lock);
 }
@@ -352,7 +351,7 @@ save_state(GstTxlTokenizer *self, guint64 received)
   const guint8 *ed = g_bytes_get_data(enc, &en);
   txl_put_blob(b, ed, en);
   g_bytes_unref(enc);
-  txl_put_u64(b, (guint64)self->line);
+  txl_put_u64(b, (guint64)txl_encoder_line(self->enc));
   txl_put_u64(b, self->n_tokens);
   GByteArray *recs = g_byte_array_new(), *text = g_byte_array_new();
   guint64 text_offset = self->text_offset;
@@ -454,10 +453,9 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   GBytes *eb = g_bytes_new_static(ed, en);
   gboolean ok = txl_encoder_restore(enc, eb, error);
   g_bytes_unref(eb);
-  /* the line count is the encoder's: a token ends its line when the two
-   * agree, so a state where they differ would never mark a line end.
-   * One behind is a state saved at an end of stream before the count
-   * followed the encoder's there (finish_stream). */
+  /* the line count saved is the encoder's, which the element reads;
+   * one behind is a state an earlier build saved at an end of stream,
+   * where a word tokenizer counts an unterminated last line */
   if (ok && line != txl_encoder_line(enc) &&
       line != txl_encoder_line(enc) - 1) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
@@ -477,7 +475,6 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   self->reader = reader;
   g_free(self->last_cursor);
   self->last_cursor = cn ? g_strndup((const char *)cd, cn) : NULL;
-  self->line = txl_encoder_line(enc);
   self->n_tokens = n_tokens;
   self->text_offset = text_offset;
   g_byte_array_set_size(self->text, 0);
@@ -545,7 +542,8 @@ fetch_state(GstTxlTokenizer *self)
         g_error_free(err);
       } else {
         GST_INFO_OBJECT(self, "continuing a snapshot at line %" G_GINT64_FORMAT
-                        ", token %" G_GUINT64_FORMAT, self->line,
+                        ", token %" G_GUINT64_FORMAT,
+                        txl_encoder_line(self->enc),
                         self->n_tokens);
       }
     }
@@ -586,11 +584,9 @@ finish_stream(GstTxlTokenizer *self)
   if (self->reader)
     encode(self, NULL, 0, TRUE); /* the reader's held line and record */
   g_mutex_lock(&self->state_lock);
+  gint64 line = txl_encoder_line(self->enc);
   txl_encoder_finish(self->enc);
-  mark_line_end(self, self->line);
-  /* a word tokenizer ends an unterminated last line at finish: what
-   * follows (a snapshot resumed, a stream continued) is the next line */
-  self->line = txl_encoder_line(self->enc);
+  mark_line_end(self, line);
   g_mutex_unlock(&self->state_lock);
   return push_pending(self, NULL, TRUE);
 }
@@ -838,6 +834,5 @@ gst_txl_tokenizer_init(GstTxlTokenizer *self)
   gst_pad_set_query_function(self->srcpad, gst_txl_tokenizer_src_query);
   gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   g_mutex_init(&self->state_lock);
-  self->line = 1;
   txl_props_init(self, &props);
 }
