@@ -4,7 +4,11 @@ weights, measured in one run (shared machines are noisy: only ratios taken
 together are meaningful).
 
 Usage: /usr/bin/python3 tools/bench_vs_torch.py [--txl build/tools/txl]
-       [--preset small|wt103|all] [--seconds S]
+       [--preset small|wt103|all] [--seconds S] [--against OLD_TXL]
+
+--against OLD_TXL: no PyTorch; `txl bench --json` of --txl and of another
+build of txl (an earlier commit, say) on the same models, alternating
+rounds, and the ratio of their best tokens/s.
 
 For each preset it writes a random Hugging Face style checkpoint, converts
 it, runs `txl bench --json` and times the vectorised float32 PyTorch
@@ -17,6 +21,7 @@ machines are noisy, so every setting (ours and each of torch's) is run in
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +81,29 @@ def torch_best(d, cfg, seconds):
     return out
 
 
+def tokens_per_s(txl, model_path):
+    return json.loads(subprocess.run([txl, 'bench', '-m', model_path, '--json'], check=True,
+                                     capture_output=True, text=True).stdout)['tokens_per_s']
+
+
+def against(args, name, d, model_path):
+    """--against: each build converts the checkpoint itself (its own
+    format), then the two take turns, the first to go alternating."""
+    old_path = os.path.join(d, 'old.gguf')
+    subprocess.run([args.against, 'convert', '--hf', d, '-o', old_path],
+                   check=True, capture_output=True)
+    runs = {'new': [], 'old': []}
+    pair = [('new', args.txl, model_path), ('old', args.against, old_path)]
+    for r in range(args.rounds):
+        for k, txl, m in (pair if r % 2 == 0 else pair[::-1]):
+            runs[k].append(round(tokens_per_s(txl, m)))
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    print(json.dumps({'preset': name, 'tokens_per_s': runs,
+                      'best_new_over_old': round(max(runs['new']) / max(runs['old']), 3),
+                      'median_new_over_old': round(med['new'] / med['old'], 3)}))
+    sys.stdout.flush()
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == '--worker':
         torch_worker(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]),
@@ -86,6 +114,7 @@ def main():
     ap.add_argument('--preset', default='all', choices=['all'] + list(PRESETS))
     ap.add_argument('--seconds', type=float, default=3.0)
     ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--against', help='another txl binary to compare with, instead of PyTorch')
     args = ap.parse_args()
     names = list(PRESETS) if args.preset == 'all' else [args.preset]
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,6 +127,9 @@ def main():
             model_path = os.path.join(d, 'model.gguf')
             subprocess.run([args.txl, 'convert', '--hf', d, '-o', model_path],
                            check=True, capture_output=True)
+            if args.against:
+                against(args, name, d, model_path)
+                continue
             ours, theirs = None, {}
             for _ in range(args.rounds):
                 o = json.loads(subprocess.run(
