@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "gemm.h"
 #include "ops.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -27,13 +28,22 @@ txl_linear(const TxlLinear *L, const float *x, int n, float *y, gboolean acc,
     txl_relu(y, (gsize)n * L->out);
 }
 
-void
-txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
-               float eps, float *y, float *mean_out, float *rstd_out)
+typedef struct {
+  const float *x, *w, *b;
+  int d;
+  float eps;
+  float *y, *mean_out, *rstd_out;
+} Norm;
+
+static void
+norm_rows(gsize lo, gsize hi, gpointer ctx)
 {
-  for (int i = 0; i < n; i++) {
-    const float *xi = x + (gsize)i * d;
-    float *yi = y + (gsize)i * d;
+  const Norm *a = ctx;
+  const int d = a->d;
+  const float *w = a->w, *b = a->b;
+  for (gsize i = lo; i < hi; i++) {
+    const float *xi = a->x + i * d;
+    float *yi = a->y + i * d;
     /* double accumulation: the statistics of large rows stay exact to
      * float precision, so results do not drift with d_model */
     double s = 0.0;
@@ -45,15 +55,26 @@ txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
       double t = xi[j] - mean;
       v += t * t;
     }
-    float rstd = (float)(1.0 / sqrt(v / d + eps));
+    float rstd = (float)(1.0 / sqrt(v / d + a->eps));
     float fmean = (float)mean;
     for (int j = 0; j < d; j++)
       yi[j] = (xi[j] - fmean) * rstd * w[j] + b[j];
-    if (mean_out) {
-      mean_out[i] = fmean;
-      rstd_out[i] = rstd;
+    if (a->mean_out) {
+      a->mean_out[i] = fmean;
+      a->rstd_out[i] = rstd;
     }
   }
+}
+
+void
+txl_layer_norm(const float *x, int n, int d, const float *w, const float *b,
+               float eps, float *y, float *mean_out, float *rstd_out)
+{
+  Norm a = { x, w, b, d, eps, y, mean_out, rstd_out };
+  /* rows are independent: a training batch's rows go over the pool, a
+   * scored segment's (64 rows) stay on the calling thread */
+  txl_parallel_range((gsize)MAX(n, 0), MAX(1, (1 << 16) / MAX(d, 1)), 1,
+                     norm_rows, &a);
 }
 
 void
@@ -125,18 +146,34 @@ txl_dropout_key(guint64 seed, guint64 step, int site, int layer)
   return mix64(k ^ ((guint64)(guint32)site << 32 | (guint32)layer));
 }
 
+typedef struct {
+  float *x;
+  guint32 thresh;
+  float scale;
+  guint64 key, first;
+} Drop;
+
+static void
+dropout_range(gsize lo, gsize hi, gpointer ctx)
+{
+  const Drop *d = ctx;
+  float *x = d->x;
+  for (gsize i = lo; i < hi; i++) {
+    guint64 h = mix64(d->key + (d->first + i) *
+                                 G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+    x[i] = (guint32)(h >> 40) >= d->thresh ? x[i] * d->scale : 0.0f;
+  }
+}
+
 void
 txl_dropout(float *x, gsize n, float p, guint64 key, guint64 first)
 {
   if (p <= 0.0f)
     return;
-  /* keep when the top 24 bits, as a fraction, are >= p */
-  const guint32 thresh = (guint32)(p * 16777216.0f);
-  const float scale = 1.0f / (1.0f - p);
-  for (gsize i = 0; i < n; i++) {
-    guint64 h = mix64(key + (first + i) * G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
-    x[i] = (guint32)(h >> 40) >= thresh ? x[i] * scale : 0.0f;
-  }
+  /* keep when the top 24 bits, as a fraction, are >= p; each element's
+   * fate is its own counter's hash, so the range can be cut over the pool */
+  Drop d = { x, (guint32)(p * 16777216.0f), 1.0f / (1.0f - p), key, first };
+  txl_parallel_range(n, 1 << 15, 64, dropout_range, &d);
 }
 
 void

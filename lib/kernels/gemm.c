@@ -226,19 +226,22 @@ txl_gemm_pack(const float *W, int n, int k, int ldw, float *out)
 /* columns of one slice of a large txl_gemm() (whole 16-column panels) */
 #define SGEMM_SLICE 256
 
+/* One column slice of one product of a batch: slice `slice` of `step`
+ * columns. */
 typedef struct {
-  gboolean trans_a, trans_b;
-  int M, N, K, lda, ldb, ldc, step;
-  float alpha, beta;
-  const float *A, *B;
-  float *C;
-} Blas;
+  const TxlGemmArgs *g;
+  int step, first_task;
+} Slices;
+
+typedef struct {
+  const Slices *s;
+  int n;
+} Batch;
 
 static void
-blas_task(int t, int n, gpointer p)
+slice_run(const TxlGemmArgs *g, int step, int slice)
 {
-  const Blas *g = p;
-  int a = t * g->step, b = MIN(g->N, a + g->step);
+  int a = slice * step, b = MIN(g->N, a + step);
   if (a >= b)
     return;
   const float *B = g->trans_b ? g->B + (gsize)a * g->ldb : g->B + a;
@@ -247,28 +250,57 @@ blas_task(int t, int n, gpointer p)
               g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + a, g->ldc);
 }
 
+static void
+batch_task(int t, int n_tasks, gpointer p)
+{
+  const Batch *bt = p;
+  int i = bt->n - 1;
+  while (bt->s[i].first_task > t)
+    i--;
+  slice_run(bt->s[i].g, bt->s[i].step, t - bt->s[i].first_task);
+}
+
+void
+txl_gemm_batch(const TxlGemmArgs *g, int n)
+{
+  enum { MAX_BATCH = 16 };
+  /* independent products: a long batch may go in groups */
+  for (; n > MAX_BATCH; n -= MAX_BATCH, g += MAX_BATCH)
+    txl_gemm_batch(g, MAX_BATCH);
+  Slices s[MAX_BATCH];
+  int tasks = 0, kept = 0;
+  gboolean inner = txl_parallel_in_task();
+  for (int i = 0; i < n; i++) {
+    if (g[i].M <= 0 || g[i].N <= 0)
+      continue;
+    double macs = (double)g[i].M * g[i].N * g[i].K;
+    /* The column slices depend on the shape only, never on the thread
+     * count or on the other products of the batch: OpenBLAS may sum a
+     * product of another width in another order (its kernels for narrow
+     * products differ), so slices cut by thread count made scores and
+     * training depend on TXL_NUM_THREADS in the last digits. */
+    int step = macs < PAR_MIN_MACS || inner ? g[i].N : SGEMM_SLICE;
+    s[kept] = (Slices){ &g[i], step, tasks };
+    tasks += (g[i].N + step - 1) / step;
+    kept++;
+  }
+  Batch bt = { s, kept };
+  if (tasks <= 1 || txl_parallel_threads() <= 1) {
+    for (int t = 0; t < tasks; t++)
+      batch_task(t, tasks, &bt);
+    return;
+  }
+  txl_parallel_run(tasks, batch_task, &bt);
+}
+
 void
 txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K, float alpha,
          const float *A, int lda, const float *B, int ldb, float beta,
          float *C, int ldc)
 {
-  if (M <= 0 || N <= 0)
-    return;
-  double macs = (double)M * N * K;
-  /* The column slices depend on the shape only, never on the thread count:
-   * OpenBLAS may sum a product of another width in another order (its
-   * kernels for narrow products differ), so slices cut by thread count made
-   * scores and training depend on TXL_NUM_THREADS in the last digits. */
-  int step = macs < PAR_MIN_MACS || txl_parallel_in_task() ? N : SGEMM_SLICE;
-  int tasks = (N + step - 1) / step;
-  Blas g = { trans_a, trans_b, M, N, K, lda, ldb, ldc, step, alpha, beta,
-             A, B, C };
-  if (tasks <= 1 || txl_parallel_threads() <= 1) {
-    for (int t = 0; t < tasks; t++)
-      blas_task(t, tasks, &g);
-    return;
-  }
-  txl_parallel_run(tasks, blas_task, &g);
+  TxlGemmArgs g = { trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta,
+                    C, ldc };
+  txl_gemm_batch(&g, 1);
 }
 
 static void

@@ -44,6 +44,29 @@ void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
               float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
 
+/* One product of txl_gemm()'s arguments. */
+typedef struct {
+  gboolean trans_a, trans_b;
+  int M, N, K;
+  float alpha;
+  const float *A;
+  int lda;
+  const float *B;
+  int ldb;
+  float beta;
+  float *C;
+  int ldc;
+} TxlGemmArgs;
+
+/* Products that do not depend on each other (no product writes what
+ * another reads or writes), at once: the slices of all of them are shared
+ * over the thread pool, each sliced exactly as txl_gemm() slices it, so
+ * every result has the same bits as txl_gemm() would give it, whatever the
+ * thread count.  Training's backward pairs a weight gradient with the
+ * input gradient this way: each is one slice at d_model 256, so alone they
+ * would run one after the other on one thread. */
+void txl_gemm_batch(const TxlGemmArgs *g, int n);
+
 #if defined(__AVX512F__)
 #define TXL_GEMM_NR 32
 #define TXL_GEMM_MR 8

@@ -167,3 +167,35 @@ txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx)
     g_cond_wait(&pool.done, &pool.lock);
   g_mutex_unlock(&pool.lock);
 }
+
+typedef struct {
+  gsize n, step;
+  TxlRangeFunc fn;
+  gpointer ctx;
+} Range;
+
+static void
+range_task(int t, int n_tasks, gpointer p)
+{
+  const Range *r = p;
+  gsize lo = (gsize)t * r->step;
+  r->fn(lo, MIN(r->n, lo + r->step), r->ctx);
+}
+
+void
+txl_parallel_range(gsize n, gsize grain, gsize align, TxlRangeFunc fn,
+                   gpointer ctx)
+{
+  int threads = txl_parallel_threads();
+  if (n < 2 * MAX(grain, 1) || threads <= 1 || in_task) {
+    if (n)
+      fn(0, n, ctx);
+    return;
+  }
+  align = MAX(align, 1);
+  gsize step = (n + threads - 1) / threads;
+  step = MAX(step, grain);
+  step = (step + align - 1) / align * align;
+  Range r = { n, step, fn, ctx };
+  txl_parallel_run((int)((n + step - 1) / step), range_task, &r);
+}

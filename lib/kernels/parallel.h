@@ -18,6 +18,16 @@ int txl_parallel_threads(void);
  * when all have finished. */
 void txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx);
 
+/* Runs fn over [0, n) cut into ranges of whole multiples of `align`
+ * items, at least `grain` items each, on the pool; on the calling thread
+ * alone when n < 2 * grain or when called from a task.  For loops whose
+ * items do not depend on each other (elementwise, or row by row), so the
+ * result is the same however the range is cut: `align` keeps each range's
+ * start where the whole loop's vector lanes would be. */
+typedef void (*TxlRangeFunc)(gsize lo, gsize hi, gpointer ctx);
+void txl_parallel_range(gsize n, gsize grain, gsize align, TxlRangeFunc fn,
+                        gpointer ctx);
+
 /* Whether the calling thread is running a task of txl_parallel_run()
  * (the same whatever the thread count: one thread runs its tasks inline
  * with this set too). */

@@ -59,6 +59,7 @@ struct _TxlTrainState {
   gsize floats;
   float *block;
   Acts *L;
+  TxlGemmArgs *proj; /* the attention projections of one layer: B + 2 */
   float *pos;    /* (K, d) dropped sinusoids, distances K-1..0 */
   float *erows;  /* (N, d_embed) embedding rows of the inputs */
   float *hL;     /* (N, d) last layer output */
@@ -186,6 +187,7 @@ txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
   s->seed = o->seed;
   s->slots = MAX(1, MIN(txl_parallel_threads(), c->n_head));
   s->L = g_new0(Acts, c->n_layer);
+  s->proj = g_new(TxlGemmArgs, s->B + 2);
   s->floats = carve(s, NULL);
   if (s->floats * sizeof(float) > MAX_STATE_BYTES ||
       posix_memalign((void **)&s->block, 64, s->floats * sizeof(float)) != 0) {
@@ -210,6 +212,7 @@ txl_train_state_free(TxlTrainState *s)
     return;
   free(s->block);
   g_free(s->L);
+  g_free(s->proj);
   g_free(s->in);
   g_free(s->tgt);
   g_free(s);
@@ -395,9 +398,7 @@ attend(gpointer ctx, int l, float *av)
   Acts *A = &s->L[l];
   const int B = s->B, T = s->T, K = s->mlen + T;
   const int d = c->d_model, HD = c->n_head * c->d_head;
-  const TxlLinear q = { W->qkv_w, NULL, NULL, d, HD };
-  const TxlLinear kv = { W->qkv_w + (gsize)HD * d, NULL, NULL, d, 2 * HD };
-  const TxlLinear r = { W->r_w, NULL, NULL, d, HD };
+  const float *Wq = W->qkv_w, *Wkv = W->qkv_w + (gsize)HD * d;
 
   const float *xin = A->x;
   if (c->pre_lnorm) {
@@ -405,11 +406,20 @@ attend(gpointer ctx, int l, float *av)
                    c->layer_norm_eps, A->xn, A->mu1, A->rs1);
     xin = A->xn;
   }
-  txl_linear(&kv, xin, B * K, A->kv, FALSE, FALSE);
+  /* x W^T for the keys and values, each stream's queries and the
+   * positions: unbiased linears (txl_linear's products), independent, so
+   * in one batch */
+  TxlGemmArgs *p = s->proj;
+  int n = 0;
+  p[n++] = (TxlGemmArgs){ FALSE, TRUE, B * K, 2 * HD, d, 1.0f, xin, d, Wkv,
+                          d, 0.0f, A->kv, 2 * HD };
+  p[n++] = (TxlGemmArgs){ FALSE, TRUE, K, HD, d, 1.0f, s->pos, d, W->r_w, d,
+                          0.0f, A->rk, HD };
   for (int b = 0; b < B; b++)
-    txl_linear(&q, cur_rows(s, (float *)xin, b), T, A->q + (gsize)b * T * HD,
-               FALSE, FALSE);
-  txl_linear(&r, s->pos, K, A->rk, FALSE, FALSE);
+    p[n++] = (TxlGemmArgs){ FALSE, TRUE, T, HD, d, 1.0f,
+                            cur_rows(s, (float *)xin, b), d, Wq, d, 0.0f,
+                            A->q + (gsize)b * T * HD, HD };
+  txl_gemm_batch(p, n);
   TxlTrainAttn a = attn_args(s, l);
   txl_train_attn_forward(&a, A->prob, av, s->attn_scratch, s->slots);
 }
@@ -516,10 +526,13 @@ output_backward(TxlTrainState *s)
                       g->out_b);
   if (w->out_proj) {
     /* hp = hd P: dP += hd^T dhp, dhd = dhp P^T */
-    txl_gemm(TRUE, FALSE, d, E, N, 1.0f, s->hd, d, s->ge, E, 1.0f,
-             g->out_proj, E);
-    txl_gemm(FALSE, TRUE, N, d, E, 1.0f, s->ge, E, w->out_proj, E, 0.0f,
-             s->g0, d);
+    TxlGemmArgs p[2] = {
+      { TRUE, FALSE, d, E, N, 1.0f, s->hd, d, s->ge, E, 1.0f, g->out_proj,
+        E },
+      { FALSE, TRUE, N, d, E, 1.0f, s->ge, E, w->out_proj, E, 0.0f, s->g0,
+        d },
+    };
+    txl_gemm_batch(p, 2);
   }
   txl_dropout(s->g0, (gsize)N * d, s->dropout, key(s, SITE_FINAL, 0), 0);
 }
@@ -584,36 +597,51 @@ attn_backward(TxlTrainState *s, int l)
   TxlTrainAttn a = attn_args(s, l);
   txl_train_attn_backward(&a, A->prob, s->gav, s->gq, s->gkv, s->grk,
                           G->r_w_bias, G->r_r_bias, s->attn_scratch, s->slots);
-  /* rk = pos W_R^T */
-  txl_gemm(TRUE, FALSE, HD, d, K, 1.0f, s->grk, HD, s->pos, d, 1.0f, G->r_w,
-           d);
-
-  /* projections: keys/values from all B*K rows, queries from the segment */
+  /* Projections: keys/values from all B*K rows, queries from the segment,
+   * rk = pos W_R^T.  Their weight gradients and the input gradient do not
+   * depend on each other, so they go in batches; each accumulation keeps
+   * its order (the queries' per stream b). */
   const float *xin = c->pre_lnorm ? A->xn : A->x;
   const float *Wq = W->qkv_w, *Wkv = W->qkv_w + (gsize)HD * d;
-  txl_gemm(TRUE, FALSE, 2 * HD, d, B * K, 1.0f, s->gkv, 2 * HD, xin, d, 1.0f,
-           G->qkv_w + (gsize)HD * d, d);
-  for (int b = 0; b < B; b++)
-    txl_gemm(TRUE, FALSE, HD, d, T, 1.0f, s->gq + (gsize)b * T * HD, HD,
-             cur_rows(s, (float *)xin, b), d, 1.0f, G->qkv_w, d);
-
+  TxlGemmArgs wr = { TRUE, FALSE, HD, d, K, 1.0f, s->grk, HD, s->pos, d,
+                     1.0f, G->r_w, d };
+  TxlGemmArgs wkv = { TRUE, FALSE, 2 * HD, d, B * K, 1.0f, s->gkv, 2 * HD,
+                      xin, d, 1.0f, G->qkv_w + (gsize)HD * d, d };
   if (c->pre_lnorm) {
     /* the memory rows matter here: their keys and values went through the
      * layer norm, whose weights need that part of the gradient */
-    txl_gemm(FALSE, FALSE, B * K, d, 2 * HD, 1.0f, s->gkv, 2 * HD, Wkv, d,
-             0.0f, s->gx, d);
-    for (int b = 0; b < B; b++)
-      txl_gemm(FALSE, FALSE, T, d, HD, 1.0f, s->gq + (gsize)b * T * HD, HD,
-               Wq, d, 1.0f, cur_rows(s, s->gx, b), d);
+    TxlGemmArgs p[3] = {
+      wkv,
+      { FALSE, FALSE, B * K, d, 2 * HD, 1.0f, s->gkv, 2 * HD, Wkv, d, 0.0f,
+        s->gx, d },
+      wr,
+    };
+    txl_gemm_batch(p, 3);
+    for (int b = 0; b < B; b++) {
+      TxlGemmArgs q[2] = {
+        { TRUE, FALSE, HD, d, T, 1.0f, s->gq + (gsize)b * T * HD, HD,
+          cur_rows(s, (float *)xin, b), d, 1.0f, G->qkv_w, d },
+        { FALSE, FALSE, T, d, HD, 1.0f, s->gq + (gsize)b * T * HD, HD, Wq, d,
+          1.0f, cur_rows(s, s->gx, b), d },
+      };
+      txl_gemm_batch(q, 2);
+    }
     txl_ln_backward(s->gx, A->x, A->mu1, A->rs1, B * K, d, W->attn_ln_w,
                     s->gx, 0.0f, G->attn_ln_w, G->attn_ln_b);
   } else {
     /* only the segment rows' input gradient is wanted */
+    TxlGemmArgs p[2] = { wkv, wr };
+    txl_gemm_batch(p, 2);
     for (int b = 0; b < B; b++) {
       float *gx = cur_rows(s, s->gx, b);
-      txl_gemm(FALSE, FALSE, T, d, 2 * HD, 1.0f,
-               s->gkv + ((gsize)b * K + s->mlen) * 2 * HD, 2 * HD, Wkv, d,
-               0.0f, gx, d);
+      TxlGemmArgs q[2] = {
+        { TRUE, FALSE, HD, d, T, 1.0f, s->gq + (gsize)b * T * HD, HD,
+          cur_rows(s, (float *)xin, b), d, 1.0f, G->qkv_w, d },
+        { FALSE, FALSE, T, d, 2 * HD, 1.0f,
+          s->gkv + ((gsize)b * K + s->mlen) * 2 * HD, 2 * HD, Wkv, d, 0.0f,
+          gx, d },
+      };
+      txl_gemm_batch(q, 2);
       txl_gemm(FALSE, FALSE, T, d, HD, 1.0f, s->gq + (gsize)b * T * HD, HD,
                Wq, d, 1.0f, gx, d);
     }
@@ -639,10 +667,13 @@ embed_backward(TxlTrainState *s)
     s->g0[i] *= scale;
   const float *ge = s->g0;
   if (w->emb_proj) {
-    txl_gemm(TRUE, FALSE, d, E, N, 1.0f, s->g0, d, s->erows, E, 1.0f,
-             g->emb_proj, E);
-    txl_gemm(FALSE, FALSE, N, E, d, 1.0f, s->g0, d, w->emb_proj, E, 0.0f,
-             s->ge, E);
+    TxlGemmArgs p[2] = {
+      { TRUE, FALSE, d, E, N, 1.0f, s->g0, d, s->erows, E, 1.0f,
+        g->emb_proj, E },
+      { FALSE, FALSE, N, E, d, 1.0f, s->g0, d, w->emb_proj, E, 0.0f, s->ge,
+        E },
+    };
+    txl_gemm_batch(p, 2);
     ge = s->ge;
   }
   /* a scatter: rows of repeated ids add up */

@@ -37,10 +37,13 @@ txl_linear_backward(const float *dy, const float *x, int n, int in,
 {
   if (db)
     col_sums(dy, n, out, db);
-  /* dW (out, in) += dy^T (out, n) x (n, in) */
-  txl_gemm(TRUE, FALSE, out, in, n, 1.0f, dy, out, x, in, 1.0f, dW, in);
-  if (dx)
-    txl_gemm(FALSE, FALSE, n, in, out, 1.0f, dy, out, W, in, beta, dx, in);
+  /* dW (out, in) += dy^T (out, n) x (n, in), and dx (n, in) = dy W + beta
+   * dx: independent, so at once */
+  TxlGemmArgs g[2] = {
+    { TRUE, FALSE, out, in, n, 1.0f, dy, out, x, in, 1.0f, dW, in },
+    { FALSE, FALSE, n, in, out, 1.0f, dy, out, W, in, beta, dx, in },
+  };
+  txl_gemm_batch(g, dx ? 2 : 1);
 }
 
 /* ---- layer norm ------------------------------------------------------ */
@@ -77,31 +80,63 @@ txl_ln_backward(const float *dy, const float *x, const float *mean,
 
 /* ---- cross-entropy --------------------------------------------------- */
 
+typedef struct {
+  float *logits;
+  int V;
+  const int32_t *targets;
+  float *lse;
+  double *nll;
+  float scale;
+} Ce;
+
+static void
+ce_rows(gsize lo, gsize hi, gpointer ctx)
+{
+  const Ce *c = ctx;
+  for (gsize i = lo; i < hi; i++) {
+    const float *z = c->logits + i * c->V;
+    double s;
+    float mx = txl_row_max_expsum(z, c->V, &s);
+    double l = mx + log(s);
+    c->lse[i] = (float)l;
+    c->nll[i] = l - z[c->targets[i]];
+  }
+}
+
 double
 txl_ce_forward(const float *logits, int n, int V, const int32_t *targets,
                float *lse)
 {
+  /* rows over the pool, their sum in row order here */
+  double *nll = g_new(double, MAX(n, 1));
+  Ce c = { (float *)logits, V, targets, lse, nll, 0.0f };
+  txl_parallel_range((gsize)MAX(n, 0), MAX(1, (1 << 15) / MAX(V, 1)), 1,
+                     ce_rows, &c);
   double total = 0.0;
-  for (int i = 0; i < n; i++) {
-    const float *z = logits + (gsize)i * V;
-    double s;
-    float mx = txl_row_max_expsum(z, V, &s);
-    double l = mx + log(s);
-    lse[i] = (float)l;
-    total += l - z[targets[i]];
-  }
+  for (int i = 0; i < n; i++)
+    total += nll[i];
+  g_free(nll);
   return total / n;
+}
+
+static void
+ce_back_rows(gsize lo, gsize hi, gpointer ctx)
+{
+  const Ce *c = ctx;
+  for (gsize i = lo; i < hi; i++) {
+    float *z = c->logits + i * c->V;
+    const float l = c->lse[i];
+    for (int j = 0; j < c->V; j++)
+      z[j] = expf(z[j] - l) * c->scale;
+    z[c->targets[i]] -= c->scale;
+  }
 }
 
 void
 txl_ce_backward(float *logits, int n, int V, const int32_t *targets,
                 const float *lse, float scale)
 {
-  for (int i = 0; i < n; i++) {
-    float *z = logits + (gsize)i * V;
-    const float l = lse[i];
-    for (int j = 0; j < V; j++)
-      z[j] = expf(z[j] - l) * scale;
-    z[targets[i]] -= scale;
-  }
+  Ce c = { logits, V, targets, (float *)lse, NULL, scale };
+  txl_parallel_range((gsize)MAX(n, 0), MAX(1, (1 << 15) / MAX(V, 1)), 1,
+                     ce_back_rows, &c);
 }

@@ -4,8 +4,10 @@
  * multiples of the kernel's blocks, each way of starting C (zero, bias,
  * accumulate), ReLU, B packed or read in place, and the determinism the
  * forward pass relies on (a product's rows do not depend on M, on the
- * thread split, or on which rows are computed together). */
+ * thread split, or on which rows are computed together), and the batch
+ * of independent products that training's backward runs at once. */
 #include "gemm.h"
+#include "parallel.h"
 
 #include <cblas.h>
 #include <glib.h>
@@ -210,6 +212,72 @@ TU_TEST("/gemm/deterministic", test_deterministic)
   g_assert_cmpmem(C, sizeof(float) * M * N, C1, sizeof(float) * M * N);
   g_free(A); g_free(W); g_free(bias); g_free(C); g_free(C1); g_free(P);
   g_rand_free(r);
+}
+
+/* A batch of independent products gives each the bits txl_gemm() alone
+ * gives it: one-slice and many-slice products, both transposes, beta 0 and
+ * 1, more products than one batch call takes at once. */
+TU_TEST("/gemm/batch-same-bits", test_batch_same_bits)
+{
+  GRand *r = g_rand_new_with_seed(9);
+  enum { NP = 19 };
+  TxlGemmArgs g[NP], one[NP];
+  float *bufs[3 * NP], *ref[NP];
+  for (int i = 0; i < NP; i++) {
+    gboolean ta = i % 2, tb = (i / 2) % 2;
+    /* every fourth product is wide enough for several slices */
+    int M = 16 + 37 * (i % 5), N = i % 4 == 3 ? 600 : 64 + 31 * (i % 6);
+    int K = 128 + 9 * i;
+    float *A = bufs[3 * i] = g_new(float, (gsize)M * K);
+    float *B = bufs[3 * i + 1] = g_new(float, (gsize)K * N);
+    float *C = bufs[3 * i + 2] = g_new(float, (gsize)M * N);
+    fill(A, (gsize)M * K, r);
+    fill(B, (gsize)K * N, r);
+    fill(C, (gsize)M * N, r);
+    ref[i] = g_memdup2(C, sizeof(float) * M * N);
+    float beta = i % 3 == 0 ? 0.0f : 1.0f;
+    g[i] = (TxlGemmArgs){ ta, tb, M, N, K, 1.0f, A, ta ? M : K, B,
+                          tb ? K : N, beta, C, N };
+    one[i] = g[i];
+    one[i].C = ref[i];
+  }
+  txl_gemm_batch(g, NP);
+  for (int i = 0; i < NP; i++) {
+    const TxlGemmArgs *o = &one[i];
+    txl_gemm(o->trans_a, o->trans_b, o->M, o->N, o->K, o->alpha, o->A,
+             o->lda, o->B, o->ldb, o->beta, o->C, o->ldc);
+    g_assert_cmpmem(g[i].C, sizeof(float) * o->M * o->N, o->C,
+                    sizeof(float) * o->M * o->N);
+    g_free(ref[i]);
+  }
+  for (int i = 0; i < 3 * NP; i++)
+    g_free(bufs[i]);
+  g_rand_free(r);
+}
+
+static void
+mark(gsize lo, gsize hi, gpointer ctx)
+{
+  guint8 *seen = ctx;
+  for (gsize i = lo; i < hi; i++)
+    seen[i]++;
+  /* a range starts on a multiple of the alignment asked for (16 below) */
+  g_assert_cmpuint(lo % 16, ==, 0);
+}
+
+/* txl_parallel_range visits every item once, from the pool or not. */
+TU_TEST("/parallel/range", test_parallel_range)
+{
+  const gsize ns[] = { 0, 1, 15, 16, 17, 1000, 4097, 100003 };
+  for (guint a = 0; a < G_N_ELEMENTS(ns); a++) {
+    for (gsize grain = 1; grain <= 4096; grain *= 8) {
+      guint8 *seen = g_new0(guint8, ns[a] + 1);
+      txl_parallel_range(ns[a], grain, 16, mark, seen);
+      for (gsize i = 0; i < ns[a]; i++)
+        g_assert_cmpuint(seen[i], ==, 1);
+      g_free(seen);
+    }
+  }
 }
 
 TU_MAIN()
