@@ -41,6 +41,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import statistics
@@ -116,17 +117,20 @@ def cmd_loghub(a):
             box, _, _ = score(f.name)
             learnt, secs, err = score(f.name, learn=True, warmup=1000)
         last = learnt[-1000:]
+        # the round's own time, as txl score prints it
+        m = re.search(r"learnt round 1 after line \d+ \(\d+ steps, [^)]*?([0-9.]+) s\)", err)
         rows.append((name[:-4], mean_bpb(box), 100 * flag_rate(box),
                      mean_bpb(last), 100 * flag_rate(last),
-                     sum(r["warmup"] for r in last), secs))
+                     sum(r["warmup"] for r in last), float(m.group(1)) if m else float("nan"),
+                     secs))
         print("%-12s box %.3f bpb %5.1f%% | learnt %.3f bpb %5.1f%% flagged "
-              "(%d warm-up) %.0f s" % rows[-1], file=sys.stderr)
+              "(%d warm-up) round %.0f s, run %.0f s" % rows[-1], file=sys.stderr)
     print("| log | bundled model: bits/byte | flagged | learning on the first "
-          "1,000 lines, last 1,000: bits/byte | flagged | run (s) |")
-    print("|---|---|---|---|---|---|")
+          "1,000 lines, last 1,000: bits/byte | flagged | round (s) | run (s) |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %.3f | %.1f%% | %.3f | %.1f%% | %.0f |" %
-              (r[0], r[1], r[2], r[3], r[4], r[6]))
+        print("| %s | %.3f | %.1f%% | %.3f | %.1f%% | %.0f | %.0f |" %
+              (r[0], r[1], r[2], r[3], r[4], r[6], r[7]))
 
 
 def injected_run(path, others, seed, rate=0.02, n=3000):
@@ -239,7 +243,6 @@ def hdfs_dev_split(log, labels, tmp):
     """The development split: the first half of the blocks (by first line)
     with all their lines, and their labels; the rules of txl eval were
     chosen on it, never on the second half."""
-    import re
     key = re.compile(r"blk_-?[0-9]+")
     with open(log, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
@@ -488,7 +491,6 @@ def cmd_hdfs_stalls(a):
     one run: K 4, FLOOR 60 s, MINN 50.  --kept: the flags of a hdfs-live
     run's records are combined with the stalls."""
     import calendar
-    import re
     K, FLOOR, MINN = 4.0, 60, 50
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
