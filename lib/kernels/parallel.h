@@ -18,8 +18,8 @@ int txl_parallel_threads(void);
  * when all have finished. */
 void txl_parallel_run(int n_tasks, TxlTaskFunc fn, gpointer ctx);
 
-/* Runs fn over [0, n) cut into ranges of whole multiples of `align`
- * items, at least `grain` items each, on the pool; on the calling thread
+/* Runs fn over [0, n) cut into ranges of at least `grain` items, each
+ * starting at a multiple of `align`, on the pool; on the calling thread
  * alone when n < 2 * grain or when called from a task.  For loops whose
  * items do not depend on each other (elementwise, or row by row), so the
  * result is the same however the range is cut: `align` keeps each range's

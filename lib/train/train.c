@@ -60,6 +60,7 @@ struct _TxlTrainState {
   float *block;
   Acts *L;
   TxlGemmArgs *proj; /* the attention projections of one layer: B + 2 */
+  double *nll;       /* (N) each row's loss, summed in row order */
   float *pos;    /* (K, d) dropped sinusoids, distances K-1..0 */
   float *erows;  /* (N, d_embed) embedding rows of the inputs */
   float *hL;     /* (N, d) last layer output */
@@ -187,7 +188,6 @@ txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
   s->seed = o->seed;
   s->slots = MAX(1, MIN(txl_parallel_threads(), c->n_head));
   s->L = g_new0(Acts, c->n_layer);
-  s->proj = g_new(TxlGemmArgs, s->B + 2);
   s->floats = carve(s, NULL);
   if (s->floats * sizeof(float) > MAX_STATE_BYTES ||
       posix_memalign((void **)&s->block, 64, s->floats * sizeof(float)) != 0) {
@@ -200,6 +200,8 @@ txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
     return NULL;
   }
   carve(s, s->block);
+  s->proj = g_new(TxlGemmArgs, s->B + 2);
+  s->nll = g_new(double, (gsize)s->B * s->T);
   s->in = g_new(int32_t, (gsize)s->B * s->T);
   s->tgt = g_new(int32_t, (gsize)s->B * s->T);
   return s;
@@ -213,6 +215,7 @@ txl_train_state_free(TxlTrainState *s)
   free(s->block);
   g_free(s->L);
   g_free(s->proj);
+  g_free(s->nll);
   g_free(s->in);
   g_free(s->tgt);
   g_free(s);
@@ -469,7 +472,7 @@ output_forward(TxlTrainState *s)
   }
   const TxlLinear out = { w->out_w, NULL, w->out_b, E, c->n_token };
   txl_linear(&out, h, N, s->logits, FALSE, FALSE);
-  return txl_ce_forward(s->logits, N, c->n_token, s->tgt, s->lse);
+  return txl_ce_forward(s->logits, N, c->n_token, s->tgt, s->lse, s->nll);
 }
 
 static gboolean

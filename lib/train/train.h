@@ -82,10 +82,12 @@ void txl_train_attn_backward(const TxlTrainAttn *a, const float *prob,
                              float *scratch, int slots);
 
 /* Mean cross-entropy of n rows of logits (n, V) against targets; keeps
- * each row's log-sum-exp.  Backward turns the logits, in place, into the
- * gradient of scale x (sum of row losses). */
+ * each row's log-sum-exp.  nll: n doubles of the caller's, for the rows'
+ * losses (the rows run over the pool, their sum in row order).  Backward
+ * turns the logits, in place, into the gradient of scale x (sum of row
+ * losses). */
 double txl_ce_forward(const float *logits, int n, int V,
-                      const int32_t *targets, float *lse);
+                      const int32_t *targets, float *lse, double *nll);
 void txl_ce_backward(float *logits, int n, int V, const int32_t *targets,
                      const float *lse, float scale);
 

@@ -81,7 +81,7 @@ txl_ln_backward(const float *dy, const float *x, const float *mean,
 /* ---- cross-entropy --------------------------------------------------- */
 
 typedef struct {
-  float *logits;
+  float *logits; /* read only in the forward */
   int V;
   const int32_t *targets;
   float *lse;
@@ -105,17 +105,14 @@ ce_rows(gsize lo, gsize hi, gpointer ctx)
 
 double
 txl_ce_forward(const float *logits, int n, int V, const int32_t *targets,
-               float *lse)
+               float *lse, double *nll)
 {
-  /* rows over the pool, their sum in row order here */
-  double *nll = g_new(double, MAX(n, 1));
   Ce c = { (float *)logits, V, targets, lse, nll, 0.0f };
   txl_parallel_range((gsize)MAX(n, 0), MAX(1, (1 << 15) / MAX(V, 1)), 1,
                      ce_rows, &c);
   double total = 0.0;
   for (int i = 0; i < n; i++)
     total += nll[i];
-  g_free(nll);
   return total / n;
 }
 
