@@ -177,15 +177,26 @@ check_floats(const float *fl, gsize nf, gsize dm, gboolean has_last,
   return TRUE;
 }
 
-gboolean
-txl_scorer_state_set_data(TxlScorer *sc, const guint8 *src, gsize size,
-                          GError **error)
+/* A scorer's bytes into sc.  bare: sc only wraps a bare stream, which has
+ * no place for tokens waiting for their segment, so bytes with any are
+ * refused, first: that says more than the checks against sc would. */
+static gboolean
+set_data(TxlScorer *sc, const guint8 *src, gsize size, gboolean bare,
+         GError **error)
 {
   gint32 f[TXL_STATE_N_FIELDS];
   gint64 seen;
   gsize nf;
-  if (!txl_scorer_state_parse(src, size, f, &seen, error) ||
-      !check_fields(sc, f, seen, size, &nf, error))
+  if (!txl_scorer_state_parse(src, size, f, &seen, error))
+    return FALSE;
+  if (bare && (f[TXL_STATE_NPEND] != 0 || seen != 0)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "state bytes of a scorer with %d pending tokens after %"
+                G_GINT64_FORMAT ": a bare stream takes only a stream's "
+                "(txl_stream_state_get_data)", f[TXL_STATE_NPEND], seen);
+    return FALSE;
+  }
+  if (!check_fields(sc, f, seen, size, &nf, error))
     return FALSE;
   const guint8 *fp = src + TXL_STATE_HEADER;
   /* read in place where the host's floats are these bytes */
@@ -218,6 +229,13 @@ txl_scorer_state_set_data(TxlScorer *sc, const guint8 *src, gsize size,
   return ok;
 }
 
+gboolean
+txl_scorer_state_set_data(TxlScorer *sc, const guint8 *src, gsize size,
+                          GError **error)
+{
+  return set_data(sc, src, size, FALSE, error);
+}
+
 /* ---- a bare stream ---------------------------------------------------- *
  * The same bytes as a scorer over the stream with nothing pending and no
  * tokens counted: a stream's state is its scorer's without the scorer. */
@@ -244,20 +262,8 @@ gboolean
 txl_stream_state_set_data(TxlStream *st, const guint8 *src, gsize size,
                           GError **error)
 {
-  gint32 f[TXL_STATE_N_FIELDS];
-  gint64 seen;
-  if (!txl_scorer_state_parse(src, size, f, &seen, error))
-    return FALSE;
-  if (f[TXL_STATE_NPEND] != 0 || seen != 0) {
-    /* a scorer's tokens waiting for their segment have no place here */
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "state bytes of a scorer with %d pending tokens after %"
-                G_GINT64_FORMAT ": a bare stream takes only a stream's "
-                "(txl_stream_state_get_data)", f[TXL_STATE_NPEND], seen);
-    return FALSE;
-  }
   TxlScorer *sc = txl_scorer_wrap(st, 0);
-  gboolean ok = txl_scorer_state_set_data(sc, src, size, error);
+  gboolean ok = set_data(sc, src, size, TRUE, error);
   txl_scorer_unwrap(sc);
   return ok;
 }
