@@ -126,6 +126,14 @@ txl_model_calibration(const TxlModel *m)
   return m->calibration;
 }
 
+/* Every key but the old calibration's, which the new one replaces. */
+static gboolean
+not_calibration(const char *key, gconstpointer data)
+{
+  (void)data;
+  return !g_str_has_prefix(key, PREFIX);
+}
+
 gboolean
 txl_model_file_set_calibration(const char *in, const char *out,
                                const TxlCalibration *c, GError **error)
@@ -139,14 +147,7 @@ txl_model_file_set_calibration(const char *in, const char *out,
   if (!f)
     return FALSE;
   GgufWriter *w = gguf_writer_new();
-  for (gsize i = 0; i < gguf_n_keys(f); i++) {
-    uint32_t type;
-    const void *raw;
-    gsize len;
-    const char *key = gguf_key_at(f, i, &type, &raw, &len);
-    if (!g_str_has_prefix(key, PREFIX))
-      gguf_writer_add_raw(w, key, type, raw, len);
-  }
+  gguf_writer_copy_keys(w, f, not_calibration, NULL);
   if (!c)
     goto tensors;
   gguf_writer_add_string(w, PREFIX "mode",
@@ -164,11 +165,7 @@ txl_model_file_set_calibration(const char *in, const char *out,
   if (c->rule)
     gguf_writer_add_string(w, PREFIX "rule", c->rule);
 tensors:
-  for (gsize i = 0; i < gguf_n_tensors(f); i++) {
-    const GgufTensor *t = gguf_tensor_at(f, i);
-    gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
-                           t->nbytes);
-  }
+  gguf_writer_copy_tensors(w, f);
   gboolean ok = gguf_writer_write(w, out, error);
   gguf_writer_free(w);
   gguf_close(f);

@@ -114,6 +114,13 @@ void gguf_writer_add_raw(GgufWriter *w, const char *key, uint32_t type,
 void gguf_writer_add_tensor(GgufWriter *w, const char *name, uint32_t type,
                             uint32_t n_dims, const uint64_t *ne,
                             const void *data, gsize nbytes);
+/* A file's keys, as encoded and in file order, those keep() takes (all
+ * with keep NULL): a file copied with keys left out or replaced. */
+typedef gboolean (*GgufKeyFilter)(const char *key, gconstpointer data);
+void gguf_writer_copy_keys(GgufWriter *w, const GgufFile *f,
+                           GgufKeyFilter keep, gconstpointer data);
+/* Every tensor of f, in file order (the data is copied). */
+void gguf_writer_copy_tensors(GgufWriter *w, const GgufFile *f);
 /* Writes atomically: temporary file in the same directory, fsync, rename. */
 gboolean gguf_writer_write(GgufWriter *w, const char *path, GError **error);
 

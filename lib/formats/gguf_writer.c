@@ -360,6 +360,32 @@ gguf_writer_add_tensor(GgufWriter *w, const char *name, uint32_t type,
   g_hash_table_add(w->tensor_names, t->name);
 }
 
+/* ---- copies from a file --------------------------------------------- */
+
+void
+gguf_writer_copy_keys(GgufWriter *w, const GgufFile *f, GgufKeyFilter keep,
+                      gconstpointer data)
+{
+  for (gsize i = 0; i < gguf_n_keys(f); i++) {
+    uint32_t type;
+    const void *raw;
+    gsize len;
+    const char *key = gguf_key_at(f, i, &type, &raw, &len);
+    if (!keep || keep(key, data))
+      gguf_writer_add_raw(w, key, type, raw, len);
+  }
+}
+
+void
+gguf_writer_copy_tensors(GgufWriter *w, const GgufFile *f)
+{
+  for (gsize i = 0; i < gguf_n_tensors(f); i++) {
+    const GgufTensor *t = gguf_tensor_at(f, i);
+    gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
+                           t->nbytes);
+  }
+}
+
 /* ---- output --------------------------------------------------------- */
 
 static uint64_t

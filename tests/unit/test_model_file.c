@@ -209,6 +209,12 @@ TU_TEST("/model-file/missing-empty", test_missing_and_empty_file)
   tu_remove(p);
 }
 
+static gboolean
+other_key(const char *k, gconstpointer key)
+{
+  return strcmp(k, key) != 0;
+}
+
 /* The file q with one txl.anomaly.* key replaced through add(). */
 typedef void (*AddKey)(GgufWriter *w, const char *key);
 static char *
@@ -218,20 +224,9 @@ with_key(const char *q, const char *key, AddKey add)
   GgufFile *f = gguf_open(q, &err);
   g_assert_no_error(err);
   GgufWriter *w = gguf_writer_new();
-  for (gsize i = 0; i < gguf_n_keys(f); i++) {
-    uint32_t type;
-    const void *raw;
-    gsize len;
-    const char *k = gguf_key_at(f, i, &type, &raw, &len);
-    if (strcmp(k, key))
-      gguf_writer_add_raw(w, k, type, raw, len);
-  }
+  gguf_writer_copy_keys(w, f, other_key, key);
   add(w, key);
-  for (gsize i = 0; i < gguf_n_tensors(f); i++) {
-    const GgufTensor *t = gguf_tensor_at(f, i);
-    gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data,
-                           t->nbytes);
-  }
+  gguf_writer_copy_tensors(w, f);
   char *out = g_strconcat(q, ".bad", NULL);
   g_assert_true(gguf_writer_write(w, out, &err));
   gguf_writer_free(w);
