@@ -104,6 +104,23 @@ train(const char *text, gsize len, int vocab, guint rules)
   return txl_tokenizer_new_bpe(b);
 }
 
+/* Runs check on the text make_logs(want, seed) and a 700-token BPE trained
+ * on it, once without normalization and once with every rule. */
+static void
+each_normalization(gsize want, guint32 seed,
+                   void (*check)(const char *logs, gsize len,
+                                 const TxlTokenizer *tok))
+{
+  gsize len;
+  char *logs = make_logs(want, seed, &len);
+  for (int norm = 0; norm < 2; norm++) {
+    TxlTokenizer *tok = train(logs, len, 700, norm ? TXL_NORM_ALL : 0);
+    check(logs, len, tok);
+    txl_tokenizer_free(tok);
+  }
+  g_free(logs);
+}
+
 TU_TEST("/bpe/round-trip", test_round_trip)
 {
   gsize len;
@@ -328,55 +345,56 @@ small_config(TxlConfig *c, int n_token)
   c->n_cutoffs = 0;
 }
 
+/* tok written to a model file: it loads with the same merges, rules and
+ * checksum, encodes as tok does, and its ids run through the model. */
+static void
+model_file_case(const char *logs, gsize len, const TxlTokenizer *tok)
+{
+  const TxlBpe *b = txl_tokenizer_get_bpe(tok);
+  TxlConfig c;
+  small_config(&c, txl_bpe_n_tokens(b));
+  char *path = tu_tmp_model_path();
+  GgufWriter *w = gguf_writer_new();
+  txl_config_write_gguf(&c, w);
+  txl_bpe_write_gguf(b, w);
+  tu_add_weights(w, &c, 1, NULL);
+  g_autoptr(GError) err = NULL;
+  g_assert_true(gguf_writer_write(w, path, &err));
+  gguf_writer_free(w);
+  TxlModel *m = tu_load(path);
+  const TxlTokenizer *lt = txl_model_tokenizer(m);
+  g_assert_cmpint(txl_tokenizer_type(lt), ==, TXL_TOKENIZER_BPE);
+  const TxlBpe *lb = txl_tokenizer_get_bpe(lt);
+  g_assert_cmpint(txl_bpe_n_merges(lb), ==, txl_bpe_n_merges(b));
+  g_assert_cmpuint(txl_bpe_normalize(lb), ==, txl_bpe_normalize(b));
+  GChecksum *c1 = g_checksum_new(G_CHECKSUM_SHA256),
+            *c2 = g_checksum_new(G_CHECKSUM_SHA256);
+  txl_tokenizer_checksum(tok, c1);
+  txl_tokenizer_checksum(lt, c2);
+  g_assert_cmpstr(g_checksum_get_string(c1), ==, g_checksum_get_string(c2));
+  g_checksum_free(c1);
+  g_checksum_free(c2);
+  Toks x = tu_encode(tok, logs, 20000, 20000, NULL);
+  Toks y = tu_encode(lt, logs, 20000, 999, NULL);
+  toks_assert_same(&x, &y);
+  /* and the ids run through the model */
+  TxlStream *st = txl_stream_new(m, NULL, &err);
+  g_assert_no_error(err);
+  float lp[5];
+  g_assert_true(txl_stream_forward(st, (const int32_t *)y.ids->data, 5,
+                                   (const int32_t *)y.ids->data + 1, lp,
+                                   &err));
+  g_assert_no_error(err);
+  g_assert_true(isfinite(lp[0]) && lp[0] < 0);
+  txl_stream_free(st);
+  toks_free(&x);
+  toks_free(&y);
+  tu_model_done(m, path);
+}
+
 TU_TEST("/bpe/model-file", test_model_file)
 {
-  gsize len;
-  char *logs = make_logs(100000, 8, &len);
-  for (int norm = 0; norm < 2; norm++) {
-    TxlTokenizer *tok = train(logs, len, 700, norm ? TXL_NORM_ALL : 0);
-    const TxlBpe *b = txl_tokenizer_get_bpe(tok);
-    TxlConfig c;
-    small_config(&c, txl_bpe_n_tokens(b));
-    char *path = tu_tmp_model_path();
-    GgufWriter *w = gguf_writer_new();
-    txl_config_write_gguf(&c, w);
-    txl_bpe_write_gguf(b, w);
-    tu_add_weights(w, &c, 1, NULL);
-    g_autoptr(GError) err = NULL;
-    g_assert_true(gguf_writer_write(w, path, &err));
-    gguf_writer_free(w);
-    TxlModel *m = tu_load(path);
-    const TxlTokenizer *lt = txl_model_tokenizer(m);
-    g_assert_cmpint(txl_tokenizer_type(lt), ==, TXL_TOKENIZER_BPE);
-    const TxlBpe *lb = txl_tokenizer_get_bpe(lt);
-    g_assert_cmpint(txl_bpe_n_merges(lb), ==, txl_bpe_n_merges(b));
-    g_assert_cmpuint(txl_bpe_normalize(lb), ==, txl_bpe_normalize(b));
-    GChecksum *c1 = g_checksum_new(G_CHECKSUM_SHA256),
-              *c2 = g_checksum_new(G_CHECKSUM_SHA256);
-    txl_tokenizer_checksum(tok, c1);
-    txl_tokenizer_checksum(lt, c2);
-    g_assert_cmpstr(g_checksum_get_string(c1), ==, g_checksum_get_string(c2));
-    g_checksum_free(c1);
-    g_checksum_free(c2);
-    Toks x = tu_encode(tok, logs, 20000, 20000, NULL);
-    Toks y = tu_encode(lt, logs, 20000, 999, NULL);
-    toks_assert_same(&x, &y);
-    /* and the ids run through the model */
-    TxlStream *st = txl_stream_new(m, NULL, &err);
-    g_assert_no_error(err);
-    float lp[5];
-    g_assert_true(txl_stream_forward(st, (const int32_t *)y.ids->data, 5,
-                                     (const int32_t *)y.ids->data + 1, lp,
-                                     &err));
-    g_assert_no_error(err);
-    g_assert_true(isfinite(lp[0]) && lp[0] < 0);
-    txl_stream_free(st);
-    toks_free(&x);
-    toks_free(&y);
-    tu_model_done(m, path);
-    txl_tokenizer_free(tok);
-  }
-  g_free(logs);
+  each_normalization(100000, 8, model_file_case);
 }
 
 /* A tiny valid vocabulary: 256 bytes, "ab", "abc", specials "<NUM>",
@@ -560,89 +578,88 @@ collect_piece(const guchar *s, gsize len, gsize start, int special,
 /* Replays the learned merges naively, recounting every pair before each:
  * the incremental counts and the lazy heap must pick a most frequent pair
  * every time (ties may go either way). */
+static void
+naive_case(const char *logs, gsize len, const TxlTokenizer *tok)
+{
+  const TxlBpe *b = txl_tokenizer_get_bpe(tok);
+  Pieces pc = { g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+                                      (GDestroyNotify)g_bytes_unref, NULL) };
+  TxlPretok *p = txl_pretok_new(b, collect_piece, &pc);
+  txl_pretok_push(p, (const guchar *)logs, len);
+  txl_pretok_finish(p);
+  txl_pretok_free(p);
+  GPtrArray *words = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)g_array_unref);
+  GArray *counts = g_array_new(FALSE, FALSE, sizeof(gsize));
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, pc.count);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    gsize n;
+    const guchar *s = g_bytes_get_data(k, &n);
+    GArray *w = g_array_new(FALSE, FALSE, 4);
+    for (gsize i = 0; i < n; i++) {
+      int id = txl_bpe_byte_id(b, s[i]);
+      g_array_append_val(w, id);
+    }
+    g_ptr_array_add(words, w);
+    gsize c = GPOINTER_TO_SIZE(v);
+    g_array_append_val(counts, c);
+  }
+  GHashTable *merged = g_hash_table_new(g_int64_hash, g_int64_equal);
+  gint64 *keys = g_new(gint64, txl_bpe_n_merges(b) + 1);
+  for (int m = 0; m < txl_bpe_n_merges(b); m++) {
+    int l, r, res = txl_bpe_merge(b, m, &l, &r);
+    GHashTable *pairs = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                              g_free, NULL);
+    gsize best = 0;
+    for (guint w = 0; w < words->len; w++) {
+      GArray *a = words->pdata[w];
+      for (guint i = 0; i + 1 < a->len; i++) {
+        gint64 key = ((gint64)g_array_index(a, int, i) << 32) |
+                     g_array_index(a, int, i + 1);
+        if (g_hash_table_contains(merged, &key))
+          continue;
+        gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key)) +
+                  g_array_index(counts, gsize, w);
+        g_hash_table_replace(pairs, g_memdup2(&key, 8),
+                             GSIZE_TO_POINTER(c));
+        best = MAX(best, c);
+      }
+    }
+    gint64 key = ((gint64)l << 32) | r;
+    gsize got = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key));
+    if (got != best)
+      g_error("merge %d (%d, %d): count %zu, best %zu", m, l, r, got, best);
+    keys[m] = key;
+    g_hash_table_add(merged, &keys[m]);
+    g_hash_table_unref(pairs);
+    for (guint w = 0; w < words->len; w++) {
+      GArray *a = words->pdata[w];
+      guint j = 0;
+      for (guint i = 0; i < a->len; j++) {
+        int x = g_array_index(a, int, i);
+        if (i + 1 < a->len && x == l && g_array_index(a, int, i + 1) == r) {
+          g_array_index(a, int, j) = res;
+          i += 2;
+        } else {
+          g_array_index(a, int, j) = x;
+          i++;
+        }
+      }
+      g_array_set_size(a, j);
+    }
+  }
+  g_hash_table_unref(merged);
+  g_free(keys);
+  g_array_unref(counts);
+  g_ptr_array_unref(words);
+  g_hash_table_unref(pc.count);
+}
+
 TU_TEST("/bpe/trainer-vs-naive", test_trainer_vs_naive)
 {
-  gsize len;
-  char *logs = make_logs(30000, 12, &len);
-  for (int norm = 0; norm < 2; norm++) {
-    TxlTokenizer *tok = train(logs, len, 700, norm ? TXL_NORM_ALL : 0);
-    const TxlBpe *b = txl_tokenizer_get_bpe(tok);
-    Pieces pc = { g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
-                                        (GDestroyNotify)g_bytes_unref, NULL) };
-    TxlPretok *p = txl_pretok_new(b, collect_piece, &pc);
-    txl_pretok_push(p, (const guchar *)logs, len);
-    txl_pretok_finish(p);
-    txl_pretok_free(p);
-    GPtrArray *words = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)g_array_unref);
-    GArray *counts = g_array_new(FALSE, FALSE, sizeof(gsize));
-    GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, pc.count);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-      gsize n;
-      const guchar *s = g_bytes_get_data(k, &n);
-      GArray *w = g_array_new(FALSE, FALSE, 4);
-      for (gsize i = 0; i < n; i++) {
-        int id = txl_bpe_byte_id(b, s[i]);
-        g_array_append_val(w, id);
-      }
-      g_ptr_array_add(words, w);
-      gsize c = GPOINTER_TO_SIZE(v);
-      g_array_append_val(counts, c);
-    }
-    GHashTable *merged = g_hash_table_new(g_int64_hash, g_int64_equal);
-    gint64 *keys = g_new(gint64, txl_bpe_n_merges(b) + 1);
-    for (int m = 0; m < txl_bpe_n_merges(b); m++) {
-      int l, r, res = txl_bpe_merge(b, m, &l, &r);
-      GHashTable *pairs = g_hash_table_new_full(g_int64_hash, g_int64_equal,
-                                                g_free, NULL);
-      gsize best = 0;
-      for (guint w = 0; w < words->len; w++) {
-        GArray *a = words->pdata[w];
-        for (guint i = 0; i + 1 < a->len; i++) {
-          gint64 key = ((gint64)g_array_index(a, int, i) << 32) |
-                       g_array_index(a, int, i + 1);
-          if (g_hash_table_contains(merged, &key))
-            continue;
-          gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key)) +
-                    g_array_index(counts, gsize, w);
-          g_hash_table_replace(pairs, g_memdup2(&key, 8),
-                               GSIZE_TO_POINTER(c));
-          best = MAX(best, c);
-        }
-      }
-      gint64 key = ((gint64)l << 32) | r;
-      gsize got = GPOINTER_TO_SIZE(g_hash_table_lookup(pairs, &key));
-      if (got != best)
-        g_error("merge %d (%d, %d): count %zu, best %zu", m, l, r, got, best);
-      keys[m] = key;
-      g_hash_table_add(merged, &keys[m]);
-      g_hash_table_unref(pairs);
-      for (guint w = 0; w < words->len; w++) {
-        GArray *a = words->pdata[w];
-        guint j = 0;
-        for (guint i = 0; i < a->len; j++) {
-          int x = g_array_index(a, int, i);
-          if (i + 1 < a->len && x == l && g_array_index(a, int, i + 1) == r) {
-            g_array_index(a, int, j) = res;
-            i += 2;
-          } else {
-            g_array_index(a, int, j) = x;
-            i++;
-          }
-        }
-        g_array_set_size(a, j);
-      }
-    }
-    g_hash_table_unref(merged);
-    g_free(keys);
-    g_array_unref(counts);
-    g_ptr_array_unref(words);
-    g_hash_table_unref(pc.count);
-    txl_tokenizer_free(tok);
-  }
-  g_free(logs);
+  each_normalization(30000, 12, naive_case);
 }
 
 TU_TEST("/bpe/train-options", test_train_options)

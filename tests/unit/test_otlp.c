@@ -7,6 +7,7 @@
 #include "testutil.h"
 #include "otlp.h"
 #include "record.h"
+#include "tu_test.h"
 
 /* ---- a tiny protobuf writer for the tests --------------------------------- */
 
@@ -90,8 +91,7 @@ message_of(const char *line)
   return line + txl_record_header_len(line, strlen(line));
 }
 
-static void
-test_kinds(void)
+TU_TEST("/otlp/kinds", test_kinds)
 {
   /* body: a kvlist {"a": [1, 2.5, true, bytes 00ff, null]} */
   GString *arr = g_string_new(NULL), *v = g_string_new(NULL);
@@ -165,16 +165,14 @@ nested_ok(int depth)
   return ok;
 }
 
-static void
-test_depth(void)
+TU_TEST("/otlp/depth", test_depth)
 {
   g_assert_true(nested_ok(TXL_OTLP_MAX_DEPTH));
   g_assert_false(nested_ok(TXL_OTLP_MAX_DEPTH + 1));
   g_assert_false(nested_ok(100000 / 4)); /* deep: refused, no stack overflow */
 }
 
-static void
-test_json(void)
+TU_TEST("/otlp/json", test_json)
 {
   const char *j = "{\"resourceLogs\":[{\"resource\":{\"attributes\":["
                   "{\"key\":\"host.name\",\"value\":{\"stringValue\":\"h\"}},"
@@ -203,8 +201,7 @@ test_json(void)
 /* Three records: one good, one without a body, one whose severity number
  * has the wrong wire type; the two are refused, the good one taken.  A
  * ScopeLogs whose framing is broken still refuses the whole request. */
-static void
-test_partial(void)
+TU_TEST("/otlp/partial", test_partial)
 {
   GString *good = g_string_new(NULL), *nobody = g_string_new(NULL);
   GString *bad = g_string_new(NULL), *body = str_any("ok", 2);
@@ -240,13 +237,4 @@ test_partial(void)
     g_string_free(all[i], TRUE);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/otlp/kinds", test_kinds);
-  g_test_add_func("/otlp/depth", test_depth);
-  g_test_add_func("/otlp/json", test_json);
-  g_test_add_func("/otlp/partial", test_partial);
-  return g_test_run();
-}
+TU_MAIN()

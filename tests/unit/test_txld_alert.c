@@ -3,14 +3,14 @@
  * delay-seconds and the three HTTP-date forms, the 60 s bound, and the
  * values that leave the fixed 1, 2, 4 s schedule in place (-1). */
 #include "txld_alert.h"
+#include "tu_test.h"
 
 #include <glib.h>
 
 /* Sun, 06 Nov 1994 08:49:37 GMT, RFC 9110's example */
 #define EXAMPLE_US ((gint64)784111777 * G_USEC_PER_SEC)
 
-static void
-test_seconds(void)
+TU_TEST("/txld-alert/retry-after/seconds", test_seconds)
 {
   g_assert_cmpint(txld_alert_retry_after_ms("3", 0), ==, 3000);
   g_assert_cmpint(txld_alert_retry_after_ms(" 3\t", 0), ==, 3000);
@@ -28,8 +28,7 @@ test_seconds(void)
       ==, 60000);
 }
 
-static void
-test_unusable(void)
+TU_TEST("/txld-alert/retry-after/unusable", test_unusable)
 {
   static const char *const bad[] = {
     "", " ", "\t", "0", "000", "-5", "-0", "+5", "5.5", "5s", "3 4", "3, 4",
@@ -43,8 +42,7 @@ test_unusable(void)
   }
 }
 
-static void
-test_date(void)
+TU_TEST("/txld-alert/retry-after/date", test_date)
 {
   const gint64 before = EXAMPLE_US - 10 * G_USEC_PER_SEC;
   /* IMF-fixdate and the obsolete RFC 850 and asctime forms */
@@ -75,12 +73,4 @@ test_date(void)
   g_assert_cmpint(txld_alert_retry_after_ms("Sun, 06 Nov", before), ==, -1);
 }
 
-int
-main(int argc, char **argv)
-{
-  g_test_init(&argc, &argv, NULL);
-  g_test_add_func("/txld-alert/retry-after/seconds", test_seconds);
-  g_test_add_func("/txld-alert/retry-after/unusable", test_unusable);
-  g_test_add_func("/txld-alert/retry-after/date", test_date);
-  return g_test_run();
-}
+TU_MAIN()

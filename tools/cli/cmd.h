@@ -18,4 +18,8 @@ int txl_cmd_calibrate(int argc, char **argv);
  * once "who: why" is on standard error (the command then exits with 1). */
 TxlModel *txl_cmd_load_model(const char *who, const char *path);
 
+/* Encodes the whole of text[0..len) with tok at once: each token to func. */
+void txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,
+                    TxlTokenFunc func, gpointer data);
+
 #endif

@@ -94,10 +94,7 @@ txl_cmd_generate(int argc, char **argv)
                 model_path);
     goto out;
   }
-  TxlEncoder *enc = txl_encoder_new(tok, on_token, &pr);
-  txl_encoder_push(enc, text, text_len);
-  txl_encoder_finish(enc);
-  txl_encoder_free(enc);
+  txl_cmd_encode(tok, text, text_len, on_token, &pr);
   if (pr.ids->len == 0) {
     g_set_error_literal(&err, TXL_ERROR, TXL_ERROR_INVALID,
                         "the prompt has no token in this model's vocabulary");

@@ -64,10 +64,7 @@ bench_ids(TxlModel *m, const char *text_path, gsize want, GError **error)
     return NULL;
   }
   GArray *a = g_array_new(FALSE, FALSE, sizeof(int32_t));
-  TxlEncoder *enc = txl_encoder_new(txl_model_tokenizer(m), collect_id, a);
-  txl_encoder_push(enc, text, len);
-  txl_encoder_finish(enc);
-  txl_encoder_free(enc);
+  txl_cmd_encode(txl_model_tokenizer(m), text, len, collect_id, a);
   g_free(text);
   if (a->len == 0) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID, "%s: no tokens",

@@ -33,6 +33,16 @@ txl_cmd_load_model(const char *who, const char *path)
   return m;
 }
 
+void
+txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,
+               TxlTokenFunc func, gpointer data)
+{
+  TxlEncoder *enc = txl_encoder_new(tok, func, data);
+  txl_encoder_push(enc, text, len);
+  txl_encoder_finish(enc);
+  txl_encoder_free(enc);
+}
+
 static void
 usage(FILE *out)
 {

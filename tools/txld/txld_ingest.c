@@ -532,6 +532,24 @@ txld_ingest_handle(TxldDaemon *d, SoupServerMessage *msg, const char *path)
   return TRUE;
 }
 
+/* A counter of Counts (the guint64 at `member`), one sample for each
+ * pipeline that takes ingest. */
+static void
+ingest_counter(TxldDaemon *d, GString *o, const char *name, const char *help,
+               gsize member)
+{
+  g_string_append_printf(o, "# HELP %s %s\n# TYPE %s counter\n", name, help,
+                         name);
+  for (guint i = 0; i < d->pipelines->len; i++) {
+    TxldPipeline *p = d->pipelines->pdata[i];
+    if (p->conf->ingest)
+      g_string_append_printf(o, "%s{pipeline=\"%s\"} %" G_GUINT64_FORMAT "\n",
+                             name, p->conf->name,
+                             G_STRUCT_MEMBER(guint64, counts_of(p->conf->name),
+                                             member));
+  }
+}
+
 void
 txld_ingest_metrics(TxldDaemon *d, GString *o)
 {
@@ -548,27 +566,13 @@ txld_ingest_metrics(TxldDaemon *d, GString *o)
                              "code=\"%u\"} %" G_GUINT64_FORMAT "\n",
                              p->conf->name, code_status[k], c->requests[k]);
   }
-  g_string_append(o, "# HELP txld_ingest_lines_total Lines accepted by "
-                  "ingest (queued in the pipeline).\n# TYPE "
-                  "txld_ingest_lines_total counter\n");
-  for (guint i = 0; i < d->pipelines->len; i++) {
-    TxldPipeline *p = d->pipelines->pdata[i];
-    if (p->conf->ingest)
-      g_string_append_printf(o, "txld_ingest_lines_total{pipeline=\"%s\"} %"
-                             G_GUINT64_FORMAT "\n", p->conf->name,
-                             counts_of(p->conf->name)->lines);
-  }
-  g_string_append(o, "# HELP txld_ingest_rejected_records_total OTLP log "
-                  "records refused one by one, the rest of their request "
-                  "taken (partial success).\n# TYPE "
-                  "txld_ingest_rejected_records_total counter\n");
-  for (guint i = 0; i < d->pipelines->len; i++) {
-    TxldPipeline *p = d->pipelines->pdata[i];
-    if (p->conf->ingest)
-      g_string_append_printf(o, "txld_ingest_rejected_records_total{pipeline="
-                             "\"%s\"} %" G_GUINT64_FORMAT "\n", p->conf->name,
-                             counts_of(p->conf->name)->rejected);
-  }
+  ingest_counter(d, o, "txld_ingest_lines_total",
+                 "Lines accepted by ingest (queued in the pipeline).",
+                 G_STRUCT_OFFSET(Counts, lines));
+  ingest_counter(d, o, "txld_ingest_rejected_records_total",
+                 "OTLP log records refused one by one, the rest of their "
+                 "request taken (partial success).",
+                 G_STRUCT_OFFSET(Counts, rejected));
   g_string_append(o, "# HELP txld_ingest_queued_bytes Bytes accepted and not "
                   "yet taken by the pipeline (its appsrc's queue).\n# TYPE "
                   "txld_ingest_queued_bytes gauge\n");
