@@ -18,6 +18,17 @@ int txl_cmd_calibrate(int argc, char **argv);
  * once "who: why" is on standard error (the command then exits with 1). */
 TxlModel *txl_cmd_load_model(const char *who, const char *path);
 
+/* A command's option context: params and summary (NULL: none) are what
+ * --help shows, entries (NULL: none) its options. */
+GOptionContext *txl_cmd_options(const char *params, const char *summary,
+                                const GOptionEntry *entries);
+
+/* Parses a command's options.  model: where -m lands, NULL where the
+ * command has no required -m.  FALSE once "who: why" is on standard error
+ * (the command then exits with 2). */
+gboolean txl_cmd_parse(const char *who, GOptionContext *ctx,
+                       char *const *model, int *argc, char ***argv);
+
 /* Encodes the whole of text[0..len) with tok at once: each token to func. */
 void txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,
                     TxlTokenFunc func, gpointer data);

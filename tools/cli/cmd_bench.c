@@ -131,16 +131,13 @@ txl_cmd_bench(int argc, char **argv)
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Print one JSON object", NULL },
     { NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("",
     "Measure scoring tokens/s with full memory, the GFLOPS achieved, and\n"
-    "their ratio to this machine's sgemm peak measured in the same run.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path) {
-    fprintf(stderr, "txl bench: %s\n", err ? err->message : "-m MODEL is required");
+    "their ratio to this machine's sgemm peak measured in the same run.",
+    entries);
+  if (!txl_cmd_parse("txl bench", ctx, &model_path, &argc, &argv))
     return 2;
-  }
+  g_autoptr(GError) err = NULL;
   gboolean hidden = memory && !strcmp(memory, "hidden");
   if (memory && !hidden && strcmp(memory, "kv") != 0) {
     fprintf(stderr, "txl bench: --memory takes kv or hidden\n");

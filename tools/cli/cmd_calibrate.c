@@ -33,19 +33,19 @@ txl_cmd_calibrate(int argc, char **argv)
     { "rule", 0, 0, G_OPTION_ARG_STRING, &rule, "How the thresholds were chosen (free text)", "TEXT" },
     { NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("MODEL");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("MODEL",
     "Set or remove the anomaly calibration a model file carries (the\n"
     "defaults of txlsessions and txlsink; docs/model-format.md).  What is\n"
-    "not given is kept from MODEL's calibration.  `txl info` shows it.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc != 2 ||
-      !out) {
-    fprintf(stderr, "txl calibrate: %s\n", err ? err->message
-            : "need one MODEL and -o FILE (txl calibrate --help)");
+    "not given is kept from MODEL's calibration.  `txl info` shows it.",
+    entries);
+  if (!txl_cmd_parse("txl calibrate", ctx, NULL, &argc, &argv))
+    return 2;
+  if (argc != 2 || !out) {
+    fprintf(stderr, "txl calibrate: need one MODEL and -o FILE "
+                    "(txl calibrate --help)\n");
     return 2;
   }
+  g_autoptr(GError) err = NULL;
   if ((key && single) || (end && no_end) ||
       (clear && (key || single || score || end || no_end || !isnan(st) ||
                  !isnan(lt) || rule || group >= 0))) {

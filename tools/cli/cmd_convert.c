@@ -30,19 +30,11 @@ txl_cmd_convert(int argc, char **argv)
       "Model file to write (replaced atomically)", "FILE" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("- convert a model");
-  g_option_context_set_summary(
-      ctx, "Imports a Hugging Face TransfoXLLMHeadModel checkpoint.  Pickle "
-           "files (*.bin) are never read; see docs/import-hf.md.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_help_enabled(ctx, TRUE);
-
-  GError *error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    fprintf(stderr, "txl convert: %s\n", error->message);
-    g_error_free(error);
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("- convert a model",
+      "Imports a Hugging Face TransfoXLLMHeadModel checkpoint.  Pickle "
+      "files (*.bin) are never read; see docs/import-hf.md.", entries);
+  if (!txl_cmd_parse("txl convert", ctx, NULL, &argc, &argv))
     return 2;
-  }
   if (argc > 1) {
     g_autofree char *msg =
         g_strdup_printf("unexpected argument '%s'", argv[1]);
@@ -53,6 +45,7 @@ txl_cmd_convert(int argc, char **argv)
   if (!out)
     return usage_error(ctx, "-o FILE is required");
 
+  GError *error = NULL;
   if (!txl_convert_hf(hf_dir, out, &error)) {
     fprintf(stderr, "txl convert: %s\n", error->message);
     g_error_free(error);

@@ -185,19 +185,15 @@ parse_opts(Opts *o, int argc, char **argv)
     { NULL },
   };
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GOptionContext) ctx = g_option_context_new("LOG");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("LOG",
     "Train on the normal sessions of the first part of a labelled log,\n"
     "calibrate a threshold on held-out normal sessions, score the rest one\n"
     "stream per session, and report precision, recall, F1 and AUROC per\n"
-    "session and per line (docs/anomaly.md).");
-  g_option_context_add_main_entries(ctx, entries, NULL);
+    "session and per line (docs/anomaly.md).",
+    entries);
   train_options_add_entries(ctx, &o->train, keep);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-    fprintf(stderr, "txl eval: %s\n", err->message);
+  if (!txl_cmd_parse("txl eval", ctx, NULL, &argc, &argv))
     return 2;
-  }
   if (argc != 2 || !o->labels_path || !o->out_dir) {
     fprintf(stderr, "txl eval: need one LOG, --labels FILE and -o DIR "
                     "(txl eval --help)\n");

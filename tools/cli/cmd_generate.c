@@ -51,20 +51,20 @@ txl_cmd_generate(int argc, char **argv)
     { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
     { NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("",
     "Continue a prompt with the model.  Each sampled token joins the\n"
     "recurrent memory; generation stops after --tokens tokens, once the\n"
     "text ends with --stop, or at the vocabulary's end-of-sequence token\n"
-    "(--stop-at-eos).  The text goes to standard output.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path ||
-      argc > 1) {
-    fprintf(stderr, "txl generate: %s\n",
-            err ? err->message : "-m MODEL is required (and no other argument)");
+    "(--stop-at-eos).  The text goes to standard output.",
+    entries);
+  if (!txl_cmd_parse("txl generate", ctx, &model_path, &argc, &argv))
+    return 2;
+  if (argc > 1) {
+    fprintf(stderr, "txl generate: unexpected argument %s (the prompt goes "
+                    "in --prompt or --prompt-file)\n", argv[1]);
     return 2;
   }
+  g_autoptr(GError) err = NULL;
   if (tokens < 0) {
     fprintf(stderr, "txl generate: --tokens must be >= 0\n");
     return 2;

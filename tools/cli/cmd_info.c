@@ -10,12 +10,12 @@
 int
 txl_cmd_info(int argc, char **argv)
 {
-  g_autoptr(GOptionContext) ctx = g_option_context_new("MODEL");
-  g_option_context_set_summary(ctx, "Print a model file's configuration.");
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc != 2) {
-    fprintf(stderr, "txl info: %s\n",
-            err ? err->message : "expected exactly one MODEL file");
+  g_autoptr(GOptionContext) ctx =
+      txl_cmd_options("MODEL", "Print a model file's configuration.", NULL);
+  if (!txl_cmd_parse("txl info", ctx, NULL, &argc, &argv))
+    return 2;
+  if (argc != 2) {
+    fprintf(stderr, "txl info: expected exactly one MODEL file\n");
     return 2;
   }
   TxlModel *m = txl_cmd_load_model("txl info", argv[1]);

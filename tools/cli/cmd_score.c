@@ -850,22 +850,14 @@ txl_cmd_score(int argc, char **argv)
       "FILE" },
     { NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("[FILE|-]");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("[FILE|-]",
     "Score a token stream segment by segment with recurrent memory.\n"
     "Text mode prints one JSON object per input line (mean NLL per token in\n"
     "nats, perplexity, bits per byte); --ids prints ln P for every token from\n"
-    "the second on.  A summary goes to standard error.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-    fprintf(stderr, "txl score: %s\n", err->message);
+    "the second on.  A summary goes to standard error.",
+    entries);
+  if (!txl_cmd_parse("txl score", ctx, &model_path, &argc, &argv))
     return 2;
-  }
-  if (!model_path) {
-    fprintf(stderr, "txl score: -m MODEL is required\n");
-    return 2;
-  }
   if (argc > 2) {
     fprintf(stderr, "txl score: at most one input FILE\n");
     return 2;

@@ -93,15 +93,15 @@ cmd_bench(int argc, char **argv)
     { "after", 0, 0, G_OPTION_ARG_INT, &after, "Tokens scored after a restore to measure drift (default 256)", "N" },
     { NULL },
   };
-  g_autoptr(GOptionContext) ctx = g_option_context_new("- snapshot size and speed");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err) || !model_path ||
-      after < 1) {
-    fprintf(stderr, "usage: txl snapshot bench -m MODEL [--mem-len N] "
-                    "[--memory kv|hidden] [--text FILE] [--after N]\n");
+  g_autoptr(GOptionContext) ctx =
+      txl_cmd_options("- snapshot size and speed", NULL, entries);
+  if (!txl_cmd_parse("txl snapshot bench", ctx, &model_path, &argc, &argv))
+    return 2;
+  if (after < 1) {
+    fprintf(stderr, "txl snapshot bench: --after takes a count >= 1\n");
     return 2;
   }
+  g_autoptr(GError) err = NULL;
   TxlModel *m = txl_cmd_load_model("txl snapshot bench", model_path);
   if (!m)
     return 1;

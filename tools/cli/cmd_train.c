@@ -33,23 +33,20 @@ txl_cmd_train(int argc, char **argv)
     { NULL },
   };
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
-  g_autoptr(GOptionContext) ctx = g_option_context_new("FILE...");
-  g_option_context_set_summary(ctx,
+  g_autoptr(GOptionContext) ctx = txl_cmd_options("FILE...",
     "Train a Transformer-XL language model on text or log files.\n"
-    "The output is a model file that txl score and the elements use.");
-  g_option_context_add_main_entries(ctx, entries, NULL);
+    "The output is a model file that txl score and the elements use.",
+    entries);
   train_options_add_entries(ctx, o, keep);
-  g_autoptr(GError) err = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-    fprintf(stderr, "txl train: %s\n", err->message);
+  if (!txl_cmd_parse("txl train", ctx, NULL, &argc, &argv))
     return 2;
-  }
   if (!o->output || argc < 2) {
     fprintf(stderr, "txl train: need -o MODEL and at least one input FILE\n");
     return 2;
   }
   if (o->val_fraction < 0)
     o->val_fraction = o->val_path ? 0.0 : 0.1;
+  g_autoptr(GError) err = NULL;
   if (!train_options_check(o, &err)) {
     fprintf(stderr, "txl train: %s\n", err->message);
     return 2;

@@ -33,6 +33,33 @@ txl_cmd_load_model(const char *who, const char *path)
   return m;
 }
 
+GOptionContext *
+txl_cmd_options(const char *params, const char *summary,
+                const GOptionEntry *entries)
+{
+  GOptionContext *ctx = g_option_context_new(params);
+  g_option_context_set_summary(ctx, summary);
+  if (entries)
+    g_option_context_add_main_entries(ctx, entries, NULL);
+  return ctx;
+}
+
+gboolean
+txl_cmd_parse(const char *who, GOptionContext *ctx, char *const *model,
+              int *argc, char ***argv)
+{
+  g_autoptr(GError) err = NULL;
+  if (!g_option_context_parse(ctx, argc, argv, &err)) {
+    fprintf(stderr, "%s: %s\n", who, err->message);
+    return FALSE;
+  }
+  if (model && !*model) {
+    fprintf(stderr, "%s: -m MODEL is required\n", who);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 void
 txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,
                TxlTokenFunc func, gpointer data)
