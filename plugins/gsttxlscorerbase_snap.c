@@ -17,12 +17,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_scorer_snap_debug);
 static void
 init_debug(void)
 {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    GST_DEBUG_CATEGORY_INIT(gst_txl_scorer_snap_debug, "txlscorersnap", 0,
-                            "txl scoring elements' snapshots");
-    g_once_init_leave(&done, 1);
-  }
+  GST_TXL_DEBUG_CATEGORY_ONCE(gst_txl_scorer_snap_debug, "txlscorersnap",
+                              "txl scoring elements' snapshots");
 }
 
 TxlSnapResult
