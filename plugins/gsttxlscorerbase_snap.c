@@ -83,6 +83,17 @@ load_checked(GstTxlScorerBase *self, const gchar *path, GHashTable **sect,
   return FALSE;
 }
 
+void
+gst_txl_scorer_base_apply_stream(GstTxlScorerBase *self, guint64 in_tokens,
+                                 guint64 out_count, GstTxlText *text)
+{
+  self->in_tokens = in_tokens;
+  self->out_count = out_count;
+  gst_txl_text_clear(&self->text);
+  self->text = *text;
+  text->data = NULL;
+}
+
 gboolean
 gst_txl_scorer_base_restore_parsed(GstTxlScorerBase *self, GHashTable *sect,
                                    gpointer loaded, gpointer own,
