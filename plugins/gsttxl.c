@@ -191,29 +191,31 @@ gst_txl_line_scores_v1_error(GError **error, const gchar *element,
 
 /* ---- plugin ------------------------------------------------------------ */
 
+/* The elements, registered by name. */
+static const struct {
+  const gchar *name;
+  GType (*get_type)(void);
+} elements[] = {
+  { "txltokenizer", gst_txl_tokenizer_get_type },
+  { "txlmodel", gst_txl_model_get_type },
+  { "txlsampler", gst_txl_sampler_get_type },
+  { "txlsink", gst_txl_sink_get_type },
+  { "txlsessions", gst_txl_sessions_get_type },
+  { "txljson", gst_txl_json_get_type },
+  { "txlsyslogsrc", gst_txl_syslog_src_get_type },
+#if TXL_HAVE_JOURNAL
+  { "txljournalsrc", gst_txl_journal_src_get_type },
+#endif
+};
+
 static gboolean
 plugin_init(GstPlugin *plugin)
 {
   gst_txl_text_meta_get_info();
   gboolean ok = TRUE;
-  ok &= gst_element_register(plugin, "txltokenizer", GST_RANK_NONE,
-                             gst_txl_tokenizer_get_type());
-  ok &= gst_element_register(plugin, "txlmodel", GST_RANK_NONE,
-                             gst_txl_model_get_type());
-  ok &= gst_element_register(plugin, "txlsampler", GST_RANK_NONE,
-                             gst_txl_sampler_get_type());
-  ok &= gst_element_register(plugin, "txlsink", GST_RANK_NONE,
-                             gst_txl_sink_get_type());
-  ok &= gst_element_register(plugin, "txlsessions", GST_RANK_NONE,
-                             gst_txl_sessions_get_type());
-  ok &= gst_element_register(plugin, "txljson", GST_RANK_NONE,
-                             gst_txl_json_get_type());
-  ok &= gst_element_register(plugin, "txlsyslogsrc", GST_RANK_NONE,
-                             gst_txl_syslog_src_get_type());
-#if TXL_HAVE_JOURNAL
-  ok &= gst_element_register(plugin, "txljournalsrc", GST_RANK_NONE,
-                             gst_txl_journal_src_get_type());
-#endif
+  for (gsize i = 0; i < G_N_ELEMENTS(elements); i++)
+    ok &= gst_element_register(plugin, elements[i].name, GST_RANK_NONE,
+                               elements[i].get_type());
   return ok;
 }
 

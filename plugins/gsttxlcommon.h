@@ -49,6 +49,21 @@ typedef struct {
                   * own done_flags) */
 } GstTxlDoneLine;
 
+/* ---- debug categories -------------------------------------------------- */
+
+/* Registers a debug category once, for code that no class_init runs
+ * before (txllearn.c, the scorers' snapshots): its first use, from any
+ * thread.  A macro, as GST_DEBUG_CATEGORY_INIT is (a no-op where GStreamer
+ * is built without debugging). */
+#define GST_TXL_DEBUG_CATEGORY_ONCE(cat, name, description)                   \
+  G_STMT_START {                                                              \
+    static gsize done_ = 0;                                                   \
+    if (g_once_init_enter(&done_)) {                                          \
+      GST_DEBUG_CATEGORY_INIT(cat, name, 0, description);                     \
+      g_once_init_leave(&done_, 1);                                           \
+    }                                                                         \
+  } G_STMT_END
+
 /* ---- model cache ------------------------------------------------------- */
 
 /* One TxlModel per model file and process, shared by every element and

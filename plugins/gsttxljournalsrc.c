@@ -15,8 +15,8 @@
 #include "txl_text.h"
 #include "txlparts.h"
 #include "txlprops.h"
+#include "txlrecordsrc.h"
 
-#include <gst/base/gstpushsrc.h>
 #include <string.h>
 #include <systemd/sd-journal.h>
 
@@ -48,10 +48,6 @@ G_DEFINE_TYPE(GstTxlJournalSrc, gst_txl_journal_src, GST_TYPE_PUSH_SRC)
 
 enum { PROP_0, PROP_DIRECTORY, PROP_MATCHES, PROP_FOLLOW, PROP_FROM_HEAD,
        PROP_ENTRIES };
-
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS("text/x-raw, format = (string) utf8"));
 
 static gboolean
 gst_txl_journal_src_start(GstBaseSrc *src)
@@ -228,8 +224,7 @@ gst_txl_journal_src_create(GstPushSrc *src, GstBuffer **buf)
     }
     sd_journal_wait(self->j, WAIT_US);
   }
-  gsize n = out->len;
-  *buf = gst_buffer_new_wrapped(g_string_free(out, FALSE), n);
+  *buf = gst_txl_record_src_buffer(out);
   return GST_FLOW_OK;
 }
 
@@ -262,9 +257,7 @@ static void
 gst_txl_journal_src_init(GstTxlJournalSrc *self)
 {
   txl_props_init(self, &props);
-  gst_base_src_set_live(GST_BASE_SRC(self), TRUE);
-  gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
-  gst_base_src_set_do_timestamp(GST_BASE_SRC(self), TRUE);
+  gst_txl_record_src_init(GST_BASE_SRC(self));
 }
 
 static void
@@ -274,7 +267,7 @@ gst_txl_journal_src_class_init(GstTxlJournalSrcClass *klass)
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
   txl_props_install(oc, &props);
-  gst_element_class_add_static_pad_template(ec, &src_template);
+  gst_txl_record_src_class_init(ec);
   gst_element_class_set_static_metadata(ec, "txl journal source",
       "Source", "Reads the systemd journal as record lines for txltokenizer, "
       "continuing a restored snapshot at the entry after its last",

@@ -39,8 +39,7 @@ struct _GstTxlJson {
 G_DEFINE_TYPE(GstTxlJson, gst_txl_json, GST_TYPE_ELEMENT)
 
 /* txlsink's signals, emitted again as ours */
-enum { SIG_LINE_SCORED, SIG_SESSION_SCORED, SIG_TEXT, N_SIGNALS };
-static guint signals[N_SIGNALS];
+static guint signals[GST_TXL_SINK_N_SIGNALS];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
@@ -72,26 +71,14 @@ flush_out(GstTxlJson *self)
   return gst_pad_push(self->srcpad, b);
 }
 
-/* The inner sink's signals, as ours (on the streaming thread, as its). */
+/* The inner sink's signal being emitted, emitted again as ours with the
+ * same argument (a GstStructure or the GBytes of text), on the streaming
+ * thread as its. */
 static void
-on_line_scored(GstTxlSink *sink, GstStructure *st, gpointer data)
+relay(GstTxlSink *sink, gpointer arg, gpointer data)
 {
-  (void)sink;
-  g_signal_emit(data, signals[SIG_LINE_SCORED], 0, st);
-}
-
-static void
-on_session_scored(GstTxlSink *sink, GstStructure *st, gpointer data)
-{
-  (void)sink;
-  g_signal_emit(data, signals[SIG_SESSION_SCORED], 0, st);
-}
-
-static void
-on_text(GstTxlSink *sink, GBytes *text, gpointer data)
-{
-  (void)sink;
-  g_signal_emit(data, signals[SIG_TEXT], 0, text);
+  GSignalInvocationHint *hint = g_signal_get_invocation_hint(sink);
+  g_signal_emit_by_name(data, g_signal_name(hint->signal_id), arg);
 }
 
 /* The inner sink's element messages and errors, as ours. */
@@ -299,11 +286,9 @@ gst_txl_json_init(GstTxlJson *self)
   self->inner = g_object_new(GST_TYPE_TXL_SINK, NULL);
   gst_object_ref_sink(self->inner);
   gst_txl_sink_set_emit(self->inner, emit, self);
-  g_signal_connect(self->inner, "line-scored", G_CALLBACK(on_line_scored),
-                   self);
-  g_signal_connect(self->inner, "session-scored",
-                   G_CALLBACK(on_session_scored), self);
-  g_signal_connect(self->inner, "text", G_CALLBACK(on_text), self);
+  for (guint i = 0; i < GST_TXL_SINK_N_SIGNALS; i++)
+    g_signal_connect(self->inner, g_signal_name(signals[i]),
+                     G_CALLBACK(relay), self);
   self->inner_bus = gst_bus_new();
   gst_bus_set_sync_handler(self->inner_bus, inner_message, self, NULL);
   gst_element_set_bus(GST_ELEMENT(self->inner), self->inner_bus);
@@ -319,15 +304,7 @@ gst_txl_json_class_init(GstTxlJsonClass *klass)
   oc->finalize = gst_txl_json_finalize;
   install_sink_properties(oc);
   /* as txlsink's (gsttxlsink.c documents their arguments) */
-  signals[SIG_LINE_SCORED] = g_signal_new("line-scored",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
-  signals[SIG_SESSION_SCORED] = g_signal_new("session-scored",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
-  signals[SIG_TEXT] = g_signal_new("text",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, G_TYPE_BYTES);
+  gst_txl_sink_install_signals(klass, signals);
   ec->change_state = gst_txl_json_change_state;
   ec->set_clock = gst_txl_json_set_clock;
   gst_element_class_add_static_pad_template(ec, &sink_template);

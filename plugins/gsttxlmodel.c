@@ -554,17 +554,14 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   self->scorer = gst_txl_learn_loaded_take(loaded);
   g_clear_pointer(&self->learning, gst_txl_learn_free);
   self->learning = g_steal_pointer(&o->learning);
-  base->in_tokens = o->in_tokens;
-  base->out_count = o->out_records;
+  gst_txl_scorer_base_apply_stream(base, o->in_tokens, o->out_records,
+                                   &o->text);
   g_array_unref(self->pending);
   self->pending = g_steal_pointer(&o->pending);
   self->pending_head = 0;
   self->cur_line = o->cur_line;
   self->cur_bytes = o->cur_bytes;
   self->cur = o->cur;
-  gst_txl_text_clear(&base->text);
-  base->text = o->text;
-  o->text.data = NULL;
   gst_buffer_replace(&self->undelivered, NULL);
   self->undelivered = g_steal_pointer(&o->undelivered);
   g_byte_array_set_size(self->out, 0);

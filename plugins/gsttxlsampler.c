@@ -452,10 +452,8 @@ gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   txl_props_install(gobject_class, &props);
-  signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
-      G_CALLBACK(gst_txl_sampler_snapshot_action), NULL, NULL, NULL,
-      G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
+  signals[SIGNAL_SNAPSHOT] = txl_parts_action_signal_new(klass, "snapshot",
+      G_CALLBACK(gst_txl_sampler_snapshot_action));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
   gst_element_class_set_static_metadata(element_class, "txl sampler",

@@ -543,10 +543,8 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
    * bytes, duration in seconds, tokens, reason) follows each snapshot.
    * Returns FALSE when there is no path or the write failed.
    */
-  signals[SIGNAL_SNAPSHOT] = g_signal_new_class_handler("snapshot",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
-      G_CALLBACK(snapshot_action), NULL, NULL, NULL, G_TYPE_BOOLEAN, 1,
-      G_TYPE_STRING);
+  signals[SIGNAL_SNAPSHOT] = txl_parts_action_signal_new(klass, "snapshot",
+      G_CALLBACK(snapshot_action));
   /**
    * GstTxlScorerBase::restore:
    * @path: the file, or NULL for snapshot-location
@@ -556,10 +554,8 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
    * refused and nothing changes).  Posts "txl-restore" (path, bytes,
    * duration, tokens).
    */
-  signals[SIGNAL_RESTORE] = g_signal_new_class_handler("restore",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
-      G_CALLBACK(restore_action), NULL, NULL, NULL, G_TYPE_BOOLEAN, 1,
-      G_TYPE_STRING);
+  signals[SIGNAL_RESTORE] = txl_parts_action_signal_new(klass, "restore",
+      G_CALLBACK(restore_action));
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);

@@ -187,6 +187,11 @@ gboolean gst_txl_scorer_base_restore_parsed(GstTxlScorerBase *self,
                                             GHashTable *sect, gpointer loaded,
                                             gpointer own, gboolean at_start,
                                             GError **error);
+/* For the apply hook: the restored stream's counts, and its text in place
+ * of the stream's (taken: text is left without data). */
+void gst_txl_scorer_base_apply_stream(GstTxlScorerBase *self,
+                                      guint64 in_tokens, guint64 out_count,
+                                      GstTxlText *text);
 /* gsttxlscorerbase_snap.c's, for the scheduler */
 extern const TxlSnapOps gst_txl_scorer_base_snap_ops;
 GstFlowReturn gst_txl_scorer_base_score_error(GstTxlScorerBase *self,

@@ -17,12 +17,8 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_scorer_snap_debug);
 static void
 init_debug(void)
 {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    GST_DEBUG_CATEGORY_INIT(gst_txl_scorer_snap_debug, "txlscorersnap", 0,
-                            "txl scoring elements' snapshots");
-    g_once_init_leave(&done, 1);
-  }
+  GST_TXL_DEBUG_CATEGORY_ONCE(gst_txl_scorer_snap_debug, "txlscorersnap",
+                              "txl scoring elements' snapshots");
 }
 
 TxlSnapResult
@@ -85,6 +81,17 @@ load_checked(GstTxlScorerBase *self, const gchar *path, GHashTable **sect,
   CLASS(self)->drop_loaded(*loaded);
   g_clear_pointer(sect, g_hash_table_unref);
   return FALSE;
+}
+
+void
+gst_txl_scorer_base_apply_stream(GstTxlScorerBase *self, guint64 in_tokens,
+                                 guint64 out_count, GstTxlText *text)
+{
+  self->in_tokens = in_tokens;
+  self->out_count = out_count;
+  gst_txl_text_clear(&self->text);
+  self->text = *text;
+  text->data = NULL;
 }
 
 gboolean

@@ -377,8 +377,8 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   self->sessions = gst_txl_learn_loaded_take(loaded);
   g_clear_pointer(&self->learning, gst_txl_learn_free);
   self->learning = g_steal_pointer(&o->learning);
-  base->in_tokens = o->in_tokens;
-  base->out_count = o->out_items;
+  gst_txl_scorer_base_apply_stream(base, o->in_tokens, o->out_items,
+                                   &o->text);
   self->pushed = o->pushed;
   self->now = o->now;
   g_array_unref(self->sl);
@@ -395,9 +395,6 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
   self->ended = o->ended;
   g_queue_init(&o->ended);
-  gst_txl_text_clear(&base->text);
-  base->text = o->text;
-  o->text.data = NULL;
   g_array_set_size(self->done_lines, 0);
   self->failed = FALSE;
   /* the running rule's window goes on where it was; where the rule does

@@ -71,14 +71,56 @@ gst_txl_threshold_mode_get_type(void)
 enum { PROP_0, PROP_LOCATION, PROP_THRESHOLD, PROP_MODE, PROP_Z, PROP_QUANTILE,
        PROP_WINDOW, PROP_WARMUP, PROP_POST_SCORES, PROP_MEAN, PROP_STDDEV,
        PROP_APPEND };
-enum { SIGNAL_LINE_SCORED, SIGNAL_TEXT, SIGNAL_SESSION_SCORED, LAST_SIGNAL };
-static guint signals[LAST_SIGNAL];
+static guint signals[GST_TXL_SINK_N_SIGNALS];
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE(
     "sink", GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS(TXL_SCORES_CAPS_NAME "; text/x-raw, format = (string) utf8"));
 
 G_DEFINE_TYPE(GstTxlSink, gst_txl_sink, GST_TYPE_BASE_SINK)
+
+/* txlsink's signals; txljson has the same ones (it emits its inner
+ * sink's again as its own). */
+void
+gst_txl_sink_install_signals(gpointer klass,
+                             guint ids[GST_TXL_SINK_N_SIGNALS])
+{
+  /**
+   * GstTxlSink::line-scored:
+   * @sink: the element
+   * @scores: a "txl-line" structure: line, tokens, bytes (gint64/guint64),
+   *   nll, ppl, bpb, anomaly (gdouble, NaN for a line with no scored
+   *   token), flag (gboolean), text (string or NULL)
+   *
+   * Emitted from the streaming thread once per input line, in order.
+   */
+  ids[GST_TXL_SINK_LINE_SCORED] = g_signal_new("line-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+
+  /**
+   * GstTxlSink::text:
+   * @sink: the element
+   * @text: (GBytes) generated text, as it arrives (generation mode)
+   */
+  ids[GST_TXL_SINK_TEXT] = g_signal_new("text",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, G_TYPE_BYTES);
+
+  /**
+   * GstTxlSink::session-scored:
+   * @sink: the element
+   * @session: the "txl-session" structure txlsessions sent (key, reason,
+   *   first-line, last-line, lines, tokens, bytes, nll, score, score-kind,
+   *   max-line, max-line-sum, max-token, end-nll, threshold, flag)
+   *
+   * Emitted from the streaming thread for each ended session, after its
+   * JSON line is written.
+   */
+  ids[GST_TXL_SINK_SESSION_SCORED] = g_signal_new("session-scored",
+      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+}
 
 /* ---- lines ----------------------------------------------------------------- */
 
@@ -367,7 +409,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "latency", GST_TYPE_CLOCK_TIME, line_latency(self), NULL);
   if (fields)
     gst_structure_set(s, "fields", GST_TYPE_STRUCTURE, fields, NULL);
-  g_signal_emit(self, signals[SIGNAL_LINE_SCORED], 0, s);
+  g_signal_emit(self, signals[GST_TXL_SINK_LINE_SCORED], 0, s);
   gst_structure_free(s);
   GST_OBJECT_LOCK(self);
   gboolean post_scores = self->post_scores;
@@ -476,7 +518,7 @@ render_text(GstTxlSink *self, const guint8 *data, gsize len)
     return GST_FLOW_ERROR;
   }
   GBytes *b = g_bytes_new(data, len);
-  g_signal_emit(self, signals[SIGNAL_TEXT], 0, b);
+  g_signal_emit(self, signals[GST_TXL_SINK_TEXT], 0, b);
   g_bytes_unref(b);
   return GST_FLOW_OK;
 }
@@ -540,7 +582,7 @@ write_session(GstTxlSink *self, const GstStructure *s)
                       ("%s", g_strerror(errno)));
     return FALSE;
   }
-  g_signal_emit(self, signals[SIGNAL_SESSION_SCORED], 0, s);
+  g_signal_emit(self, signals[GST_TXL_SINK_SESSION_SCORED], 0, s);
   return TRUE;
 }
 
@@ -845,41 +887,7 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
 
   txl_props_install(gobject_class, &props);
 
-  /**
-   * GstTxlSink::line-scored:
-   * @sink: the element
-   * @scores: a "txl-line" structure: line, tokens, bytes (gint64/guint64),
-   *   nll, ppl, bpb, anomaly (gdouble, NaN for a line with no scored
-   *   token), flag (gboolean), text (string or NULL)
-   *
-   * Emitted from the streaming thread once per input line, in order.
-   */
-  signals[SIGNAL_LINE_SCORED] = g_signal_new("line-scored",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
-
-  /**
-   * GstTxlSink::text:
-   * @sink: the element
-   * @text: (GBytes) generated text, as it arrives (generation mode)
-   */
-  signals[SIGNAL_TEXT] = g_signal_new("text",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, G_TYPE_BYTES);
-
-  /**
-   * GstTxlSink::session-scored:
-   * @sink: the element
-   * @session: the "txl-session" structure txlsessions sent (key, reason,
-   *   first-line, last-line, lines, tokens, bytes, nll, score, score-kind,
-   *   max-line, max-line-sum, max-token, end-nll, threshold, flag)
-   *
-   * Emitted from the streaming thread for each ended session, after its
-   * JSON line is written.
-   */
-  signals[SIGNAL_SESSION_SCORED] = g_signal_new("session-scored",
-      G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-      G_TYPE_NONE, 1, GST_TYPE_STRUCTURE | G_SIGNAL_TYPE_STATIC_SCOPE);
+  gst_txl_sink_install_signals(klass, signals);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_set_static_metadata(element_class, "txl score sink",

@@ -98,6 +98,17 @@ struct _GstTxlSink {
 };
 
 /* gsttxlsink.c */
+/* Its signals (gsttxlsink.c documents them), by index */
+enum {
+  GST_TXL_SINK_LINE_SCORED,
+  GST_TXL_SINK_TEXT,
+  GST_TXL_SINK_SESSION_SCORED,
+  GST_TXL_SINK_N_SIGNALS
+};
+/* Installs them on klass (txlsink's, or txljson's, which are the same),
+ * their ids into ids. */
+void gst_txl_sink_install_signals(gpointer klass,
+                                  guint ids[GST_TXL_SINK_N_SIGNALS]);
 void gst_txl_sink_set_emit(GstTxlSink *sink, GstTxlSinkEmit emit,
                            gpointer data);
 void gst_txl_sink_line_free(gpointer p);

@@ -20,9 +20,9 @@
 #include "gsttxlcommon.h"
 #include "txl_ingest.h"
 #include "txlprops.h"
+#include "txlrecordsrc.h"
 
 #include <gio/gio.h>
-#include <gst/base/gstpushsrc.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -110,10 +110,6 @@ enum {
   PROP_CLIENTS,
   PROP_CONNECTIONS,
 };
-
-static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src",
-    GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS("text/x-raw, format = (string) utf8"));
 
 /* ---- the queue ------------------------------------------------------------ */
 
@@ -515,25 +511,29 @@ gst_txl_syslog_src_stop(GstBaseSrc *src)
   return TRUE;
 }
 
+/* unlock and unlock_stop: while flushing, create() and a drain stop
+ * waiting (a waiter woken when it ends only waits again) */
 static gboolean
-gst_txl_syslog_src_unlock(GstBaseSrc *src)
+set_flushing(GstBaseSrc *src, gboolean flushing)
 {
   GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(src);
   g_mutex_lock(&self->lock);
-  self->flushing = TRUE;
+  self->flushing = flushing;
   g_cond_broadcast(&self->cond);
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
 
 static gboolean
+gst_txl_syslog_src_unlock(GstBaseSrc *src)
+{
+  return set_flushing(src, TRUE);
+}
+
+static gboolean
 gst_txl_syslog_src_unlock_stop(GstBaseSrc *src)
 {
-  GstTxlSyslogSrc *self = GST_TXL_SYSLOG_SRC(src);
-  g_mutex_lock(&self->lock);
-  self->flushing = FALSE;
-  g_mutex_unlock(&self->lock);
-  return TRUE;
+  return set_flushing(src, FALSE);
 }
 
 /* Waits for records and sends the queued ones as one buffer of lines. */
@@ -567,8 +567,7 @@ gst_txl_syslog_src_create(GstPushSrc *src, GstBuffer **out)
   g_mutex_unlock(&self->lock);
   if (resume)
     wake_io(self);
-  gsize n = all->len;
-  *out = gst_buffer_new_wrapped(g_string_free(all, FALSE), n);
+  *out = gst_txl_record_src_buffer(all);
   return GST_FLOW_OK;
 }
 
@@ -663,9 +662,7 @@ gst_txl_syslog_src_init(GstTxlSyslogSrc *self)
   g_mutex_init(&self->lock);
   g_cond_init(&self->cond);
   g_queue_init(&self->queue);
-  gst_base_src_set_live(GST_BASE_SRC(self), TRUE);
-  gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_TIME);
-  gst_base_src_set_do_timestamp(GST_BASE_SRC(self), TRUE);
+  gst_txl_record_src_init(GST_BASE_SRC(self));
 }
 
 static void
@@ -676,7 +673,7 @@ gst_txl_syslog_src_class_init(GstTxlSyslogSrcClass *klass)
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
   GstPushSrcClass *pc = GST_PUSH_SRC_CLASS(klass);
   txl_props_install(oc, &props);
-  gst_element_class_add_static_pad_template(ec, &src_template);
+  gst_txl_record_src_class_init(ec);
   gst_element_class_set_static_metadata(ec, "txl syslog source",
       "Source/Network", "Receives syslog over UDP and TCP (RFC 5424, RFC "
       "3164, RFC 6587 framing) as record lines for txltokenizer",

@@ -39,12 +39,8 @@ struct _GstTxlLearn {
 static void
 init_debug(void)
 {
-  static gsize done = 0;
-  if (g_once_init_enter(&done)) {
-    GST_DEBUG_CATEGORY_INIT(gst_txl_learn_debug, "txllearn", 0,
-                            "learning on the stream");
-    g_once_init_leave(&done, 1);
-  }
+  GST_TXL_DEBUG_CATEGORY_ONCE(gst_txl_learn_debug, "txllearn",
+                              "learning on the stream");
 }
 
 static void

@@ -302,3 +302,12 @@ txl_parts_remove_stale(GstElement *e, const gchar *location)
                     "while writing)", n, n == 1 ? "y" : "ies", location);
   }
 }
+
+guint
+txl_parts_action_signal_new(gpointer klass, const gchar *name,
+                            GCallback handler)
+{
+  return g_signal_new_class_handler(name, G_TYPE_FROM_CLASS(klass),
+      G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION, handler, NULL, NULL, NULL,
+      G_TYPE_BOOLEAN, 1, G_TYPE_STRING);
+}

@@ -123,6 +123,12 @@ void txl_parts_post(GstElement *element, const gchar *path, guint64 bytes,
  * writable), or NULL when it is not ours. */
 GstStructure *txl_parts_query_structure(GstQuery *q, const gchar *name);
 
+/* An owner's action signal ("snapshot", "restore"): takes a path (NULL
+ * or empty: snapshot-location), returns TRUE when done; handler is the
+ * class handler, (element, path) -> gboolean. */
+guint txl_parts_action_signal_new(gpointer klass, const gchar *name,
+                                  GCallback handler);
+
 /* Who writes this element's snapshots, as stored in the file's
  * TXL_SNAPSHOT_WRITER_SECTION: the top-level pipeline's name and the
  * element's.  GStreamer's automatic names count up for the life of a
