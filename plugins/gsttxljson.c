@@ -34,6 +34,11 @@ struct _GstTxlJson {
   GstBus *inner_bus; /* its messages, posted again as ours */
   GString *out;      /* what it wrote during the call in progress */
   GstClockTime pts;  /* of the buffer in progress */
+  /* one per inner signal: what relay() emits again, and on whom */
+  struct Relay {
+    GstTxlJson *self;
+    guint signal;
+  } relays[GST_TXL_SINK_N_SIGNALS];
 };
 
 G_DEFINE_TYPE(GstTxlJson, gst_txl_json, GST_TYPE_ELEMENT)
@@ -77,8 +82,9 @@ flush_out(GstTxlJson *self)
 static void
 relay(GstTxlSink *sink, gpointer arg, gpointer data)
 {
-  GSignalInvocationHint *hint = g_signal_get_invocation_hint(sink);
-  g_signal_emit_by_name(data, g_signal_name(hint->signal_id), arg);
+  const struct Relay *r = data;
+  (void)sink;
+  g_signal_emit(r->self, r->signal, 0, arg);
 }
 
 /* The inner sink's element messages and errors, as ours. */
@@ -286,9 +292,11 @@ gst_txl_json_init(GstTxlJson *self)
   self->inner = g_object_new(GST_TYPE_TXL_SINK, NULL);
   gst_object_ref_sink(self->inner);
   gst_txl_sink_set_emit(self->inner, emit, self);
-  for (guint i = 0; i < GST_TXL_SINK_N_SIGNALS; i++)
+  for (guint i = 0; i < GST_TXL_SINK_N_SIGNALS; i++) {
+    self->relays[i] = (struct Relay){ self, signals[i] };
     g_signal_connect(self->inner, g_signal_name(signals[i]),
-                     G_CALLBACK(relay), self);
+                     G_CALLBACK(relay), &self->relays[i]);
+  }
   self->inner_bus = gst_bus_new();
   gst_bus_set_sync_handler(self->inner_bus, inner_message, self, NULL);
   gst_element_set_bus(GST_ELEMENT(self->inner), self->inner_bus);

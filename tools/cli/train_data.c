@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "train_data.h"
+#include "cmd.h"
 
 #include "txl_text.h"
 #include "txl_formats.h"
@@ -53,15 +54,6 @@ on_token(int32_t id, gint64 line, gsize start, gsize end, gpointer p)
   g_array_append_val(e->bytes, nb);
 }
 
-static void
-encode(const TxlTokenizer *tok, const GString *text, Encoded *e)
-{
-  TxlEncoder *enc = txl_encoder_new(tok, on_token, e);
-  txl_encoder_push(enc, text->str, text->len);
-  txl_encoder_finish(enc);
-  txl_encoder_free(enc);
-}
-
 /* The BPE vocabulary: learned on the training text, or with --init the
  * init model's (whose token ids the weights were trained on). */
 static TxlTokenizer *
@@ -100,8 +92,8 @@ bpe_tokens(const TrainDataOptions *o, const GString *train,
     return FALSE;
   Encoded tr = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 4) };
   Encoded va = { g_array_new(FALSE, FALSE, 4), g_array_new(FALSE, FALSE, 4) };
-  encode(tok, train, &tr);
-  encode(tok, val, &va);
+  txl_cmd_encode(tok, train->str, train->len, on_token, &tr);
+  txl_cmd_encode(tok, val->str, val->len, on_token, &va);
   d->n_token = txl_bpe_n_tokens(txl_tokenizer_get_bpe(tok));
   d->n_train = tr.ids->len;
   d->n_val = va.ids->len;
