@@ -488,8 +488,12 @@ def cmd_hdfs_stalls(a):
     longer than max(FLOOR, K x the longest pause ever seen after its last
     event type), once that type has MINN observed pauses; the pauses are
     learnt as lines arrive, no label read but to judge.  Fixed before its
-    one run: K 4, FLOOR 60 s, MINN 50.  --kept: the flags of a hdfs-live
-    run's records are combined with the stalls."""
+    one run: K 4, FLOOR 60 s, MINN 50.  --eps E: a quiet spell past the
+    limit is a timeout of its type, and a stall only while that type's
+    timeouts (this one included) are at most E of its outcomes (pauses and
+    timeouts): types that often end a session are not stalls.  Both halves
+    are reported (the first: the development half).  --kept: the flags of a
+    hdfs-live run's records are combined with the stalls."""
     import calendar
     K, FLOOR, MINN = 4.0, 60, 50
     labels = hdfs_labels(a.dir)
@@ -501,7 +505,7 @@ def cmd_hdfs_stalls(a):
                  for w in (parts[5] if len(parts) > 5 else "").split()]
         return parts[4] + " " + " ".join(words[:6])
     last, first, stalled = {}, {}, {}  # block -> (time, type); first line; (line, quiet, limit)
-    maxgap, n = {}, {}
+    maxgap, n, timeouts, out = {}, {}, {}, set()  # out: blocks past their limit
     with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
         for i, line in enumerate(f):
             try:
@@ -511,31 +515,43 @@ def cmd_hdfs_stalls(a):
             e = etype(line)
             for b in set(blk.findall(line)):
                 first.setdefault(b, i)
-                if b in last and b not in stalled:  # stalled blocks teach nothing
+                if b in last and b not in stalled and b not in out:  # stalled blocks teach nothing
                     t0, e0 = last[b]
                     maxgap[e0] = max(maxgap.get(e0, 0), t - t0)
                     n[e0] = n.get(e0, 0) + 1
+                out.discard(b)
                 last[b] = (t, e)
             if i % 200 == 0:  # a sweep every 200 lines
                 for b, (t0, e0) in last.items():
                     lim = max(FLOOR, K * maxgap.get(e0, 0))
-                    if b not in stalled and n.get(e0, 0) >= MINN and t - t0 > lim:
+                    if b in stalled or b in out or n.get(e0, 0) < MINN or t - t0 <= lim:
+                        continue
+                    if a.eps is None:
+                        stalled[b] = (i, t - t0, lim)
+                        continue
+                    out.add(b)
+                    timeouts[e0] = timeouts.get(e0, 0) + 1
+                    if timeouts[e0] <= a.eps * (n[e0] + timeouts[e0]):
                         stalled[b] = (i, t - t0, lim)
     blocks = sorted((b for b in first if b in labels), key=lambda b: first[b])
-    test = blocks[len(blocks) // 2:]
-    n_st, _, _, _ = prf(stalled, labels, test)
-    tp = sum(1 for b in test if b in stalled and labels[b])
-    print("test blocks %d (%d anomalous): stalled %d, anomalous %d, normal %d" % (
-        len(test), sum(labels[b] for b in test), n_st, tp, n_st - tp))
-    for b in test:
-        if b in stalled:
-            print("  %s %s line %d, quiet %d s > %d s" % ((b, "anomalous" if labels[b] else "normal")
-                                                       + stalled[b]))
+    flags = set()
     if a.kept:
         with open(a.kept) as f:
             flags = {r["session"] for r in map(json.loads, f) if r.get("flag")}
-        print("with the pipeline's flags: flagged %d, P %.3f R %.3f F1 %.3f" %
-              prf(flags | set(stalled), labels, test))
+    for half, part in (("first half", blocks[:len(blocks) // 2]),
+                       ("test half", blocks[len(blocks) // 2:])):
+        n_st, _, _, _ = prf(stalled, labels, part)
+        tp = sum(1 for b in part if b in stalled and labels[b])
+        print("%s: blocks %d (%d anomalous): stalled %d, anomalous %d, normal %d" % (
+            half, len(part), sum(labels[b] for b in part), n_st, tp, n_st - tp))
+        if a.verbose:
+            for b in part:
+                if b in stalled:
+                    print("  %s %s line %d, quiet %d s > %d s" % (
+                        (b, "anomalous" if labels[b] else "normal") + stalled[b]))
+        if a.kept:
+            print("  with the pipeline's flags: flagged %d, P %.3f R %.3f F1 %.3f" %
+                  prf(flags | set(stalled), labels, part))
 
 
 def main():
@@ -561,6 +577,8 @@ def main():
     s = sub.add_parser("hdfs-stalls")
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")
+    s.add_argument("--eps", type=float, help="stall only types that time out at most this often")
+    s.add_argument("-v", "--verbose", action="store_true", help="list the stalled blocks")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
