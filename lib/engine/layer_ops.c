@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 void
 txl_linear(const TxlLinear *L, const float *x, int n, float *y, gboolean acc,
@@ -153,11 +156,73 @@ typedef struct {
   guint64 key, first;
 } Drop;
 
+#if defined(__AVX2__)
+/* a * c mod 2^64 in each lane: AVX2 multiplies 32-bit halves only */
+static inline __m256i
+mul64c(__m256i a, __m256i c_lo, __m256i c_hi)
+{
+  __m256i cross = _mm256_add_epi64(
+      _mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
+      _mm256_mul_epu32(a, c_hi));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo),
+                          _mm256_slli_epi64(cross, 32));
+}
+
+/* mix64() of four counters */
+static inline __m256i
+mix64x4(__m256i z)
+{
+  const __m256i c1_lo = _mm256_set1_epi64x(0x1ce4e5b9);
+  const __m256i c1_hi = _mm256_set1_epi64x(0xbf58476d);
+  const __m256i c2_lo = _mm256_set1_epi64x(0x133111eb);
+  const __m256i c2_hi = _mm256_set1_epi64x(0x94d049bb);
+  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), c1_lo, c1_hi);
+  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), c2_lo, c2_hi);
+  return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+/* The keep masks of eight elements from two sets of four hashes, as
+ * eight 32-bit lanes in element order. */
+static inline __m256
+keep8(__m256i h0, __m256i h1, __m256i lim)
+{
+  /* top 24 bits >= thresh; both sides below 2^24, so the signed compare
+   * is exact */
+  __m256i k0 = _mm256_cmpgt_epi64(_mm256_srli_epi64(h0, 40), lim);
+  __m256i k1 = _mm256_cmpgt_epi64(_mm256_srli_epi64(h1, 40), lim);
+  const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  __m128i m0 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(k0, even));
+  __m128i m1 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(k1, even));
+  return _mm256_castsi256_ps(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(m0), m1, 1));
+}
+#endif
+
+/* Eight elements at a time where AVX2 is there: the same hashes and the
+ * same x * scale, so the same bits as the loop below (tests/unit/test_ops.c). */
 static void
 dropout_range(gsize lo, gsize hi, gpointer ctx)
 {
   const Drop *d = ctx;
   float *x = d->x;
+#if defined(__AVX2__)
+  const guint64 gold = G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+  const __m256i lim = _mm256_set1_epi64x((gint64)d->thresh - 1);
+  const __m256 scale = _mm256_set1_ps(d->scale);
+  const __m256i step = _mm256_set1_epi64x((gint64)(8 * gold));
+  guint64 c = d->key + (d->first + lo) * gold;
+  __m256i z0 = _mm256_setr_epi64x((gint64)c, (gint64)(c + gold),
+                                  (gint64)(c + 2 * gold),
+                                  (gint64)(c + 3 * gold));
+  __m256i z1 = _mm256_add_epi64(z0, _mm256_set1_epi64x((gint64)(4 * gold)));
+  for (; lo + 8 <= hi; lo += 8) {
+    __m256 keep = keep8(mix64x4(z0), mix64x4(z1), lim);
+    __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + lo), scale);
+    _mm256_storeu_ps(x + lo, _mm256_and_ps(v, keep));
+    z0 = _mm256_add_epi64(z0, step);
+    z1 = _mm256_add_epi64(z1, step);
+  }
+#endif
   for (gsize i = lo; i < hi; i++) {
     guint64 h = mix64(d->key + (d->first + i) *
                                  G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));

@@ -241,6 +241,51 @@ TU_TEST("/grad/dropout", test_dropout)
   g_free(b);
 }
 
+/* The mask as lib/engine/layer_ops.c documents it, one element at a time:
+ * keep when the top 24 bits of splitmix64's finaliser of key + i * golden
+ * are >= p * 2^24.  The engine's vector path must give these bits. */
+static guint64
+ref_mix64(guint64 z)
+{
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+TU_TEST("/grad/dropout-bits", test_dropout_bits)
+{
+  enum { N = 4099 };
+  GRand *r = g_rand_new_with_seed(11);
+  float *x = g_new(float, N), *want = g_new(float, N), *got = g_new(float, N);
+  const float ps[] = { 1e-9f, 0.1f, 0.25f, 0.5f, 0.9f, 1.0f };
+  for (gsize t = 0; t < G_N_ELEMENTS(ps); t++) {
+    for (guint64 first = 0; first < 11; first += 5) {
+      guint64 key = txl_dropout_key(t, first, 1, 2);
+      for (int i = 0; i < N; i++)
+        x[i] = (float)g_rand_double_range(r, -3.0, 3.0);
+      x[3] = NAN;
+      x[17] = INFINITY;
+      x[40] = -0.0f;
+      guint32 thresh = (guint32)(ps[t] * 16777216.0f);
+      float scale = 1.0f / (1.0f - ps[t]);
+      for (gsize n = 1; n <= N; n += n < 40 ? 1 : 1013) {
+        for (gsize i = 0; i < n; i++) {
+          guint64 h = ref_mix64(key + (first + i) *
+                                          G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+          want[i] = (guint32)(h >> 40) >= thresh ? x[i] * scale : 0.0f;
+        }
+        memcpy(got, x, sizeof(float) * n);
+        txl_dropout(got, n, ps[t], key, first);
+        g_assert_cmpmem(got, sizeof(float) * n, want, sizeof(float) * n);
+      }
+    }
+  }
+  g_free(x);
+  g_free(want);
+  g_free(got);
+  g_rand_free(r);
+}
+
 /* ---- attention ---------------------------------------------------------- */
 
 typedef struct {
