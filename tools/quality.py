@@ -488,14 +488,14 @@ def cmd_hdfs_stalls(a):
     longer than max(FLOOR, K x the longest pause ever seen after its last
     event type), once that type has MINN observed pauses; the pauses are
     learnt as lines arrive, no label read but to judge.  Fixed before its
-    one run: K 4, FLOOR 60 s, MINN 50.  --eps E: a quiet spell past the
+    one run: K 4, FLOOR 60 s (--floor), MINN 50.  --eps E: a quiet spell past the
     limit is a timeout of its type, and a stall only while that type's
     timeouts (this one included) are at most E of its outcomes (pauses and
     timeouts): types that often end a session are not stalls.  Both halves
     are reported (the first: the development half).  --kept: the flags of a
     hdfs-live run's records are combined with the stalls."""
     import calendar
-    K, FLOOR, MINN = 4.0, 60, 50
+    K, FLOOR, MINN = 4.0, a.floor, 50
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
 
@@ -504,7 +504,7 @@ def cmd_hdfs_stalls(a):
         words = ["*" if re.search(r"[\d/]", w) else w
                  for w in (parts[5] if len(parts) > 5 else "").split()]
         return parts[4] + " " + " ".join(words[:6])
-    last, first, stalled = {}, {}, {}  # block -> (time, type); first line; (line, quiet, limit)
+    last, first, stalled = {}, {}, {}  # block -> (time, type); first line; (line, quiet, limit, type)
     maxgap, n, timeouts, out = {}, {}, {}, set()  # out: blocks past their limit
     with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
         for i, line in enumerate(f):
@@ -527,12 +527,12 @@ def cmd_hdfs_stalls(a):
                     if b in stalled or b in out or n.get(e0, 0) < MINN or t - t0 <= lim:
                         continue
                     if a.eps is None:
-                        stalled[b] = (i, t - t0, lim)
+                        stalled[b] = (i, t - t0, lim, e0)
                         continue
                     out.add(b)
                     timeouts[e0] = timeouts.get(e0, 0) + 1
                     if timeouts[e0] <= a.eps * (n[e0] + timeouts[e0]):
-                        stalled[b] = (i, t - t0, lim)
+                        stalled[b] = (i, t - t0, lim, e0)
     blocks = sorted((b for b in first if b in labels), key=lambda b: first[b])
     flags = set()
     if a.kept:
@@ -547,7 +547,7 @@ def cmd_hdfs_stalls(a):
         if a.verbose:
             for b in part:
                 if b in stalled:
-                    print("  %s %s line %d, quiet %d s > %d s" % (
+                    print("  %s %s line %d, quiet %d s > %d s after %s" % (
                         (b, "anomalous" if labels[b] else "normal") + stalled[b]))
         if a.kept:
             print("  with the pipeline's flags: flagged %d, P %.3f R %.3f F1 %.3f" %
@@ -578,6 +578,7 @@ def main():
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")
     s.add_argument("--eps", type=float, help="stall only types that time out at most this often")
+    s.add_argument("--floor", type=float, default=60, help="the shortest limit, seconds (60)")
     s.add_argument("-v", "--verbose", action="store_true", help="list the stalled blocks")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")

@@ -132,19 +132,24 @@ txl_pos_table(int K, int clamp_len, int d, float *out)
 }
 
 /* splitmix64's finaliser: a good 64-bit mixer, so consecutive counters
- * give independent-looking bits */
+ * give independent-looking bits (its two multipliers, and the golden-ratio
+ * step between counters, are shared with the vector form below) */
+#define MIX_C1 G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9)
+#define MIX_C2 G_GUINT64_CONSTANT(0x94d049bb133111eb)
+#define GOLDEN G_GUINT64_CONSTANT(0x9e3779b97f4a7c15)
+
 static inline guint64
 mix64(guint64 z)
 {
-  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+  z = (z ^ (z >> 30)) * MIX_C1;
+  z = (z ^ (z >> 27)) * MIX_C2;
   return z ^ (z >> 31);
 }
 
 guint64
 txl_dropout_key(guint64 seed, guint64 step, int site, int layer)
 {
-  guint64 k = mix64(seed + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+  guint64 k = mix64(seed + GOLDEN);
   k = mix64(k ^ (step * G_GUINT64_CONSTANT(0xd1b54a32d192ed03)));
   return mix64(k ^ ((guint64)(guint32)site << 32 | (guint32)layer));
 }
@@ -159,12 +164,14 @@ typedef struct {
 #if defined(__AVX2__)
 /* a * c mod 2^64 in each lane: AVX2 multiplies 32-bit halves only */
 static inline __m256i
-mul64c(__m256i a, __m256i c_lo, __m256i c_hi)
+mul64c(__m256i a, guint64 c)
 {
+  const __m256i lo = _mm256_set1_epi64x((gint64)(c & 0xffffffffu));
+  const __m256i hi = _mm256_set1_epi64x((gint64)(c >> 32));
   __m256i cross = _mm256_add_epi64(
-      _mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
-      _mm256_mul_epu32(a, c_hi));
-  return _mm256_add_epi64(_mm256_mul_epu32(a, c_lo),
+      _mm256_mul_epu32(_mm256_srli_epi64(a, 32), lo),
+      _mm256_mul_epu32(a, hi));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, lo),
                           _mm256_slli_epi64(cross, 32));
 }
 
@@ -172,12 +179,8 @@ mul64c(__m256i a, __m256i c_lo, __m256i c_hi)
 static inline __m256i
 mix64x4(__m256i z)
 {
-  const __m256i c1_lo = _mm256_set1_epi64x(0x1ce4e5b9);
-  const __m256i c1_hi = _mm256_set1_epi64x(0xbf58476d);
-  const __m256i c2_lo = _mm256_set1_epi64x(0x133111eb);
-  const __m256i c2_hi = _mm256_set1_epi64x(0x94d049bb);
-  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), c1_lo, c1_hi);
-  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), c2_lo, c2_hi);
+  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), MIX_C1);
+  z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), MIX_C2);
   return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 
@@ -199,14 +202,15 @@ keep8(__m256i h0, __m256i h1, __m256i lim)
 #endif
 
 /* Eight elements at a time where AVX2 is there: the same hashes and the
- * same x * scale, so the same bits as the loop below (tests/unit/test_ops.c). */
+ * same x * scale, so the same bits as the loop below (/grad/dropout-bits in
+ * tests/unit/test_grad.c). */
 static void
 dropout_range(gsize lo, gsize hi, gpointer ctx)
 {
   const Drop *d = ctx;
   float *x = d->x;
 #if defined(__AVX2__)
-  const guint64 gold = G_GUINT64_CONSTANT(0x9e3779b97f4a7c15);
+  const guint64 gold = GOLDEN;
   const __m256i lim = _mm256_set1_epi64x((gint64)d->thresh - 1);
   const __m256 scale = _mm256_set1_ps(d->scale);
   const __m256i step = _mm256_set1_epi64x((gint64)(8 * gold));
@@ -224,8 +228,7 @@ dropout_range(gsize lo, gsize hi, gpointer ctx)
   }
 #endif
   for (gsize i = lo; i < hi; i++) {
-    guint64 h = mix64(d->key + (d->first + i) *
-                                 G_GUINT64_CONSTANT(0x9e3779b97f4a7c15));
+    guint64 h = mix64(d->key + (d->first + i) * GOLDEN);
     x[i] = (guint32)(h >> 40) >= d->thresh ? x[i] * d->scale : 0.0f;
   }
 }
