@@ -504,6 +504,11 @@ TXL_API gboolean txl_sessions_finish(TxlSessions *s, GError **error);
 TXL_API gboolean txl_sessions_set_model(TxlSessions *s, TxlModel *model,
                                         GError **error);
 TXL_API guint txl_sessions_count(const TxlSessions *s);
+/* Lines pushed so far: the number the last push returned (0: none). */
+TXL_API gint64 txl_sessions_lines(const TxlSessions *s);
+/* The numbers of the lines pushed whose line callback has not come yet,
+ * ascending, appended to out (an array of gint64). */
+TXL_API void txl_sessions_waiting_lines(const TxlSessions *s, GArray *out);
 /* Bytes held by the open sessions: memory rows, pending tokens and lines,
  * key, bookkeeping.  The worker stream's scratch (one stream's worth,
  * fixed) is not included. */

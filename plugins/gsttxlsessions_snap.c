@@ -272,6 +272,28 @@ parse_learn(GstTxlScorerBase *base, guint32 version, GstTxlLearnLoaded *ld,
   return o->learning != NULL;
 }
 
+/* The lines this element still waits for must be exactly those the
+ * library has not reported, under the same numbers: otherwise a report
+ * would come for a line the element does not hold, or a line would wait
+ * for ever and hold every line after it. */
+static gboolean
+lines_agree(const OwnState *o, const TxlSessions *s)
+{
+  if (txl_sessions_lines(s) != o->pushed)
+    return FALSE;
+  g_autoptr(GArray) w = g_array_new(FALSE, FALSE, sizeof(gint64));
+  txl_sessions_waiting_lines(s, w);
+  guint k = 0;
+  for (guint i = 0; i < o->sl->len; i++) {
+    if (g_array_index(o->sl, SLine, i).done)
+      continue;
+    if (k >= w->len || g_array_index(w, gint64, k) != o->sl_seq0 + (gint64)i)
+      return FALSE;
+    k++;
+  }
+  return k == w->len;
+}
+
 /* Parses this element's section; every count is bounded by the bytes
  * left before anything is allocated for it. */
 gpointer
@@ -355,6 +377,13 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   }
   if (!txl_reader_done(&r))
     goto bad;
+  if (!lines_agree(o, ld->state)) {
+    gst_txl_sessions_drop_own(o);
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "the snapshot's txlsessions state does not match "
+                        "its sessions (other lines pushed or waiting)");
+    return NULL;
+  }
   if (ld->learn && !parse_learn(base, version, ld, o, error)) {
     gst_txl_sessions_drop_own(o);
     return NULL;

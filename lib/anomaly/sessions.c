@@ -587,6 +587,34 @@ txl_sessions_count(const TxlSessions *s)
   return s->lru.length;
 }
 
+gint64
+txl_sessions_lines(const TxlSessions *s)
+{
+  return s->seq;
+}
+
+static gint
+cmp_seq(gconstpointer a, gconstpointer b, gpointer unused)
+{
+  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+void
+txl_sessions_waiting_lines(const TxlSessions *s, GArray *out)
+{
+  guint first = out->len;
+  for (GList *it = s->lru.head; it; it = it->next) {
+    const Session *x = it->data;
+    for (GList *l = x->lines.head; l; l = l->next)
+      if (((const Line *)l->data)->seq > 0) /* not the end marker */
+        g_array_append_val(out, ((const Line *)l->data)->seq);
+  }
+  /* each session's lines ascend, the sessions interleave */
+  g_qsort_with_data(out->data + (gsize)first * sizeof(gint64),
+                    (gint)(out->len - first), sizeof(gint64), cmp_seq, NULL);
+}
+
 guint64
 txl_sessions_bytes(const TxlSessions *s)
 {

@@ -346,6 +346,58 @@ TU_TEST("/sessions/alone-bpe", test_alone_bpe)
   g_free(path);
 }
 
+static void
+reported(const TxlSessionLine *l, gpointer p)
+{
+  g_hash_table_add(p, GINT_TO_POINTER(l->line));
+}
+
+/* What a caller holding lines checks a restore against: the lines pushed,
+ * and those not reported yet, ascending across interleaved sessions. */
+TU_TEST("/sessions/waiting-lines", test_waiting_lines)
+{
+  g_autofree char *path = byte_model();
+  TxlModel *m = tu_load(path);
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "req=s[0-9]+";
+  o.segment = 256; /* lines wait for their session's segment to fill */
+  GHashTable *done = g_hash_table_new(NULL, NULL);
+  g_autoptr(GError) err = NULL;
+  TxlSessions *s = txl_sessions_new(m, &o, reported, NULL, done, &err);
+  g_assert_no_error(err);
+  GPtrArray *lines = make_lines(40, 3, 5);
+  GArray *w = g_array_new(FALSE, FALSE, sizeof(gint64));
+  guint most = 0;
+  for (guint i = 0; i < lines->len; i++) {
+    g_assert_cmpint(txl_sessions_push_line(s, lines->pdata[i], -1, &err), ==,
+                    i + 1);
+    g_assert_cmpint(txl_sessions_lines(s), ==, i + 1);
+    g_array_set_size(w, 0);
+    txl_sessions_waiting_lines(s, w);
+    guint k = 0;
+    for (gint64 n = 1; n <= (gint64)i + 1; n++)
+      if (!g_hash_table_contains(done, GINT_TO_POINTER(n))) {
+        g_assert_cmpuint(k, <, w->len);
+        g_assert_cmpint(g_array_index(w, gint64, k), ==, n);
+        k++;
+      }
+    g_assert_cmpuint(k, ==, w->len);
+    most = MAX(most, w->len);
+  }
+  g_assert_cmpuint(most, >, 6); /* lines of several sessions waited */
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_array_set_size(w, 0);
+  txl_sessions_waiting_lines(s, w);
+  g_assert_cmpuint(w->len, ==, 0);
+  g_assert_cmpuint(g_hash_table_size(done), ==, lines->len);
+  g_array_unref(w);
+  g_ptr_array_unref(lines);
+  g_hash_table_unref(done);
+  txl_sessions_free(s);
+  txl_model_unref(m);
+  tu_remove(path);
+}
+
 /* Without a key every line is one stream: the numbers of txl_scorer over
  * the whole text (no primer, no flushes), as txl score computes them. */
 TU_TEST("/sessions/single-stream", test_single_stream)
