@@ -457,6 +457,34 @@ nop_score(gint64 pos, int32_t token, float lp, gpointer data)
 {
 }
 
+/* The pipeline run to its end, its snapshot (hold-at-eos) in *a; *b: a
+ * name beside it for a rewritten copy. */
+static GstElement *
+held_snapshot(Fixture *f, char **a, char **b)
+{
+  *a = g_build_filename(f->dir, "a.snap", NULL);
+  *b = g_build_filename(f->dir, "b.snap", NULL);
+  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", *a);
+  GstElement *p = pipeline(f, props);
+  g_ptr_array_unref(run(p, NULL, NULL));
+  return p;
+}
+
+/* The element "m" of p refuses the snapshot bad and still restores good;
+ * then p goes. */
+static void
+refused_then_good(GstElement *p, const char *bad, const char *good)
+{
+  GstElement *e = gst_bin_get_by_name(GST_BIN(p), "m");
+  gboolean ok = TRUE;
+  g_signal_emit_by_name(e, "restore", bad, &ok);
+  g_assert_false(ok);
+  g_signal_emit_by_name(e, "restore", good, &ok);
+  g_assert_true(ok);
+  gst_object_unref(e);
+  el_pipeline_free(p);
+}
+
 /* txlmodel: a snapshot whose section gives a pending token another id than
  * the scorer's (a file rewritten with the library's writer, its checksum
  * good) is refused and leaves the stream as it was.  fuzz_elements found
@@ -465,11 +493,8 @@ nop_score(gint64 pos, int32_t token, float lp, gpointer data)
 static void
 test_pending_id_mismatch(Fixture *f, gconstpointer el)
 {
-  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
-  g_autofree char *b = g_build_filename(f->dir, "b.snap", NULL);
-  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
-  GstElement *p = pipeline(f, props);
-  g_ptr_array_unref(run(p, NULL, NULL)); /* hold-at-eos: a.snap */
+  g_autofree char *a = NULL, *b = NULL;
+  GstElement *p = held_snapshot(f, &a, &b);
   TxlModel *m = tu_load(f->model);
   GHashTable *sect = NULL;
   g_autoptr(GError) err = NULL;
@@ -492,14 +517,7 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
   txl_scorer_free(sc);
   g_hash_table_unref(sect);
   txl_model_unref(m);
-  GstElement *e = gst_bin_get_by_name(GST_BIN(p), "m");
-  gboolean ok = TRUE;
-  g_signal_emit_by_name(e, "restore", b, &ok);
-  g_assert_false(ok);
-  g_signal_emit_by_name(e, "restore", a, &ok); /* the good one still is */
-  g_assert_true(ok);
-  gst_object_unref(e);
-  el_pipeline_free(p);
+  refused_then_good(p, b, a);
 }
 
 /* txlsessions: a snapshot whose section numbers the lines differently
@@ -511,11 +529,8 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
 static void
 test_lines_mismatch(Fixture *f, gconstpointer el)
 {
-  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
-  g_autofree char *b = g_build_filename(f->dir, "b.snap", NULL);
-  g_autofree char *props = g_strdup_printf("snapshot-location=\"%s\"", a);
-  GstElement *p = pipeline(f, props);
-  g_ptr_array_unref(run(p, NULL, NULL)); /* hold-at-eos: a.snap */
+  g_autofree char *a = NULL, *b = NULL;
+  GstElement *p = held_snapshot(f, &a, &b);
   TxlModel *m = tu_load(f->model);
   TxlSessionOptions o = txl_session_options_default();
   o.key_regex = "(cat|sat|on)";
@@ -541,14 +556,7 @@ test_lines_mismatch(Fixture *f, gconstpointer el)
   txl_sessions_free(s);
   g_hash_table_unref(sect);
   txl_model_unref(m);
-  GstElement *e = gst_bin_get_by_name(GST_BIN(p), "m");
-  gboolean ok = TRUE;
-  g_signal_emit_by_name(e, "restore", b, &ok);
-  g_assert_false(ok);
-  g_signal_emit_by_name(e, "restore", a, &ok);
-  g_assert_true(ok);
-  gst_object_unref(e);
-  el_pipeline_free(p);
+  refused_then_good(p, b, a);
 }
 
 int
