@@ -361,7 +361,6 @@ new_stream(GstTxlScorerBase *base, GError **error)
   self->sl = gst_txl_sessions_sl_new(0);
   self->sl_head = 0;
   self->sl_seq0 = 1;
-  self->pushed = 0;
   self->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   self->cur_line = 0;
   self->cur_tok_bytes = 0;
@@ -456,7 +455,6 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
     self->line_start = text_end;
   if (seq < 0)
     return FALSE;
-  self->pushed++;
   g_warn_if_fail(seq == self->sl_seq0 + (gint64)self->sl->len - 1);
   return !self->failed && gst_txl_sessions_learn_run(self, error);
 }
@@ -620,7 +618,8 @@ static gboolean
 stream_start(GstTxlScorerBase *base, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  if (self->pushed == 0 && self->cur_line <= 0)
+  if ((!self->sessions || txl_sessions_lines(self->sessions) == 0) &&
+      self->cur_line <= 0)
     return TRUE;
   GstFlowReturn ret = finish(base);
   if (ret != GST_FLOW_OK)

@@ -72,7 +72,6 @@ struct _GstTxlSessions {
   GArray *sl;         /* SLine, in push order */
   guint sl_head;      /* first not yet sent */
   gint64 sl_seq0;     /* push number of sl[0] */
-  gint64 pushed;      /* lines pushed in this stream */
   GArray *ids;        /* tokens of the line being assembled */
   gint64 cur_line;    /* its line number, 0: none */
   guint64 cur_tok_bytes;

@@ -119,7 +119,8 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
   txl_put_u32(b, STATE_VERSION);
   txl_put_u64(b, base->in_tokens);
   txl_put_u64(b, base->out_count);
-  txl_put_u64(b, (guint64)self->pushed);
+  /* lines pushed: the sessions count them */
+  txl_put_u64(b, (guint64)txl_sessions_lines(self->sessions));
   txl_put_f64(b, self->now);
   txl_put_u64(b, (guint64)(self->sl_seq0 + self->sl_head));
   guint nsl = self->sl->len - self->sl_head;
@@ -408,7 +409,6 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   self->learning = g_steal_pointer(&o->learning);
   gst_txl_scorer_base_apply_stream(base, o->in_tokens, o->out_items,
                                    &o->text);
-  self->pushed = o->pushed;
   self->now = o->now;
   g_array_unref(self->sl);
   self->sl = g_steal_pointer(&o->sl);

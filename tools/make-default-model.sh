@@ -23,6 +23,12 @@
 set -eu
 cd "$(dirname "$0")/.."
 OUT=${1:-models/default.gguf}
+# a name that is no corpus source would leave in what an experiment
+# means to hold out
+for src in ${EXCLUDE:-}; do
+  [ -f "data/corpus/$src.log.zst" ] ||
+    { echo "make-default-model: EXCLUDE: no corpus source \"$src\" (data/corpus/*.log.zst)" >&2; exit 1; }
+done
 [ -d build ] || meson setup build >/dev/null
 ninja -C build >/dev/null
 tmp=$(mktemp -d)
