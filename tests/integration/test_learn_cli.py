@@ -47,6 +47,11 @@ def main():
     flagged = [r['line'] for r in recs if r['flag']]
     check('the injected kernel line is flagged', 251 in flagged, flagged)
     check('few other lines are flagged', len(flagged) <= 6, flagged)
+    check('a judged run says nothing of the warm-up', 'ended in the warm-up' not in err, err)
+    rc, _, err = run(args, ('\n'.join(lines[:100]) + '\n').encode())
+    check('an input that ends in the warm-up says no line was judged',
+          rc == 0 and 'ended in the warm-up: none of its 100 lines was judged' in err
+          and 'learning needs 150 lines' in err, err)
 
     snap = os.path.join(tmp, 's.snap')
     for cut in (5, len(text) // 3, len(text) // 2, len(text) * 2 // 3, len(text) - 3):
