@@ -347,6 +347,12 @@ push_scored(GstTxlScorerBase *base)
   return push_out(GST_TXL_MODEL(base), FALSE);
 }
 
+static void
+ended(GstTxlScorerBase *base)
+{
+  gst_txl_learn_ended(GST_TXL_MODEL(base)->learning);
+}
+
 /* ---- snapshots: this element's section -------------------------------- */
 
 #define STATE_VERSION 2u /* 2: line scores of lib/anomaly/lines.h */
@@ -859,6 +865,7 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->parse_own = parse_own;
   base_class->drop_own = own_state_free;
   base_class->apply = apply;
+  base_class->ended = ended;
 
   GST_DEBUG_CATEGORY_INIT(gst_txl_model_debug, "txlmodel", 0, "txl model");
 }

@@ -219,6 +219,8 @@ on_eos(GstTxlScorerBase *self)
       GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
     if (loc && live)
       gst_txl_scorer_base_snapshot(self, loc, "eos");
+    if (live && CLASS(self)->ended)
+      CLASS(self)->ended(self);
   }
   g_free(loc);
 }

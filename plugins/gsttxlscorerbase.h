@@ -74,6 +74,9 @@ struct _GstTxlScorerBaseClass {
   GstFlowReturn (*push_out)(GstTxlScorerBase *self);
   /* the end of the stream: everything scored and out */
   GstFlowReturn (*finish)(GstTxlScorerBase *self);
+  /* the stream ended for good: EOS, not held for a snapshot (may be
+   * NULL) */
+  void (*ended)(GstTxlScorerBase *self);
   /* STREAM_START of a new stream (not one restored at start) */
   gboolean (*stream_start)(GstTxlScorerBase *self, GError **error);
   /* the stream stops or flushes: cancel timers of its own (may be NULL) */

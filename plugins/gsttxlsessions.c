@@ -554,6 +554,12 @@ push_scored(GstTxlScorerBase *base)
   return push_out(GST_TXL_SESSIONS(base), FALSE);
 }
 
+static void
+ended(GstTxlScorerBase *base)
+{
+  gst_txl_learn_ended(GST_TXL_SESSIONS(base)->learning);
+}
+
 /* A line is complete: into its session, and what is ready goes out
  * unless downstream is flushing (*held). */
 static GstFlowReturn
@@ -801,6 +807,7 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->parse_own = gst_txl_sessions_parse_own;
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;
+  base_class->ended = ended;
   GST_DEBUG_CATEGORY_INIT(gst_txl_sessions_debug, "txlsessions", 0,
                           "txl sessions");
 }

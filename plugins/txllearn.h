@@ -99,6 +99,10 @@ gboolean gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
                            const gchar *model_out, GError **error);
 /* Rounds whose weights took over. */
 gint gst_txl_learn_rounds(GstTxlLearn *l);
+/* The stream ended for good (not held for a snapshot): while no round has
+ * taken over, a warning says that none of its lines was judged.  l may be
+ * NULL. */
+void gst_txl_learn_ended(GstTxlLearn *l);
 
 /* Snapshots: this learning's section (undelivered: the score buffer a
  * failed push kept, whose line metas' flags are saved too). */

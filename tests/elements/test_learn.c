@@ -300,6 +300,39 @@ TU_TEST("/learn/landing", test_landing)
   g_string_free(t, TRUE);
 }
 
+/* A stream that ends before the first round: every line warm-up, and a
+ * warning that none was judged; after a round, no such warning. */
+TU_TEST("/learn/ended-in-warmup", test_ended_in_warmup)
+{
+  GString *t = log_text();
+  int32_t *ids = g_new(int32_t, t->len);
+  gint64 *lines = g_new(gint64, t->len);
+  guint32 *flags = g_new(guint32, t->len);
+  text_ids(t, ids, lines, flags);
+  gsize n = 0;
+  for (int i = 0; i < 20; i++)
+    n = (gsize)(strchr(t->str + n, '\n') - t->str) + 1;
+  Got g = run_harness(ids, lines, flags, n, 64, TRUE);
+  g_assert_cmpuint(g.metas->len, ==, 20);
+  for (guint i = 0; i < g.metas->len; i++)
+    g_assert_cmpuint(mark_at(&g, i)->flags, ==, TXL_LINE_WARMUP);
+  g_assert_nonnull(g.warning);
+  g_assert_nonnull(strstr(g.warning, "ended in the learning warm-up: none "
+                                     "of its 20 lines was judged"));
+  Got whole = run_harness(ids, lines, flags, t->len, 64, TRUE);
+  g_assert_cmpuint(whole.rounds, ==, 1);
+  g_assert_null(whole.warning);
+  Got plain = run_harness(ids, lines, flags, n, 64, FALSE);
+  g_assert_null(plain.warning);
+  got_free(&g);
+  got_free(&whole);
+  got_free(&plain);
+  g_free(ids);
+  g_free(lines);
+  g_free(flags);
+  g_string_free(t, TRUE);
+}
+
 /* A round whose loss goes non-finite (weights scaled by 1e18) is dropped
  * with a warning; the stream goes on with the model file's weights. */
 TU_TEST("/learn/failed-round", test_failed_round)
