@@ -249,7 +249,8 @@ txl_params_free(TxlParams *p)
   g_free(p->tensors);
   g_free(p->w.layers);
   g_free(p->g.layers);
-  free(p->data);
+  if (!p->shares_data)
+    free(p->data);
   free(p->grad);
   g_free(p);
 }
@@ -408,6 +409,28 @@ txl_model_from_params_owned(TxlParams *p)
   m->owned = p;
   m->owned_free = (GDestroyNotify)txl_params_free;
   return m;
+}
+
+TxlParams *
+txl_params_new_twin(const TxlParams *p, GError **error)
+{
+  TxlParams *t = params_alloc(&p->cfg, NULL, error);
+  if (!t)
+    return NULL;
+  Layout lo;
+  Offsets o;
+  build_layout(&p->cfg, &lo, &o);
+  free(t->data);
+  t->data = p->data;
+  t->shares_data = TRUE;
+  g_free(t->w.layers);
+  make_views(&p->cfg, &o, p->data, &t->w);
+  g_free(o.layer);
+  for (guint i = 0; i < lo.tensors->len; i++)
+    g_free(g_array_index(lo.tensors, TxlParamTensor, i).name);
+  g_array_free(lo.tensors, TRUE);
+  g_array_free(lo.kinds, TRUE);
+  return t;
 }
 
 TxlParams *

@@ -57,6 +57,7 @@ typedef struct {
   TxlParamTensor *tensors;
   TxlTrainWeights w; /* views into data */
   TxlTrainWeights g; /* the same views into grad */
+  gboolean shares_data; /* a twin (txl_params_new_twin): data is another's */
 } TxlParams;
 
 /* How fresh weights are drawn.  The defaults are the official release's
@@ -113,6 +114,10 @@ TxlModel *txl_model_from_params_owned(TxlParams *p);
 /* A new set of parameters with p's config and a copy of its weights
  * (gradients zero). */
 TxlParams *txl_params_copy(const TxlParams *p, GError **error);
+/* p's weights read in place with gradients of their own (zero): what a
+ * second part of a batch accumulates into while the first uses p->grad.
+ * p must outlive the twin; txl_params_free() frees only the twin's own. */
+TxlParams *txl_params_new_twin(const TxlParams *p, GError **error);
 
 /* Implemented in model.c, the only place that builds TxlModel objects: a
  * model with cfg, no file, no weights yet (the caller fills in[], out[],

@@ -72,6 +72,12 @@ struct _TxlTrainState {
   /* gradient scratch */
   float *g0, *g1, *g2, *gx, *gq, *gkv, *grk, *gav, *gff, *ge;
   float *attn_scratch;
+  int ce_rows; /* rows whose mean the loss is: the whole batch's */
+  /* A batch of two or more streams runs as two parts at once (the end of
+   * this file): each part a state of its own, the second's gradient in
+   * a twin of the parameters, added after both.  NULL in a part. */
+  TxlTrainState *part[2];
+  TxlParams *twin;
 };
 
 /* ---- state ------------------------------------------------------------ */
@@ -148,6 +154,13 @@ carve(TxlTrainState *s, float *base)
 
 #define MAX_STATE_BYTES ((gsize)256 << 30)
 
+static TxlTrainState *unit_new(TxlParams *p, const TxlTrainOptions *o,
+                               int mem_len, int clamp, int same, int ce_rows,
+                               GError **error);
+static TxlTrainState *parts_new(TxlParams *p, const TxlTrainOptions *o,
+                                int mem_len, int clamp, int same,
+                                GError **error);
+
 TxlTrainState *
 txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
 {
@@ -175,6 +188,16 @@ txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
                         "same_length needs mem_len > 0");
     return NULL;
   }
+  if (o->batch >= 2)
+    return parts_new(p, o, mem_len, clamp, same, error);
+  return unit_new(p, o, mem_len, clamp, same, o->batch * o->seg_len, error);
+}
+
+static TxlTrainState *
+unit_new(TxlParams *p, const TxlTrainOptions *o, int mem_len, int clamp,
+         int same, int ce_rows, GError **error)
+{
+  const TxlConfig *c = &p->cfg;
   TxlTrainState *s = g_new0(TxlTrainState, 1);
   s->p = p;
   s->B = o->batch;
@@ -186,6 +209,7 @@ txl_train_state_new(TxlParams *p, const TxlTrainOptions *o, GError **error)
   s->dropout = o->dropout;
   s->dropatt = o->dropatt;
   s->seed = o->seed;
+  s->ce_rows = ce_rows;
   s->slots = MAX(1, MIN(txl_parallel_threads(), c->n_head));
   s->L = g_new0(Acts, c->n_layer);
   s->floats = carve(s, NULL);
@@ -212,6 +236,9 @@ txl_train_state_free(TxlTrainState *s)
 {
   if (!s)
     return;
+  txl_train_state_free(s->part[0]);
+  txl_train_state_free(s->part[1]);
+  txl_params_free(s->twin);
   free(s->block);
   g_free(s->L);
   g_free(s->proj);
@@ -224,6 +251,8 @@ txl_train_state_free(TxlTrainState *s)
 void
 txl_train_state_reset(TxlTrainState *s)
 {
+  for (int k = 0; k < 2 && s->part[k]; k++)
+    txl_train_state_reset(s->part[k]);
   if (s->pending)
     s->step++;
   s->pending = FALSE;
@@ -234,18 +263,25 @@ txl_train_state_reset(TxlTrainState *s)
 gsize
 txl_train_state_bytes(const TxlTrainState *s)
 {
+  if (s->part[0])
+    return txl_train_state_bytes(s->part[0]) +
+           txl_train_state_bytes(s->part[1]) + s->p->n * sizeof(float);
   return s->floats * sizeof(float);
 }
 
 int
 txl_train_state_mem_used(const TxlTrainState *s)
 {
+  if (s->part[0])
+    return txl_train_state_mem_used(s->part[0]);
   return s->pending ? MIN(s->mem_len, s->mlen + s->T) : s->mlen;
 }
 
 void
 txl_train_rewind(TxlTrainState *s)
 {
+  for (int k = 0; k < 2 && s->part[k]; k++)
+    txl_train_rewind(s->part[k]);
   s->pending = FALSE;
   s->can_backward = FALSE;
 }
@@ -275,26 +311,44 @@ txl_train_state_memory_floats(const TxlTrainState *s)
   return (gsize)c->n_layer * s->B * s->mem_len * c->d_model;
 }
 
+/* The states that hold streams: s, or its two parts (streams in order). */
+static int
+units(TxlTrainState *s, TxlTrainState **u)
+{
+  if (!s->part[0]) {
+    u[0] = s;
+    return 1;
+  }
+  u[0] = s->part[0];
+  u[1] = s->part[1];
+  return 2;
+}
+
 void
 txl_train_state_save(TxlTrainState *s, float *mem, guint64 *step, int *mlen)
 {
   const int d = s->p->cfg.d_model;
-  /* the next forward would fold the last segment in; doing it now changes
-   * nothing it computes */
-  if (s->pending)
-    fold_memory(s);
-  s->pending = FALSE;
-  s->can_backward = FALSE;
-  const int K = s->mlen + s->T;
+  TxlTrainState *u[2];
+  const int nu = units(s, u);
+  for (int k = 0; k < nu; k++) {
+    /* the next forward would fold the last segment in; doing it now
+     * changes nothing it computes */
+    if (u[k]->pending)
+      fold_memory(u[k]);
+    u[k]->pending = FALSE;
+    u[k]->can_backward = FALSE;
+  }
+  const int m = u[0]->mlen, K = m + s->T;
   gsize at = 0;
   for (int l = 0; l < s->p->cfg.n_layer; l++)
-    for (int b = 0; b < s->B; b++) {
-      memcpy(mem + at, s->L[l].x + (gsize)b * K * d,
-             sizeof(float) * s->mlen * d);
-      at += (gsize)s->mlen * d;
-    }
-  *step = s->step;
-  *mlen = s->mlen;
+    for (int k = 0; k < nu; k++)
+      for (int b = 0; b < u[k]->B; b++) {
+        memcpy(mem + at, u[k]->L[l].x + (gsize)b * K * d,
+               sizeof(float) * m * d);
+        at += (gsize)m * d;
+      }
+  *step = u[0]->step;
+  *mlen = m;
 }
 
 gboolean
@@ -308,17 +362,22 @@ txl_train_state_restore(TxlTrainState *s, const float *mem, guint64 step,
     return FALSE;
   }
   const int d = s->p->cfg.d_model, K = mlen + s->T;
+  TxlTrainState *u[2];
+  const int nu = units(s, u);
   gsize at = 0;
   for (int l = 0; l < s->p->cfg.n_layer; l++)
-    for (int b = 0; b < s->B; b++) {
-      memcpy(s->L[l].x + (gsize)b * K * d, mem + at,
-             sizeof(float) * mlen * d);
-      at += (gsize)mlen * d;
-    }
-  s->mlen = mlen;
-  s->step = step;
-  s->pending = FALSE;
-  s->can_backward = FALSE;
+    for (int k = 0; k < nu; k++)
+      for (int b = 0; b < u[k]->B; b++) {
+        memcpy(u[k]->L[l].x + (gsize)b * K * d, mem + at,
+               sizeof(float) * mlen * d);
+        at += (gsize)mlen * d;
+      }
+  for (int k = 0; k < nu; k++) {
+    u[k]->mlen = mlen;
+    u[k]->step = step;
+    u[k]->pending = FALSE;
+    u[k]->can_backward = FALSE;
+  }
   return TRUE;
 }
 
@@ -484,9 +543,8 @@ ids_ok(const int32_t *ids, gsize n, int n_token)
   return TRUE;
 }
 
-double
-txl_train_forward(TxlTrainState *s, const int32_t *inputs,
-                  const int32_t *targets)
+static double
+unit_forward(TxlTrainState *s, const int32_t *inputs, const int32_t *targets)
 {
   const TxlConfig *c = &s->p->cfg;
   const gsize N = (gsize)s->B * s->T;
@@ -522,7 +580,7 @@ output_backward(TxlTrainState *s)
   const TxlConfig *c = &s->p->cfg;
   const TxlTrainWeights *w = &s->p->w, *g = &s->p->g;
   const int N = s->B * s->T, d = c->d_model, E = c->d_embed, V = c->n_token;
-  txl_ce_backward(s->logits, N, V, s->tgt, s->lse, 1.0f / N);
+  txl_ce_backward(s->logits, N, V, s->tgt, s->lse, 1.0f / s->ce_rows);
   const float *h = w->out_proj ? s->hp : s->hd;
   float *gh = w->out_proj ? s->ge : s->g0;
   txl_linear_backward(s->logits, h, N, E, w->out_w, V, gh, 0.0f, g->out_w,
@@ -688,8 +746,8 @@ embed_backward(TxlTrainState *s)
   }
 }
 
-void
-txl_train_backward(TxlTrainState *s)
+static void
+unit_backward(TxlTrainState *s)
 {
   g_return_if_fail(s->can_backward);
   s->can_backward = FALSE;
@@ -701,11 +759,132 @@ txl_train_backward(TxlTrainState *s)
   embed_backward(s);
 }
 
+/* ---- a batch in two parts ---------------------------------------------
+ *
+ * The streams of a batch are independent until their gradients meet, so
+ * the first half of them (rounded up) and the rest run as two states at
+ * once, one pool task each, every product in a part whole on its thread:
+ * on two cores that keeps both busy where one product at a time, most of
+ * them one column slice wide at d_model 256, left one idle.  The parts
+ * are the same whatever the thread count, and a task's products are never
+ * sliced (gemm.c), so the bits do not depend on the threads either.  The
+ * second part draws its dropout masks from another seed; the loss is the
+ * mean over the whole batch, each part's gradient scaled to it. */
+
+#define PART_SEED G_GUINT64_CONSTANT(0x2545f4914f6cdd1d)
+
+static TxlTrainState *
+parts_new(TxlParams *p, const TxlTrainOptions *o, int mem_len, int clamp,
+          int same, GError **error)
+{
+  TxlTrainState *s = g_new0(TxlTrainState, 1);
+  s->p = p;
+  s->B = o->batch;
+  s->T = o->seg_len;
+  s->mem_len = mem_len;
+  s->ce_rows = o->batch * o->seg_len;
+  TxlTrainOptions h = *o;
+  h.batch = (o->batch + 1) / 2;
+  s->twin = txl_params_new_twin(p, error);
+  if (s->twin &&
+      (s->part[0] = unit_new(p, &h, mem_len, clamp, same, s->ce_rows,
+                             error))) {
+    h.batch = o->batch / 2;
+    h.seed = o->seed ^ PART_SEED;
+    s->part[1] = unit_new(s->twin, &h, mem_len, clamp, same, s->ce_rows,
+                          error);
+  }
+  if (!s->part[1]) {
+    txl_train_state_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+typedef struct {
+  TxlTrainState *s;
+  const int32_t *in, *tgt;
+  gboolean forward, backward;
+} Part;
+
+static void
+part_task(int t, int n_tasks, gpointer data)
+{
+  Part *j = &((Part *)data)[t];
+  if (j->forward)
+    unit_forward(j->s, j->in, j->tgt);
+  if (j->backward)
+    unit_backward(j->s);
+}
+
+static void
+add_twin_range(gsize lo, gsize hi, gpointer data)
+{
+  TxlTrainState *s = data;
+  float *g = s->p->grad, *t = s->twin->grad;
+  for (gsize i = lo; i < hi; i++) {
+    g[i] += t[i];
+    t[i] = 0.0f;
+  }
+}
+
+static double
+parts_run(TxlTrainState *s, const int32_t *inputs, const int32_t *targets,
+          gboolean forward, gboolean backward)
+{
+  const gsize n0 = (gsize)s->part[0]->B * s->T;
+  Part j[2] = {
+    { s->part[0], inputs, targets, forward, backward },
+    { s->part[1], inputs ? inputs + n0 : NULL,
+      targets ? targets + n0 : NULL, forward, backward },
+  };
+  txl_parallel_run(2, part_task, j);
+  if (backward)
+    txl_parallel_range(s->p->n, 1 << 16, 64, add_twin_range, s);
+  if (!forward)
+    return 0.0;
+  /* the whole batch's rows in order, as one state sums them */
+  double total = 0.0;
+  for (int k = 0; k < 2; k++)
+    for (gsize i = 0; i < (gsize)s->part[k]->B * s->T; i++)
+      total += s->part[k]->nll[i];
+  return total / s->ce_rows;
+}
+
+double
+txl_train_forward(TxlTrainState *s, const int32_t *inputs,
+                  const int32_t *targets)
+{
+  if (!s->part[0])
+    return unit_forward(s, inputs, targets);
+  const gsize N = (gsize)s->B * s->T;
+  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
+  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
+  return parts_run(s, inputs, targets, TRUE, FALSE);
+}
+
+void
+txl_train_backward(TxlTrainState *s)
+{
+  if (!s->part[0]) {
+    unit_backward(s);
+    return;
+  }
+  g_return_if_fail(s->part[0]->can_backward);
+  parts_run(s, NULL, NULL, FALSE, TRUE);
+}
+
 double
 txl_train_step(TxlTrainState *s, const int32_t *inputs,
                const int32_t *targets)
 {
-  double loss = txl_train_forward(s, inputs, targets);
-  txl_train_backward(s);
-  return loss;
+  if (!s->part[0]) {
+    double loss = unit_forward(s, inputs, targets);
+    unit_backward(s);
+    return loss;
+  }
+  const gsize N = (gsize)s->B * s->T;
+  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
+  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
+  return parts_run(s, inputs, targets, TRUE, TRUE);
 }
