@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Results do not depend on the thread count: txl score (text and ids) and
-txl train give the same bytes under TXL_NUM_THREADS = 1, 2 and 3.
+"""Results do not depend on the thread count: txl score (text and ids, and
+learning on the stream) and txl train give the same bytes under
+TXL_NUM_THREADS = 1, 2 and 3.
 
 Before the matrix products were cut into slices of a fixed width, OpenBLAS
 summed slices of another width (one per thread) in another order and 62 of
@@ -53,6 +54,22 @@ def main():
     outs = {t: txl(['score', '-m', MODEL, '--ids', '-'], t, stdin=ids) for t in (1, 2)}
     check('ids: 1 and 2 threads identical', outs[1][0] == 0 and outs[1][1] == outs[2][1],
           '%d lines differ' % differing(outs[1][1], outs[2][1]))
+
+    # learning: a round trains its batch in two parts, one per task
+    head = os.path.join(tmp, 'head.log')
+    with open(log, 'rb') as f, open(head, 'wb') as g:
+        g.write(b''.join(f.readlines()[:200]))
+    learnt = {}
+    for t in (1, 2):
+        p = subprocess.run([TXL, 'score', '-m', MODEL, '--learn', '--learn-warmup', '100',
+                            head], capture_output=True, timeout=300,
+                           env=dict(os.environ, TXL_NUM_THREADS=str(t)))
+        check('learn: %d threads runs a round' % t,
+              p.returncode == 0 and b'learnt round 1 after line 100' in p.stderr,
+              p.stderr.decode('utf-8', 'replace')[-300:])
+        learnt[t] = p.stdout
+    check('learn: 1 and 2 threads identical', learnt[1] == learnt[2],
+          '%d lines differ' % differing(learnt[1], learnt[2]))
 
     models = {}
     for t in (1, 2):
