@@ -34,7 +34,6 @@ struct _GstTxlLearn {
   GArray *cur_ids;     /* the open line's ids */
   int cur_gen;         /* weights its first record was scored with */
   GArray *queue;       /* Queued, closed since the last run */
-  gint warmup;         /* lines before the first round */
 };
 
 static void
@@ -65,7 +64,6 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   GstTxlLearn *l = g_new0(GstTxlLearn, 1);
   l->owner = owner;
   l->learner = learner;
-  l->warmup = o.warmup_lines;
   l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                TXL_STREAM_RULE_WARMUP, 0, NULL);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -143,7 +141,8 @@ gst_txl_learn_ended(GstTxlLearn *l)
   GST_ELEMENT_WARNING(l->owner, STREAM, FAILED,
       ("The stream ended in the learning warm-up: none of its %"
        G_GINT64_FORMAT " lines was judged (learning starts after "
-       "learn-warmup=%d lines)", st.lines, l->warmup), (NULL));
+       "learn-warmup=%" G_GINT64_FORMAT " lines)", st.lines,
+       (gint64)txl_learner_options(l->learner)->warmup_lines), (NULL));
 }
 
 /* New weights took over after line: the message, the model file. */

@@ -191,8 +191,11 @@ alloc_floats(gsize n)
   return v;
 }
 
+/* shared: NULL for weights of their own, else the weights to read in place
+ * (a twin: only the gradients are allocated). */
 static TxlParams *
-params_alloc(const TxlConfig *cfg, GArray **kinds_out, GError **error)
+params_alloc(const TxlConfig *cfg, float *shared, GArray **kinds_out,
+             GError **error)
 {
   if (!txl_params_config_supported(cfg, error))
     return NULL;
@@ -204,7 +207,8 @@ params_alloc(const TxlConfig *cfg, GArray **kinds_out, GError **error)
   p->n = lo.n;
   p->n_tensors = (int)lo.tensors->len;
   p->tensors = (TxlParamTensor *)g_array_free(lo.tensors, FALSE);
-  p->data = alloc_floats(p->n);
+  p->shares_data = shared != NULL;
+  p->data = shared ? shared : alloc_floats(p->n);
   p->grad = alloc_floats(p->n);
   if (!p->data || !p->grad) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
@@ -231,7 +235,7 @@ txl_params_new(const TxlConfig *cfg, const TxlInitOptions *opts, guint64 seed,
 {
   TxlInitOptions def = TXL_INIT_OPTIONS_DEFAULT;
   GArray *kinds = NULL;
-  TxlParams *p = params_alloc(cfg, &kinds, error);
+  TxlParams *p = params_alloc(cfg, NULL, &kinds, error);
   if (!p)
     return NULL;
   init_values(p, kinds, opts ? opts : &def, seed);
@@ -285,7 +289,7 @@ TxlParams *
 txl_params_from_model(const TxlModel *m, GError **error)
 {
   const TxlConfig *c = &m->cfg;
-  TxlParams *p = params_alloc(c, NULL, error);
+  TxlParams *p = params_alloc(c, NULL, NULL, error);
   if (!p)
     return NULL;
   const gsize d = c->d_model, HD = (gsize)c->n_head * c->d_head;
@@ -414,23 +418,7 @@ txl_model_from_params_owned(TxlParams *p)
 TxlParams *
 txl_params_new_twin(const TxlParams *p, GError **error)
 {
-  TxlParams *t = params_alloc(&p->cfg, NULL, error);
-  if (!t)
-    return NULL;
-  Layout lo;
-  Offsets o;
-  build_layout(&p->cfg, &lo, &o);
-  free(t->data);
-  t->data = p->data;
-  t->shares_data = TRUE;
-  g_free(t->w.layers);
-  make_views(&p->cfg, &o, p->data, &t->w);
-  g_free(o.layer);
-  for (guint i = 0; i < lo.tensors->len; i++)
-    g_free(g_array_index(lo.tensors, TxlParamTensor, i).name);
-  g_array_free(lo.tensors, TRUE);
-  g_array_free(lo.kinds, TRUE);
-  return t;
+  return params_alloc(&p->cfg, p->data, NULL, error);
 }
 
 TxlParams *

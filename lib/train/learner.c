@@ -309,6 +309,12 @@ txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
   return NULL;
 }
 
+const TxlLearnOptions *
+txl_learner_options(const TxlLearner *l)
+{
+  return &l->o;
+}
+
 gboolean
 txl_learner_warming_up(const TxlLearner *l)
 {

@@ -74,6 +74,8 @@ TxlModel *txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
                            gboolean flagged, GError **error);
 /* TRUE until the first round's weights have taken over. */
 gboolean txl_learner_warming_up(const TxlLearner *l);
+/* The options it was made with (the defaults where NULL was given). */
+const TxlLearnOptions *txl_learner_options(const TxlLearner *l);
 void txl_learner_stats(const TxlLearner *l, TxlLearnStats *s);
 /* The current weights as a model file (atomic), with the base model's
  * tokenizer; the base model's while still warming up. */

@@ -851,16 +851,25 @@ parts_run(TxlTrainState *s, const int32_t *inputs, const int32_t *targets,
   return total / s->ce_rows;
 }
 
+/* Forward (and backward) of a batch in parts, its ids checked once here
+ * as unit_forward checks a unit's. */
+static double
+parts_step(TxlTrainState *s, const int32_t *inputs, const int32_t *targets,
+           gboolean backward)
+{
+  const gsize N = (gsize)s->B * s->T;
+  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
+  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
+  return parts_run(s, inputs, targets, TRUE, backward);
+}
+
 double
 txl_train_forward(TxlTrainState *s, const int32_t *inputs,
                   const int32_t *targets)
 {
-  if (!s->part[0])
-    return unit_forward(s, inputs, targets);
-  const gsize N = (gsize)s->B * s->T;
-  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
-  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
-  return parts_run(s, inputs, targets, TRUE, FALSE);
+  if (s->part[0])
+    return parts_step(s, inputs, targets, FALSE);
+  return unit_forward(s, inputs, targets);
 }
 
 void
@@ -878,13 +887,9 @@ double
 txl_train_step(TxlTrainState *s, const int32_t *inputs,
                const int32_t *targets)
 {
-  if (!s->part[0]) {
-    double loss = unit_forward(s, inputs, targets);
-    unit_backward(s);
-    return loss;
-  }
-  const gsize N = (gsize)s->B * s->T;
-  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
-  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
-  return parts_run(s, inputs, targets, TRUE, TRUE);
+  if (s->part[0])
+    return parts_step(s, inputs, targets, TRUE);
+  double loss = unit_forward(s, inputs, targets);
+  unit_backward(s);
+  return loss;
 }

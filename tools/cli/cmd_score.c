@@ -176,7 +176,6 @@ typedef struct {
   TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
   int gen;               /* adapted weights in use (0: none yet) */
   gint64 warm;           /* lines marked warm-up */
-  gint64 warmup_lines;   /* --learn: lines before the first round */
 } TextScore;
 
 static Line *
@@ -747,14 +746,14 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
     fprintf(stderr, "\n");
     /* every line warm-up: no line was judged, which a count of 0 flagged
      * alone would hide */
-    if (!ids && t->learner && t->flagged == 0 && t->warm > 0 &&
-        t->warm >= t->cur_line - 1)
+    if (!ids && t->learner && t->warm > 0 && t->warm >= t->cur_line - 1)
       fprintf(stderr, "txl score: the input ended in the warm-up: none of "
                       "its %" G_GINT64_FORMAT " lines was judged (learning "
                       "needs %" G_GINT64_FORMAT " lines, then %d to fill "
                       "the threshold's window; --learn-warmup=N starts "
                       "sooner)\n", t->warm,
-              t->warmup_lines, TXL_STREAM_RULE_WARMUP);
+              (gint64)txl_learner_options(t->learner)->warmup_lines,
+              TXL_STREAM_RULE_WARMUP);
   }
   return ok;
 }
@@ -809,7 +808,6 @@ learn_start(TextScore *t, TxlModel *m, int warmup, const char *out)
   if (warmup > 0)
     lo.warmup_lines = warmup;
   t->learn_out = out;
-  t->warmup_lines = lo.warmup_lines;
   t->learner = txl_learner_new(m, &lo, &t->c.error);
 }
 
