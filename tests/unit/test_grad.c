@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "tu_config.h"
 #include "tu_test.h"
 
 static double g_worst_kernel = 0.0;
@@ -408,23 +409,16 @@ typedef struct {
 static void
 tiny_config(TxlConfig *c, const ModelCase *mc)
 {
-  txl_config_init_default(c);
-  c->n_token = 23;
-  c->d_model = 8;
+  tu_plain_config(c, (TuDims){ .n_token = 23, .d_model = 8, .n_head = 2,
+                               .d_head = 3, .d_inner = 12, .n_layer = 2,
+                               .mem_len = mc->mem_len, .tgt_len = 4 });
+  /* the case's own choices, over the plain ones */
   c->d_embed = mc->d_embed;
-  c->n_head = 2;
-  c->d_head = 3;
-  c->d_inner = 12;
-  c->n_layer = 2;
-  c->mem_len = mc->mem_len;
-  c->tgt_len = 4;
   c->clamp_len = mc->clamp_len;
   c->same_length = mc->same_length;
   c->pre_lnorm = mc->pre_lnorm;
   c->untie_r = mc->untie_r;
   c->tie_weight = mc->tie_weight;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
   c->tie_projs[0] = mc->tie_proj;
 }
 
