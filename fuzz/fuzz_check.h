@@ -38,6 +38,19 @@ check_txl_refusal(GError *err, int code, int code2)
   g_error_free(err);
 }
 
+/* What a parser or loader answered: a result and no error (TRUE), or NULL
+ * and a refusal as check_txl_refusal checks it (FALSE; err is freed). */
+static inline gboolean
+check_parsed(const void *result, GError *err, int code, int code2)
+{
+  if (!result) {
+    check_txl_refusal(err, code, code2);
+    return FALSE;
+  }
+  CHECK(err == NULL);
+  return TRUE;
+}
+
 #ifdef TXL_RECORD_H
 #include <stdlib.h>
 
