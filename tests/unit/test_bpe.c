@@ -559,20 +559,17 @@ TU_TEST("/bpe/hostile-keys", test_hostile_keys)
 #undef REFUSED
 }
 
-typedef struct {
-  GHashTable *count; /* piece bytes (GBytes) -> count */
-} Pieces;
-
+/* Counts the pre-tokenizer's pieces, but the special ones, in the table
+ * data: piece bytes (GBytes) -> count. */
 static void
 collect_piece(const guchar *s, gsize len, gsize start, int special,
               gpointer data)
 {
-  Pieces *p = data;
   if (special >= 0)
     return;
   GBytes *k = g_bytes_new(s, len);
-  gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(p->count, k));
-  g_hash_table_replace(p->count, k, GSIZE_TO_POINTER(c + 1));
+  gsize c = GPOINTER_TO_SIZE(g_hash_table_lookup(data, k));
+  g_hash_table_replace(data, k, GSIZE_TO_POINTER(c + 1));
 }
 
 /* Replays the learned merges naively, recounting every pair before each:
@@ -582,9 +579,9 @@ static void
 naive_case(const char *logs, gsize len, const TxlTokenizer *tok)
 {
   const TxlBpe *b = txl_tokenizer_get_bpe(tok);
-  Pieces pc = { g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
-                                      (GDestroyNotify)g_bytes_unref, NULL) };
-  TxlPretok *p = txl_pretok_new(b, collect_piece, &pc);
+  GHashTable *pieces = g_hash_table_new_full(
+      g_bytes_hash, g_bytes_equal, (GDestroyNotify)g_bytes_unref, NULL);
+  TxlPretok *p = txl_pretok_new(b, collect_piece, pieces);
   txl_pretok_push(p, (const guchar *)logs, len);
   txl_pretok_finish(p);
   txl_pretok_free(p);
@@ -593,7 +590,7 @@ naive_case(const char *logs, gsize len, const TxlTokenizer *tok)
   GArray *counts = g_array_new(FALSE, FALSE, sizeof(gsize));
   GHashTableIter it;
   gpointer k, v;
-  g_hash_table_iter_init(&it, pc.count);
+  g_hash_table_iter_init(&it, pieces);
   while (g_hash_table_iter_next(&it, &k, &v)) {
     gsize n;
     const guchar *s = g_bytes_get_data(k, &n);
@@ -654,7 +651,7 @@ naive_case(const char *logs, gsize len, const TxlTokenizer *tok)
   g_free(keys);
   g_array_unref(counts);
   g_ptr_array_unref(words);
-  g_hash_table_unref(pc.count);
+  g_hash_table_unref(pieces);
 }
 
 TU_TEST("/bpe/trainer-vs-naive", test_trainer_vs_naive)
