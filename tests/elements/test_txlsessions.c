@@ -74,7 +74,7 @@ typedef struct {
 
 typedef struct {
   char *key;
-  char *reason;
+  const char *reason; /* one of a few words: interned */
   gint64 first, last, lines, tokens;
   guint64 bytes;
   double nll, score, max_line, max_token;
@@ -86,7 +86,6 @@ sess_res_clear(gpointer p)
 {
   SessRes *s = p;
   g_free(s->key);
-  g_free(s->reason);
 }
 
 typedef struct {
@@ -140,7 +139,7 @@ lib_end(const TxlSessionResult *s, gpointer p)
   static const char *reasons[] = { "ended", "idle", "evicted" };
   SessRes x = { 0 };
   x.key = g_strdup(s->key);
-  x.reason = g_strdup(reasons[s->reason]);
+  x.reason = g_intern_static_string(reasons[s->reason]);
   x.first = s->first_line;
   x.last = s->last_line;
   x.lines = s->lines;
@@ -229,7 +228,7 @@ sess_from_structure(const GstStructure *s)
   SessRes x = { 0 };
   g_assert_true(gst_structure_has_name(s, "txl-session"));
   x.key = g_strdup(gst_structure_get_string(s, "key"));
-  x.reason = g_strdup(gst_structure_get_string(s, "reason"));
+  x.reason = g_intern_string(gst_structure_get_string(s, "reason"));
   g_assert_true(gst_structure_get_int64(s, "first-line", &x.first));
   g_assert_true(gst_structure_get_int64(s, "last-line", &x.last));
   g_assert_true(gst_structure_get_int64(s, "lines", &x.lines));
