@@ -146,10 +146,10 @@ TU_TEST("/txltokenizer/junk", test_junk)
   g_rand_free(r);
   for (int kind = 0; kind < 2; kind++) {
     g_autoptr(TuPath) m = kind ? el_write_word_model(3) : el_write_byte_model(3);
-    GArray *want = direct_tokens(m, (const char *)junk, sizeof junk);
+    g_autoptr(GArray) want = direct_tokens(m, (const char *)junk, sizeof junk);
     GList *bufs = tokenize(m, "application/octet-stream", (const char *)junk,
                            sizeof junk, 333);
-    GArray *got = el_token_records(bufs);
+    g_autoptr(GArray) got = el_token_records(bufs);
     assert_same_tokens(got, want, FALSE);
     if (!kind) {
       g_assert_cmpuint(got->len, ==, sizeof junk);
@@ -158,8 +158,6 @@ TU_TEST("/txltokenizer/junk", test_junk)
     }
     g_autoptr(GString) t = el_text_of(bufs);
     g_assert_cmpmem(t->str, t->len, junk, sizeof junk);
-    g_array_unref(got);
-    g_array_unref(want);
     el_buffers_free(bufs);
   }
 }
