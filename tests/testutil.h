@@ -302,6 +302,28 @@ tu_model_done(TxlModel *m, char *path)
   g_free(path);
 }
 
+/* The model in the file path (taken), for the running test: when the test
+ * ends it is dropped and the file removed, as tu_model_done does, so that
+ * the test itself has nothing to free. */
+G_GNUC_UNUSED static TxlModel *
+tu_test_model(char *path)
+{
+  TxlModel *m = tu_load(path);
+  /* the queue runs last in, first out: the model goes before its file */
+  g_test_queue_destroy((GDestroyNotify)tu_path_done, path);
+  g_test_queue_destroy((GDestroyNotify)txl_model_unref, m);
+  return m;
+}
+
+/* tu_small_model's model for the running test (see tu_test_model). */
+G_GNUC_UNUSED static TxlModel *
+tu_test_small_model(guint32 seed)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  return tu_test_model(tu_write_model(&c, seed, NULL));
+}
+
 /* Overwrites element `index` of an F32 tensor in a model file with v (a
  * flipped exponent bit, say), in place. */
 G_GNUC_UNUSED static void

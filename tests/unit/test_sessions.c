@@ -325,23 +325,20 @@ check_alone(const char *model_path, GPtrArray *lines, int k)
 TU_TEST("/sessions/alone-bytes", test_alone_bytes)
 {
   char *path = byte_model();
-  GPtrArray *lines = make_lines(120, 6, 11);
+  g_autoptr(GPtrArray) lines = make_lines(120, 6, 11);
   check_alone(path, lines, 6);
-  g_ptr_array_free(lines, TRUE);
   tu_remove(path);
   g_free(path);
 }
 
 TU_TEST("/sessions/alone-bpe", test_alone_bpe)
 {
-  GPtrArray *train = make_lines(400, 20, 5);
+  g_autoptr(GPtrArray) train = make_lines(400, 20, 5);
   g_ptr_array_add(train, NULL);
   g_autofree char *text = g_strjoinv("\n", (char **)train->pdata);
   char *path = bpe_model(text);
-  GPtrArray *lines = make_lines(150, 7, 12);
+  g_autoptr(GPtrArray) lines = make_lines(150, 7, 12);
   check_alone(path, lines, 7);
-  g_ptr_array_free(lines, TRUE);
-  g_ptr_array_free(train, TRUE);
   tu_remove(path);
   g_free(path);
 }
@@ -365,7 +362,7 @@ TU_TEST("/sessions/waiting-lines", test_waiting_lines)
   g_autoptr(GError) err = NULL;
   TxlSessions *s = txl_sessions_new(m, &o, reported, NULL, done, &err);
   g_assert_no_error(err);
-  GPtrArray *lines = make_lines(40, 3, 5);
+  g_autoptr(GPtrArray) lines = make_lines(40, 3, 5);
   GArray *w = g_array_new(FALSE, FALSE, sizeof(gint64));
   guint most = 0;
   for (guint i = 0; i < lines->len; i++) {
@@ -391,7 +388,6 @@ TU_TEST("/sessions/waiting-lines", test_waiting_lines)
   g_assert_cmpuint(w->len, ==, 0);
   g_assert_cmpuint(g_hash_table_size(done), ==, lines->len);
   g_array_unref(w);
-  g_ptr_array_unref(lines);
   g_hash_table_unref(done);
   txl_sessions_free(s);
   txl_model_unref(m);
@@ -402,10 +398,9 @@ TU_TEST("/sessions/waiting-lines", test_waiting_lines)
  * the whole text (no primer, no flushes), as txl score computes them. */
 TU_TEST("/sessions/single-stream", test_single_stream)
 {
-  char *path;
-  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
+  TxlModel *m = tu_test_small_model(7); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  GPtrArray *lines = make_lines(60, 4, 3);
+  g_autoptr(GPtrArray) lines = make_lines(60, 4, 3);
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.prime = FALSE;
   Got g;
@@ -423,16 +418,13 @@ TU_TEST("/sessions/single-stream", test_single_stream)
   g_array_free(sums, TRUE);
   txl_sessions_free(s);
   got_clear(&g);
-  g_ptr_array_free(lines, TRUE);
-  tu_model_done(m, path);
 }
 
 TU_TEST("/sessions/bounds", test_bounds)
 {
-  char *path;
-  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
+  TxlModel *m = tu_test_small_model(7); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
-  GPtrArray *lines = make_lines(400, 40, 21);
+  g_autoptr(GPtrArray) lines = make_lines(400, 40, 21);
   for (int kind = 0; kind < 3; kind++) {
     TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
     o.key_regex = "req=s[0-9]+";
@@ -470,14 +462,11 @@ TU_TEST("/sessions/bounds", test_bounds)
     txl_sessions_free(s);
     got_clear(&g);
   }
-  g_ptr_array_free(lines, TRUE);
-  tu_model_done(m, path);
 }
 
 TU_TEST("/sessions/errors", test_errors)
 {
-  char *path;
-  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
+  TxlModel *m = tu_test_small_model(7); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "blk_(";
@@ -516,7 +505,6 @@ TU_TEST("/sessions/errors", test_errors)
   g_assert_true(txl_sessions_end(s, "unknown", &err));
   g_assert_cmpuint(txl_sessions_count(s), ==, 1);
   txl_sessions_free(s); /* one session still open: freed unreported */
-  tu_model_done(m, path);
 }
 
 /* idle_after by length on a log-time clock; finish_open */
@@ -540,8 +528,7 @@ ends_got(const TxlSessionResult *r, gpointer p)
 
 TU_TEST("/sessions/idle-after", test_idle_after)
 {
-  char *path;
-  TxlModel *m = tu_small_model(7, &path); /* 300 ids, mem 12, segment 5 */
+  TxlModel *m = tu_test_small_model(7); /* 300 ids, mem 12, segment 5 */
   g_autoptr(GError) err = NULL;
   const double after[3] = { 5, 5, 100 }; /* 1-2 lines: 5 s; 3+: 100 s */
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
@@ -614,7 +601,6 @@ TU_TEST("/sessions/idle-after", test_idle_after)
   g_array_free(e.reasons, TRUE);
   g_array_free(e.ends, TRUE);
   g_array_free(e.lines, TRUE);
-  tu_model_done(m, path);
 }
 
 /* ---- swapping the weights ------------------------------------------- */
@@ -695,7 +681,7 @@ TU_TEST("/sessions/set-model", test_set_model)
   TxlModel *other = tu_load(other_path);
   char *seed8_path = tu_write_model(&c, 8, NULL);
   TxlModel *seed8 = tu_load(seed8_path);
-  GPtrArray *lines = make_lines(80, 6, 5);
+  g_autoptr(GPtrArray) lines = make_lines(80, 6, 5);
   gboolean ok[2] = { FALSE, FALSE };
 
   GArray *ref = swapped_run(m, lines, NULL, NULL, ok, FALSE);
@@ -724,7 +710,6 @@ TU_TEST("/sessions/set-model", test_set_model)
   g_array_free(same, TRUE);
   g_array_free(refused, TRUE);
   g_array_free(changed, TRUE);
-  g_ptr_array_free(lines, TRUE);
   txl_model_unref(again);
   txl_model_unref(view);
   tu_model_done(other, other_path);

@@ -53,27 +53,25 @@ score(TxlModel *m, const TxlStreamOptions *o, int seg, const int32_t *ids,
   g_assert_cmpint(out->n, ==, n - 1);
 }
 
+/* The model of c, for the running test (see tu_test_model). */
 static TxlModel *
-load(const TxlConfig *c, char **path)
+load(const TxlConfig *c)
 {
-  *path = tu_write_model(c, 42, NULL);
-  TxlModel *m = tu_load(*path);
-  return m;
+  return tu_test_model(tu_write_model(c, 42, NULL));
 }
 
 /* tu_small_config's model, loaded; c is its configuration. */
 static TxlModel *
-load_small(TxlConfig *c, char **path)
+load_small(TxlConfig *c)
 {
   tu_small_config(c);
-  return load(c, path);
+  return load(c);
 }
 
 TU_TEST("/stream/split-independent", test_split_independent)
 {
   TxlConfig c;
-  char *path;
-  TxlModel *m = load_small(&c, &path);
+  TxlModel *m = load_small(&c);
   int32_t ids[N_IDS];
   random_ids(ids, N_IDS, c.n_token, 1);
   Collected whole, ones, mixed;
@@ -90,7 +88,6 @@ TU_TEST("/stream/split-independent", test_split_independent)
                   sizeof(float) * (N_IDS - 1));
   g_assert_cmpmem(whole.lp, sizeof(float) * (N_IDS - 1), mixed.lp,
                   sizeof(float) * (N_IDS - 1));
-  tu_model_done(m, path);
 }
 
 TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_independent)
@@ -99,8 +96,7 @@ TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_inde
   tu_small_config(&c);
   c.same_length = TRUE;
   c.clamp_len = 6;
-  char *path;
-  TxlModel *m = load(&c, &path);
+  TxlModel *m = load(&c);
   int32_t ids[N_IDS];
   random_ids(ids, N_IDS, c.n_token, 2);
   Collected a, b;
@@ -121,14 +117,12 @@ TU_TEST("/stream/same-length-segment-independent", test_same_length_segment_inde
   for (int i = 0; i < N_IDS - 1; i++)
     worst = MAX(worst, fabsf(a.lp[i] - b.lp[i]));
   g_assert_cmpfloat(worst, >, 1e-3f);
-  tu_model_done(m, path);
 }
 
 TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
 {
   TxlConfig c;
-  char *path;
-  TxlModel *m = load_small(&c, &path);
+  TxlModel *m = load_small(&c);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err), *t = txl_stream_new(m, NULL, &err);
   g_assert_no_error(err);
@@ -167,14 +161,15 @@ TU_TEST("/stream/bad-ids-leave-state", test_bad_ids_leave_state)
   txl_scorer_free(sc);
   txl_stream_free(s);
   txl_stream_free(t);
-  tu_model_done(m, path);
 }
 
 TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 {
+  /* a model of its own: the test drops its last reference itself */
   TxlConfig c;
-  char *path;
-  TxlModel *m = load_small(&c, &path);
+  tu_small_config(&c);
+  char *path = tu_write_model(&c, 42, NULL);
+  TxlModel *m = tu_load(path);
   g_autoptr(GError) err = NULL;
   TxlStream *s = txl_stream_new(m, NULL, &err);
   float *full = g_new(float, c.n_token);
@@ -213,8 +208,7 @@ TU_TEST("/stream/reset-and-full-distribution", test_reset_and_full_distribution)
 TU_TEST("/stream/memory-matters", test_memory_matters)
 {
   TxlConfig c;
-  char *path;
-  TxlModel *m = load_small(&c, &path);
+  TxlModel *m = load_small(&c);
   g_autoptr(GError) err = NULL;
   int32_t a[5], b[5], tg[5];
   float with[5], without[5], nomem[5];
@@ -245,7 +239,6 @@ TU_TEST("/stream/memory-matters", test_memory_matters)
   txl_stream_free(s);
   txl_stream_free(f);
   txl_stream_free(z);
-  tu_model_done(m, path);
 }
 
 /* Hidden-state memory re-projects what KV memory caches: same numbers. */
@@ -257,8 +250,7 @@ TU_TEST("/stream/memory-kinds-agree", test_memory_kinds_agree)
     c.pre_lnorm = variant == 1;
     c.same_length = variant == 2;
     c.clamp_len = variant == 2 ? 4 : 0;
-    char *path;
-    TxlModel *m = load(&c, &path);
+    TxlModel *m = load(&c);
     int32_t ids[N_IDS];
     random_ids(ids, N_IDS, c.n_token, 10 + variant);
     Collected kv, hid;
@@ -278,7 +270,6 @@ TU_TEST("/stream/memory-kinds-agree", test_memory_kinds_agree)
                      2 * txl_stream_state_bytes(b));
     txl_stream_free(a);
     txl_stream_free(b);
-    tu_model_done(m, path);
   }
 }
 
