@@ -399,9 +399,18 @@ TU_TEST("/grad/attention", test_attention)
 
 /* ---- whole model -------------------------------------------------------- */
 
+/* The configuration's switches a case turns on. */
+enum {
+  PRE_LN = 1 << 0,      /* pre_lnorm */
+  UNTIE_R = 1 << 1,     /* untie_r */
+  TIE_WEIGHT = 1 << 2,  /* tie_weight */
+  SAME_LENGTH = 1 << 3, /* same_length */
+  TIE_PROJ = 1 << 4,    /* tie_projs[0] */
+};
+
 typedef struct {
   const char *name;
-  gboolean pre_lnorm, untie_r, tie_weight, same_length, tie_proj;
+  guint on; /* the switches on, the others off */
   int d_embed, mem_len, clamp_len;
   float dropout, dropatt;
 } ModelCase;
@@ -415,11 +424,11 @@ tiny_config(TxlConfig *c, const ModelCase *mc)
   /* the case's own choices, over the plain ones */
   c->d_embed = mc->d_embed;
   c->clamp_len = mc->clamp_len;
-  c->same_length = mc->same_length;
-  c->pre_lnorm = mc->pre_lnorm;
-  c->untie_r = mc->untie_r;
-  c->tie_weight = mc->tie_weight;
-  c->tie_projs[0] = mc->tie_proj;
+  c->same_length = (mc->on & SAME_LENGTH) != 0;
+  c->pre_lnorm = (mc->on & PRE_LN) != 0;
+  c->untie_r = (mc->on & UNTIE_R) != 0;
+  c->tie_weight = (mc->on & TIE_WEIGHT) != 0;
+  c->tie_projs[0] = (mc->on & TIE_PROJ) != 0;
 }
 
 /* Weights of order 1 / sqrt(fan-in) (much larger than a fresh init), and
@@ -603,14 +612,14 @@ model_case(gconstpointer data)
 }
 
 static const ModelCase cases[] = {
-  { "post-LN", FALSE, TRUE, TRUE, FALSE, FALSE, 8, 3, 0, 0.0f, 0.0f },
-  { "pre-LN", TRUE, TRUE, TRUE, FALSE, FALSE, 8, 3, 0, 0.0f, 0.0f },
-  { "shared-r untied-out", FALSE, FALSE, FALSE, FALSE, FALSE, 8, 3, 0, 0.0f, 0.0f },
-  { "same_length clamp", TRUE, TRUE, TRUE, TRUE, FALSE, 8, 5, 2, 0.0f, 0.0f },
-  { "d_embed 6 tied proj", FALSE, TRUE, TRUE, FALSE, TRUE, 6, 3, 0, 0.0f, 0.0f },
-  { "d_embed 6 untied", TRUE, FALSE, FALSE, FALSE, FALSE, 6, 4, 0, 0.0f, 0.0f },
-  { "dropout", FALSE, TRUE, TRUE, TRUE, FALSE, 8, 5, 3, 0.2f, 0.15f },
-  { "dropout pre-LN proj", TRUE, FALSE, FALSE, FALSE, TRUE, 6, 3, 0, 0.2f, 0.15f },
+  { "post-LN", UNTIE_R | TIE_WEIGHT, 8, 3, 0, 0.0f, 0.0f },
+  { "pre-LN", PRE_LN | UNTIE_R | TIE_WEIGHT, 8, 3, 0, 0.0f, 0.0f },
+  { "shared-r untied-out", 0, 8, 3, 0, 0.0f, 0.0f },
+  { "same_length clamp", PRE_LN | UNTIE_R | TIE_WEIGHT | SAME_LENGTH, 8, 5, 2, 0.0f, 0.0f },
+  { "d_embed 6 tied proj", UNTIE_R | TIE_WEIGHT | TIE_PROJ, 6, 3, 0, 0.0f, 0.0f },
+  { "d_embed 6 untied", PRE_LN, 6, 4, 0, 0.0f, 0.0f },
+  { "dropout", UNTIE_R | TIE_WEIGHT | SAME_LENGTH, 8, 5, 3, 0.2f, 0.15f },
+  { "dropout pre-LN proj", PRE_LN | TIE_PROJ, 6, 3, 0, 0.2f, 0.15f },
 };
 
 int
