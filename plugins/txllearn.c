@@ -4,6 +4,7 @@
 #include "txllearn.h"
 
 #include "txl_anomaly.h"
+#include "txl_formats.h"
 #include "txl_train.h"
 
 #include <math.h>
@@ -79,8 +80,7 @@ gst_txl_learn_free(GstTxlLearn *l)
     return;
   txl_learner_free(l->learner);
   txl_baseline_free(l->recent);
-  g_array_unref(l->cur_ids);
-  g_array_unref(l->queue);
+  txl_free_each(g_array_unref, l->cur_ids, l->queue);
   g_free(l);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "baseline.h"
 #include "bytes.h"
+#include "freeeach.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -48,9 +49,7 @@ txl_baseline_free(TxlBaseline *b)
 {
   if (!b)
     return;
-  g_free(b->ring);
-  g_free(b->scratch);
-  g_free(b);
+  txl_free_each(g_free, b->ring, b->scratch, b);
 }
 
 void

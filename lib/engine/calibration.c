@@ -3,6 +3,7 @@
  * measures belong to the weights they were measured with: kept beside them
  * in the GGUF metadata, a retrained model cannot be paired with a stale
  * threshold, and the elements need no numbers copied from summary.json. */
+#include "freeeach.h"
 #include "gguf.h"
 #include "model_internal.h"
 
@@ -40,9 +41,7 @@ txl_calibration_free(TxlCalibration *c)
 {
   if (!c)
     return;
-  g_free(c->session_key);
-  g_free(c->rule);
-  g_free(c);
+  txl_free_each(g_free, c->session_key, c->rule, c);
 }
 
 gboolean

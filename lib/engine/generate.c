@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "generate.h"
+#include "freeeach.h"
 #include "model_internal.h"
 #include "stream_state.h"
 
@@ -34,8 +35,7 @@ txl_generator_free(TxlGenerator *g)
     return;
   txl_stream_free(g->s);
   txl_sampler_free(g->smp);
-  g_free(g->lp);
-  g_free(g);
+  txl_free_each(g_free, g->lp, g);
 }
 
 gboolean

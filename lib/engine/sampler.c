@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "sampler.h"
 #include "bytes.h"
+#include "freeeach.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,9 +38,7 @@ txl_sampler_free(TxlSampler *s)
 {
   if (!s)
     return;
-  g_free(s->idx);
-  g_free(s->p);
-  g_free(s);
+  txl_free_each(g_free, s->idx, s->p, s);
 }
 
 guint64

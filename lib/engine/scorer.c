@@ -3,6 +3,7 @@
  * inputs t0..t(N-1) predict t1..tN, then inputs tN..t(2N-1), and so on.
  * A segment runs once its last target has arrived, so results never depend
  * on how the tokens were handed over. */
+#include "freeeach.h"
 #include "model_internal.h"
 #include "stream_state.h"
 
@@ -49,9 +50,7 @@ txl_scorer_free(TxlScorer *s)
   if (!s)
     return;
   txl_stream_free(s->stream);
-  g_free(s->pend);
-  g_free(s->lp);
-  g_free(s);
+  txl_free_each(g_free, s->pend, s->lp, s);
 }
 
 static gboolean

@@ -12,6 +12,7 @@
  * The keys are kept transposed (row c of a layer's key memory holds feature
  * c of every position): that is the layout the content-score product reads
  * its right operand in (lib/kernels/gemm.h), so the memory is never repacked. */
+#include "freeeach.h"
 #include "gemm.h"
 #include "model_check.h"
 #include "model_internal.h"
@@ -154,18 +155,12 @@ txl_stream_free(TxlStream *s)
 {
   if (!s)
     return;
-  for (int l = 0; l < s->m->cfg.n_layer; l++) {
-    g_free(s->kmem[l]);
-    g_free(s->vmem[l]);
-  }
-  g_free(s->kmem);
-  g_free(s->vmem);
-  g_free(s->block);
-  g_free(s->idx);
+  for (int l = 0; l < s->m->cfg.n_layer; l++)
+    txl_free_each(g_free, s->kmem[l], s->vmem[l]);
   txl_rtable_unref(s->rt);
   txl_packed_unref(s->pk);
   txl_model_unref(s->m);
-  g_free(s);
+  txl_free_each(g_free, s->kmem, s->vmem, s->block, s->idx, s);
 }
 
 /* The memory stays: its keys and values were made by the old weights and

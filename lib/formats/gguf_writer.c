@@ -6,6 +6,7 @@
  * nothing.  Everything the writer accepts is something the strict reader
  * accepts too. */
 #include "bytes.h"
+#include "freeeach.h"
 #include "gguf.h"
 
 #include <errno.h>
@@ -77,12 +78,10 @@ gguf_writer_free(GgufWriter *w)
 {
   if (!w)
     return;
-  g_hash_table_destroy(w->kvs);
-  g_ptr_array_unref(w->keys);
-  g_hash_table_destroy(w->tensor_names);
-  g_ptr_array_unref(w->tensors);
-  g_free(w->error);
-  g_free(w);
+  /* each table before the array that owns its keys */
+  txl_free_each(g_hash_table_destroy, w->kvs, w->tensor_names);
+  txl_free_each(g_ptr_array_unref, w->keys, w->tensors);
+  txl_free_each(g_free, w->error, w);
 }
 
 static void G_GNUC_PRINTF(2, 3)

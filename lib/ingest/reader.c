@@ -2,6 +2,7 @@
 /* Lines into record lines: JSON fields, CR, continuation lines (reader.h). */
 #include "reader.h"
 #include "bytes.h"
+#include "freeeach.h"
 #include "jsondepth.h"
 #include "record.h"
 #include "txl.h"
@@ -91,15 +92,10 @@ txl_record_reader_free(TxlRecordReader *r)
 {
   if (!r)
     return;
-  g_free(r->message);
-  g_free(r->time);
-  g_free(r->host);
-  g_free(r->session);
   if (r->cont)
     g_regex_unref(r->cont);
-  g_byte_array_unref(r->line);
-  g_byte_array_unref(r->pending);
-  g_free(r);
+  txl_free_each(g_byte_array_unref, r->line, r->pending);
+  txl_free_each(g_free, r->message, r->time, r->host, r->session, r);
 }
 
 /* ---- JSON ---------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 #include "bpe_internal.h"
 #include "bytes.h"
 #include "filemap.h"
+#include "freeeach.h"
 
 #include <string.h>
 
@@ -36,14 +37,9 @@ txl_bpe_free(TxlBpe *b)
   if (!b)
     return;
   g_byte_array_unref(b->blob);
-  g_array_unref(b->off);
-  g_array_unref(b->len);
-  g_array_unref(b->special);
-  g_array_unref(b->merges);
   g_hash_table_unref(b->by_bytes);
-  g_free(b->pkey);
-  g_free(b->pval);
-  g_free(b);
+  txl_free_each(g_array_unref, b->off, b->len, b->special, b->merges);
+  txl_free_each(g_free, b->pkey, b->pval, b);
 }
 
 int

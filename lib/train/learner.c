@@ -7,6 +7,7 @@
 #include "batcher.h"
 #include "bytes.h"
 #include "finite.h"
+#include "freeeach.h"
 #include "model_internal.h"
 #include "optim.h"
 #include "train.h"
@@ -112,10 +113,8 @@ txl_learner_free(TxlLearner *l)
     return;
   round_wait(l);
   round_free(l->round);
-  txl_model_unref(l->current);
-  txl_model_unref(l->base);
-  g_array_free(l->tok, TRUE);
-  g_array_free(l->len, TRUE);
+  txl_free_each(txl_model_unref, l->current, l->base);
+  txl_free_each(g_array_unref, l->tok, l->len);
   g_free(l);
 }
 

@@ -13,6 +13,7 @@
  *
  * Every activation buffer is sized for K = mem_len + T when the state is
  * created, in one allocation; a step allocates nothing. */
+#include "freeeach.h"
 #include "ops.h"
 #include "parallel.h"
 #include "train.h"
@@ -240,12 +241,7 @@ txl_train_state_free(TxlTrainState *s)
   txl_train_state_free(s->part[1]);
   txl_params_free(s->twin);
   free(s->block);
-  g_free(s->L);
-  g_free(s->proj);
-  g_free(s->nll);
-  g_free(s->in);
-  g_free(s->tgt);
-  g_free(s);
+  txl_free_each(g_free, s->L, s->proj, s->nll, s->in, s->tgt, s);
 }
 
 void

@@ -191,15 +191,11 @@ train_data_free(TrainData *d)
 {
   if (!d)
     return;
-  g_free(d->ids);
-  g_free(d->token_bytes);
-  g_free(d->data_id);
-  g_free(d->options_id);
   if (d->tok_owner)
     txl_model_unref(d->tok_owner);
   else if (d->tokenizer)
     txl_tokenizer_free(d->tokenizer);
-  g_free(d);
+  txl_free_each(g_free, d->ids, d->token_bytes, d->data_id, d->options_id, d);
 }
 
 void

@@ -14,6 +14,8 @@
 #include "txld_config.h"
 #include "txld_alert.h"
 
+#include "txl_formats.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -39,17 +41,9 @@ txld_conf_free(TxldConf *c)
 {
   if (!c)
     return;
-  g_free(c->file);
-  g_free(c->name);
-  g_free(c->launch);
-  g_free(c->snapshot);
-  g_free(c->output);
-  g_free(c->alertmanager);
-  g_free(c->webhook);
-  g_free(c->ingest_token);
-  g_free(c->otlp_session);
-  g_free(c->digest);
-  g_free(c);
+  txl_free_each(g_free, c->file, c->name, c->launch, c->snapshot, c->output,
+                c->alertmanager, c->webhook, c->ingest_token, c->otlp_session,
+                c->digest, c);
 }
 
 const char *
