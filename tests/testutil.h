@@ -272,6 +272,29 @@ tu_path_done(TuPath *path)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(TuPath, tu_path_done)
 
+/* A new temporary directory (tmpl as g_dir_make_tmp takes it) for the
+ * running test: removed with its files, and the name freed, when the test
+ * ends. */
+G_GNUC_UNUSED static char *
+tu_test_dir(const char *tmpl)
+{
+  char *dir = g_dir_make_tmp(tmpl, NULL);
+  g_assert_nonnull(dir);
+  /* the queue runs last in, first out: removed, then freed */
+  g_test_queue_free(dir);
+  g_test_queue_destroy((GDestroyNotify)tu_remove_dir, dir);
+  return dir;
+}
+
+/* The name of the file `name` in dir, freed when the test ends. */
+G_GNUC_UNUSED static char *
+tu_test_file(const char *dir, const char *name)
+{
+  char *path = g_build_filename(dir, name, NULL);
+  g_test_queue_free(path);
+  return path;
+}
+
 /* tu_small_config's byte-tokenizer model with the weights of `seed`,
  * loaded; *path is its file, for tu_model_done. */
 G_GNUC_UNUSED static TxlModel *

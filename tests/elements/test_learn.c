@@ -73,6 +73,7 @@ typedef struct {
   guint32 flags;
 } LineMark;
 
+/* What a run in the harness got; it lives until the test ends. */
 typedef struct {
   GArray *lp;        /* float, per stream position */
   GArray *metas;     /* LineMark, per line meta */
@@ -80,15 +81,6 @@ typedef struct {
   guint rounds;
   char *warning;     /* the first warning message's text */
 } Got;
-
-static void
-got_free(Got *g)
-{
-  g_array_unref(g->lp);
-  g_array_unref(g->metas);
-  g_ptr_array_unref(g->learnt);
-  g_free(g->warning);
-}
 
 static const LineMark *
 mark_at(const Got *g, guint i)
@@ -160,6 +152,10 @@ run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
   gst_harness_teardown(h);
   gst_element_set_bus(e, NULL);
   gst_object_unref(bus);
+  g_test_queue_destroy((GDestroyNotify)g_array_unref, g.lp);
+  g_test_queue_destroy((GDestroyNotify)g_array_unref, g.metas);
+  g_test_queue_destroy((GDestroyNotify)g_ptr_array_unref, g.learnt);
+  g_test_queue_free(g.warning);
   return g;
 }
 
@@ -288,11 +284,9 @@ TU_TEST("/learn/landing", test_landing)
     g_assert_cmpint(line, ==, WARMUP);
     g_assert_cmpint(steps, >, 0);
     g_assert_true(isfinite(l0) && isfinite(l1) && sec >= 0);
-    got_free(&g);
   }
   g_assert_cmpuint(plain.rounds, ==, 0);
   g_assert_cmpuint(plain.learnt->len, ==, 0);
-  got_free(&plain);
   g_array_unref(want);
   g_free(ids);
   g_free(lines);
@@ -324,9 +318,6 @@ TU_TEST("/learn/ended-in-warmup", test_ended_in_warmup)
   g_assert_null(whole.warning);
   Got plain = run_harness(ids, lines, flags, n, 64, FALSE);
   g_assert_null(plain.warning);
-  got_free(&g);
-  got_free(&whole);
-  got_free(&plain);
   g_free(ids);
   g_free(lines);
   g_free(flags);
@@ -366,8 +357,6 @@ TU_TEST("/learn/failed-round", test_failed_round)
     g_assert_cmpuint(mark_at(&g, i)->flags, ==, TXL_LINE_WARMUP);
   g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
                   (n - 1) * 4);
-  got_free(&g);
-  got_free(&plain);
   tu_remove(huge);
   g_free(ids);
   g_free(lines);
@@ -382,25 +371,16 @@ typedef struct {
   GString *data;
 } Fixture;
 
+/* The files in a directory of the test's (tu_test_dir); f->data, the
+ * log, is the test's to free. */
 static void
 fixture_init(Fixture *f)
 {
-  f->dir = g_dir_make_tmp("txl-learn-XXXXXX", NULL);
-  f->text = g_build_filename(f->dir, "in.txt", NULL);
-  f->out = g_build_filename(f->dir, "out.jsonl", NULL);
-  f->snap = g_build_filename(f->dir, "s.snap", NULL);
+  f->dir = tu_test_dir("txl-learn-XXXXXX");
+  f->text = tu_test_file(f->dir, "in.txt");
+  f->out = tu_test_file(f->dir, "out.jsonl");
+  f->snap = tu_test_file(f->dir, "s.snap");
   f->data = log_text();
-}
-
-static void
-fixture_clear(Fixture *f)
-{
-  tu_remove_dir(f->dir);
-  g_free(f->dir);
-  g_free(f->text);
-  g_free(f->out);
-  g_free(f->snap);
-  g_string_free(f->data, TRUE);
 }
 
 /* Runs text [from, to) through filesrc ! txltokenizer ! txlmodel PROPS !
@@ -460,7 +440,7 @@ TU_TEST("/learn/sink-marks", test_sink_marks)
   g_assert_cmpstr(txl_model_vocab_id(a), ==, txl_model_vocab_id(b));
   txl_model_unref(a);
   txl_model_unref(b);
-  fixture_clear(&f);
+  g_string_free(f.data, TRUE);
 }
 
 TU_TEST("/learn/snapshot-cuts", test_snapshot_cuts)
@@ -501,7 +481,7 @@ TU_TEST("/learn/snapshot-cuts", test_snapshot_cuts)
   g_assert_null(run_pipeline(&f, 0, 200, plain));
   g_autofree char *e2 = run_pipeline(&f, 200, 300, first);
   g_assert_nonnull(strstr(e2 ? e2 : "", "without learning"));
-  fixture_clear(&f);
+  g_string_free(f.data, TRUE);
 }
 
 int
