@@ -263,20 +263,16 @@ gst_txl_journal_src_init(GstTxlJournalSrc *self)
 static void
 gst_txl_journal_src_class_init(GstTxlJournalSrcClass *klass)
 {
-  GObjectClass *oc = G_OBJECT_CLASS(klass);
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
-  txl_props_install(oc, &props);
+  txl_element_class_init(ec, &props, &gst_txl_journal_src_debug,
+      "txljournalsrc", "txl journal source", "Source", "Reads the systemd "
+      "journal as record lines for txltokenizer, continuing a restored "
+      "snapshot at the entry after its last");
   gst_txl_record_src_class_init(ec);
-  gst_element_class_set_static_metadata(ec, "txl journal source",
-      "Source", "Reads the systemd journal as record lines for txltokenizer, "
-      "continuing a restored snapshot at the entry after its last",
-      "txl developers");
   bc->start = gst_txl_journal_src_start;
   bc->stop = gst_txl_journal_src_stop;
   bc->unlock = gst_txl_journal_src_unlock;
   bc->unlock_stop = gst_txl_journal_src_unlock_stop;
   GST_PUSH_SRC_CLASS(klass)->create = gst_txl_journal_src_create;
-  GST_DEBUG_CATEGORY_INIT(gst_txl_journal_src_debug, "txljournalsrc", 0,
-                          "txl journal source");
 }

@@ -18,6 +18,7 @@
  * txljson as it counts txlsink's).  The inner sink gets this element's
  * clock and base time, so a line's latency is measured as txlsink's is. */
 #include "gsttxlsink.h"
+#include "txlprops.h"
 
 #include <string.h>
 
@@ -317,8 +318,8 @@ gst_txl_json_class_init(GstTxlJsonClass *klass)
   ec->set_clock = gst_txl_json_set_clock;
   gst_element_class_add_static_pad_template(ec, &sink_template);
   gst_element_class_add_static_pad_template(ec, &src_template);
-  gst_element_class_set_static_metadata(ec, "txl JSON Lines",
-      "Formatter/Text", "txlsink's judged JSON Lines as buffers, for any "
-      "GStreamer sink (filesink, tcpclientsink, appsink)", "txl developers");
-  GST_DEBUG_CATEGORY_INIT(gst_txl_json_debug, "txljson", 0, "txl JSON Lines");
+  /* no table: the properties are the inner txlsink's */
+  txl_element_class_init(ec, NULL, &gst_txl_json_debug, "txljson",
+      "txl JSON Lines", "Formatter/Text", "txlsink's judged JSON Lines as "
+      "buffers, for any GStreamer sink (filesink, tcpclientsink, appsink)");
 }

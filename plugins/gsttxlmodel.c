@@ -838,19 +838,14 @@ static const TxlPropTable props = {
 static void
 gst_txl_model_class_init(GstTxlModelClass *klass)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
 
-  txl_props_install(gobject_class, &props);
-
-  gst_element_class_set_static_metadata(element_class, "txl model",
-      "Filter/Analyzer/Text",
+  txl_element_class_init(GST_ELEMENT_CLASS(klass), &props,
+      &gst_txl_model_debug, "txlmodel", "txl model", "Filter/Analyzer/Text",
       "Scores a token stream with a Transformer-XL language model: the "
       "log-probability of every token given all before it; snapshots of "
       "the stream post \"txl-snapshot\" and \"txl-restore\" element "
-      "messages",
-      "txl developers");
+      "messages");
 
   base_class->section = "txlmodel";
   base_class->per_line = FALSE;
@@ -866,8 +861,6 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->drop_own = own_state_free;
   base_class->apply = apply;
   base_class->ended = ended;
-
-  GST_DEBUG_CATEGORY_INIT(gst_txl_model_debug, "txlmodel", 0, "txl model");
 }
 
 static void

@@ -449,20 +449,16 @@ static const TxlPropTable props = {
 static void
 gst_txl_sampler_class_init(GstTxlSamplerClass *klass)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
-  txl_props_install(gobject_class, &props);
+  txl_element_class_init(element_class, &props, &gst_txl_sampler_debug,
+      "txlsampler", "txl sampler", "Generator/Text", "Continues a token "
+      "stream with text sampled from a Transformer-XL model (temperature, "
+      "top-k, top-p, seed)");
   signals[SIGNAL_SNAPSHOT] = txl_parts_action_signal_new(klass, "snapshot",
       G_CALLBACK(gst_txl_sampler_snapshot_action));
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(element_class, "txl sampler",
-      "Generator/Text", "Continues a token stream with text sampled from a "
-      "Transformer-XL model (temperature, top-k, top-p, seed)",
-      "txl developers");
   element_class->change_state = gst_txl_sampler_change_state;
-  GST_DEBUG_CATEGORY_INIT(gst_txl_sampler_debug, "txlsampler", 0,
-                          "txl sampler");
 }
 
 static void

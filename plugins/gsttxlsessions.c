@@ -782,19 +782,15 @@ static const TxlPropTable props = {
 static void
 gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
-  GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstTxlScorerBaseClass *base_class = GST_TXL_SCORER_BASE_CLASS(klass);
 
-  txl_props_install(gobject_class, &props);
-
-  gst_element_class_set_static_metadata(element_class, "txl sessions",
+  txl_element_class_init(GST_ELEMENT_CLASS(klass), &props,
+      &gst_txl_sessions_debug, "txlsessions", "txl sessions",
       "Filter/Analyzer/Text",
       "Scores interleaved sessions (a key found in each line by a regex), "
       "each in its own Transformer-XL memory; per-line scores go out in "
       "line order, each ended session posts a \"txl-session\" element "
-      "message and event",
-      "txl developers");
+      "message and event");
   base_class->section = "txlsessions";
   base_class->per_line = TRUE;
   base_class->settings = "session";
@@ -808,8 +804,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;
   base_class->ended = ended;
-  GST_DEBUG_CATEGORY_INIT(gst_txl_sessions_debug, "txlsessions", 0,
-                          "txl sessions");
 }
 
 static void

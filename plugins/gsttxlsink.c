@@ -881,22 +881,19 @@ static const TxlPropTable props = {
 static void
 gst_txl_sink_class_init(GstTxlSinkClass *klass)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
   GstBaseSinkClass *bs_class = GST_BASE_SINK_CLASS(klass);
 
-  txl_props_install(gobject_class, &props);
+  txl_element_class_init(element_class, &props, &gst_txl_sink_debug,
+      "txlsink", "txl score sink", "Sink/Analyzer/Text",
+      "Writes per-line language-model scores (NLL, perplexity, bits per "
+      "byte, anomaly flag) as JSON Lines, or generated text as is; emits "
+      "line-scored and text signals; posts txl-anomaly element messages for "
+      "flagged lines and, with post-scores, txl-score for every line");
 
   gst_txl_sink_install_signals(klass, signals);
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
-  gst_element_class_set_static_metadata(element_class, "txl score sink",
-      "Sink/Analyzer/Text",
-      "Writes per-line language-model scores (NLL, perplexity, bits per "
-      "byte, anomaly flag) as JSON Lines, or generated text as is; emits "
-      "line-scored and text signals; posts txl-anomaly element messages for "
-      "flagged lines and, with post-scores, txl-score for every line",
-      "txl developers");
 
   bs_class->render = gst_txl_sink_render;
   bs_class->set_caps = gst_txl_sink_set_caps;
@@ -904,8 +901,6 @@ gst_txl_sink_class_init(GstTxlSinkClass *klass)
   bs_class->start = gst_txl_sink_start;
   bs_class->stop = gst_txl_sink_stop;
   bs_class->query = gst_txl_sink_query;
-
-  GST_DEBUG_CATEGORY_INIT(gst_txl_sink_debug, "txlsink", 0, "txl score sink");
 }
 
 static void

@@ -668,22 +668,18 @@ gst_txl_syslog_src_init(GstTxlSyslogSrc *self)
 static void
 gst_txl_syslog_src_class_init(GstTxlSyslogSrcClass *klass)
 {
-  GObjectClass *oc = G_OBJECT_CLASS(klass);
   GstElementClass *ec = GST_ELEMENT_CLASS(klass);
   GstBaseSrcClass *bc = GST_BASE_SRC_CLASS(klass);
   GstPushSrcClass *pc = GST_PUSH_SRC_CLASS(klass);
-  txl_props_install(oc, &props);
+  txl_element_class_init(ec, &props, &gst_txl_syslog_src_debug,
+      "txlsyslogsrc", "txl syslog source", "Source/Network", "Receives "
+      "syslog over UDP and TCP (RFC 5424, RFC 3164, RFC 6587 framing) as "
+      "record lines for txltokenizer");
   gst_txl_record_src_class_init(ec);
-  gst_element_class_set_static_metadata(ec, "txl syslog source",
-      "Source/Network", "Receives syslog over UDP and TCP (RFC 5424, RFC "
-      "3164, RFC 6587 framing) as record lines for txltokenizer",
-      "txl developers");
   ec->send_event = gst_txl_syslog_src_send_event;
   bc->start = gst_txl_syslog_src_start;
   bc->stop = gst_txl_syslog_src_stop;
   bc->unlock = gst_txl_syslog_src_unlock;
   bc->unlock_stop = gst_txl_syslog_src_unlock_stop;
   pc->create = gst_txl_syslog_src_create;
-  GST_DEBUG_CATEGORY_INIT(gst_txl_syslog_src_debug, "txlsyslogsrc", 0,
-                          "txl syslog source");
 }

@@ -802,22 +802,17 @@ static const TxlPropTable props = {
 static void
 gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
 {
-  GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
 
-  txl_props_install(gobject_class, &props);
+  txl_element_class_init(element_class, &props, &gst_txl_tokenizer_debug,
+      "txltokenizer", "txl tokenizer", "Filter/Converter/Text",
+      "Splits text or bytes into the tokens of a txl model, with the line "
+      "and byte offsets of each");
 
   gst_element_class_add_static_pad_template(element_class, &sink_template);
   gst_element_class_add_static_pad_template(element_class, &src_template);
-  gst_element_class_set_static_metadata(element_class, "txl tokenizer",
-      "Filter/Converter/Text",
-      "Splits text or bytes into the tokens of a txl model, with the line "
-      "and byte offsets of each", "txl developers");
 
   element_class->change_state = gst_txl_tokenizer_change_state;
-
-  GST_DEBUG_CATEGORY_INIT(gst_txl_tokenizer_debug, "txltokenizer", 0,
-                          "txl tokenizer");
 }
 
 static void

@@ -191,3 +191,16 @@ txl_props_init(gpointer instance, const TxlPropTable *table)
     g_value_unset(&v);
   }
 }
+
+void
+txl_element_class_init(GstElementClass *klass, const TxlPropTable *table,
+                       GstDebugCategory **debug, const gchar *name,
+                       const gchar *longname, const gchar *classification,
+                       const gchar *description)
+{
+  if (table)
+    txl_props_install(G_OBJECT_CLASS(klass), table);
+  gst_element_class_set_static_metadata(klass, longname, classification,
+                                        description, "txl developers");
+  GST_DEBUG_CATEGORY_INIT(*debug, name, 0, longname);
+}

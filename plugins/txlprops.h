@@ -84,6 +84,15 @@ void txl_props_install(GObjectClass *klass, const TxlPropTable *table);
  * instance_init. */
 void txl_props_init(gpointer instance, const TxlPropTable *table);
 
+/* What every element's class_init starts with: its table (NULL: the class
+ * installs its properties itself), its metadata, whose author is always
+ * "txl developers", and its debug category *debug, named name and described
+ * by the long name. */
+void txl_element_class_init(GstElementClass *klass, const TxlPropTable *table,
+                            GstDebugCategory **debug, const gchar *name,
+                            const gchar *longname, const gchar *classification,
+                            const gchar *description);
+
 G_END_DECLS
 
 #endif
