@@ -62,6 +62,7 @@ typedef struct {
 
 #define NO_TENSOR ((gsize)-1)
 #define LAYER_FIELDS 13
+G_STATIC_ASSERT(sizeof(TxlTrainLayer) == LAYER_FIELDS * sizeof(float *));
 
 static void
 build_layout(const TxlConfig *c, Layout *lo, Offsets *o)
@@ -132,20 +133,10 @@ make_views(const TxlConfig *c, const Offsets *o, float *base,
   w->layers = g_new(TxlTrainLayer, c->n_layer);
   for (int l = 0; l < c->n_layer; l++) {
     const gsize *f = o->layer + (gsize)l * LAYER_FIELDS;
-    TxlTrainLayer *L = &w->layers[l];
-    L->qkv_w = base + f[0];
-    L->r_w = base + f[1];
-    L->o_w = base + f[2];
-    L->attn_ln_w = base + f[3];
-    L->attn_ln_b = base + f[4];
-    L->r_w_bias = base + f[5];
-    L->r_r_bias = base + f[6];
-    L->ff1_w = base + f[7];
-    L->ff1_b = base + f[8];
-    L->ff2_w = base + f[9];
-    L->ff2_b = base + f[10];
-    L->ff_ln_w = base + f[11];
-    L->ff_ln_b = base + f[12];
+    /* a layer's views are its LAYER_FIELDS pointers, in the order of f */
+    float **view = (float **)&w->layers[l];
+    for (int k = 0; k < LAYER_FIELDS; k++)
+      view[k] = base + f[k];
   }
 }
 
