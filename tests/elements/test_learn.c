@@ -52,17 +52,26 @@ log_text(void)
   return s;
 }
 
-/* The text as token records of the byte tokenizer: one id per byte. */
-static void
-text_ids(const GString *t, int32_t *ids, gint64 *lines, guint32 *flags)
+/* The log (the test's to free), and its token records of the byte
+ * tokenizer, one id per byte, in arrays freed when the test ends. */
+static GString *
+log_records(int32_t **ids, gint64 **lines, guint32 **flags)
 {
+  GString *t = log_text();
+  *ids = g_new(int32_t, t->len);
+  *lines = g_new(gint64, t->len);
+  *flags = g_new(guint32, t->len);
+  g_test_queue_free(*ids);
+  g_test_queue_free(*lines);
+  g_test_queue_free(*flags);
   gint64 line = 1;
   for (gsize i = 0; i < t->len; i++) {
-    ids[i] = (guint8)t->str[i];
-    lines[i] = line;
-    flags[i] = t->str[i] == '\n' ? TXL_RECORD_LINE_END : 0;
+    (*ids)[i] = (guint8)t->str[i];
+    (*lines)[i] = line;
+    (*flags)[i] = t->str[i] == '\n' ? TXL_RECORD_LINE_END : 0;
     line += t->str[i] == '\n';
   }
+  return t;
 }
 
 /* ---- the element in a harness --------------------------------------- */
@@ -227,12 +236,11 @@ direct(const int32_t *ids, const guint32 *flags, gsize n, gint64 *landed)
 
 TU_TEST("/learn/landing", test_landing)
 {
-  GString *t = log_text();
+  int32_t *ids;
+  gint64 *lines;
+  guint32 *flags;
+  GString *t = log_records(&ids, &lines, &flags);
   gsize n = t->len;
-  int32_t *ids = g_new(int32_t, n);
-  gint64 *lines = g_new(gint64, n);
-  guint32 *flags = g_new(guint32, n);
-  text_ids(t, ids, lines, flags);
   gint64 landed = 0;
   GArray *want = direct(ids, flags, n, &landed);
   g_assert_cmpint(landed, ==, WARMUP);
@@ -288,9 +296,6 @@ TU_TEST("/learn/landing", test_landing)
   g_assert_cmpuint(plain.rounds, ==, 0);
   g_assert_cmpuint(plain.learnt->len, ==, 0);
   g_array_unref(want);
-  g_free(ids);
-  g_free(lines);
-  g_free(flags);
   g_string_free(t, TRUE);
 }
 
@@ -298,11 +303,10 @@ TU_TEST("/learn/landing", test_landing)
  * warning that none was judged; after a round, no such warning. */
 TU_TEST("/learn/ended-in-warmup", test_ended_in_warmup)
 {
-  GString *t = log_text();
-  int32_t *ids = g_new(int32_t, t->len);
-  gint64 *lines = g_new(gint64, t->len);
-  guint32 *flags = g_new(guint32, t->len);
-  text_ids(t, ids, lines, flags);
+  int32_t *ids;
+  gint64 *lines;
+  guint32 *flags;
+  GString *t = log_records(&ids, &lines, &flags);
   gsize n = 0;
   for (int i = 0; i < 20; i++)
     n = (gsize)(strchr(t->str + n, '\n') - t->str) + 1;
@@ -318,9 +322,6 @@ TU_TEST("/learn/ended-in-warmup", test_ended_in_warmup)
   g_assert_null(whole.warning);
   Got plain = run_harness(ids, lines, flags, n, 64, FALSE);
   g_assert_null(plain.warning);
-  g_free(ids);
-  g_free(lines);
-  g_free(flags);
   g_string_free(t, TRUE);
 }
 
@@ -340,12 +341,11 @@ TU_TEST("/learn/failed-round", test_failed_round)
                                       &err));
   txl_params_free(p);
   txl_model_unref(m);
-  GString *t = log_text();
+  int32_t *ids;
+  gint64 *lines;
+  guint32 *flags;
+  GString *t = log_records(&ids, &lines, &flags);
   gsize n = t->len;
-  int32_t *ids = g_new(int32_t, n);
-  gint64 *lines = g_new(gint64, n);
-  guint32 *flags = g_new(guint32, n);
-  text_ids(t, ids, lines, flags);
   Got g = run_harness_on(huge, ids, lines, flags, n, 64, TRUE);
   Got plain = run_harness_on(huge, ids, lines, flags, n, 64, FALSE);
   g_assert_nonnull(g.warning);
@@ -358,9 +358,6 @@ TU_TEST("/learn/failed-round", test_failed_round)
   g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
                   (n - 1) * 4);
   tu_remove(huge);
-  g_free(ids);
-  g_free(lines);
-  g_free(flags);
   g_string_free(t, TRUE);
 }
 
