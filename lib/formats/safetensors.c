@@ -10,6 +10,7 @@
 #include "safetensors.h"
 #include "bytes.h"
 #include "filemap.h"
+#include "freeeach.h"
 #include "jsondepth.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #include <json-glib/json-glib.h>
 #include <math.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,14 +80,10 @@ st_close(StFile *f)
 {
   if (!f)
     return;
-  if (f->by_name)
-    g_hash_table_unref(f->by_name);
-  if (f->strings)
-    g_string_chunk_free(f->strings);
-  g_free(f->tensors);
-  if (f->map)
-    munmap(f->map, f->map_size);
-  g_free(f);
+  g_clear_pointer(&f->by_name, g_hash_table_unref);
+  g_clear_pointer(&f->strings, g_string_chunk_free);
+  txl_unmap_file(f->map, f->map_size);
+  txl_free_each(g_free, f->tensors, f);
 }
 
 gsize

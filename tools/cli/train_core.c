@@ -3,6 +3,7 @@
 #include "train_core.h"
 
 #include "txl_engine.h"
+#include "txl_formats.h"
 #include "txl_train.h"
 
 #include <string.h>
@@ -87,12 +88,9 @@ train_core_free(TrainCore *c)
 {
   if (!c)
     return;
-  if (c->s)
-    txl_train_state_free(c->s);
-  if (c->p)
-    txl_params_free(c->p);
-  g_free(c->decay);
-  g_free(c);
+  txl_train_state_free(c->s);
+  txl_params_free(c->p);
+  txl_free_each(g_free, c->decay, c);
 }
 
 const TxlConfig *
