@@ -10,11 +10,11 @@
 #include "gguf.h"
 #include "bytes.h"
 #include "filemap.h"
+#include "freeeach.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -682,17 +682,13 @@ gguf_close(GgufFile *f)
 {
   if (!f)
     return;
-  g_hash_table_destroy(f->kv_index);
-  g_hash_table_destroy(f->tensor_index);
+  txl_free_each(g_hash_table_destroy, f->kv_index, f->tensor_index);
   for (gsize i = 0; i < f->n_kvs; i++)
     g_free(f->kvs[i].key);
-  g_free(f->kvs);
   for (gsize i = 0; i < f->n_tensors; i++)
     g_free((char *)f->tensors[i].name);
-  g_free(f->tensors);
-  if (f->map)
-    munmap(f->map, f->map_size);
-  g_free(f);
+  txl_unmap_file(f->map, f->map_size);
+  txl_free_each(g_free, f->kvs, f->tensors, f);
 }
 
 const void *
