@@ -756,13 +756,8 @@ cache_hash(const guchar *s, gsize n)
 void
 txl_bpe_out_clear(TxlBpeOut *o)
 {
-  g_free(o->cache);
-  g_free(o->id);
-  g_free(o->end);
-  g_free(o->sym);
-  g_free(o->next);
-  g_free(o->prev);
-  g_free(o->heap);
+  txl_free_each(g_free, o->cache, o->id, o->end, o->sym, o->next, o->prev,
+                o->heap);
   memset(o, 0, sizeof *o);
 }
 

@@ -3,6 +3,7 @@
  * output depends only on the concatenated input, never on how it was cut
  * into pieces. */
 #include "bpe.h"
+#include "freeeach.h"
 #include "record.h"
 #include "model_internal.h"
 
@@ -11,11 +12,9 @@
 void
 txl_tokenizer_clear(TxlTokenizer *t)
 {
-  if (t->lookup)
-    g_hash_table_unref(t->lookup);
+  g_clear_pointer(&t->lookup, g_hash_table_unref);
   txl_bpe_free(t->bpe);
-  g_free(t->sym);
-  g_free(t->sym_len);
+  txl_free_each(g_free, t->sym, t->sym_len);
   memset(t, 0, sizeof *t);
 }
 

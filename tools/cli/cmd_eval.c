@@ -70,14 +70,8 @@ with_end(const Opts *o)
 static void
 opts_free(Opts *o)
 {
-  g_free(o->labels_path);
-  g_free(o->out_dir);
-  g_free(o->key_re);
-  g_free(o->model_path);
-  g_free(o->score);
-  g_free(o->margin_s);
-  g_free(o->lines_out);
-  g_free(o->outliers);
+  txl_free_each(g_free, o->labels_path, o->out_dir, o->key_re, o->model_path,
+                o->score, o->margin_s, o->lines_out, o->outliers);
 }
 
 /* Trains the model as `txl train --tokenizer bpe --normalize` would, with

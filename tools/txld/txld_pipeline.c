@@ -72,10 +72,8 @@ txld_pipeline_free(TxldPipeline *p)
   g_ptr_array_unref(p->models);
   for (guint i = 0; i < TXLD_RING_ANOMALIES; i++)
     g_free(p->anomalies_ring[i].text);
-  g_free(p->last_error);
-  g_free(p->last_snapshot_reason);
-  g_free(p->asked_path);
-  g_free(p->last_snapshot_path);
+  txl_free_each(g_free, p->last_error, p->last_snapshot_reason, p->asked_path,
+                p->last_snapshot_path);
   g_mutex_clear(&p->lock);
   txld_alert_stats_unref(p->alerts);
   txld_conf_free(p->conf);

@@ -7,6 +7,7 @@
  * last --calib-fraction of them, set the threshold; the rest is the test
  * part, whose labels are read only to measure. */
 #include "eval.h"
+#include "txl_formats.h"
 
 #include <errno.h>
 #include <math.h>
@@ -31,20 +32,13 @@ eval_clear(Eval *ev)
 {
   for (guint k = 0; k < ev->sess->len; k++) {
     EvalSession *s = ev->sess->pdata[k];
-    g_free(s->key);
-    g_free(s);
+    txl_free_each(g_free, s->key, s);
   }
   g_ptr_array_free(ev->sess, TRUE);
   g_hash_table_destroy(ev->by_key);
   g_array_free(ev->push_line, TRUE);
-  g_free(ev->line_ptr);
-  g_free(ev->line_len);
-  g_free(ev->line_sess);
-  g_free(ev->l_mean);
-  g_free(ev->l_sum);
-  g_free(ev->l_worst);
-  g_free(ev->l_max);
-  g_free(ev->l_tok);
+  txl_free_each(g_free, ev->line_ptr, ev->line_len, ev->line_sess, ev->l_mean,
+                ev->l_sum, ev->l_worst, ev->l_max, ev->l_tok);
 }
 
 gboolean
