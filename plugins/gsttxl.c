@@ -33,13 +33,28 @@ meta_info(const GstMetaInfo **info, GType api, const char *impl, gsize size,
   return *info;
 }
 
-/* Both metas describe a buffer as a whole: only a full copy keeps them; a
- * region of the records does not stand for all of them. */
+/* Both metas start all zero after their GstMeta header: no text, no
+ * scores (gst_buffer_add_meta has set meta->info). */
 static gboolean
-whole_copy(GQuark type, gpointer data)
+meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
 {
-  return GST_META_TRANSFORM_IS_COPY(type) &&
-         !((GstMetaTransformCopy *)data)->region;
+  memset(meta + 1, 0, meta->info->size - sizeof *meta);
+  return TRUE;
+}
+
+/* Both metas describe a buffer as a whole: only a full copy keeps them (a
+ * region of the records does not stand for all of them), field for
+ * field. */
+static gboolean
+meta_copy(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer, GQuark type,
+          gpointer data)
+{
+  if (!GST_META_TRANSFORM_IS_COPY(type) ||
+      ((GstMetaTransformCopy *)data)->region)
+    return FALSE;
+  GstMeta *copy = gst_buffer_add_meta(dest, meta->info, NULL);
+  memcpy(copy + 1, meta + 1, meta->info->size - sizeof *meta);
+  return TRUE;
 }
 
 /* ---- GstTxlTextMeta ---------------------------------------------------- */
@@ -49,15 +64,6 @@ gst_txl_text_meta_api_get_type(void)
 {
   static GType type = 0;
   return meta_api_type(&type, GST_TXL_TEXT_META_API_NAME);
-}
-
-static gboolean
-text_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
-{
-  GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
-  m->offset = 0;
-  m->bytes = NULL;
-  return TRUE;
 }
 
 static void
@@ -71,11 +77,10 @@ static gboolean
 text_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
                     GQuark type, gpointer data)
 {
-  GstTxlTextMeta *m = (GstTxlTextMeta *)meta;
-  /* the bytes belong to the records as a whole */
-  if (!whole_copy(type, data))
+  if (!meta_copy(dest, meta, buffer, type, data))
     return FALSE;
-  gst_buffer_add_txl_text_meta(dest, m->offset, m->bytes);
+  /* the copy shares the bytes */
+  g_bytes_ref(((GstTxlTextMeta *)meta)->bytes);
   return TRUE;
 }
 
@@ -85,7 +90,7 @@ gst_txl_text_meta_get_info(void)
   static const GstMetaInfo *info = NULL;
   return meta_info(&info, GST_TXL_TEXT_META_API_TYPE,
                    GST_TXL_TEXT_META_IMPL_NAME, sizeof(GstTxlTextMeta),
-                   text_meta_init, text_meta_free, text_meta_transform);
+                   meta_init, text_meta_free, text_meta_transform);
 }
 
 GstTxlTextMeta *
@@ -109,39 +114,13 @@ gst_txl_line_meta_api_get_type(void)
   return meta_api_type(&type, GST_TXL_LINE_META_API_NAME);
 }
 
-static gboolean
-line_meta_init(GstMeta *meta, gpointer params, GstBuffer *buffer)
-{
-  GstTxlLineMeta *m = (GstTxlLineMeta *)meta;
-  m->line = 0;
-  m->tokens = 0;
-  m->bytes = m->norm_bytes = 0;
-  m->nll = m->bpb = m->worst = m->max_token = m->window = 0.0;
-  m->nonfinite = 0;
-  m->flags = 0;
-  return TRUE;
-}
-
-static gboolean
-line_meta_transform(GstBuffer *dest, GstMeta *meta, GstBuffer *buffer,
-                    GQuark type, gpointer data)
-{
-  const GstTxlLineMeta *m = (const GstTxlLineMeta *)meta;
-  if (!whole_copy(type, data))
-    return FALSE;
-  TxlLineScore s;
-  gst_txl_line_meta_score(m, &s);
-  gst_buffer_add_txl_line_meta(dest, m->line, m->bytes, &s)->flags = m->flags;
-  return TRUE;
-}
-
 const GstMetaInfo *
 gst_txl_line_meta_get_info(void)
 {
   static const GstMetaInfo *info = NULL;
   return meta_info(&info, GST_TXL_LINE_META_API_TYPE,
                    GST_TXL_LINE_META_IMPL_NAME, sizeof(GstTxlLineMeta),
-                   line_meta_init, NULL, line_meta_transform);
+                   meta_init, NULL, meta_copy);
 }
 
 GstTxlLineMeta *
@@ -187,6 +166,24 @@ gst_txl_line_scores_v1_error(GError **error, const gchar *element,
               "normalised byte with a worst part (docs/line-scores.md) and "
               "cannot continue those lines: remove the snapshot to start "
               "%s", element, afresh);
+}
+
+/* ---- pads -------------------------------------------------------------- */
+
+GstPad *
+gst_txl_add_pad(GstElement *element, GstStaticPadTemplate *templ,
+                GstPadChainFunction chain, GstPadEventFunction event,
+                GstPadQueryFunction query)
+{
+  GstPad *pad = gst_pad_new_from_static_template(templ, templ->name_template);
+  if (chain)
+    gst_pad_set_chain_function(pad, chain);
+  if (event)
+    gst_pad_set_event_function(pad, event);
+  if (query)
+    gst_pad_set_query_function(pad, query);
+  gst_element_add_pad(element, pad);
+  return pad;
 }
 
 /* ---- plugin ------------------------------------------------------------ */

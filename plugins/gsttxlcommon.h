@@ -117,6 +117,12 @@ gboolean gst_txl_map_records(GstElement *element, GstBuffer *buf,
 
 /* ---- elements ---------------------------------------------------------- */
 
+/* For instance_init: a pad from templ, named as the template, with the
+ * functions given (NULL keeps GStreamer's default), added to element. */
+GstPad *gst_txl_add_pad(GstElement *element, GstStaticPadTemplate *templ,
+                        GstPadChainFunction chain, GstPadEventFunction event,
+                        GstPadQueryFunction query);
+
 GType gst_txl_tokenizer_get_type(void);
 GType gst_txl_model_get_type(void);
 GType gst_txl_sink_get_type(void);

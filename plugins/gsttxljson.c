@@ -281,14 +281,11 @@ gst_txl_json_finalize(GObject *object)
 static void
 gst_txl_json_init(GstTxlJson *self)
 {
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
-  gst_pad_set_chain_function(self->sinkpad, gst_txl_json_chain);
-  gst_pad_set_event_function(self->sinkpad, gst_txl_json_sink_event);
-  gst_pad_set_query_function(self->sinkpad, gst_txl_json_sink_query);
-  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  self->sinkpad = gst_txl_add_pad(GST_ELEMENT(self), &sink_template,
+      gst_txl_json_chain, gst_txl_json_sink_event, gst_txl_json_sink_query);
+  self->srcpad = gst_txl_add_pad(GST_ELEMENT(self), &src_template, NULL,
+                                 NULL, NULL);
   gst_pad_use_fixed_caps(self->srcpad);
-  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   self->out = g_string_new(NULL);
   self->inner = g_object_new(GST_TYPE_TXL_SINK, NULL);
   gst_object_ref_sink(self->inner);

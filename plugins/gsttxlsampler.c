@@ -465,11 +465,9 @@ static void
 gst_txl_sampler_init(GstTxlSampler *self)
 {
   txl_props_init(self, &props);
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
-  gst_pad_set_chain_function(self->sinkpad, gst_txl_sampler_chain);
-  gst_pad_set_query_function(self->sinkpad, gst_txl_sampler_sink_query);
-  gst_pad_set_event_function(self->sinkpad, gst_txl_sampler_sink_event);
-  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
-  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
+  self->sinkpad = gst_txl_add_pad(GST_ELEMENT(self), &sink_template,
+      gst_txl_sampler_chain, gst_txl_sampler_sink_event,
+      gst_txl_sampler_sink_query);
+  self->srcpad = gst_txl_add_pad(GST_ELEMENT(self), &src_template, NULL,
+                                 NULL, NULL);
 }

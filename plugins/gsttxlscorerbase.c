@@ -570,21 +570,18 @@ gst_txl_scorer_base_class_init(GstTxlScorerBaseClass *klass)
 static void
 gst_txl_scorer_base_init(GstTxlScorerBase *self)
 {
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
-  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
-                      &gst_txl_scorer_base_snap_ops);
-  gst_pad_set_chain_function(self->sinkpad, gst_txl_scorer_base_chain);
-  gst_pad_set_event_function(self->sinkpad, gst_txl_scorer_base_sink_event);
-  gst_pad_set_query_function(self->sinkpad, gst_txl_scorer_base_sink_query);
+  self->sinkpad = gst_txl_add_pad(GST_ELEMENT(self), &sink_template,
+      gst_txl_scorer_base_chain, gst_txl_scorer_base_sink_event,
+      gst_txl_scorer_base_sink_query);
   /* any token caps pass accept-caps; the CAPS event then checks the
    * vocabulary and says what is wrong */
   GST_PAD_SET_ACCEPT_TEMPLATE(self->sinkpad);
-  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
+  txl_snap_sched_init(&self->snap, GST_ELEMENT(self), self->sinkpad,
+                      &gst_txl_scorer_base_snap_ops);
 
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
-  gst_pad_set_query_function(self->srcpad, gst_txl_scorer_base_src_query);
+  self->srcpad = gst_txl_add_pad(GST_ELEMENT(self), &src_template, NULL,
+                                 NULL, gst_txl_scorer_base_src_query);
   gst_pad_use_fixed_caps(self->srcpad);
-  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
 
   txl_props_init(self, &props);
   self->last_pts = self->last_dts = GST_CLOCK_TIME_NONE;

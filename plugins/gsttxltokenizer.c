@@ -818,16 +818,12 @@ gst_txl_tokenizer_class_init(GstTxlTokenizerClass *klass)
 static void
 gst_txl_tokenizer_init(GstTxlTokenizer *self)
 {
-  self->sinkpad = gst_pad_new_from_static_template(&sink_template, "sink");
-  gst_pad_set_chain_function(self->sinkpad, gst_txl_tokenizer_chain);
-  gst_pad_set_query_function(self->sinkpad, gst_txl_tokenizer_sink_query);
-  gst_pad_set_event_function(self->sinkpad, gst_txl_tokenizer_sink_event);
-  gst_element_add_pad(GST_ELEMENT(self), self->sinkpad);
-
-  self->srcpad = gst_pad_new_from_static_template(&src_template, "src");
+  self->sinkpad = gst_txl_add_pad(GST_ELEMENT(self), &sink_template,
+      gst_txl_tokenizer_chain, gst_txl_tokenizer_sink_event,
+      gst_txl_tokenizer_sink_query);
+  self->srcpad = gst_txl_add_pad(GST_ELEMENT(self), &src_template, NULL,
+                                 NULL, gst_txl_tokenizer_src_query);
   gst_pad_use_fixed_caps(self->srcpad);
-  gst_pad_set_query_function(self->srcpad, gst_txl_tokenizer_src_query);
-  gst_element_add_pad(GST_ELEMENT(self), self->srcpad);
   g_mutex_init(&self->state_lock);
   txl_props_init(self, &props);
 }
