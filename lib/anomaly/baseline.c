@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "baseline.h"
 #include "bytes.h"
+#include "filemap.h"
 #include "freeeach.h"
 
 #include <math.h>
@@ -310,18 +311,16 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
   }
   if (h[0] != (gint32)b->kind || h[1] != b->window || h[2] != b->warmup ||
       (b->kind == TXL_BASELINE_QUANTILE && q != b->q)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "baseline state: saved with another mode, window (%d), "
-                "warm-up (%d) or quantile", h[1], h[2]);
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_INVALID,
+                    "baseline state: saved with another mode, window (%d), "
+                    "warm-up (%d) or quantile", h[1], h[2]);
   }
   for (int i = 0; i < h[3]; i++) {
     double d = txl_f64_from_bits(txl_le_get64(p + 28 + 8 * i));
     if (!isfinite(d)) { /* add() never keeps one; selection needs an order */
-      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                  "baseline state: value %d of %d is not a finite number "
-                  "(%g): refused", i + 1, h[3], d);
-      return FALSE;
+      return txl_fail(error, TXL_ERROR_FORMAT,
+                      "baseline state: value %d of %d is not a finite number "
+                      "(%g): refused", i + 1, h[3], d);
     }
   }
   for (int i = 0; i < h[3]; i++)
@@ -331,9 +330,7 @@ txl_baseline_state_set_data(TxlBaseline *b, const guint8 *src, gsize len,
   b->fresh = fresh;
   return TRUE;
 bad:
-  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-              "baseline state: malformed");
-  return FALSE;
+  return txl_fail(error, TXL_ERROR_FORMAT, "baseline state: malformed");
 }
 
 gboolean

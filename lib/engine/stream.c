@@ -12,6 +12,7 @@
  * The keys are kept transposed (row c of a layer's key memory holds feature
  * c of every position): that is the layout the content-score product reads
  * its right operand in (lib/kernels/gemm.h), so the memory is never repacked. */
+#include "filemap.h"
 #include "freeeach.h"
 #include "gemm.h"
 #include "model_check.h"
@@ -176,18 +177,16 @@ txl_stream_set_model(TxlStream *s, TxlModel *m, GError **error)
       a->d_head != b->d_head || a->d_inner != b->d_inner ||
       a->n_token != b->n_token || a->pre_lnorm != b->pre_lnorm ||
       a->n_cutoffs != b->n_cutoffs || a->div_val != b->div_val) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "the new weights have another shape than the "
-                        "stream's model");
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_INVALID,
+                    "the new weights have another shape than the "
+                    "stream's model");
   }
   TxlRTable *rt = txl_model_get_rtable(m, s->clamp_len, s->cap);
   TxlPacked *pk = rt ? txl_model_get_packed(m) : NULL;
   if (!pk) {
     txl_rtable_unref(rt);
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "the new weights' tables cannot be allocated");
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_INVALID,
+                    "the new weights' tables cannot be allocated");
   }
   txl_rtable_unref(s->rt);
   txl_packed_unref(s->pk);
@@ -224,10 +223,9 @@ check_ids(const int32_t *ids, int n, int n_token, const char *what,
 {
   for (int i = 0; i < n; i++) {
     if (ids[i] < 0 || ids[i] >= n_token) {
-      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                  "%s %d is token id %d, outside the vocabulary [0, %d)", what,
-                  i, ids[i], n_token);
-      return FALSE;
+      return txl_fail(error, TXL_ERROR_INVALID,
+                      "%s %d is token id %d, outside the vocabulary [0, %d)",
+                      what, i, ids[i], n_token);
     }
   }
   return TRUE;
@@ -359,10 +357,9 @@ txl_stream_forward(TxlStream *s, const int32_t *inputs, int n,
 {
   const TxlConfig *c = &s->m->cfg;
   if (n < 1 || n > s->max_seg) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "segment of %d tokens: must be between 1 and %d", n,
-                s->max_seg);
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_INVALID,
+                    "segment of %d tokens: must be between 1 and %d", n,
+                    s->max_seg);
   }
   if (!check_ids(inputs, n, c->n_token, "input", error) ||
       (targets && !check_ids(targets, n, c->n_token, "target", error)))
@@ -385,10 +382,9 @@ gboolean
 txl_stream_next_logprobs(TxlStream *s, float *out, GError **error)
 {
   if (!s->has_last) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "no token has been fed since the stream started or "
-                        "was reset");
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_INVALID,
+                    "no token has been fed since the stream started or "
+                    "was reset");
   }
   txl_out_full(s->m, s->last_h, out, s->out);
   return TRUE;
@@ -457,10 +453,9 @@ txl_stream_state_import(TxlStream *s, const float *in, int mlen,
 {
   const TxlConfig *c = &s->m->cfg;
   if (mlen < 0 || mlen > s->mem_len) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "%d positions of memory do not fit mem_len %d", mlen,
-                s->mem_len);
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_FORMAT,
+                    "%d positions of memory do not fit mem_len %d", mlen,
+                    s->mem_len);
   }
   const gsize w = row_width(s), n = (gsize)mlen * w;
   for (int l = 0; l < c->n_layer; l++) {

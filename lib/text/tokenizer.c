@@ -3,6 +3,7 @@
  * output depends only on the concatenated input, never on how it was cut
  * into pieces. */
 #include "bpe.h"
+#include "filemap.h"
 #include "freeeach.h"
 #include "record.h"
 #include "model_internal.h"
@@ -108,10 +109,9 @@ txl_tokenizer_load(TxlTokenizer *t, const GgufFile *f, int n_token,
     for (int i = 0; i < 256; i++)
       t->byte_sym[i] = (char)i;
     if (n_token < 256) {
-      g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                  "tokenizer.type 'byte' needs n_token >= 256, not %d",
-                  n_token);
-      return FALSE;
+      return txl_fail(error, TXL_ERROR_FORMAT,
+                      "tokenizer.type 'byte' needs n_token >= 256, not %d",
+                      n_token);
     }
     return TRUE;
   }
@@ -125,9 +125,9 @@ txl_tokenizer_load(TxlTokenizer *t, const GgufFile *f, int n_token,
   }
   if (strcmp(type, "word") != 0) {
     g_autofree char *esc = g_strescape(type, NULL);
-    g_set_error(error, TXL_ERROR, TXL_ERROR_UNSUPPORTED,
-                "tokenizer.type '%s' is not one of byte, word, bpe, none", esc);
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_UNSUPPORTED,
+                    "tokenizer.type '%s' is not one of byte, word, bpe, none",
+                    esc);
   }
   t->type = TXL_TOKENIZER_WORD;
   gsize n;
@@ -135,9 +135,9 @@ txl_tokenizer_load(TxlTokenizer *t, const GgufFile *f, int n_token,
                              error))
     return FALSE;
   if (n != (gsize)n_token) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "tokenizer.tokens has %zu symbols, n_token is %d", n, n_token);
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_FORMAT,
+                    "tokenizer.tokens has %zu symbols, n_token is %d", n,
+                    n_token);
   }
   if (!optional_id(f, "tokenizer.unk_id", n_token, &t->unk_id, error) ||
       !optional_id(f, "tokenizer.eos_id", n_token, &t->eos_id, error))
@@ -212,11 +212,10 @@ txl_tokenizer_decode(const TxlTokenizer *t, const int32_t *ids, gsize n,
     const char *s = txl_tokenizer_symbol(t, id, &len);
     if (!s || (t->type == TXL_TOKENIZER_BYTE && id >= 256) ||
         t->type == TXL_TOKENIZER_NONE) {
-      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                  "token %d (at %zu) has no text in this %s tokenizer of %d "
-                  "ids", id, i, txl_tokenizer_type_name(t->type),
-                  t->n_tokens);
-      return FALSE;
+      return txl_fail(error, TXL_ERROR_INVALID,
+                      "token %d (at %zu) has no text in this %s tokenizer of "
+                      "%d ids", id, i, txl_tokenizer_type_name(t->type),
+                      t->n_tokens);
     }
     if (t->type == TXL_TOKENIZER_WORD) {
       if (id == t->eos_id) {
@@ -515,12 +514,11 @@ txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
   if (!r.ok || version < 1 || version > ENC_STATE_VERSION)
     goto bad;
   if (type != (guint32)e->tok->type) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "tokenizer state: saved by a %s tokenizer, this one is %s",
-                type <= TXL_TOKENIZER_BPE ? txl_tokenizer_type_name(type)
-                                          : "unknown",
-                txl_tokenizer_type_name(e->tok->type));
-    return FALSE;
+    return txl_fail(error, TXL_ERROR_FORMAT,
+                    "tokenizer state: saved by a %s tokenizer, this one is %s",
+                    type <= TXL_TOKENIZER_BPE ? txl_tokenizer_type_name(type)
+                                              : "unknown",
+                    txl_tokenizer_type_name(e->tok->type));
   }
   if (line < 1 || line > G_MAXINT64 || has_text > 1 ||
       wlen > txl_reader_left(&r) ||
@@ -564,9 +562,8 @@ txl_encoder_state_set_data(TxlEncoder *e, const guint8 *src, gsize size,
     g_byte_array_append(e->held, held, (guint)hlen);
   return TRUE;
 bad:
-  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-              "tokenizer state: malformed or from another version");
-  return FALSE;
+  return txl_fail(error, TXL_ERROR_FORMAT,
+                  "tokenizer state: malformed or from another version");
 }
 
 gboolean
