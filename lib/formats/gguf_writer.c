@@ -56,9 +56,7 @@ static void
 tensor_free(gpointer p)
 {
   WriterTensor *t = p;
-  g_free(t->name);
-  g_free(t->data);
-  g_free(t);
+  txl_free_each(g_free, t->name, t->data, t);
 }
 
 GgufWriter *
