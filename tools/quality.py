@@ -32,11 +32,18 @@ logs, and regenerates the tables of docs/quality-logs.md.
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
+  tools/quality.py session-rule DIR...
+                                     the session rule's quantile and margin
+                                     replayed on `txl eval -o DIR` runs
+                                     (hdfs --keep keeps them): recall, false
+                                     alarms and F1 of each, and the best F1
+                                     any threshold reaches
 
 Every run of txl here is `txl score` with its defaults (plus --learn where
 learning is measured); the label-free rule is lib/anomaly/baseline.h's,
 re-played here only by `rule`, to see its constants' neighbours."""
 import argparse
+import csv
 import hashlib
 import json
 import os
@@ -280,7 +287,8 @@ def cmd_hdfs(a):
                                   "unlabelled validation sessions"),
                                  (["--normal-only"], "normal first-half sessions (labels read)",
                                   "normal validation sessions")):
-            out = os.path.join(tmp, "out")
+            out = os.path.join(a.keep or tmp, "label-free" if not extra else "labelled")
+            shutil.rmtree(out, ignore_errors=True)
             t0 = time.monotonic()
             subprocess.run([TXL, "eval", log, "--labels", labels, "-o", out] + extra,
                            check=True, capture_output=True)
@@ -291,6 +299,47 @@ def cmd_hdfs(a):
             print("| %s | %s | %d | %.4f | %.4f | %.4f | %.4f | %.1f |" % (
                 what, thr, s["sessions"].get("trimmed", 0), m["precision"], m["recall"],
                 m["f1"], m["auroc"], mins), flush=True)
+
+
+def quantile(v, f):
+    """v's quantile f, interpolated between order statistics (as
+    lib/anomaly/baseline.c)."""
+    v = sorted(v)
+    pos = f * (len(v) - 1)
+    k = int(pos)
+    return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
+
+
+def cmd_session_rule(a):
+    """The session rule, Q x (1 + M) of each run's validation scores (labels
+    unread), for several quantiles Q and margins M, judged on the run's
+    test sessions; the rule it replaced (1.5 x the highest, those above 3 x
+    the median left out); and the best F1 of any threshold on the same
+    scores (what the ranking allows)."""
+    for d in a.dirs:
+        with open(os.path.join(d, "sessions.csv")) as f:
+            rows = list(csv.DictReader(f))
+        val = sorted(float(r["score"]) for r in rows if r["split"] == "calibration")
+        test = [(float(r["score"]), int(r["label"])) for r in rows if r["split"] == "test"]
+        pos = sum(l for _, l in test)
+        neg = len(test) - pos
+
+        def judge(thr):
+            tp = sum(1 for s, l in test if s > thr and l)
+            fp = sum(1 for s, l in test if s > thr and not l)
+            f1 = 2 * tp / (2 * tp + fp + (pos - tp)) if tp else 0.0
+            return tp / max(pos, 1), 100 * fp / max(neg, 1), f1
+        best = max(judge(s - 1e-12)[2] for s, _ in test)
+        print("%s: %d validation, %d test sessions (%d anomalous); best F1 of any threshold %.3f"
+              % (d, len(val), len(test), pos, best))
+        print("| rule | threshold | recall | false alarms % | F1 |")
+        print("|---|---|---|---|---|")
+        kept = [v for v in val if v <= 3 * quantile(val, 0.5)] or val[:1]
+        print("| old: 1.5 x max | %.4f | %.3f | %.2f | %.3f |" % ((1.5 * kept[-1],) + judge(1.5 * kept[-1])))
+        for q in a.q:
+            for m in a.margin:
+                thr = quantile(val, q) * (1 + m)
+                print("| Q%g x %g | %.4f | %.3f | %.2f | %.3f |" % ((100 * q, 1 + m, thr) + judge(thr)))
 
 
 def offline_cmd(inputs, val, out):
@@ -584,6 +633,11 @@ def main():
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
                    help="the development split (the first half's blocks) instead")
+    s.add_argument("--keep", help="keep txl eval's output in DIR/label-free and DIR/labelled")
+    s = sub.add_parser("session-rule")
+    s.add_argument("dirs", nargs="+")
+    s.add_argument("--q", type=float, nargs="*", default=[0.9, 0.95, 0.99])
+    s.add_argument("--margin", type=float, nargs="*", default=[0.25, 0.5, 0.75, 1])
     for name in ("inject", "rule"):
         s = sub.add_parser(name)
         s.add_argument("logs", nargs="+")
@@ -596,7 +650,7 @@ def main():
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
      "hdfs": cmd_hdfs, "offline": cmd_offline, "hdfs-live": cmd_hdfs_live,
-     "hdfs-stalls": cmd_hdfs_stalls}[a.cmd](a)
+     "hdfs-stalls": cmd_hdfs_stalls, "session-rule": cmd_session_rule}[a.cmd](a)
 
 
 if __name__ == "__main__":

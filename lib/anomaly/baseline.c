@@ -183,27 +183,12 @@ txl_baseline_threshold(TxlBaseline *b, double *threshold)
   return TRUE;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 double
-txl_session_rule_threshold(double *v, gsize n, double margin, gboolean trim)
+txl_session_rule_threshold(double *v, gsize n, double margin)
 {
   if (n == 0)
     return INFINITY;
-  qsort(v, n, sizeof(double), cmp_double);
-  if (trim) {
-    /* a few odd sessions would carry the maximum: those far above the
-     * rest (anomalies, mostly) do not take part */
-    double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-    while (n > 1 && v[n - 1] > TXL_SESSION_RULE_TRIM * med)
-      n--;
-  }
-  return v[n - 1] * (1.0 + margin);
+  return (1.0 + margin) * quantile(v, (int)n, TXL_SESSION_RULE_Q);
 }
 
 gboolean
@@ -213,7 +198,7 @@ txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
   if (n < 0)
     return FALSE;
   *threshold = txl_session_rule_threshold(b->scratch, n,
-                                          TXL_SESSION_RULE_MARGIN, TRUE);
+                                          TXL_SESSION_RULE_MARGIN);
   return TRUE;
 }
 

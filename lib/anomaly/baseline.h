@@ -51,22 +51,23 @@ gboolean txl_baseline_threshold(TxlBaseline *b, double *threshold);
 double txl_stream_rule_threshold(double *v, gsize n);
 
 /* The label-free session threshold, in the unit of the session scores:
- * the highest of them times 1 + MARGIN, after leaving out (with trim)
- * those above TRIM times their median, which anomalies among them mostly
- * are.  Session scores (a mean over a session's tokens) are tightly
- * bunched, and later sessions shift a little (HDFS: blocks cut off by the
- * end of the recording); a spread-based rule flags that shift, a factor
- * on the maximum absorbs it.  Chosen on HDFS data
- * (docs/notes/2026-11-25-label-free-eval.md). txl eval applies it to its
+ * their quantile Q times 1 + MARGIN.  Session scores (means over a
+ * session's tokens) are tightly bunched, and later sessions shift a little
+ * (HDFS: blocks cut off by the end of the recording); a factor absorbs that
+ * shift where a spread-based rule flags it.  Q stands for the highest
+ * normal score: anomalies among the scores, up to 1 - Q of them, sit above
+ * it and do not move it (the maximum moved with the first of them).
+ * Q and MARGIN were chosen on a development split of the HDFS slice
+ * (docs/notes/2026-11-27-session-rule.md).  txl eval applies it to its
  * validation sessions, txlsessions to the last WINDOW ended sessions it
  * did not flag (during the warm-up, to all). */
-#define TXL_SESSION_RULE_MARGIN 0.5
-#define TXL_SESSION_RULE_TRIM 3.0
+#define TXL_SESSION_RULE_Q 0.95
+#define TXL_SESSION_RULE_MARGIN 0.75
 #define TXL_SESSION_RULE_WINDOW 1000
 #define TXL_SESSION_RULE_WARMUP 50
-/* over n values of a caller's (sorted in place; INFINITY when n is 0) */
-double txl_session_rule_threshold(double *v, gsize n, double margin,
-                                  gboolean trim);
+/* over n values of a caller's (reordered in place; INFINITY when n is 0),
+ * with the given margin (txl eval --margin) */
+double txl_session_rule_threshold(double *v, gsize n, double margin);
 /* over b's window (values: session scores); FALSE during warm-up */
 gboolean txl_baseline_session_threshold(TxlBaseline *b, double *threshold);
 /* The rule applied to one value: *flag = x above the threshold (or not

@@ -3,8 +3,8 @@
 file): the running session rule of lib/anomaly/baseline.h, written again
 here.  Each ended session is judged against the scores of the sessions that
 ended before it: "warmup" and no flag for the first 50, then flagged above
-1.5 x the highest of the last 1,000 not flagged (those above 3 x their
-median left out).  A few sessions of foreign lines among HDFS-like ones are flagged; a
+1.75 x the 95th percentile of the last 1,000 not flagged (interpolated
+between order statistics).  A few sessions of foreign lines among HDFS-like ones are flagged; a
 snapshot cut anywhere resumes the rule's window, so the output equals one
 uninterrupted run byte for byte; a set session-threshold turns the rule
 off.  gst-launch-1.0 and the bundled model."""
@@ -67,11 +67,12 @@ def sessions(path):
 def rule(prev):
     """lib/anomaly/baseline.h's session rule over the window prev."""
     v = sorted(prev)
-    n = len(v)
-    med = v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
-    while n > 1 and v[n - 1] > 3.0 * med:
-        n -= 1
-    return v[n - 1] * 1.5
+
+    def q(f):
+        pos = f * (len(v) - 1)
+        k = int(pos)
+        return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
+    return 1.75 * q(0.95)
 
 
 def main():

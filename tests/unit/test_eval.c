@@ -69,20 +69,24 @@ TU_TEST("/eval/metrics/json", test_metrics_json)
 TU_TEST("/eval/threshold", test_threshold_rule)
 {
   EvalThresholdRule r = { .margin = 0.5 };
-  double v[] = { 0.2, 0.1, 0.4, 0.3 };
-  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, v, 4, TRUE), 0.6, 1e-12);
-  /* an outlier above 3 x the median: kept unless trim */
-  double w[] = { 1, 1.1, 0.9, 1.2, 10 };
-  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, w, 5, TRUE), 15, 1e-12);
-  r.trim = TRUE;
-  double w2[] = { 1, 1.1, 0.9, 1.2, 10 };
-  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, w2, 5, TRUE), 1.8, 1e-12);
-  /* lines are never trimmed */
-  double w3[] = { 1, 1.1, 0.9, 1.2, 10 };
-  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, w3, 5, FALSE), 15, 1e-12);
-  g_assert_true(isinf(eval_threshold(&r, NULL, 0, TRUE)));
+  /* 1..40 shuffled, then one value far above: the 95th percentile of the
+   * 41 is 39 (an order statistic, no interpolation) */
+  double v[41], w[41];
+  for (int i = 0; i < 40; i++)
+    v[i] = w[i] = (i * 7) % 40 + 1;
+  v[40] = 1000;
+  w[40] = 40.5;
+  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, v, 41), 1.5 * 39, 1e-12);
+  /* the highest value does not move it: the rule holds with a few
+   * anomalies among the validation scores */
+  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, w, 41), 1.5 * 39, 1e-12);
+  /* between order statistics: linear interpolation (0.95 x 3 = 2.85) */
+  double x[] = { 0.4, 0.1, 0.3, 0.2 };
+  r.margin = 1;
+  g_assert_cmpfloat_with_epsilon(eval_threshold(&r, x, 4), 2 * 0.385, 1e-12);
+  g_assert_true(isinf(eval_threshold(&r, NULL, 0)));
   r.fixed = 7;
-  g_assert_cmpfloat(eval_threshold(&r, w3, 5, TRUE), ==, 7);
+  g_assert_cmpfloat(eval_threshold(&r, w, 41), ==, 7);
 }
 
 TU_TEST("/eval/median", test_median)

@@ -36,7 +36,6 @@ typedef struct {
   char *score;
   int agg;              /* index of --score in eval_agg_names */
   char *margin_s;       /* --margin as given */
-  char *outliers;       /* "drop" (default) or "keep" */
   EvalThresholdRule rule;
   gboolean end, single_stream, keep_text, normal_only;
   char *lines_out;
@@ -71,7 +70,7 @@ static void
 opts_free(Opts *o)
 {
   txl_free_each(g_free, o->labels_path, o->out_dir, o->key_re, o->model_path,
-                o->score, o->margin_s, o->lines_out, o->outliers);
+                o->score, o->margin_s, o->lines_out);
 }
 
 /* Trains the model as `txl train --tokenizer bpe --normalize` would, with
@@ -109,7 +108,7 @@ check_opts(Opts *o)
     o->key_re = g_strdup("blk_-?[0-9]+");
   if (!o->score)
     o->score = g_strdup("mean");
-  o->rule.margin = 0.5; /* chosen on a development split (docs/anomaly.md) */
+  o->rule.margin = TXL_SESSION_RULE_MARGIN; /* chosen on a development split */
   if (o->margin_s) {
     char *endp = NULL;
     o->rule.margin = g_ascii_strtod(o->margin_s, &endp);
@@ -120,13 +119,6 @@ check_opts(Opts *o)
       return 2;
     }
   }
-  if (o->outliers && strcmp(o->outliers, "drop") &&
-      strcmp(o->outliers, "keep")) {
-    fprintf(stderr, "txl eval: --validation-outliers takes drop or keep, not "
-                    "'%s'\n", o->outliers);
-    return 2;
-  }
-  o->rule.trim = !o->outliers || !strcmp(o->outliers, "drop");
   o->agg = eval_agg_index(o->score);
   if (o->agg < 0) {
     fprintf(stderr, "txl eval: --score takes max-line, max-line-sum, "
@@ -167,8 +159,7 @@ parse_opts(Opts *o, int argc, char **argv)
     { "calib-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o->calib_fraction, "Last fraction of the training part's normal sessions kept for the threshold (default 0.2)", "F" },
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model_path, "Score with this model instead of training one (it must have been trained on the training part)", "MODEL" },
     { "score", 0, 0, G_OPTION_ARG_STRING, &o->score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
-    { "margin", 0, 0, G_OPTION_ARG_STRING, &o->margin_s, "The threshold is the highest normal validation score x (1 + M) (default 0.5, chosen on a development split of the HDFS training part: docs/anomaly.md)", "M" },
-    { "validation-outliers", 0, 0, G_OPTION_ARG_STRING, &o->outliers, "drop (default): normal validation sessions scoring above 3 x their median do not take part in the session threshold (a few odd ones would carry the maximum; txl eval names them); keep: every one does", "drop|keep" },
+    { "margin", 0, 0, G_OPTION_ARG_STRING, &o->margin_s, "The threshold is the validation scores' 95th percentile x (1 + M) (default 0.75, chosen on a development split of the HDFS slice: docs/anomaly.md)", "M" },
     { "normal-only", 0, 0, G_OPTION_ARG_NONE, &o->normal_only, "Train and validate on the training part's normal sessions alone (reads its labels; default: on all its sessions, as they come)", NULL },
     { "threshold", 0, 0, G_OPTION_ARG_DOUBLE, &o->rule.fixed, "A fixed threshold instead of calibration", "X" },
     { "end", 0, 0, G_OPTION_ARG_NONE, &o->end, "Also score each session's end (an empty line after its last) and count it in the session score", NULL },
@@ -310,7 +301,7 @@ session_step(const Eval *ev, const Opts *o, Result *r)
           r->lab[nt++] = s->label;
         }
       }
-      double t = eval_threshold(&o->rule, cal, nc, TRUE);
+      double t = eval_threshold(&o->rule, cal, nc);
       EvalMetrics m;
       eval_metrics(r->sc, r->lab, nt, t, &m);
       gboolean chosen = a == o->agg && we == with_end(o);
@@ -384,22 +375,20 @@ line_step(const Eval *ev, const Opts *o, Result *r)
   }
   double lt = stream_rule
     ? txl_stream_rule_threshold((double *)lc->data, lc->len)
-    : eval_threshold(&o->rule, (double *)lc->data, lc->len, FALSE);
+    : eval_threshold(&o->rule, (double *)lc->data, lc->len);
   eval_metrics(lsc, llab, nt, lt, &r->line_m);
   r->line_bpb_thr = o->rule.fixed > 0 ? 0.0 : stream_rule ? lt
-    : eval_threshold(&o->rule, (double *)lb->data, lb->len, FALSE);
+    : eval_threshold(&o->rule, (double *)lb->data, lb->len);
   if (!isfinite(r->line_bpb_thr))
     r->line_bpb_thr = 0.0;
   g_array_free(lc, TRUE);
   g_array_free(lb, TRUE);
 }
 
-/* One odd normal validation session can carry a maximum-based threshold
- * far from the rest (HDFS at other split points:
- * docs/notes/anomaly-experiments.md); it shows without test labels, so
- * say so. */
+/* The validation scores' highest and median, for summary.json: where the
+ * threshold stands among them. */
 static void
-outlier_step(const Eval *ev, const Opts *o, Result *r)
+validation_step(const Eval *ev, const Opts *o, Result *r)
 {
   r->val_max = r->val_med = NAN;
   GArray *vv = g_array_new(FALSE, FALSE, sizeof(double));
@@ -416,15 +405,6 @@ outlier_step(const Eval *ev, const Opts *o, Result *r)
   }
   r->val_med = eval_median((double *)vv->data, vv->len);
   g_array_free(vv, TRUE);
-  if (r->val_med > 0 && r->val_max > 3.0 * r->val_med)
-    fprintf(stderr, "txl eval: warning: the highest %svalidation "
-            "score (%.4g, session %s) is %.1f x their median (%.4g): "
-            "%s; look at such sessions (sessions.csv, split calibration)\n",
-            o->normal_only ? "normal " : "", r->val_max, r->val_max_key,
-            r->val_max / r->val_med, r->val_med,
-            o->rule.trim ? "the sessions above 3 x the median are "
-            "left out of the threshold (--validation-outliers keep: not)"
-            : "it decides a threshold based on the maximum");
 }
 
 static void
@@ -437,7 +417,7 @@ print_table(const Opts *o, const Result *r)
          " anomalous), score %s%s, threshold %s%s%s\n", o->log_path,
          r->sess_m.n, r->sess_m.n_anom, o->score,
          with_end(o) ? " with the end marker" : "",
-         o->rule.fixed > 0 ? "fixed" : "max",
+         o->rule.fixed > 0 ? "fixed" : "quantile",
          o->rule.fixed > 0 ? "" : margin_txt,
          o->single_stream ? ", single stream" : "");
   printf("  %-8s %10s %10s %9s %9s %9s %9s %8s\n", "level", "threshold",
@@ -505,10 +485,8 @@ write_summary(const Eval *ev, const Opts *o, const Result *r, GError **error)
     n[SPLIT_DROPPED], n[SPLIT_UNLABELLED], n[SPLIT_TRIMMED], o->train_fraction,
     o->calib_fraction, o->score, with_end(o) ? "true" : "false",
     o->single_stream ? "true" : "false",
-    o->rule.fixed > 0 ? "fixed" : "max", o->rule.margin);
-  g_string_append_printf(j, "\"session_rule\": \"whole\", "
-                         "\"trim_validation\": %s, ",
-                         o->rule.trim ? "true" : "false");
+    o->rule.fixed > 0 ? "fixed" : "quantile", o->rule.margin);
+  g_string_append(j, "\"session_rule\": \"whole\", ");
   if (isfinite(r->val_max) && isfinite(r->val_med)) {
     g_string_append_printf(j, "\"validation_scores\": {\"max\": %.9g, "
                            "\"median\": %.9g, \"max_session\": ", r->val_max,
@@ -585,12 +563,10 @@ write_calibration(const Opts *o, const Result *r, GError **error)
   g_autofree char *rule = o->rule.fixed > 0
     ? g_strdup_printf("fixed threshold %g (txl eval --threshold)",
                       o->rule.fixed)
-    : g_strdup_printf("txl eval: max of the %s scores of %" G_GSIZE_FORMAT
-                      " %svalidation sessions%s of %s, times %g",
+    : g_strdup_printf("txl eval: 95th percentile of the %s scores of %"
+                      G_GSIZE_FORMAT " %svalidation sessions of %s, times %g",
                       o->score, r->n_cal_used,
                       o->normal_only ? "normal " : "(labels not read) ",
-                      o->rule.trim
-                      ? " (those above 3 x the median left out)" : "",
                       log_base, 1.0 + o->rule.margin);
   TxlCalibration cb = {
     .sessions = !o->single_stream, .session_key = o->key_re,
@@ -730,7 +706,7 @@ txl_cmd_eval(int argc, char **argv)
       score_step(&ev, &o, &r, &err)) {
     session_step(&ev, &o, &r);
     line_step(&ev, &o, &r);
-    outlier_step(&ev, &o, &r);
+    validation_step(&ev, &o, &r);
     print_table(&o, &r);
     if (write_reports(&ev, &o, &r, &err))
       rc = 0;

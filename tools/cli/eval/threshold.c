@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The threshold rule (threshold.h): the session rule of
- * lib/anomaly/baseline.h with this command's --margin and
- * --validation-outliers.  1.5 x the highest validation score (margin 0.5)
- * won on a development split of the HDFS log's training part among eight
- * rules; the others lost and are gone (their runs:
- * docs/notes/anomaly-experiments.md). */
+ * lib/anomaly/baseline.h, with this command's --margin.  The rules that
+ * lost their experiments are gone; their runs:
+ * docs/notes/anomaly-experiments.md and
+ * docs/notes/2026-11-27-session-rule.md. */
 #include "threshold.h"
 #include "txl_anomaly.h"
 
-#include <math.h>
-#include <stdlib.h>
-
 double
-eval_threshold(const EvalThresholdRule *r, double *v, gsize n,
-               gboolean sessions)
+eval_threshold(const EvalThresholdRule *r, double *v, gsize n)
 {
   if (r->fixed > 0)
     return r->fixed;
-  return txl_session_rule_threshold(v, n, r->margin, sessions && r->trim);
+  return txl_session_rule_threshold(v, n, r->margin);
 }
