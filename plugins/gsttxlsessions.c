@@ -143,8 +143,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
    * session-open-thresholds is set */
   gdouble thr = self->thr;
   /* without a threshold given, the running rule: judged against the
-   * sessions that ended before and were not flagged (one anomaly in the
-   * window would carry its maximum, and the bar, for a thousand sessions) */
+   * sessions that ended before and were not flagged (a burst of anomalies
+   * would otherwise fill the window's top and raise the bar) */
   gboolean warm = FALSE;
   if (self->recent) {
     warm = !txl_baseline_session_threshold(self->recent, &thr);
