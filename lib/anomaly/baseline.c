@@ -4,6 +4,7 @@
 #include "filemap.h"
 #include "freeeach.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,13 +174,22 @@ txl_baseline_score(TxlBaseline *b, double x, double *score)
   return TRUE;
 }
 
+/* A rule's bar stays a number: values near the largest double (a
+ * restored window may hold any finite ones) would overflow it to infinity,
+ * or to NaN through an interpolation between -inf and +inf. */
+static double
+finite_bar(double t)
+{
+  return isnan(t) || t > DBL_MAX ? DBL_MAX : t < -DBL_MAX ? -DBL_MAX : t;
+}
+
 gboolean
 txl_baseline_threshold(TxlBaseline *b, double *threshold)
 {
   int n = judging_values(b);
   if (n < 0)
     return FALSE;
-  *threshold = txl_stream_rule_threshold(b->scratch, n);
+  *threshold = finite_bar(txl_stream_rule_threshold(b->scratch, n));
   return TRUE;
 }
 
@@ -188,7 +198,7 @@ txl_session_rule_threshold(double *v, gsize n, double margin)
 {
   if (n == 0)
     return INFINITY;
-  return (1.0 + margin) * quantile(v, (int)n, TXL_SESSION_RULE_Q);
+  return finite_bar((1.0 + margin) * quantile(v, (int)n, TXL_SESSION_RULE_Q));
 }
 
 gboolean
@@ -197,8 +207,8 @@ txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
   int n = judging_values(b);
   if (n < 0)
     return FALSE;
-  *threshold = txl_session_rule_threshold(b->scratch, n,
-                                          TXL_SESSION_RULE_MARGIN);
+  *threshold = finite_bar(txl_session_rule_threshold(b->scratch, n,
+                                                     TXL_SESSION_RULE_MARGIN));
   return TRUE;
 }
 
@@ -209,7 +219,8 @@ txl_stream_rule_threshold(double *v, gsize n)
     return INFINITY;
   double hi = quantile(v, n, TXL_STREAM_RULE_Q);
   double med = quantile(v, n, 0.5);
-  return hi + TXL_STREAM_RULE_MARGIN * MAX(hi - med, TXL_STREAM_RULE_FLOOR);
+  return finite_bar(hi + TXL_STREAM_RULE_MARGIN *
+                             MAX(hi - med, TXL_STREAM_RULE_FLOOR));
 }
 
 gboolean

@@ -4,6 +4,7 @@
  * window that follows a shift, refusal of bad parameters. */
 #include "baseline.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,25 @@ TU_TEST("/baseline/stream-rule", test_stream_rule)
   g_assert_true(txl_baseline_judge(b, NAN, &flag) && flag);
   g_assert_true(txl_baseline_threshold(b, &after) && isfinite(after));
   g_rand_free(r);
+  txl_baseline_free(b);
+}
+
+/* Values near the largest double (a restored window may hold any finite
+ * ones) overflow the rules' arithmetic: both bars stay finite, so that a
+ * threshold written out is a number (found by fuzz_state). */
+TU_TEST("/baseline/huge-values", test_huge_values)
+{
+  TxlBaseline *b = txl_baseline_new(TXL_BASELINE_MAD, 64, 4, 0, NULL);
+  for (int i = 0; i < 8; i++)
+    txl_baseline_add(b, i % 2 ? DBL_MAX : 0.9 * DBL_MAX);
+  double t = 0;
+  g_assert_true(txl_baseline_threshold(b, &t));
+  g_assert_true(t == DBL_MAX);
+  g_assert_true(txl_baseline_session_threshold(b, &t));
+  g_assert_true(t == DBL_MAX);
+  double v[] = { -DBL_MAX, DBL_MAX, DBL_MAX };
+  g_assert_true(isfinite(txl_stream_rule_threshold(v, 3)));
+  g_assert_true(isfinite(txl_session_rule_threshold(v, 3, 0.75)));
   txl_baseline_free(b);
 }
 
