@@ -176,7 +176,8 @@ txl_baseline_score(TxlBaseline *b, double x, double *score)
 
 /* A rule's bar stays a number: values near the largest double (a
  * restored window may hold any finite ones) would overflow it to infinity,
- * or to NaN through an interpolation between -inf and +inf. */
+ * or to NaN where a quantile falls on an order statistic whose neighbour
+ * is the other extreme (0 x the infinite gap between them). */
 static double
 finite_bar(double t)
 {

@@ -200,6 +200,16 @@ TU_TEST("/baseline/huge-values", test_huge_values)
   double v[] = { -DBL_MAX, DBL_MAX, DBL_MAX };
   g_assert_true(isfinite(txl_stream_rule_threshold(v, 3)));
   g_assert_true(isfinite(txl_session_rule_threshold(v, 3, 0.75)));
+  /* the quantile exactly on the last -DBL_MAX, the next value DBL_MAX:
+   * 0 x infinity in the interpolation (Q90 of 11, Q95 of 21) */
+  double w11[11], w21[21];
+  for (int i = 0; i < 21; i++) {
+    if (i < 11)
+      w11[i] = i == 10 ? DBL_MAX : -DBL_MAX;
+    w21[i] = i == 20 ? DBL_MAX : -DBL_MAX;
+  }
+  g_assert_true(isfinite(txl_stream_rule_threshold(w11, 11)));
+  g_assert_true(isfinite(txl_session_rule_threshold(w21, 21, 0.75)));
   txl_baseline_free(b);
 }
 
