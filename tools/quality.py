@@ -191,6 +191,8 @@ def cmd_inject(a):
 
 
 def quantile(v, q):
+    """v's quantile q, interpolated between order statistics (as
+    lib/anomaly/baseline.c)."""
     v = sorted(v)
     pos = q * (len(v) - 1)
     k = int(pos)
@@ -301,21 +303,15 @@ def cmd_hdfs(a):
                 m["f1"], m["auroc"], mins), flush=True)
 
 
-def quantile(v, f):
-    """v's quantile f, interpolated between order statistics (as
-    lib/anomaly/baseline.c)."""
-    v = sorted(v)
-    pos = f * (len(v) - 1)
-    k = int(pos)
-    return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
-
-
 def cmd_session_rule(a):
     """The session rule, Q x (1 + M) of each run's validation scores (labels
     unread), for several quantiles Q and margins M, judged on the run's
     test sessions; the rule it replaced (1.5 x the highest, those above 3 x
     the median left out); and the best F1 of any threshold on the same
-    scores (what the ranking allows)."""
+    scores (what the ranking allows).  Before the grid, where the scores
+    lie: the shift of the test sessions' median over the validation
+    sessions' (labels unread), and the test sessions that overlap, by
+    label and length in lines."""
     for d in a.dirs:
         with open(os.path.join(d, "sessions.csv")) as f:
             rows = list(csv.DictReader(f))
@@ -323,6 +319,22 @@ def cmd_session_rule(a):
         test = [(float(r["score"]), int(r["label"])) for r in rows if r["split"] == "test"]
         pos = sum(l for _, l in test)
         neg = len(test) - pos
+        normal = [s for s, l in test if not l]
+        low = min((s for s, l in test if l), default=float("inf"))
+        print("%s: test median %.4f = %.2f x the validation median %.4f; normal test sessions: "
+              "Q99 %.4f, highest %.4f; lowest anomalous %.4f" % (
+                  d, quantile([s for s, _ in test], 0.5),
+                  quantile([s for s, _ in test], 0.5) / quantile(val, 0.5), quantile(val, 0.5),
+                  quantile(normal, 0.99), max(normal), low))
+        groups = {}
+        for r in rows:
+            if r["split"] == "test" and float(r["score"]) >= low:
+                g = groups.setdefault((r["label"], int(r["lines"])), [])
+                g.append(float(r["score"]))
+        print("  test sessions at or above the lowest anomalous score, by label and lines: " +
+              ", ".join("%s %d lines: %d at %.2f-%.2f" % ("anomalous" if k[0] == "1" else "normal",
+                                                          k[1], len(g), min(g), max(g))
+                        for k, g in sorted(groups.items())))
 
         def judge(thr):
             tp = sum(1 for s, l in test if s > thr and l)

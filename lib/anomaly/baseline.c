@@ -190,7 +190,8 @@ txl_baseline_threshold(TxlBaseline *b, double *threshold)
   int n = judging_values(b);
   if (n < 0)
     return FALSE;
-  *threshold = finite_bar(txl_stream_rule_threshold(b->scratch, n));
+  /* n >= warm-up >= 1: the rule itself keeps the bar finite */
+  *threshold = txl_stream_rule_threshold(b->scratch, n);
   return TRUE;
 }
 
@@ -208,8 +209,8 @@ txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
   int n = judging_values(b);
   if (n < 0)
     return FALSE;
-  *threshold = finite_bar(txl_session_rule_threshold(b->scratch, n,
-                                                     TXL_SESSION_RULE_MARGIN));
+  *threshold = txl_session_rule_threshold(b->scratch, n,
+                                          TXL_SESSION_RULE_MARGIN);
   return TRUE;
 }
 
