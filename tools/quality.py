@@ -320,6 +320,9 @@ def cmd_session_rule(a):
         pos = sum(l for _, l in test)
         neg = len(test) - pos
         normal = [s for s, l in test if not l]
+        if not val or not pos or not neg:
+            sys.exit("%s: sessions.csv needs validation sessions and normal and anomalous "
+                     "test sessions (a `txl eval -o DIR` run with labels)" % d)
         low = min((s for s, l in test if l), default=float("inf"))
         print("%s: test median %.4f = %.2f x the validation median %.4f; normal test sessions: "
               "Q99 %.4f, highest %.4f; lowest anomalous %.4f" % (
