@@ -29,6 +29,10 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      a timeout by a block's last event,
                                      simulated (docs/notes/2026-11-26-
                                      stalled-sessions.md)
+  tools/quality.py hdfs-events DIR  the HDFS slice's event types by half and
+                                     label, and the F1 the labels allow a
+                                     detector of departures from the first
+                                     half (docs/quality-logs.md, table 3)
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
@@ -546,6 +550,53 @@ def cmd_hdfs_live(a):
                                 r["flagged"] == "1") for r in rows])
 
 
+def hdfs_etype(line):
+    """An HDFS line's event type: its component, then the first six words
+    of its message, those with a digit or / masked."""
+    parts = line.split(None, 5)
+    words = ["*" if re.search(r"[\d/]", w) else w
+             for w in (parts[5] if len(parts) > 5 else "").split()]
+    return (parts[4] if len(parts) > 4 else "") + " " + " ".join(words[:6])
+
+
+def cmd_hdfs_events(a):
+    """What the labels allow on the HDFS split txl eval uses (the first
+    half of the blocks by first line learns, the second half is judged):
+    each event type, by how many blocks of each half and label hold it;
+    then the normal test blocks holding a type that no normal block of the
+    first half holds.  A detector that learns "normal" from the first half
+    departs from it on those blocks; flagging them, and all else right, it
+    reaches at most F1 = 2A / (2A + N) (A anomalous test blocks, N those)."""
+    labels = hdfs_labels(a.dir)
+    blk = re.compile(r"blk_-?\d+")
+    types, order = {}, {}
+    with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
+        for line in f:
+            e = hdfs_etype(line)
+            for b in set(blk.findall(line)):
+                order.setdefault(b, len(order))
+                types.setdefault(b, set()).add(e)
+    blocks = sorted((b for b in order if b in labels), key=order.get)
+    first = set(blocks[:len(blocks) // 2])
+    count = {}
+    for b in blocks:
+        for e in types[b]:
+            c = count.setdefault(e, [0, 0, 0, 0])
+            c[(0 if b in first else 2) + labels[b]] += 1
+    print("first half: normal anomalous | second half: normal anomalous | event type")
+    for e, c in sorted(count.items(), key=lambda x: -sum(x[1])):
+        print("%6d %6d | %6d %6d | %s" % (c[0], c[1], c[2], c[3], e[:100]))
+    test = [b for b in blocks if b not in first]
+    pos = sum(labels[b] for b in test)
+    for what, seen in (("no normal block of the first half", lambda c: c[0] > 0),
+                       ("no block of the first half", lambda c: c[0] + c[1] > 0)):
+        novel = [b for b in test if not labels[b]
+                 and any(not seen(count[e]) for e in types[b])]
+        print("normal test blocks holding a type %s holds: %d; F1 at most %.4f "
+              "(%d anomalous test blocks)" % (what, len(novel),
+                                              2 * pos / (2 * pos + len(novel)), pos))
+
+
 def cmd_hdfs_stalls(a):
     """A simulation, not a product rule (docs/notes/2026-11-26-stalled-
     sessions.md): a block is stalled when it has been quiet (log time) for
@@ -563,11 +614,7 @@ def cmd_hdfs_stalls(a):
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
 
-    def etype(line):  # component, then the first six words, those with a digit or / masked
-        parts = line.split(None, 5)
-        words = ["*" if re.search(r"[\d/]", w) else w
-                 for w in (parts[5] if len(parts) > 5 else "").split()]
-        return parts[4] + " " + " ".join(words[:6])
+    etype = hdfs_etype
     last, first, stalled = {}, {}, {}  # block -> (time, type); first line; (line, quiet, limit, type)
     maxgap, n, timeouts, out = {}, {}, {}, set()  # out: blocks past their limit
     with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
@@ -644,6 +691,8 @@ def main():
     s.add_argument("--eps", type=float, help="stall only types that time out at most this often")
     s.add_argument("--floor", type=float, default=60, help="the shortest limit, seconds (60)")
     s.add_argument("-v", "--verbose", action="store_true", help="list the stalled blocks")
+    s = sub.add_parser("hdfs-events")
+    s.add_argument("dir")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
@@ -665,7 +714,7 @@ def main():
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
      "hdfs": cmd_hdfs, "offline": cmd_offline, "hdfs-live": cmd_hdfs_live,
-     "hdfs-stalls": cmd_hdfs_stalls, "session-rule": cmd_session_rule}[a.cmd](a)
+     "hdfs-stalls": cmd_hdfs_stalls, "hdfs-events": cmd_hdfs_events, "session-rule": cmd_session_rule}[a.cmd](a)
 
 
 if __name__ == "__main__":
