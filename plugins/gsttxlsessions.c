@@ -724,9 +724,9 @@ static const TxlPropField prop_fields[] = {
   F(PROP_SESSION_THRESHOLD, threshold, TXL_DOUBLE("session-threshold",
       "Session threshold", "A session whose score exceeds this is flagged "
       "(0 = none is). Unset: the threshold `txl eval` measured, which the "
-      "model file carries, else the running rule: 1.5 x the highest score "
-      "of the last 1000 ended sessions, those above 3 x their median left "
-      "out, after 50 (\"warmup\" until then; docs/anomaly.md)", 0.0,
+      "model file carries, else the running rule: 1.75 x the 95th "
+      "percentile of the last 1000 ended sessions not flagged, after 50 "
+      "(\"warmup\" until then; docs/anomaly.md)", 0.0,
       G_MAXDOUBLE, 0.0, TXL_RW_READY)),
   F(PROP_SESSION_END_MARKER, end_marker, TXL_BOOLEAN("session-end-marker",
       "Session end marker", "Score an empty line when a session ends (the "

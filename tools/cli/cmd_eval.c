@@ -8,8 +8,8 @@
  * sessions and split them (train, validation, test), train a model on the
  * training sessions (train_run.c, as `txl train --tokenizer bpe
  * --normalize`), score validation and test sessions each in its own
- * stream, set the threshold from the normal validation sessions alone
- * (1.5 x the highest, docs/anomaly.md), measure the test sessions, and
+ * stream, set the thresholds from the validation sessions, labels unread
+ * (eval/threshold.h, docs/anomaly.md), measure the test sessions, and
  * write DIR/summary.json, sessions.csv, scores.svg and model.gguf with
  * the calibration. */
 #include "cmd.h"
