@@ -564,18 +564,21 @@ def cmd_hdfs_events(a):
     half of the blocks by first line learns, the second half is judged):
     each event type, by how many blocks of each half and label hold it;
     then the normal test blocks holding a type that no normal block of the
-    first half holds.  A detector that learns "normal" from the first half
+    first half holds (--lines N: and the test blocks of N lines, grouped by
+    label and the types they hold).  A detector that learns "normal" from the first half
     departs from it on those blocks; flagging them, and all else right, it
     reaches at most F1 = 2A / (2A + N) (A anomalous test blocks, N those)."""
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
-    types, order = {}, {}
+    types, order, lines = {}, {}, {}  # block -> its types (counted); first line; lines
     with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
         for line in f:
             e = hdfs_etype(line)
             for b in set(blk.findall(line)):
                 order.setdefault(b, len(order))
-                types.setdefault(b, set()).add(e)
+                t = types.setdefault(b, {})
+                t[e] = t.get(e, 0) + 1
+                lines[b] = lines.get(b, 0) + 1
     blocks = sorted((b for b in order if b in labels), key=order.get)
     first = set(blocks[:len(blocks) // 2])
     count = {}
@@ -595,6 +598,16 @@ def cmd_hdfs_events(a):
         print("normal test blocks holding a type %s holds: %d; F1 at most %.4f "
               "(%d anomalous test blocks)" % (what, len(novel),
                                               2 * pos / (2 * pos + len(novel)), pos))
+    for n in a.lines or []:
+        shapes = {}
+        for b in test:
+            if lines[b] == n:
+                k = (labels[b], tuple(sorted(types[b].items())))
+                shapes[k] = shapes.get(k, 0) + 1
+        print("test blocks of %d lines, by label and event types (count x type):" % n)
+        for (lab, sh), k in sorted(shapes.items(), key=lambda x: -x[1]):
+            print("  %d %s: %s" % (k, "anomalous" if lab else "normal",
+                                   "; ".join("%d x %s" % (c, e[:60]) for e, c in sh)))
 
 
 def cmd_hdfs_stalls(a):
@@ -693,6 +706,8 @@ def main():
     s.add_argument("-v", "--verbose", action="store_true", help="list the stalled blocks")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
+    s.add_argument("--lines", type=int, nargs="*",
+                   help="also the event types of the test blocks of these lengths")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
