@@ -8,8 +8,10 @@ logs, and regenerates the tables of docs/quality-logs.md.
   tools/quality.py inject LOG... --other LOG...
                                      recall of injected anomalies and false
                                      alarms, learning on the stream (table 2)
-  tools/quality.py hdfs DIR [--dev]   txl eval on the HDFS slice (--dev: on
-                                     its development split), without labels
+  tools/quality.py hdfs DIR [--dev | --reversed]
+                                     txl eval on the HDFS slice (--dev: on
+                                     its development split, --reversed: the
+                                     halves swapped), without labels
                                      (its default) and with them
                                      (--normal-only) (table 3)
   tools/quality.py offline LOG... [--minutes 10]
@@ -252,10 +254,13 @@ def cmd_rule(a):
             print("%5.3f %4.2f %4.2f | %s" % (q, k, floor, " | ".join(cells)))
 
 
-def hdfs_dev_split(log, labels, tmp):
-    """The development split: the first half of the blocks (by first line)
-    with all their lines, and their labels; the rules of txl eval were
-    chosen on it, never on the second half."""
+def hdfs_split(log, labels, tmp, reversed_=False):
+    """A split of the HDFS slice other than txl eval's own.  The development
+    split: the first half of the blocks (by first line) with all their
+    lines, and their labels; the rules of txl eval were chosen on it, never
+    on the second half.  reversed_: every block, the second half's lines
+    first, so that the second half learns and the first half is judged
+    (docs/notes/2026-11-27-either-rule.md)."""
     key = re.compile(r"blk_-?[0-9]+")
     with open(log, encoding="utf-8", errors="replace") as f:
         lines = f.read().splitlines()
@@ -265,12 +270,15 @@ def hdfs_dev_split(log, labels, tmp):
         if m and m.group(0) not in order:
             order[m.group(0)] = len(order)
     half = {k for k, i in order.items() if i < len(order) // 2}
-    dlog, dlab = os.path.join(tmp, "dev.log"), os.path.join(tmp, "dev.labels.csv")
+    dlog, dlab = os.path.join(tmp, "split.log"), os.path.join(tmp, "split.labels.csv")
     with open(dlog, "w") as f:
-        for line in lines:
-            m = key.search(line)
-            if m and m.group(0) in half:
-                f.write(line + "\n")
+        for part in ((False, True) if reversed_ else (True,)):
+            for line in lines:
+                m = key.search(line)
+                if m and (m.group(0) in half) == part:
+                    f.write(line + "\n")
+    if reversed_:
+        return dlog, labels
     with open(labels) as f, open(dlab, "w") as g:
         for row in f:
             if row.split(",")[0] in half or row.startswith("BlockId"):
@@ -280,15 +288,16 @@ def hdfs_dev_split(log, labels, tmp):
 
 def cmd_hdfs(a):
     """txl eval's default (no label read but to judge) and its labelled
-    recipe on the HDFS slice of ../shared (--dev: on its development split):
+    recipe on the HDFS slice of ../shared (--dev: on its development split,
+    --reversed: the halves swapped):
     one row each."""
     log = os.path.join(a.dir, "HDFS_loglead_dev.log")
     labels = os.path.join(a.dir, "HDFS_loglead_dev.block_labels.csv")
     print("| training | threshold from | sessions trimmed | P | R | F1 | AUROC | minutes |")
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        if a.dev:
-            log, labels = hdfs_dev_split(log, labels, tmp)
+        if a.dev or a.reversed:
+            log, labels = hdfs_split(log, labels, tmp, reversed_=a.reversed)
         for extra, what, thr in (([], "all first-half sessions, anomalies included",
                                   "unlabelled validation sessions"),
                                  (["--normal-only"], "normal first-half sessions (labels read)",
@@ -359,6 +368,22 @@ def cmd_session_rule(a):
             for m in a.margin:
                 thr = quantile(val, q) * (1 + m)
                 print("| Q%g x %g | %.4f | %.3f | %.2f | %.3f |" % ((100 * q, 1 + m, thr) + judge(thr)))
+        # the rule that lost (docs/notes/2026-11-27-either-rule.md): flagged
+        # when the mean or the worst line's sum is above 1.75 x Q95 of its
+        # validation values; ranked by the larger of the two ratios
+        bars = {k: 1.75 * quantile(sorted(float(r[k]) for r in rows if r["split"] == "calibration"),
+                                   0.95) for k in ("mean", "max_line_sum")}
+        either = [(max(float(r[k]) / bars[k] for k in bars), int(r["label"]))
+                  for r in rows if r["split"] == "test"]
+        tp = sum(1 for x, l in either if x > 1 and l)
+        fp = sum(1 for x, l in either if x > 1 and not l)
+        best = max(2 * t / (2 * t + f + pos - t) if t else 0.0 for t, f in
+                   ((sum(1 for y, l in either if y >= x and l),
+                     sum(1 for y, l in either if y >= x and not l)) for x, _ in either))
+        print("| either: mean or max-line-sum, Q95 x 1.75 each | 1 (ratio) | %.3f | %.2f | %.3f |"
+              % (tp / pos, 100 * fp / neg, 2 * tp / (2 * tp + fp + pos - tp) if tp else 0.0))
+        print("  either: AUROC %.4f, best F1 of any threshold %.3f" % (
+            auroc([x for x, l in either if l], [x for x, l in either if not l]), best))
 
 
 def offline_cmd(inputs, val, out):
@@ -712,6 +737,8 @@ def main():
     s.add_argument("dir")
     s.add_argument("--dev", action="store_true",
                    help="the development split (the first half's blocks) instead")
+    s.add_argument("--reversed", action="store_true",
+                   help="the second half's blocks learn, the first half's are judged")
     s.add_argument("--keep", help="keep txl eval's output in DIR/label-free and DIR/labelled")
     s = sub.add_parser("session-rule")
     s.add_argument("dirs", nargs="+")
