@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""tools/quality.py's offline analyses, on small hand-made inputs whose
+answers are worked out here by hand: `hdfs-events` (event types by half
+and label, and the F1 bound), `session-rule`'s "either" row, and the
+splits `hdfs --dev` and `--reversed` write.  The numbers in
+docs/quality-logs.md and docs/notes/ come from these code paths.  Runs no
+model; under a second."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from checks import check, finish, write_text
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+QUALITY = os.path.join(HERE, '..', '..', 'tools', 'quality.py')
+sys.path.insert(0, os.path.dirname(QUALITY))
+import quality  # noqa: E402  (the tool's functions, for the splits)
+
+# an HDFS-like line: date, time, thread, level, component, message
+A = '081109 2036%02d 1 INFO dfs.DataNode: Receiving block %s src: /10.0.0.1:1'
+B = '081109 2036%02d 2 INFO dfs.FSNamesystem: BLOCK* addStoredBlock %s size 1'
+R = '081109 2036%02d 3 INFO dfs.FSNamesystem: BLOCK* ask 10.0.0.2 to replicate %s'
+X = '081109 2036%02d 4 WARN dfs.DataNode: exception while serving %s'
+
+
+def slice_dir(tmp):
+    """Eight blocks in first-line order.  First half: three normal (A, B),
+    one anomalous with a replication (A, B, R).  Second half: two normal
+    (A, B), one normal with a replication (A, R, B), one anomalous (A, X).
+    Each block's lines are interleaved with the next one's."""
+    blocks = [('blk_1', 0, [A, B]), ('blk_2', 0, [A, B]), ('blk_3', 0, [A, B]),
+              ('blk_-4', 1, [A, B, R]), ('blk_5', 0, [A, B]), ('blk_6', 0, [A, B]),
+              ('blk_7', 0, [A, R, B]), ('blk_8', 1, [A, X])]
+    lines, t = [], 0
+    for i, (b, _, kinds) in enumerate(blocks):
+        for k in kinds:
+            lines.append(k % (t % 60, b))
+            t += 1
+    d = os.path.join(tmp, 'hdfs')
+    os.makedirs(d)
+    write_text(os.path.join(d, quality.HDFS_LOG), '\n'.join(lines) + '\n')
+    write_text(os.path.join(d, quality.HDFS_LABELS), 'BlockId,Label\n' + ''.join(
+        '%s,%s\n' % (b, 'Anomaly' if lab else 'Normal') for b, lab, _ in blocks))
+    return d, blocks
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, QUALITY] + list(args), capture_output=True,
+                       text=True, timeout=60)
+    return p.returncode, p.stdout + p.stderr
+
+
+def test_events(tmp):
+    d, _ = slice_dir(tmp)
+    rc, out = run('hdfs-events', d, '--lines', '3')
+    check('hdfs-events runs', rc == 0, out)
+    rows = {line.split('|')[2].strip(): line for line in out.splitlines() if line.count('|') == 2}
+    rep = [r for k, r in rows.items() if 'replicate' in k]
+    # R: first half 0 normal, 1 anomalous; second half 1 normal, 0 anomalous
+    check('hdfs-events counts a type by half and label',
+          len(rep) == 1 and re.match(r'\s*0\s+1 \|\s+1\s+0 \|', rep[0]), out)
+    # blk_7 holds R, which no normal first-half block holds: A = 1, N = 1
+    check('hdfs-events: the bound of a detector of departures from normal blocks',
+          'no normal block of the first half holds: 1; F1 at most 0.6667 (1 anomalous' in out, out)
+    # X is new to the whole first half, but it is in an anomalous block only
+    check('hdfs-events: the bound for types new to the whole first half',
+          'no block of the first half holds: 0; F1 at most 1.0000' in out, out)
+    check('hdfs-events --lines: the 3-line test block with its types',
+          re.search(r'1 normal: 1 x \S+ Receiving block .*; 1 x .*replicate', out), out)
+
+
+def test_either(tmp):
+    """Validation means 0.1..2.0 and worst-line sums 1..20: Q95 (interpolated)
+    1.905 and 19.05, bars 1.75 x: 3.33375 and 33.3375.  Test sessions, as
+    (label, mean, max_line_sum): n1 under both bars, n2 over the sum's,
+    n3 just under the mean's (a 90th percentile would flag it), a1 over the
+    mean's, a2 under both.  Flagged: n2 and a1, so recall 1/2, false alarms
+    1 of 3, F1 0.5.  Ranked by the larger ratio: n2 1.50 > a1 1.20 > n3
+    0.97 > a2 0.45 > n1 0.30: AUROC 3/6, the best F1 (threshold at a2)
+    2/3."""
+    d = os.path.join(tmp, 'eval')
+    os.makedirs(d)
+    rows = ['key,label,split,lines,score,flagged,max_line,max_line_sum,max_token,mean,end_nll']
+    for i in range(1, 21):
+        rows.append('v%d,0,calibration,5,%g,0,1,%g,1,%g,-1' % (i, i / 10, i, i / 10))
+    for key, lab, mean, mls in (('n1', 0, 0.5, 10), ('n2', 0, 1, 50), ('n3', 0, 3.25, 10),
+                                ('a1', 1, 4, 10), ('a2', 1, 1.5, 5)):
+        rows.append('%s,%d,test,5,%g,0,1,%g,1,%g,-1' % (key, lab, mean, mls, mean))
+    write_text(os.path.join(d, 'sessions.csv'), '\n'.join(rows) + '\n')
+    rc, out = run('session-rule', d, '--q', '0.95', '--margin', '0.75')
+    check('session-rule runs', rc == 0, out)
+    check('session-rule: the either rule flags by each kind against its own bar',
+          '| either: mean or max-line-sum, Q95 x 1.75 each | 1 (ratio) | 0.500 | 33.33 | 0.500 |'
+          in out, out)
+    check('session-rule: the either ranking (AUROC, best F1)',
+          'either: AUROC 0.5000, best F1 of any threshold 0.667' in out, out)
+    # the rule in use on the same rows: Q95 x 1.75 of the means, 3.33375
+    check('session-rule: the rule in use beside it',
+          '| Q95 x 1.75 | 3.3338 | 0.500 | 0.00 | 0.667 |' in out, out)
+
+
+def test_splits(tmp):
+    d, blocks = slice_dir(tmp)
+    log = os.path.join(d, quality.HDFS_LOG)
+    lab = os.path.join(d, quality.HDFS_LABELS)
+    out = os.path.join(tmp, 'split')
+    os.makedirs(out)
+    first = {b for b, _, _ in blocks[:4]}
+
+    def keys(path):
+        with open(path) as f:
+            return [re.search(r'blk_-?\d+', line).group(0) for line in f]
+    slog, slab = quality.hdfs_split(log, lab, out)
+    got = keys(slog)
+    check('hdfs --dev: the first half\'s blocks, all their lines, in order',
+          set(got) == first and len(got) == 9, got)
+    with open(slab) as f:
+        check('hdfs --dev: their labels only', sorted(f.read().split()) == sorted(
+            ['BlockId,Label'] + ['%s,%s' % (b, 'Anomaly' if l else 'Normal')
+                                 for b, l, _ in blocks[:4]]))
+    rlog, rlab = quality.hdfs_split(log, lab, out, reversed_=True)
+    got = keys(rlog)
+    check('hdfs --reversed: every line, the second half\'s blocks first',
+          len(got) == 18 and set(got[:9]).isdisjoint(first) and set(got[9:]) == first, got)
+    check('hdfs --reversed: every label', rlab == lab)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
+    for t in (test_events, test_either, test_splits):
+        sub = os.path.join(tmp, t.__name__)
+        os.makedirs(sub)
+        t(sub)
+    return finish(tmp)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
