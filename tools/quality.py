@@ -590,9 +590,10 @@ def cmd_hdfs_events(a):
     each event type, by how many blocks of each half and label hold it;
     then the normal test blocks holding a type that no normal block of the
     first half holds (--lines N: and the test blocks of N lines, grouped by
-    label and the types they hold).  A detector that learns "normal" from the first half
-    departs from it on those blocks; flagging them, and all else right, it
-    reaches at most F1 = 2A / (2A + N) (A anomalous test blocks, N those)."""
+    label and the types they hold).  A detector that learns "normal" from
+    the first half departs from it on those blocks; flagging them, and all
+    else right, it reaches at most F1 = 2A / (2A + N) (A anomalous test
+    blocks, N those)."""
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
     types, order, lines = {}, {}, {}  # block -> its types (counted); first line; lines
