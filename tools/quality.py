@@ -511,10 +511,13 @@ def breakdown(name, rows):
     neg = [x for y, n, x, _ in rows if not y]
     two = [x for y, n, x, _ in rows if y and n == 2]
     print("%s: AUROC %.4f; without the %d anomalous two-line blocks %.4f; their median "
-          "score %.3f, the normal median %.3f; false alarms by lines %s" % (
+          "score %.3f, the normal median %.3f; flagged %d of them and %d of the other %d "
+          "anomalous; false alarms by lines %s" % (
               name, auroc(pos, neg), len(two),
               auroc([x for y, n, x, _ in rows if y and n != 2], neg),
               statistics.median(two) if two else float("nan"), statistics.median(neg),
+              sum(1 for y, n, _, f in rows if y and n == 2 and f),
+              sum(1 for y, n, _, f in rows if y and n != 2 and f), len(pos) - len(two),
               sorted(n for y, n, _, f in rows if f and not y)))
 
 
