@@ -35,6 +35,11 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      label, and the F1 the labels allow a
                                      detector of departures from the first
                                      half (docs/quality-logs.md, table 3)
+  tools/quality.py hdfs-order DIR [--keep K]
+                                     the bundled model fine-tuned on the
+                                     HDFS training sessions grouped by
+                                     session, and interleaved as logged:
+                                     what each lets txl eval see
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
@@ -578,6 +583,62 @@ def cmd_hdfs_live(a):
                                 r["flagged"] == "1") for r in rows])
 
 
+def cmd_hdfs_order(a):
+    """Whether the order of the lines a model learns from decides what
+    txlsessions can see (docs/notes/2026-11-27-learning-order.md): the
+    bundled model fine-tuned for 600 steps (the learner's batch 8 x 64,
+    rate 3e-4) on the training sessions of txl eval's split (the first
+    2,304 blocks by first line) once grouped by session, each followed by
+    an empty line (txl eval's training text), and once interleaved as in
+    the log (what txlsessions' learner sees); then `txl eval --model` with
+    each, broken down as in hdfs-live."""
+    log = os.path.join(a.dir, HDFS_LOG)
+    labels = os.path.join(a.dir, HDFS_LABELS)
+    key = re.compile(r"blk_-?[0-9]+")
+    with open(log, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    order, by = {}, {}
+    for line in lines:
+        m = key.search(line)
+        if m:
+            order.setdefault(m.group(0), len(order))
+            by.setdefault(m.group(0), []).append(line)
+    blocks = sorted(order, key=order.get)
+    train = set(blocks[:len(blocks) * 2 // 5])  # txl eval: 0.5 x (1 - 0.2)
+    out = a.keep or tempfile.mkdtemp(prefix="txl-hdfs-order-")
+    os.makedirs(out, exist_ok=True)
+    texts = {"grouped": "".join("\n".join(by[b]) + "\n\n" for b in blocks if b in train),
+             "interleaved": "".join(l + "\n" for l in lines
+                                    if key.search(l) and key.search(l).group(0) in train)}
+    val = os.path.join(out, "val.txt")
+    with open(val, "w") as f:  # the next 96 blocks, only to satisfy txl train
+        f.write("".join("\n".join(by[b]) + "\n\n" for b in blocks[len(train):len(train) + 96]))
+    info = json.loads(subprocess.run([TXL, "info", MODEL], check=True, capture_output=True,
+                                     text=True).stdout)
+    shape = ["--tokenizer", "bpe", "--vocab", str(info["n_token"]), "--normalize",
+             "--layers", str(info["n_layer"]), "--d-model", str(info["d_model"]),
+             "--heads", str(info["n_head"]), "--d-head", str(info["d_head"]),
+             "--d-inner", str(info["d_inner"]), "--mem-len", str(info["mem_len"])]
+    for name, text in texts.items():
+        path = os.path.join(out, name + ".txt")
+        with open(path, "w") as f:
+            f.write(text)
+        model = os.path.join(out, name + ".gguf")
+        subprocess.run([TXL, "train", "--init", MODEL, path, "--val", val, "-o", model] + shape +
+                       ["--steps", "600", "--batch", "8", "--segment", "64", "--lr", "3e-4",
+                        "--min-lr", "3e-5", "--warmup", "60", "--eval-every", "0",
+                        "--checkpoint-every", "0", "--log-every", "100000"],
+                       check=True, capture_output=True)
+        ev = os.path.join(out, "eval-" + name)
+        shutil.rmtree(ev, ignore_errors=True)
+        subprocess.run([TXL, "eval", log, "--labels", labels, "--model", model, "-o", ev],
+                       check=True, capture_output=True)
+        with open(os.path.join(ev, "sessions.csv")) as f:
+            rows = [r for r in csv.DictReader(f) if r["split"] == "test"]
+        breakdown(name, [(r["label"] == "1", int(r["lines"]), float(r["score"]),
+                          r["flagged"] == "1") for r in rows])
+
+
 def hdfs_etype(line):
     """An HDFS line's event type: its component, then the first six words
     of its message, those with a digit or / masked."""
@@ -733,6 +794,9 @@ def main():
     s.add_argument("--eps", type=float, help="stall only types that time out at most this often")
     s.add_argument("--floor", type=float, default=60, help="the shortest limit, seconds (60)")
     s.add_argument("-v", "--verbose", action="store_true", help="list the stalled blocks")
+    s = sub.add_parser("hdfs-order")
+    s.add_argument("dir")
+    s.add_argument("--keep", help="keep the texts, models and txl eval outputs in this folder")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
     s.add_argument("--lines", type=int, nargs="*",
@@ -760,7 +824,8 @@ def main():
     MODEL = a.model
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
      "hdfs": cmd_hdfs, "offline": cmd_offline, "hdfs-live": cmd_hdfs_live,
-     "hdfs-stalls": cmd_hdfs_stalls, "hdfs-events": cmd_hdfs_events, "session-rule": cmd_session_rule}[a.cmd](a)
+     "hdfs-stalls": cmd_hdfs_stalls, "hdfs-events": cmd_hdfs_events,
+     "hdfs-order": cmd_hdfs_order, "session-rule": cmd_session_rule}[a.cmd](a)
 
 
 if __name__ == "__main__":
