@@ -332,4 +332,103 @@ TU_TEST("/learner/bad-options", test_bad_options)
   fx_done(&f);
 }
 
+/* The adapted weights of a learner that has landed a round. */
+static TxlParams *
+adapted_params(TxlLearner *l)
+{
+  TxlModel *m = txl_learner_model(l);
+  g_assert_nonnull(m);
+  g_autoptr(GError) err = NULL;
+  TxlParams *p = txl_params_from_model(m, &err);
+  g_assert_no_error(err);
+  txl_model_unref(m);
+  return p;
+}
+
+/* Grouped by session, a round learns each session's lines together after
+ * the primer: the same weights, bit for bit, as a learner on one stream
+ * given those lines in that order, with the primer as a line before each
+ * session.  Then its state: it continues bit for bit, and a learner
+ * grouped otherwise (or not at all) refuses it, naming the version. */
+TU_TEST("/learner/grouped-by-session", test_grouped_by_session)
+{
+  Fx f = fx_new(1.0f);
+  f.o.every_lines = 0; /* one round, on the warm-up lines */
+  const int32_t primer[1] = { 0 };
+  const int W = f.o.warmup_lines, S = 3;
+  g_autoptr(GError) err = NULL;
+  TxlLearner *g = txl_learner_new(f.base, &f.o, &err);
+  g_assert_no_error(err);
+  g_assert_true(txl_learner_group_sessions(g, primer, 1, &err));
+  TxlModel *mg = NULL;
+  for (int i = 0; i < W; i++) { /* sessions 1..3 interleaved */
+    int32_t ids[8];
+    int n = line_ids(i, ids);
+    mg = txl_learner_session_line(g, (guint64)(i % S + 1), ids, n, FALSE, &err);
+    g_assert_no_error(err);
+    g_assert_true((mg != NULL) == (i == W - 1));
+  }
+  TxlLearnOptions o1 = f.o;
+  o1.warmup_lines = W + S;
+  TxlLearner *one = txl_learner_new(f.base, &o1, &err);
+  g_assert_no_error(err);
+  TxlModel *m1 = NULL;
+  for (int s = 0; s < S; s++) {
+    m1 = txl_learner_line(one, primer, 1, FALSE, &err);
+    g_assert_null(m1);
+    for (int i = s; i < W; i += S) {
+      int32_t ids[8];
+      int n = line_ids(i, ids);
+      m1 = txl_learner_line(one, ids, n, FALSE, &err);
+      g_assert_no_error(err);
+    }
+  }
+  g_assert_nonnull(m1);
+  TxlParams *pg = adapted_params(g), *p1 = adapted_params(one);
+  g_assert_cmpuint(pg->n, ==, p1->n);
+  g_assert_cmpmem(pg->data, pg->n * 4, p1->data, p1->n * 4);
+  /* and not what the same lines as they came teach */
+  TxlLearner *flat = learner_after(f.base, &f.o, W, f.landed);
+  TxlParams *pf = adapted_params(flat);
+  g_assert_true(memcmp(pf->data, pg->data, pg->n * 4) != 0);
+  /* state: a grouped learner restores it; others refuse it by version */
+  GBytes *st = state_of(g);
+  TxlLearner *back = txl_learner_new(f.base, &f.o, &err);
+  g_assert_true(txl_learner_group_sessions(back, primer, 1, &err));
+  gsize n;
+  const guint8 *d = g_bytes_get_data(st, &n);
+  g_assert_true(txl_learner_state_set_data(back, d, n, &err));
+  g_assert_no_error(err);
+  GBytes *st2 = state_of(back);
+  g_assert_true(g_bytes_equal(st, st2));
+  TxlLearner *plain = txl_learner_new(f.base, &f.o, &err);
+  g_assert_false(txl_learner_state_set_data(plain, d, n, &err));
+  g_assert_nonnull(err);
+  g_assert_nonnull(strstr(err->message, "version 2"));
+  g_clear_error(&err);
+  GBytes *sf = state_of(flat);
+  d = g_bytes_get_data(sf, &n);
+  g_assert_false(txl_learner_state_set_data(back, d, n, &err));
+  g_assert_nonnull(strstr(err->message, "version 1"));
+  g_clear_error(&err);
+  /* a primer outside the vocabulary, or after a line, is refused */
+  const int32_t bad[1] = { 1 << 20 };
+  TxlLearner *x = txl_learner_new(f.base, &f.o, &err);
+  g_assert_false(txl_learner_group_sessions(x, bad, 1, &err));
+  g_clear_error(&err);
+  g_assert_false(txl_learner_group_sessions(g, primer, 1, &err));
+  g_clear_error(&err);
+  txl_params_free(pg);
+  txl_params_free(p1);
+  txl_params_free(pf);
+  g_bytes_unref(st);
+  g_bytes_unref(st2);
+  g_bytes_unref(sf);
+  TxlLearner *all[] = { g, one, flat, back, plain, x };
+  for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
+    txl_learner_free(all[i]);
+  txl_model_unref(mg);
+  fx_done(&f);
+}
+
 TU_MAIN()
