@@ -428,6 +428,7 @@ TU_TEST("/learner/grouped-by-session", test_grouped_by_session)
   for (gsize i = 0; i < G_N_ELEMENTS(all); i++)
     txl_learner_free(all[i]);
   txl_model_unref(mg);
+  txl_model_unref(m1);
   fx_done(&f);
 }
 
