@@ -2,9 +2,8 @@
 /* libFuzzer target: the learner's state bytes (lib/train/learner.h), which
  * snapshots of learning streams carry.  The first byte picks raw input or a
  * real state (adapted weights, a round not landed, a window) with the input
- * XORed over it; the second bit, a learner grouped by session or not.  An
- * accepted state must then work: more lines go through the restored
- * learner, which lands its rounds. */
+ * XORed over it; an accepted state must then work: more lines go through
+ * the restored learner, which lands its rounds. */
 #include "config.h"
 #include "learner.h"
 #include "params.h"
@@ -15,8 +14,7 @@
 #include <stdlib.h>
 
 static TxlModel *base;
-static GBytes *real[2]; /* one stream; grouped by session */
-static const int32_t primer[1] = { 0 };
+static GBytes *real;
 
 static TxlLearnOptions
 options(void)
@@ -30,8 +28,7 @@ lines(TxlLearner *l, int from, int to)
   for (int i = from; i < to; i++) {
     int32_t ids[5] = { 1, 2 + i % 3, 5, 6 + i % 4, 0 };
     GError *err = NULL;
-    TxlModel *m = txl_learner_session_line(l, (guint64)(i % 3), ids, 5,
-                                           i % 7 == 6, &err);
+    TxlModel *m = txl_learner_line(l, ids, 5, i % 7 == 6, &err);
     txl_model_unref(m);
     g_clear_error(&err);
   }
@@ -49,17 +46,15 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
     abort();
   base = txl_model_from_params_owned(p);
   TxlLearnOptions o = options();
-  for (int g = 0; g < 2; g++) {
-    TxlLearner *l = txl_learner_new(base, &o, NULL);
-    if (!l || (g && !txl_learner_group_sessions(l, primer, 1, NULL)))
-      abort();
-    lines(l, 0, 13); /* a round landed, the next one started */
-    gsize n = txl_learner_state_get_size(l);
-    guint8 *b = g_malloc(n);
-    txl_learner_state_get_data(l, b, n);
-    real[g] = g_bytes_new_take(b, n);
-    txl_learner_free(l);
-  }
+  TxlLearner *l = txl_learner_new(base, &o, NULL);
+  if (!l)
+    abort();
+  lines(l, 0, 13); /* a round landed, the next one started */
+  gsize n = txl_learner_state_get_size(l);
+  guint8 *b = g_malloc(n);
+  txl_learner_state_get_data(l, b, n);
+  real = g_bytes_new_take(b, n);
+  txl_learner_free(l);
   return 0;
 }
 
@@ -70,9 +65,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   guint8 *state;
   gsize n;
-  int grouped = (data[0] >> 1) & 1;
   if (data[0] & 1) {
-    const guint8 *r = g_bytes_get_data(real[grouped], &n);
+    const guint8 *r = g_bytes_get_data(real, &n);
     state = g_memdup2(r, n);
     for (size_t i = 1; i < size; i++)
       state[(i * 131) % n] ^= data[i];
@@ -82,8 +76,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   }
   TxlLearnOptions o = options();
   TxlLearner *l = txl_learner_new(base, &o, NULL);
-  if (grouped && !txl_learner_group_sessions(l, primer, 1, NULL))
-    abort();
   GError *err = NULL;
   if (txl_learner_state_set_data(l, state, n, &err)) {
     lines(l, 0, 12);

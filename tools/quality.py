@@ -590,8 +590,11 @@ def cmd_hdfs_order(a):
     rate 3e-4) on the training sessions of txl eval's split (the first
     2,304 blocks by first line) once grouped by session, each followed by
     an empty line (txl eval's training text), and once interleaved as in
-    the log (what txlsessions' learner sees); then `txl eval --model` with
-    each, broken down as in hdfs-live."""
+    the log (what txlsessions' learner sees), and once grouped within each
+    run of 2,000 logged lines (what a learner grouping its window would
+    see: fragments of blocks), and so with the empty line only before a
+    block's first line (window-starts); then `txl eval --model` with each,
+    broken down as in hdfs-live."""
     log = os.path.join(a.dir, HDFS_LOG)
     labels = os.path.join(a.dir, HDFS_LABELS)
     key = re.compile(r"blk_-?[0-9]+")
@@ -607,9 +610,27 @@ def cmd_hdfs_order(a):
     train = set(blocks[:len(blocks) * 2 // 5])  # txl eval: 0.5 x (1 - 0.2)
     out = a.keep or tempfile.mkdtemp(prefix="txl-hdfs-order-")
     os.makedirs(out, exist_ok=True)
+    logged = [l for l in lines if key.search(l) and key.search(l).group(0) in train]
+
+    def windows(n, starts_only):
+        """Each run of n logged lines grouped by block, an empty line before
+        each group (starts_only: only before a group that holds its
+        block's first line; a block's later fragment follows the group
+        before it)."""
+        out, seen = [], set()
+        for w in range(0, len(logged), n):
+            groups = {}
+            for l in logged[w:w + n]:
+                groups.setdefault(key.search(l).group(0), []).append(l)
+            for b, g in groups.items():
+                primer = "" if starts_only and b in seen else "\n"
+                seen.add(b)
+                out.append(primer + "".join(l + "\n" for l in g))
+        return "".join(out)
     texts = {"grouped": "".join("\n".join(by[b]) + "\n\n" for b in blocks if b in train),
-             "interleaved": "".join(l + "\n" for l in lines
-                                    if key.search(l) and key.search(l).group(0) in train)}
+             "interleaved": "".join(l + "\n" for l in logged),
+             "windows": windows(2000, False), "window-starts": windows(2000, True)}
+    texts = {k: v for k, v in texts.items() if k in a.only} if a.only else texts
     val = os.path.join(out, "val.txt")
     with open(val, "w") as f:  # the next 96 blocks, only to satisfy txl train
         f.write("".join("\n".join(by[b]) + "\n\n" for b in blocks[len(train):len(train) + 96]))
@@ -797,6 +818,8 @@ def main():
     s = sub.add_parser("hdfs-order")
     s.add_argument("dir")
     s.add_argument("--keep", help="keep the texts, models and txl eval outputs in this folder")
+    s.add_argument("--only", nargs="*",
+                   help="of grouped, interleaved, windows, window-starts")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
     s.add_argument("--lines", type=int, nargs="*",

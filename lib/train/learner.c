@@ -50,9 +50,6 @@ struct _TxlLearner {
   TxlParams *current_p; /* owned by current */
   GArray *tok;         /* window: usable lines' ids, oldest first */
   GArray *len;         /* tokens of each window line */
-  GArray *tag;         /* each window line's session (guint64; 0: none) */
-  int32_t primer[8];   /* grouped: the tokens before each session's lines */
-  int n_primer;        /* > 0: rounds learn the window grouped by session */
   gint64 lines;
   gint64 next_round;   /* line count that starts the next round */
   gint64 due;          /* line count at which the running round lands */
@@ -83,7 +80,6 @@ txl_learner_new(TxlModel *base, const TxlLearnOptions *opts, GError **error)
   l->base = txl_model_ref(base);
   l->tok = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->len = g_array_new(FALSE, FALSE, sizeof(gint64));
-  l->tag = g_array_new(FALSE, FALSE, sizeof(guint64));
   l->next_round = o.warmup_lines;
   return l;
 }
@@ -118,7 +114,7 @@ txl_learner_free(TxlLearner *l)
   round_wait(l);
   round_free(l->round);
   txl_free_each(txl_model_unref, l->current, l->base);
-  txl_free_each(g_array_unref, l->tok, l->len, l->tag);
+  txl_free_each(g_array_unref, l->tok, l->len);
   g_free(l);
 }
 
@@ -207,13 +203,12 @@ round_run(gpointer data)
 /* ---- the stream's side ------------------------------------------------ */
 
 static void
-window_add(TxlLearner *l, guint64 session, const int32_t *ids, gsize n)
+window_add(TxlLearner *l, const int32_t *ids, gsize n)
 {
   n = MIN(n, (gsize)WINDOW_TOKEN_CAP);
   g_array_append_vals(l->tok, ids, (guint)n);
   gint64 len = (gint64)n;
   g_array_append_val(l->len, len);
-  g_array_append_val(l->tag, session);
   /* the first round learns from every warm-up line */
   guint keep = (guint)MAX(l->o.window_lines,
                           l->started ? 0 : l->o.warmup_lines);
@@ -226,64 +221,8 @@ window_add(TxlLearner *l, guint64 session, const int32_t *ids, gsize n)
   }
   if (drop_lines) {
     g_array_remove_range(l->len, 0, drop_lines);
-    g_array_remove_range(l->tag, 0, drop_lines);
     g_array_remove_range(l->tok, 0, (guint)drop_tok);
   }
-}
-
-/* The window's ids as a round learns them.  Grouped: each session's lines
- * together, in their order, after the primer, the sessions in the order
- * of their first line in the window (a session scored alone, as
- * TxlSessions scores it, and as txl eval's training text holds it).
- * Else the lines as they came. */
-static int32_t *
-round_text(const TxlLearner *l, gsize *n_out)
-{
-  guint nl = l->len->len;
-  if (l->n_primer == 0) {
-    *n_out = l->tok->len;
-    return g_memdup2(l->tok->data, sizeof(int32_t) * l->tok->len);
-  }
-  const gint64 *len = (const gint64 *)(gpointer)l->len->data;
-  const guint64 *tag = (const guint64 *)(gpointer)l->tag->data;
-  /* each line's offset, and its session's first line in the window */
-  g_autofree gsize *off = g_new(gsize, nl + 1);
-  g_autofree guint *order = g_new(guint, nl);
-  GHashTable *first = g_hash_table_new(g_int64_hash, g_int64_equal);
-  off[0] = 0;
-  for (guint i = 0; i < nl; i++) {
-    off[i + 1] = off[i] + (gsize)len[i];
-    if (!g_hash_table_contains(first, &tag[i]))
-      g_hash_table_insert(first, (gpointer)&tag[i], GUINT_TO_POINTER(i));
-    order[i] = i;
-  }
-  /* stable: lines by their session's first line, then by arrival */
-  guint *head = g_new(guint, nl);
-  for (guint i = 0; i < nl; i++)
-    head[i] = GPOINTER_TO_UINT(g_hash_table_lookup(first, &tag[i]));
-  g_hash_table_unref(first);
-  g_autofree guint *start = g_new0(guint, nl + 1);
-  for (guint i = 0; i < nl; i++)
-    start[head[i] + 1]++;
-  for (guint i = 0; i < nl; i++)
-    start[i + 1] += start[i];
-  for (guint i = 0; i < nl; i++)
-    order[start[head[i]]++] = i;
-  int32_t *t = g_new(int32_t, (gsize)l->tok->len + (gsize)nl * l->n_primer);
-  gsize n = 0;
-  for (guint k = 0; k < nl; k++) {
-    guint i = order[k];
-    if (head[i] == i) { /* a session's first line: the primer first */
-      memcpy(t + n, l->primer, sizeof(int32_t) * l->n_primer);
-      n += (gsize)l->n_primer;
-    }
-    memcpy(t + n, (const int32_t *)(gpointer)l->tok->data + off[i],
-           sizeof(int32_t) * (gsize)len[i]);
-    n += (gsize)len[i];
-  }
-  g_free(head);
-  *n_out = n;
-  return t;
 }
 
 static gboolean
@@ -297,7 +236,8 @@ round_start(TxlLearner *l, GError **error)
   r->p = p;
   r->o = l->o;
   r->index = l->started++;
-  r->tok = round_text(l, &r->n);
+  r->n = l->tok->len;
+  r->tok = g_memdup2(l->tok->data, sizeof(int32_t) * r->n);
   r->lines = l->len->len;
   l->round = r;
   /* the first round lands at once: the warm-up ends with it */
@@ -346,41 +286,15 @@ round_land(TxlLearner *l, GError **error)
   return m;
 }
 
-gboolean
-txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
-                           GError **error)
-{
-  int n_token = txl_model_config(l->base)->n_token;
-  gboolean ok = n > 0 && n <= G_N_ELEMENTS(l->primer) && l->lines == 0;
-  for (gsize i = 0; ok && i < n; i++)
-    ok = primer[i] >= 0 && primer[i] < n_token;
-  if (!ok) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "learner: grouping by session needs 1 to 8 primer "
-                        "tokens of the model's vocabulary, before any line");
-    return FALSE;
-  }
-  memcpy(l->primer, primer, sizeof(int32_t) * n);
-  l->n_primer = (int)n;
-  return TRUE;
-}
-
 TxlModel *
 txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
                  gboolean flagged, GError **error)
-{
-  return txl_learner_session_line(l, 0, ids, n, flagged, error);
-}
-
-TxlModel *
-txl_learner_session_line(TxlLearner *l, guint64 session, const int32_t *ids,
-                         gsize n, gboolean flagged, GError **error)
 {
   l->lines++;
   l->st.lines = l->lines;
   /* warm-up lines are all learnt from: nothing can be flagged yet */
   if (!flagged || !l->current)
-    window_add(l, session, ids, n);
+    window_add(l, ids, n);
   if (l->round && l->lines >= l->due)
     return round_land(l, error);
   if (!l->round && l->lines >= l->next_round &&
@@ -444,11 +358,7 @@ txl_learner_model(TxlLearner *l)
  * the ids).  Weights are stored whole, with no compression of their own:
  * the snapshot file compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
-/* 1: learning on one stream; 2: grouped by session (the primer and each
- * window line's session after the ids).  An ungrouped learner writes 1,
- * so its states are what they were. */
 #define STATE_VERSION 1u
-#define STATE_VERSION_GROUPED 2u
 #define N_OPT_INTS 8
 
 static void
@@ -477,8 +387,6 @@ txl_learner_state_get_size(TxlLearner *l)
       n += 8 + 2 * 8 + 8 + l->round->p->n * 4;
   }
   n += 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
-  if (l->n_primer)
-    n += 4 + (gsize)l->n_primer * 4 + (gsize)l->tag->len * 8;
   return n;
 }
 
@@ -503,7 +411,7 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
   txl_w_u32(&w, STATE_MAGIC);
-  txl_w_u32(&w, l->n_primer ? STATE_VERSION_GROUPED : STATE_VERSION);
+  txl_w_u32(&w, STATE_VERSION);
   for (int i = 0; i < N_OPT_INTS; i++)
     txl_w_u64(&w, ov[i]);
   txl_w_u64(&w, txl_f64_bits(l->o.passes));
@@ -543,13 +451,6 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   guint8 *at = w.p;
   txl_w_raw(&w, l->tok->data, (gsize)l->tok->len * 4);
   txl_le_f32_inplace(at, l->tok->len); /* int32 ids: the same swap */
-  if (l->n_primer) {
-    txl_w_u32(&w, (guint32)l->n_primer);
-    for (int i = 0; i < l->n_primer; i++)
-      txl_w_u32(&w, (guint32)l->primer[i]);
-    for (guint i = 0; i < l->tag->len; i++)
-      txl_w_u64(&w, g_array_index(l->tag, guint64, i));
-  }
   g_assert((gsize)(w.p - dst) == need);
   return need;
 }
@@ -584,7 +485,7 @@ typedef struct {
   TxlLearnStats st;
   TxlParams *current;
   Round *round;
-  GArray *len, *tok, *tag;
+  GArray *len, *tok;
 } Parsed;
 
 static void
@@ -597,8 +498,6 @@ parsed_clear(Parsed *ps)
     g_array_free(ps->len, TRUE);
   if (ps->tok)
     g_array_free(ps->tok, TRUE);
-  if (ps->tag)
-    g_array_free(ps->tag, TRUE);
 }
 
 static gboolean
@@ -630,9 +529,8 @@ parse_round(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
 }
 
 static gboolean
-parse_window(TxlReader *r, Parsed *ps, const TxlLearner *l, gboolean grouped)
+parse_window(TxlReader *r, Parsed *ps, int n_token)
 {
-  int n_token = txl_model_config(l->base)->n_token;
   guint64 nl = txl_get_u64(r), nt = txl_get_u64(r);
   if (!r->ok || nl > txl_reader_left(r) / 8 || nt > WINDOW_TOKEN_CAP)
     return FALSE;
@@ -646,7 +544,7 @@ parse_window(TxlReader *r, Parsed *ps, const TxlLearner *l, gboolean grouped)
     g_array_append_val(ps->len, v);
   }
   const guint8 *ids = sum == nt ? txl_get_raw(r, nt * 4) : NULL;
-  if (!ids)
+  if (!ids || !txl_reader_done(r))
     return FALSE;
   ps->tok = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)nt);
   g_array_set_size(ps->tok, (guint)nt);
@@ -661,20 +559,7 @@ parse_window(TxlReader *r, Parsed *ps, const TxlLearner *l, gboolean grouped)
     if (id < 0 || id >= n_token)
       return FALSE;
   }
-  ps->tag = g_array_sized_new(FALSE, TRUE, sizeof(guint64), (guint)nl);
-  g_array_set_size(ps->tag, (guint)nl); /* ungrouped: every line session 0 */
-  if (grouped) {
-    if (txl_get_u32(r) != (guint32)l->n_primer)
-      return FALSE;
-    for (int i = 0; i < l->n_primer; i++)
-      if (txl_get_u32(r) != (guint32)l->primer[i])
-        return FALSE;
-    if (!r->ok || nl > txl_reader_left(r) / 8)
-      return FALSE;
-    for (guint64 i = 0; i < nl; i++)
-      g_array_index(ps->tag, guint64, i) = txl_get_u64(r);
-  }
-  return r->ok && txl_reader_done(r);
+  return TRUE;
 }
 
 static gboolean
@@ -682,17 +567,8 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
 {
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
-  if (txl_get_u32(r) != STATE_MAGIC)
+  if (txl_get_u32(r) != STATE_MAGIC || txl_get_u32(r) != STATE_VERSION)
     return FALSE;
-  guint32 version = txl_get_u32(r);
-  if (r->ok && version != (l->n_primer ? STATE_VERSION_GROUPED : STATE_VERSION)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
-                "learner state: format version %u; this learner (%s) reads "
-                "version %u", version, l->n_primer ? "grouped by session" :
-                "one stream", l->n_primer ? STATE_VERSION_GROUPED :
-                STATE_VERSION);
-    return FALSE;
-  }
   gboolean same = TRUE;
   for (int i = 0; i < N_OPT_INTS; i++)
     same &= txl_get_u64(r) == ov[i];
@@ -731,7 +607,7 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
     return FALSE;
   if (!parse_round(r, l, ps, error))
     return FALSE;
-  return parse_window(r, ps, l, l->n_primer > 0);
+  return parse_window(r, ps, txl_model_config(l->base)->n_token);
 }
 
 gboolean
@@ -764,10 +640,8 @@ txl_learner_state_set_data(TxlLearner *l, const guint8 *src, gsize size,
   }
   g_array_free(l->len, TRUE);
   g_array_free(l->tok, TRUE);
-  g_array_free(l->tag, TRUE);
   l->len = g_steal_pointer(&ps.len);
   l->tok = g_steal_pointer(&ps.tok);
-  l->tag = g_steal_pointer(&ps.tag);
   l->lines = ps.lines;
   l->next_round = ps.next_round;
   l->due = ps.due;

@@ -72,18 +72,6 @@ void txl_learner_free(TxlLearner *l);
  * set: a round failed and was dropped (the caller keeps its model). */
 TxlModel *txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
                            gboolean flagged, GError **error);
-/* Rounds learn the window grouped by session (txl_learner_session_line's
- * tags): each session's lines together, after the primer (the tokens a
- * session's scoring starts from: TxlSessions' line end), as a session is
- * scored alone.  Lines given with txl_learner_line are session 0.  Only
- * before the first line; the state bytes carry the primer and the tags,
- * and a learner restores only a state grouped the same way. */
-gboolean txl_learner_group_sessions(TxlLearner *l, const int32_t *primer,
-                                    gsize n, GError **error);
-/* txl_learner_line for a line of session `session`. */
-TxlModel *txl_learner_session_line(TxlLearner *l, guint64 session,
-                                   const int32_t *ids, gsize n,
-                                   gboolean flagged, GError **error);
 /* TRUE until the first round's weights have taken over. */
 gboolean txl_learner_warming_up(const TxlLearner *l);
 /* The options it was made with (the defaults where NULL was given). */
