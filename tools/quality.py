@@ -259,6 +259,22 @@ def cmd_rule(a):
             print("%5.3f %4.2f %4.2f | %s" % (q, k, floor, " | ".join(cells)))
 
 
+HDFS_KEY = re.compile(r"blk_-?[0-9]+")
+
+
+def hdfs_blocks(log):
+    """The slice's lines, each line's block (its first block id, None
+    without one), and the blocks in the order of their first line."""
+    with open(log, encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    keys = [m.group(0) if m else None for m in map(HDFS_KEY.search, lines)]
+    order = {}
+    for k in keys:
+        if k is not None and k not in order:
+            order[k] = len(order)
+    return lines, keys, sorted(order, key=order.get)
+
+
 def hdfs_split(log, labels, tmp, reversed_=False):
     """A split of the HDFS slice other than txl eval's own.  The development
     split: the first half of the blocks (by first line) with all their
@@ -266,21 +282,13 @@ def hdfs_split(log, labels, tmp, reversed_=False):
     on the second half.  reversed_: every block, the second half's lines
     first, so that the second half learns and the first half is judged
     (docs/notes/2026-11-27-either-rule.md)."""
-    key = re.compile(r"blk_-?[0-9]+")
-    with open(log, encoding="utf-8", errors="replace") as f:
-        lines = f.read().splitlines()
-    order = {}
-    for line in lines:
-        m = key.search(line)
-        if m and m.group(0) not in order:
-            order[m.group(0)] = len(order)
-    half = {k for k, i in order.items() if i < len(order) // 2}
+    lines, keys, blocks = hdfs_blocks(log)
+    half = set(blocks[:len(blocks) // 2])
     dlog, dlab = os.path.join(tmp, "split.log"), os.path.join(tmp, "split.labels.csv")
     with open(dlog, "w") as f:
         for part in ((False, True) if reversed_ else (True,)):
-            for line in lines:
-                m = key.search(line)
-                if m and (m.group(0) in half) == part:
+            for line, k in zip(lines, keys):
+                if k is not None and (k in half) == part:
                     f.write(line + "\n")
     if reversed_:
         return dlog, labels
@@ -296,8 +304,8 @@ def cmd_hdfs(a):
     recipe on the HDFS slice of ../shared (--dev: on its development split,
     --reversed: the halves swapped):
     one row each."""
-    log = os.path.join(a.dir, "HDFS_loglead_dev.log")
-    labels = os.path.join(a.dir, "HDFS_loglead_dev.block_labels.csv")
+    log = hdfs_file(a.dir, HDFS_LOG)
+    labels = hdfs_file(a.dir, HDFS_LABELS)
     print("| training | threshold from | sessions trimmed | P | R | F1 | AUROC | minutes |")
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
@@ -391,17 +399,21 @@ def cmd_session_rule(a):
             auroc([x for x, l in either if l], [x for x, l in either if not l]), best))
 
 
+def model_shape():
+    """txl train's options for the bundled model's tokenizer and shape."""
+    info = json.loads(subprocess.run([TXL, "info", MODEL], check=True,
+                                     capture_output=True, text=True).stdout)
+    return ["--tokenizer", "bpe", "--vocab", str(info["n_token"]), "--normalize",
+            "--layers", str(info["n_layer"]), "--d-model", str(info["d_model"]),
+            "--heads", str(info["n_head"]), "--d-head", str(info["d_head"]),
+            "--d-inner", str(info["d_inner"]), "--mem-len", str(info["mem_len"])]
+
+
 def offline_cmd(inputs, val, out):
     """txl train --init: the bundled model's shape, the learner's batch
     8 x 64 and rate 3e-4 (about constant: the cosine spans a million
     steps), validation only when a piece stops."""
-    info = json.loads(subprocess.run([TXL, "info", MODEL], check=True,
-                                     capture_output=True, text=True).stdout)
-    shape = ["--tokenizer", "bpe", "--vocab", str(info["n_token"]), "--normalize",
-             "--layers", str(info["n_layer"]), "--d-model", str(info["d_model"]),
-             "--heads", str(info["n_head"]), "--d-head", str(info["d_head"]),
-             "--d-inner", str(info["d_inner"]), "--mem-len", str(info["mem_len"])]
-    return [TXL, "train", "--init", MODEL] + inputs + ["--val", val, "-o", out] + shape + \
+    return [TXL, "train", "--init", MODEL] + inputs + ["--val", val, "-o", out] + model_shape() + \
         ["--steps", "1000000", "--batch", "8", "--segment", "64", "--lr", "3e-4",
          "--min-lr", "3e-5", "--warmup", "100", "--eval-every", "0",
          "--checkpoint-every", "0", "--log-every", "100000"]
@@ -489,10 +501,18 @@ def auroc(pos, neg):
 HDFS_LOG, HDFS_LABELS = "HDFS_loglead_dev.log", "HDFS_loglead_dev.block_labels.csv"
 
 
+def hdfs_file(d, name):
+    """d/name; where the HDFS slice is not there, a sentence and exit 1."""
+    path = os.path.join(d, name)
+    if not os.path.isfile(path):
+        sys.exit("%s: no %s here (the HDFS slice of ../shared/data/logs/hdfs)" % (d, name))
+    return path
+
+
 def hdfs_labels(d):
     """Block id -> anomalous, from the slice's label file."""
     labels = {}
-    with open(os.path.join(d, HDFS_LABELS)) as f:
+    with open(hdfs_file(d, HDFS_LABELS)) as f:
         for row in f:
             k, _, v = row.strip().partition(",")
             if k.startswith("blk_"):
@@ -545,7 +565,7 @@ def cmd_hdfs_live(a):
                 el.append("max-session-memory=%d" % a.max_session_memory)
             t0 = time.monotonic()
             subprocess.run(["gst-launch-1.0", "-q", "filesrc",
-                            "location=" + os.path.join(a.dir, HDFS_LOG), "!",
+                            "location=" + hdfs_file(a.dir, HDFS_LOG), "!",
                             "txltokenizer", "model=" + MODEL, "!"] + el +
                            ["!", "txlsink", "location=" + out], check=True, capture_output=True,
                            env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
@@ -583,6 +603,39 @@ def cmd_hdfs_live(a):
                                 r["flagged"] == "1") for r in rows])
 
 
+def hdfs_order_texts(log):
+    """hdfs-order's training texts by name, and a validation text (the 96
+    blocks after the training ones, only to satisfy txl train)."""
+    lines, keys, blocks = hdfs_blocks(log)
+    train = set(blocks[:len(blocks) * 2 // 5])  # txl eval: 0.5 x (1 - 0.2)
+    by = {}
+    for line, k in zip(lines, keys):
+        if k is not None:
+            by.setdefault(k, []).append(line)
+    logged = [(line, k) for line, k in zip(lines, keys) if k in train]
+
+    def windows(n, starts_only):
+        """Each run of n logged lines grouped by block, an empty line before
+        each group (starts_only: only before a group that holds its
+        block's first line; a block's later fragment follows the group
+        before it)."""
+        out, seen = [], set()
+        for w in range(0, len(logged), n):
+            groups = {}
+            for line, k in logged[w:w + n]:
+                groups.setdefault(k, []).append(line)
+            for b, g in groups.items():
+                primer = "" if starts_only and b in seen else "\n"
+                seen.add(b)
+                out.append(primer + "".join(l + "\n" for l in g))
+        return "".join(out)
+    texts = {"grouped": "".join("\n".join(by[b]) + "\n\n" for b in blocks if b in train),
+             "interleaved": "".join(line + "\n" for line, _ in logged),
+             "windows": windows(2000, False), "window-starts": windows(2000, True)}
+    rest = blocks[len(train):len(train) + 96]
+    return texts, "".join("\n".join(by[b]) + "\n\n" for b in rest)
+
+
 def cmd_hdfs_order(a):
     """Whether the order of the lines a model learns from decides what
     txlsessions can see (docs/notes/2026-11-27-learning-order.md): the
@@ -595,51 +648,17 @@ def cmd_hdfs_order(a):
     see: fragments of blocks), and so with the empty line only before a
     block's first line (window-starts); then `txl eval --model` with each,
     broken down as in hdfs-live."""
-    log = os.path.join(a.dir, HDFS_LOG)
-    labels = os.path.join(a.dir, HDFS_LABELS)
-    key = re.compile(r"blk_-?[0-9]+")
-    with open(log, encoding="utf-8", errors="replace") as f:
-        lines = f.read().splitlines()
-    order, by = {}, {}
-    for line in lines:
-        m = key.search(line)
-        if m:
-            order.setdefault(m.group(0), len(order))
-            by.setdefault(m.group(0), []).append(line)
-    blocks = sorted(order, key=order.get)
-    train = set(blocks[:len(blocks) * 2 // 5])  # txl eval: 0.5 x (1 - 0.2)
+    log = hdfs_file(a.dir, HDFS_LOG)
+    labels = hdfs_file(a.dir, HDFS_LABELS)
     out = a.keep or tempfile.mkdtemp(prefix="txl-hdfs-order-")
     os.makedirs(out, exist_ok=True)
-    logged = [l for l in lines if key.search(l) and key.search(l).group(0) in train]
-
-    def windows(n, starts_only):
-        """Each run of n logged lines grouped by block, an empty line before
-        each group (starts_only: only before a group that holds its
-        block's first line; a block's later fragment follows the group
-        before it)."""
-        out, seen = [], set()
-        for w in range(0, len(logged), n):
-            groups = {}
-            for l in logged[w:w + n]:
-                groups.setdefault(key.search(l).group(0), []).append(l)
-            for b, g in groups.items():
-                primer = "" if starts_only and b in seen else "\n"
-                seen.add(b)
-                out.append(primer + "".join(l + "\n" for l in g))
-        return "".join(out)
-    texts = {"grouped": "".join("\n".join(by[b]) + "\n\n" for b in blocks if b in train),
-             "interleaved": "".join(l + "\n" for l in logged),
-             "windows": windows(2000, False), "window-starts": windows(2000, True)}
-    texts = {k: v for k, v in texts.items() if k in a.only} if a.only else texts
+    texts, val_text = hdfs_order_texts(log)
+    if a.only:
+        texts = {k: v for k, v in texts.items() if k in a.only}
     val = os.path.join(out, "val.txt")
-    with open(val, "w") as f:  # the next 96 blocks, only to satisfy txl train
-        f.write("".join("\n".join(by[b]) + "\n\n" for b in blocks[len(train):len(train) + 96]))
-    info = json.loads(subprocess.run([TXL, "info", MODEL], check=True, capture_output=True,
-                                     text=True).stdout)
-    shape = ["--tokenizer", "bpe", "--vocab", str(info["n_token"]), "--normalize",
-             "--layers", str(info["n_layer"]), "--d-model", str(info["d_model"]),
-             "--heads", str(info["n_head"]), "--d-head", str(info["d_head"]),
-             "--d-inner", str(info["d_inner"]), "--mem-len", str(info["mem_len"])]
+    with open(val, "w") as f:
+        f.write(val_text)
+    shape = model_shape()
     for name, text in texts.items():
         path = os.path.join(out, name + ".txt")
         with open(path, "w") as f:
@@ -682,7 +701,7 @@ def cmd_hdfs_events(a):
     labels = hdfs_labels(a.dir)
     blk = re.compile(r"blk_-?\d+")
     types, order, lines = {}, {}, {}  # block -> its types (counted); first line; lines
-    with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
+    with open(hdfs_file(a.dir, HDFS_LOG), errors="replace") as f:
         for line in f:
             e = hdfs_etype(line)
             for b in set(blk.findall(line)):
@@ -741,7 +760,7 @@ def cmd_hdfs_stalls(a):
     etype = hdfs_etype
     last, first, stalled = {}, {}, {}  # block -> (time, type); first line; (line, quiet, limit, type)
     maxgap, n, timeouts, out = {}, {}, {}, set()  # out: blocks past their limit
-    with open(os.path.join(a.dir, HDFS_LOG), errors="replace") as f:
+    with open(hdfs_file(a.dir, HDFS_LOG), errors="replace") as f:
         for i, line in enumerate(f):
             try:
                 t = calendar.timegm(time.strptime(line[:13], "%y%m%d %H%M%S"))
@@ -819,7 +838,8 @@ def main():
     s.add_argument("dir")
     s.add_argument("--keep", help="keep the texts, models and txl eval outputs in this folder")
     s.add_argument("--only", nargs="*",
-                   help="of grouped, interleaved, windows, window-starts")
+                   choices=["grouped", "interleaved", "windows", "window-starts"],
+                   help="only these texts (default: all four)")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
     s.add_argument("--lines", type=int, nargs="*",
