@@ -365,9 +365,9 @@ def cmd_session_rule(a):
                                                           k[1], len(g), min(g), max(g))
                         for k, g in sorted(groups.items())))
 
-        def judge(thr):
-            tp = sum(1 for s, l in test if s > thr and l)
-            fp = sum(1 for s, l in test if s > thr and not l)
+        def judge(thr, scored=test):  # recall, false alarms %, F1 of (score, label) pairs
+            tp = sum(1 for s, l in scored if s > thr and l)
+            fp = sum(1 for s, l in scored if s > thr and not l)
             f1 = 2 * tp / (2 * tp + fp + (pos - tp)) if tp else 0.0
             return tp / max(pos, 1), 100 * fp / max(neg, 1), f1
         best = max(judge(s - 1e-12)[2] for s, _ in test)
@@ -388,13 +388,9 @@ def cmd_session_rule(a):
                                    0.95) for k in ("mean", "max_line_sum")}
         either = [(max(float(r[k]) / bars[k] for k in bars), int(r["label"]))
                   for r in rows if r["split"] == "test"]
-        tp = sum(1 for x, l in either if x > 1 and l)
-        fp = sum(1 for x, l in either if x > 1 and not l)
-        best = max(2 * t / (2 * t + f + pos - t) if t else 0.0 for t, f in
-                   ((sum(1 for y, l in either if y >= x and l),
-                     sum(1 for y, l in either if y >= x and not l)) for x, _ in either))
+        best = max(judge(x - 1e-12, either)[2] for x, _ in either)
         print("| either: mean or max-line-sum, Q95 x 1.75 each | 1 (ratio) | %.3f | %.2f | %.3f |"
-              % (tp / pos, 100 * fp / neg, 2 * tp / (2 * tp + fp + pos - tp) if tp else 0.0))
+              % judge(1, either))
         print("  either: AUROC %.4f, best F1 of any threshold %.3f" % (
             auroc([x for x, l in either if l], [x for x, l in either if not l]), best))
 
