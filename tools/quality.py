@@ -625,9 +625,24 @@ def hdfs_order_texts(log):
                 seen.add(b)
                 out.append(primer + "".join(l + "\n" for l in g))
         return "".join(out)
+    def prefixes(n):
+        """Each run of n logged lines: every block with a line in it, by its
+        last line there, an empty line and then all its lines from its
+        first up to the run's end (what a learner keeping each session's
+        lines from its start would see)."""
+        out, so_far = [], {}
+        for w in range(0, len(logged), n):
+            last = {}
+            for i, (line, k) in enumerate(logged[w:w + n]):
+                so_far.setdefault(k, []).append(line)
+                last[k] = i
+            for b in sorted(last, key=last.get):
+                out.append("\n" + "".join(l + "\n" for l in so_far[b]))
+        return "".join(out)
     texts = {"grouped": "".join("\n".join(by[b]) + "\n\n" for b in blocks if b in train),
              "interleaved": "".join(line + "\n" for line, _ in logged),
-             "windows": windows(2000, False), "window-starts": windows(2000, True)}
+             "windows": windows(2000, False), "window-starts": windows(2000, True),
+             "prefixes": prefixes(2000)}
     rest = blocks[len(train):len(train) + 96]
     return texts, "".join("\n".join(by[b]) + "\n\n" for b in rest)
 
@@ -834,7 +849,7 @@ def main():
     s.add_argument("dir")
     s.add_argument("--keep", help="keep the texts, models and txl eval outputs in this folder")
     s.add_argument("--only", nargs="*",
-                   choices=["grouped", "interleaved", "windows", "window-starts"],
+                   choices=["grouped", "interleaved", "windows", "window-starts", "prefixes"],
                    help="only these texts (default: all four)")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
