@@ -504,6 +504,9 @@ TXL_API gboolean txl_sessions_finish(TxlSessions *s, GError **error);
 TXL_API gboolean txl_sessions_set_model(TxlSessions *s, TxlModel *model,
                                         GError **error);
 TXL_API guint txl_sessions_count(const TxlSessions *s);
+/* The ids scored before each session's first line (a line end; none
+ * without a tokenizer or with prime FALSE); *n their count. */
+TXL_API const int32_t *txl_sessions_primer(const TxlSessions *s, gsize *n);
 /* Lines pushed so far: the number the last push returned (0: none). */
 TXL_API gint64 txl_sessions_lines(const TxlSessions *s);
 /* The numbers of the lines pushed whose line callback has not come yet,

@@ -175,7 +175,7 @@ new_stream(GstTxlScorerBase *base, GError **error)
   if (!self->scorer)
     return FALSE;
   if (!gst_txl_learn_start(GST_ELEMENT(self), &self->learn, base->model,
-                           &self->learning, error))
+                           NULL, &self->learning, error))
     return FALSE;
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
@@ -536,7 +536,7 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   if (ld->learn &&
       !(o->learning = gst_txl_learn_resume(GST_ELEMENT(base),
                                            &GST_TXL_MODEL(base)->learn,
-                                           base->model, ld, set_model,
+                                           base->model, NULL, ld, set_model,
                                            o->undelivered, error))) {
     own_state_free(o);
     return NULL;

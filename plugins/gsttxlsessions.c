@@ -129,7 +129,7 @@ gst_txl_sessions_on_line(const TxlSessionLine *l, gpointer data)
   x->s.max_token = l->max_token;
   x->s.window = l->window;
   x->s.nonfinite = l->nonfinite;
-  gst_txl_sessions_learn_line(self, x, l->line);
+  gst_txl_sessions_learn_line(self, x, l->key, l->line);
 }
 
 void
@@ -161,6 +161,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
                   r->nonfinite > 0;
   if (self->recent && !flag)
     txl_baseline_add(self->recent, r->score);
+  if (self->learning)
+    gst_txl_learn_session_end(self->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",
       "key", G_TYPE_STRING, r->key,
       "reason", G_TYPE_STRING, reason_name(r->reason),

@@ -99,8 +99,12 @@ gboolean gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error);
 GArray *gst_txl_sessions_sl_new(guint reserve);
 /* Keeps a copy of the pushed line's ids in x while learning. */
 void gst_txl_sessions_learn_keep(GstTxlSessions *self, SLine *x);
-/* x, push number seq, is scored: to the learner, its meta's flags back. */
-void gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, gint64 seq);
+/* x, push number seq of session key, is scored: to the learner, its
+ * meta's flags back. */
+void gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x,
+                                 const char *key, gint64 seq);
+/* The ids TxlSessions primes each session with (the learner's primer). */
+GArray *gst_txl_sessions_primer(const TxlSessions *s);
 /* After a call into the library: the scored lines to the learner, new
  * weights into the sessions, the landing line marked. */
 gboolean gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error);

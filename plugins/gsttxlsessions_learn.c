@@ -6,8 +6,11 @@
  * txlsessions pushes each line whole into its session and hears that it
  * was scored later (gst_txl_sessions_on_line), when its session's segment
  * runs: so the learner is given the lines in the order they were scored,
- * interleaved across the sessions, not in line order.  That order depends
- * only on the input, as the line where new weights land does.  A pushed
+ * not in line order, each with its session, and each session's end with
+ * the session rule's flag.  The learner groups them by session (whole
+ * sessions after TxlSessions' primer, as they are scored:
+ * lib/train/learner.h).  That order depends only on the input, as the
+ * line where new weights land does.  A pushed
  * line keeps a copy of its ids until it is scored; the lines scored by a
  * call into the library go to the learner right after the call, new
  * weights go into the sessions' worker (txl_sessions_set_model) and score
@@ -37,11 +40,22 @@ gst_txl_sessions_set_weights(gpointer sessions, TxlModel *m, GError **error)
   return txl_sessions_set_model(sessions, m, error);
 }
 
+GArray *
+gst_txl_sessions_primer(const TxlSessions *s)
+{
+  gsize n;
+  const int32_t *ids = txl_sessions_primer(s, &n);
+  GArray *a = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)n);
+  g_array_append_vals(a, ids, (guint)n);
+  return a;
+}
+
 gboolean
 gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error)
 {
+  g_autoptr(GArray) primer = gst_txl_sessions_primer(self->sessions);
   return gst_txl_learn_start(GST_ELEMENT(self), &self->learn,
-                             GST_TXL_SCORER_BASE(self)->model,
+                             GST_TXL_SCORER_BASE(self)->model, primer,
                              &self->learning, error);
 }
 
@@ -55,13 +69,14 @@ gst_txl_sessions_learn_keep(GstTxlSessions *self, SLine *x)
 }
 
 void
-gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, gint64 seq)
+gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, const char *key,
+                            gint64 seq)
 {
   if (!self->learning)
     return;
   /* the push number, truncated: gst_txl_sessions_learn_run finds the line
    * again modulo 2^32, which holds while fewer lines than that wait */
-  x->flags |= gst_txl_learn_line(self->learning,
+  x->flags |= gst_txl_learn_line(self->learning, key,
                                  x->ids ? (const int32_t *)x->ids->data : NULL,
                                  x->ids ? x->ids->len : 0, x->line, &x->s,
                                  (guint)seq);

@@ -266,8 +266,9 @@ parse_learn(GstTxlScorerBase *base, guint32 version, GstTxlLearnLoaded *ld,
     return FALSE;
   }
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
+  g_autoptr(GArray) primer = gst_txl_sessions_primer(ld->state);
   o->learning = gst_txl_learn_resume(GST_ELEMENT(self), &self->learn,
-                                     base->model, ld,
+                                     base->model, primer, ld,
                                      gst_txl_sessions_set_weights, NULL,
                                      error);
   return o->learning != NULL;

@@ -18,9 +18,11 @@ GST_DEBUG_CATEGORY_STATIC(gst_txl_learn_debug);
  * it keeps itself; a line longer than this is a hostile file) */
 #define MAX_LINE_IDS (1u << 26)
 
-/* A complete line on its way to the learner. */
+/* A complete line on its way to the learner, or a session's end. */
 typedef struct {
-  GArray *ids;     /* int32_t */
+  GArray *ids;     /* int32_t; NULL: the end of session key */
+  gchar *key;      /* grouping sessions: the line's session */
+  gboolean flag;   /* an end: the session was flagged */
   gint64 line;
   TxlLineScore s;
   guint done_index;
@@ -49,11 +51,12 @@ queued_clear(gpointer p)
 {
   Queued *q = p;
   g_clear_pointer(&q->ids, g_array_unref);
+  g_clear_pointer(&q->key, g_free);
 }
 
 GstTxlLearn *
 gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
-                  GError **error)
+                  const GArray *primer, GError **error)
 {
   init_debug();
   TxlLearnOptions o = txl_learn_options_default();
@@ -62,6 +65,12 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   TxlLearner *learner = txl_learner_new(base, &o, error);
   if (!learner)
     return NULL;
+  if (primer && !txl_learner_group_sessions(learner,
+                                            (const int32_t *)primer->data,
+                                            primer->len, error)) {
+    txl_learner_free(learner);
+    return NULL;
+  }
   GstTxlLearn *l = g_new0(GstTxlLearn, 1);
   l->owner = owner;
   l->learner = learner;
@@ -99,7 +108,8 @@ guint32
 gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
                     guint done_index)
 {
-  Queued q = { l->cur_ids, line, *s, done_index, l->cur_gen == 0 };
+  Queued q = { l->cur_ids, NULL, FALSE, line, *s, done_index,
+               l->cur_gen == 0 };
   g_array_append_val(l->queue, q);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->cur_gen = l->gen;
@@ -107,14 +117,23 @@ gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
 }
 
 guint32
-gst_txl_learn_line(GstTxlLearn *l, const int32_t *ids, guint n, gint64 line,
-                   const TxlLineScore *s, guint done_index)
+gst_txl_learn_line(GstTxlLearn *l, const gchar *key, const int32_t *ids,
+                   guint n, gint64 line, const TxlLineScore *s,
+                   guint done_index)
 {
   GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
   g_array_append_vals(copy, ids, n);
-  Queued q = { copy, line, *s, done_index, l->gen == 0 };
+  Queued q = { copy, g_strdup(key), FALSE, line, *s, done_index,
+               l->gen == 0 };
   g_array_append_val(l->queue, q);
   return q.warm ? TXL_LINE_WARMUP : 0;
+}
+
+void
+gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key, gboolean flagged)
+{
+  Queued q = { .ids = NULL, .key = g_strdup(key), .flag = flagged };
+  g_array_append_val(l->queue, q);
 }
 
 gboolean
@@ -194,10 +213,18 @@ gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
   gboolean ok = TRUE;
   for (guint i = 0; i < l->queue->len && ok; i++) {
     Queued *q = &g_array_index(l->queue, Queued, i);
+    if (!q->ids) {
+      txl_learner_session_end(l->learner, q->key, q->flag);
+      continue;
+    }
     gboolean flag = judge(l, q);
     GError *err = NULL;
-    TxlModel *m = txl_learner_line(l->learner, (const int32_t *)q->ids->data,
-                                   q->ids->len, flag, &err);
+    TxlModel *m =
+        q->key ? txl_learner_session_line(l->learner, q->key,
+                                          (const int32_t *)q->ids->data,
+                                          q->ids->len, flag, &err)
+               : txl_learner_line(l->learner, (const int32_t *)q->ids->data,
+                                  q->ids->len, flag, &err);
     if (m) {
       ok = set_model(target, m, error);
       if (ok) {
@@ -342,10 +369,12 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
 
 GstTxlLearn *
 gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
-                   GBytes *section, GstTxlSetModelFunc set_model,
-                   gpointer target, GstBuffer *undelivered, GError **error)
+                   const GArray *primer, GBytes *section,
+                   GstTxlSetModelFunc set_model, gpointer target,
+                   GstBuffer *undelivered, GError **error)
 {
-  GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines, error);
+  GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines, primer,
+                                     error);
   if (!l)
     return NULL;
   GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
@@ -398,14 +427,14 @@ take_section(GHashTable *sect, const gchar *section, gboolean want,
 
 gboolean
 gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
-                    GstTxlLearn **out, GError **error)
+                    const GArray *primer, GstTxlLearn **out, GError **error)
 {
   GST_OBJECT_LOCK(owner);
   gboolean on = p->on;
   gint warmup = p->warmup;
   p->rounds = 0;
   GST_OBJECT_UNLOCK(owner);
-  *out = on ? gst_txl_learn_new(owner, base, warmup, error) : NULL;
+  *out = on ? gst_txl_learn_new(owner, base, warmup, primer, error) : NULL;
   return !on || *out != NULL;
 }
 
@@ -503,11 +532,13 @@ gst_txl_learn_loaded_take(gpointer loaded)
 
 GstTxlLearn *
 gst_txl_learn_resume(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
-                     GstTxlLearnLoaded *loaded, GstTxlSetModelFunc set_model,
-                     GstBuffer *undelivered, GError **error)
+                     const GArray *primer, GstTxlLearnLoaded *loaded,
+                     GstTxlSetModelFunc set_model, GstBuffer *undelivered,
+                     GError **error)
 {
   gint warmup = props_warmup(owner, p);
-  return gst_txl_learn_load(owner, base, warmup, loaded->learn, set_model,
+  return gst_txl_learn_load(owner, base, warmup, primer, loaded->learn,
+                            set_model,
                             loaded->state, undelivered, error);
 }
 

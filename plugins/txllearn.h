@@ -9,7 +9,9 @@
  *   gst_txl_learn_record() for every score record it emits,
  *   gst_txl_learn_close() when a line is complete (its meta's flags back),
  * txlsessions, whose lines are scored whole and reported complete, calls
- *   gst_txl_learn_line() for each line in the order it was scored;
+ *   gst_txl_learn_line() for each line in the order it was scored, with its
+ *   session, and gst_txl_learn_session_end() as each session ends (its
+ *   learner groups sessions: lib/train/learner.h);
  * both call gst_txl_learn_run() after every call into the library: the
  *   lines queued meanwhile go to the learner, in order, and new weights are
  *   set through the element's set_model callback.
@@ -68,9 +70,12 @@ typedef struct _GstTxlLearn GstTxlLearn;
           "their start)", 0, G_MAXUINT, 0, TXL_RO))
 
 /* owner posts the messages; warmup_lines: lines before the first round;
- * NULL with error when the model cannot be trained. */
+ * primer (int32_t ids; NULL for txlmodel): the learner groups sessions,
+ * each after these ids.  NULL with error when the model cannot be
+ * trained. */
 GstTxlLearn *gst_txl_learn_new(GstElement *owner, TxlModel *base,
-                               gint warmup_lines, GError **error);
+                               gint warmup_lines, const GArray *primer,
+                               GError **error);
 void gst_txl_learn_free(GstTxlLearn *l);
 
 /* A score record; line_start: the first of its line. */
@@ -84,9 +89,13 @@ guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
 /* A complete line given whole (its n token ids, copied), as record() and
  * close() give it in two steps; a warm-up line when no adapted weights
  * are in use yet.  Returns its meta's TXL_LINE_* flags. */
-guint32 gst_txl_learn_line(GstTxlLearn *l, const int32_t *ids, guint n,
-                           gint64 line, const TxlLineScore *s,
-                           guint done_index);
+guint32 gst_txl_learn_line(GstTxlLearn *l, const gchar *key,
+                           const int32_t *ids, guint n, gint64 line,
+                           const TxlLineScore *s, guint done_index);
+/* Session key ended (flagged by the session rule or not): queued after
+ * the lines before it. */
+void gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key,
+                               gboolean flagged);
 /* Lines queued for the learner. */
 gboolean gst_txl_learn_pending(const GstTxlLearn *l);
 /* Gives the queued lines to the learner and puts new weights in through
@@ -111,7 +120,8 @@ GBytes *gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered);
  * set_model(target, ...) (not live yet) and its flags onto the metas of
  * undelivered (may be NULL).  NULL with error for bytes that do not fit. */
 GstTxlLearn *gst_txl_learn_load(GstElement *owner, TxlModel *base,
-                                gint warmup_lines, GBytes *section,
+                                gint warmup_lines, const GArray *primer,
+                                GBytes *section,
                                 GstTxlSetModelFunc set_model, gpointer target,
                                 GstBuffer *undelivered, GError **error);
 
@@ -128,8 +138,8 @@ typedef struct {
 /* A new stream's learning (*out NULL when learn is off); learn-rounds
  * starts again from 0.  FALSE with error when the model cannot be trained. */
 gboolean gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p,
-                             TxlModel *base, GstTxlLearn **out,
-                             GError **error);
+                             TxlModel *base, const GArray *primer,
+                             GstTxlLearn **out, GError **error);
 /* gst_txl_learn_run() with learn-model read and learn-rounds published
  * under the owner's lock; nothing to do without queued lines. */
 gboolean gst_txl_learn_step(GstTxlLearn *l, GstTxlLearnProps *p,
@@ -169,7 +179,8 @@ gpointer gst_txl_learn_loaded_take(gpointer loaded);
  * weights into loaded's state through set_model): NULL with error when
  * the section does not fit. */
 GstTxlLearn *gst_txl_learn_resume(GstElement *owner, GstTxlLearnProps *p,
-                                  TxlModel *base, GstTxlLearnLoaded *loaded,
+                                  TxlModel *base, const GArray *primer,
+                                  GstTxlLearnLoaded *loaded,
                                   GstTxlSetModelFunc set_model,
                                   GstBuffer *undelivered, GError **error);
 /* save(): the learning's section among the snapshot's (none without l). */

@@ -587,6 +587,13 @@ txl_sessions_count(const TxlSessions *s)
   return s->lru.length;
 }
 
+const int32_t *
+txl_sessions_primer(const TxlSessions *s, gsize *n)
+{
+  *n = s->o.prime ? (gsize)s->n_nl : 0;
+  return s->nl;
+}
+
 gint64
 txl_sessions_lines(const TxlSessions *s)
 {

@@ -11,6 +11,7 @@
 #include "model_internal.h"
 #include "optim.h"
 #include "train.h"
+#include "transcripts.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,6 +19,10 @@
 /* Tokens a round may learn from at most: bounds the window's memory
  * (4 MiB of ids) whatever the lines' lengths. */
 #define WINDOW_TOKEN_CAP (1 << 20)
+/* Tokens the sessions' transcripts hold at most when grouping sessions
+ * (16 MiB of ids): what is kept of open sessions and of those the window
+ * still names. */
+#define TRANSCRIPT_TOKEN_CAP (1 << 22)
 /* Global gradient-norm clip, as txl train's default. */
 #define CLIP_NORM 0.25
 
@@ -50,6 +55,10 @@ struct _TxlLearner {
   TxlParams *current_p; /* owned by current */
   GArray *tok;         /* window: usable lines' ids, oldest first */
   GArray *len;         /* tokens of each window line */
+  /* grouping sessions (txl_learner_group_sessions): each window line's
+   * transcript (guint64 serials; the window keeps no ids of its own) */
+  TxlTranscripts *tr;
+  GArray *ser;
   gint64 lines;
   gint64 next_round;   /* line count that starts the next round */
   gint64 due;          /* line count at which the running round lands */
@@ -115,6 +124,9 @@ txl_learner_free(TxlLearner *l)
   round_free(l->round);
   txl_free_each(txl_model_unref, l->current, l->base);
   txl_free_each(g_array_unref, l->tok, l->len);
+  if (l->ser)
+    g_array_unref(l->ser);
+  txl_transcripts_free(l->tr);
   g_free(l);
 }
 
@@ -202,13 +214,32 @@ round_run(gpointer data)
 
 /* ---- the stream's side ------------------------------------------------ */
 
-static void
-window_add(TxlLearner *l, const int32_t *ids, gsize n)
+gboolean
+txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
+                           GError **error)
 {
-  n = MIN(n, (gsize)WINDOW_TOKEN_CAP);
+  if (l->lines > 0 || l->tr || n > 64) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
+                        "a learner groups sessions from its first line on, "
+                        "with a primer of at most 64 tokens");
+    return FALSE;
+  }
+  l->tr = txl_transcripts_new(primer, n, TRANSCRIPT_TOKEN_CAP);
+  l->ser = g_array_new(FALSE, FALSE, sizeof(guint64));
+  return TRUE;
+}
+
+/* A usable line into the window: its ids, or (grouping sessions) its
+ * transcript's serial, whose reference the window then holds. */
+static void
+window_add(TxlLearner *l, const int32_t *ids, gsize n, guint64 serial)
+{
+  n = l->tr ? 0 : MIN(n, (gsize)WINDOW_TOKEN_CAP);
   g_array_append_vals(l->tok, ids, (guint)n);
   gint64 len = (gint64)n;
   g_array_append_val(l->len, len);
+  if (l->tr)
+    g_array_append_val(l->ser, serial);
   /* the first round learns from every warm-up line */
   guint keep = (guint)MAX(l->o.window_lines,
                           l->started ? 0 : l->o.warmup_lines);
@@ -223,6 +254,11 @@ window_add(TxlLearner *l, const int32_t *ids, gsize n)
     g_array_remove_range(l->len, 0, drop_lines);
     g_array_remove_range(l->tok, 0, (guint)drop_tok);
   }
+  if (l->tr && drop_lines) {
+    for (guint i = 0; i < drop_lines; i++)
+      txl_transcripts_release(l->tr, g_array_index(l->ser, guint64, i));
+    g_array_remove_range(l->ser, 0, drop_lines);
+  }
 }
 
 static gboolean
@@ -236,9 +272,15 @@ round_start(TxlLearner *l, GError **error)
   r->p = p;
   r->o = l->o;
   r->index = l->started++;
-  r->n = l->tok->len;
-  r->tok = g_memdup2(l->tok->data, sizeof(int32_t) * r->n);
-  r->lines = l->len->len;
+  if (l->tr) {
+    r->tok = txl_transcripts_text(l->tr, (const guint64 *)l->ser->data,
+                                  l->ser->len, WINDOW_TOKEN_CAP, &r->n,
+                                  &r->lines);
+  } else {
+    r->n = l->tok->len;
+    r->tok = g_memdup2(l->tok->data, sizeof(int32_t) * r->n);
+    r->lines = l->len->len;
+  }
   l->round = r;
   /* the first round lands at once: the warm-up ends with it */
   l->due = l->lines + (r->index ? l->o.lag_lines : 0);
@@ -286,15 +328,10 @@ round_land(TxlLearner *l, GError **error)
   return m;
 }
 
-TxlModel *
-txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
-                 gboolean flagged, GError **error)
+/* A line has been added (or left out): rounds start and land. */
+static TxlModel *
+line_done(TxlLearner *l, GError **error)
 {
-  l->lines++;
-  l->st.lines = l->lines;
-  /* warm-up lines are all learnt from: nothing can be flagged yet */
-  if (!flagged || !l->current)
-    window_add(l, ids, n);
   if (l->round && l->lines >= l->due)
     return round_land(l, error);
   if (!l->round && l->lines >= l->next_round &&
@@ -306,6 +343,42 @@ txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
       return round_land(l, error);
   }
   return NULL;
+}
+
+TxlModel *
+txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
+                 gboolean flagged, GError **error)
+{
+  g_return_val_if_fail(!l->tr, NULL);
+  l->lines++;
+  l->st.lines = l->lines;
+  /* warm-up lines are all learnt from: nothing can be flagged yet */
+  if (!flagged || !l->current)
+    window_add(l, ids, n, 0);
+  return line_done(l, error);
+}
+
+TxlModel *
+txl_learner_session_line(TxlLearner *l, const char *key, const int32_t *ids,
+                         gsize n, gboolean flagged, GError **error)
+{
+  g_return_val_if_fail(l->tr, NULL);
+  l->lines++;
+  l->st.lines = l->lines;
+  flagged = flagged && l->current;
+  guint64 serial = txl_transcripts_line(l->tr, key, ids, n, flagged);
+  if (flagged)
+    txl_transcripts_release(l->tr, serial);
+  else
+    window_add(l, NULL, 0, serial);
+  return line_done(l, error);
+}
+
+void
+txl_learner_session_end(TxlLearner *l, const char *key, gboolean flagged)
+{
+  g_return_if_fail(l->tr);
+  txl_transcripts_end(l->tr, key, flagged && l->current);
 }
 
 const TxlLearnOptions *
@@ -355,10 +428,13 @@ txl_learner_model(TxlLearner *l)
  * up); the round not landed yet (u32 0: none; 1: its index, u64 lines, u64
  * steps, f64 losses, its weights; 2: its index, u64 lines and
  * the error text); the window (u64 lines, u64 tokens, each line's length,
- * the ids).  Weights are stored whole, with no compression of their own:
+ * the ids).  Version 2, a learner grouping sessions: then each window
+ * line's transcript serial (u64) and the transcripts (transcripts.c); its
+ * window lines hold no ids.  Weights are stored whole, with no compression of their own:
  * the snapshot file compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
 #define STATE_VERSION 1u
+#define STATE_VERSION_SESSIONS 2u
 #define N_OPT_INTS 8
 
 static void
@@ -387,6 +463,8 @@ txl_learner_state_get_size(TxlLearner *l)
       n += 8 + 2 * 8 + 8 + l->round->p->n * 4;
   }
   n += 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
+  if (l->tr)
+    n += (gsize)l->ser->len * 8 + txl_transcripts_state_size(l->tr);
   return n;
 }
 
@@ -411,7 +489,7 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
   txl_w_u32(&w, STATE_MAGIC);
-  txl_w_u32(&w, STATE_VERSION);
+  txl_w_u32(&w, l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION);
   for (int i = 0; i < N_OPT_INTS; i++)
     txl_w_u64(&w, ov[i]);
   txl_w_u64(&w, txl_f64_bits(l->o.passes));
@@ -451,6 +529,11 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   guint8 *at = w.p;
   txl_w_raw(&w, l->tok->data, (gsize)l->tok->len * 4);
   txl_le_f32_inplace(at, l->tok->len); /* int32 ids: the same swap */
+  if (l->tr) {
+    for (guint i = 0; i < l->ser->len; i++)
+      txl_w_u64(&w, g_array_index(l->ser, guint64, i));
+    txl_transcripts_state_write(l->tr, &w);
+  }
   g_assert((gsize)(w.p - dst) == need);
   return need;
 }
@@ -485,7 +568,8 @@ typedef struct {
   TxlLearnStats st;
   TxlParams *current;
   Round *round;
-  GArray *len, *tok;
+  GArray *len, *tok, *ser;
+  TxlTranscripts *tr;
 } Parsed;
 
 static void
@@ -498,6 +582,9 @@ parsed_clear(Parsed *ps)
     g_array_free(ps->len, TRUE);
   if (ps->tok)
     g_array_free(ps->tok, TRUE);
+  if (ps->ser)
+    g_array_free(ps->ser, TRUE);
+  txl_transcripts_free(ps->tr);
 }
 
 static gboolean
@@ -544,7 +631,7 @@ parse_window(TxlReader *r, Parsed *ps, int n_token)
     g_array_append_val(ps->len, v);
   }
   const guint8 *ids = sum == nt ? txl_get_raw(r, nt * 4) : NULL;
-  if (!ids || !txl_reader_done(r))
+  if (!ids)
     return FALSE;
   ps->tok = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), (guint)nt);
   g_array_set_size(ps->tok, (guint)nt);
@@ -562,13 +649,51 @@ parse_window(TxlReader *r, Parsed *ps, int n_token)
   return TRUE;
 }
 
+/* A learner grouping sessions: the window lines' serials (no ids of their
+ * own), then the transcripts they name. */
+static gboolean
+parse_sessions(TxlReader *r, TxlLearner *l, Parsed *ps, int n_token)
+{
+  guint nl = ps->len->len;
+  if (ps->tok->len != 0 || nl > txl_reader_left(r) / 8)
+    return FALSE;
+  ps->ser = g_array_sized_new(FALSE, FALSE, sizeof(guint64), nl);
+  g_array_set_size(ps->ser, nl);
+  /* references per serial, keyed by the array's own elements */
+  GHashTable *refs = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (guint i = 0; i < nl; i++) {
+    guint64 *v = &g_array_index(ps->ser, guint64, i);
+    *v = txl_get_u64(r);
+    guint c = GPOINTER_TO_UINT(g_hash_table_lookup(refs, v));
+    g_hash_table_insert(refs, v, GUINT_TO_POINTER(c + 1));
+  }
+  ps->tr = txl_transcripts_new_like(l->tr);
+  gboolean ok = r->ok && !g_hash_table_contains(refs, &(guint64){ 0 }) &&
+                txl_transcripts_state_read(ps->tr, r, n_token, refs);
+  g_hash_table_destroy(refs);
+  return ok;
+}
+
 static gboolean
 parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
 {
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
-  if (txl_get_u32(r) != STATE_MAGIC || txl_get_u32(r) != STATE_VERSION)
+  guint32 magic = txl_get_u32(r), version = txl_get_u32(r);
+  guint32 want = l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION;
+  if (magic != STATE_MAGIC ||
+      (version != STATE_VERSION && version != STATE_VERSION_SESSIONS))
     return FALSE;
+  if (version != want) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "learner state: version %u was written by a learner that "
+                "%s, this one %s (a snapshot of txlsessions before learning "
+                "grouped sessions cannot continue; start afresh)", version,
+                version == STATE_VERSION ? "learns lines as they come"
+                                         : "groups sessions",
+                l->tr ? "groups sessions" : "learns lines as they come");
+    return FALSE;
+  }
   gboolean same = TRUE;
   for (int i = 0; i < N_OPT_INTS; i++)
     same &= txl_get_u64(r) == ov[i];
@@ -607,7 +732,12 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
     return FALSE;
   if (!parse_round(r, l, ps, error))
     return FALSE;
-  return parse_window(r, ps, txl_model_config(l->base)->n_token);
+  int n_token = txl_model_config(l->base)->n_token;
+  if (!parse_window(r, ps, n_token))
+    return FALSE;
+  if (l->tr && !parse_sessions(r, l, ps, n_token))
+    return FALSE;
+  return txl_reader_done(r);
 }
 
 gboolean
@@ -642,6 +772,12 @@ txl_learner_state_set_data(TxlLearner *l, const guint8 *src, gsize size,
   g_array_free(l->tok, TRUE);
   l->len = g_steal_pointer(&ps.len);
   l->tok = g_steal_pointer(&ps.tok);
+  if (l->tr) {
+    g_array_free(l->ser, TRUE);
+    txl_transcripts_free(l->tr);
+    l->ser = g_steal_pointer(&ps.ser);
+    l->tr = g_steal_pointer(&ps.tr);
+  }
   l->lines = ps.lines;
   l->next_round = ps.next_round;
   l->due = ps.due;

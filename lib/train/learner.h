@@ -72,6 +72,27 @@ void txl_learner_free(TxlLearner *l);
  * set: a round failed and was dropped (the caller keeps its model). */
 TxlModel *txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
                            gboolean flagged, GError **error);
+
+/* Grouping sessions (txlsessions, docs/learning.md): a round learns from
+ * whole sessions, each session's lines from its first one after primer
+ * (TxlSessions' own primer), as TxlSessions scores them, and not from
+ * lines interleaved across sessions (docs/notes/2026-11-27-learning-
+ * order.md).  The window still counts the most recent usable lines, and a
+ * round learns from the sessions they belong to, whole so far, the most
+ * recent first up to the window's token bound (lib/train/transcripts.h).
+ * A session with a flagged line, or flagged when it ends, is not learnt
+ * from.  Call it before the first line; then give lines with
+ * txl_learner_session_line and ends with txl_learner_session_end only. */
+gboolean txl_learner_group_sessions(TxlLearner *l, const int32_t *primer,
+                                    gsize n, GError **error);
+/* A complete line of session key, as txl_learner_line. */
+TxlModel *txl_learner_session_line(TxlLearner *l, const char *key,
+                                   const int32_t *ids, gsize n,
+                                   gboolean flagged, GError **error);
+/* Session key ended, flagged or not (a later line of key starts anew). */
+void txl_learner_session_end(TxlLearner *l, const char *key,
+                             gboolean flagged);
+
 /* TRUE until the first round's weights have taken over. */
 gboolean txl_learner_warming_up(const TxlLearner *l);
 /* The options it was made with (the defaults where NULL was given). */
