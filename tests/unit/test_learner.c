@@ -2,12 +2,15 @@
 /* Learning on the stream (lib/train/learner.h): the lines at which new
  * weights take over, determinism, learning that lowers the loss, state
  * bytes that continue bit for bit from any line (a round in flight
- * included), hostile state, and a round that goes non-finite. */
+ * included), hostile state, and a round that goes non-finite; grouping
+ * sessions: the text a round learns from (lib/train/transcripts.h), state
+ * that continues bit for bit, and state of the other kind refused. */
 #include "config.h"
 #include "learner.h"
 #include "params.h"
 #include "stream_state.h"
 #include "testutil.h"
+#include "transcripts.h"
 #include "tu_config.h"
 
 #include <math.h>
@@ -329,6 +332,200 @@ TU_TEST("/learner/bad-options", test_bad_options)
   g_autoptr(GError) err = NULL;
   g_assert_null(txl_learner_new(f.base, &f.o, &err));
   g_assert_nonnull(err);
+  fx_done(&f);
+}
+
+/* ---- grouping sessions ------------------------------------------------ */
+
+static void
+assert_text(TxlTranscripts *t, const guint64 *ser, gsize n, gsize cap,
+            const int32_t *want, gsize n_want, gint64 want_lines)
+{
+  gsize got_n = 0;
+  gint64 lines = -1;
+  g_autofree int32_t *got = txl_transcripts_text(t, ser, n, cap, &got_n,
+                                                 &lines);
+  g_assert_cmpuint(got_n, ==, n_want);
+  if (n_want)
+    g_assert_cmpmem(got, got_n * 4, want, n_want * 4);
+  g_assert_cmpint(lines, ==, want_lines);
+}
+
+/* A round's text, worked out by hand: each session's lines together after
+ * the primer (99), in the order of each session's last window line, the
+ * most recent first under the token bound; a session that ended and came
+ * back is a new one; a flagged line drops its session; over the cap, the
+ * transcript touched longest ago goes. */
+TU_TEST("/learner/transcripts-text", test_transcripts_text)
+{
+  const int32_t primer[] = { 99 };
+  TxlTranscripts *t = txl_transcripts_new(primer, 1, 10);
+  guint64 w[8];
+  w[0] = txl_transcripts_line(t, "a", (int32_t[]){ 1, 2 }, 2, FALSE);
+  w[1] = txl_transcripts_line(t, "b", (int32_t[]){ 3 }, 1, FALSE);
+  w[2] = txl_transcripts_line(t, "a", (int32_t[]){ 4 }, 1, FALSE);
+  g_assert_cmpuint(w[0], ==, w[2]);
+  g_assert_cmpuint(w[0], !=, w[1]);
+  assert_text(t, w, 3, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4 }, 6, 3);
+  /* the bound keeps the most recent session whole, not a part of b */
+  assert_text(t, w, 3, 5, (int32_t[]){ 99, 1, 2, 4 }, 4, 2);
+  /* only the sessions the window names */
+  assert_text(t, w + 1, 1, 100, (int32_t[]){ 99, 3 }, 2, 1);
+  txl_transcripts_end(t, "a", FALSE);
+  txl_transcripts_end(t, "nobody", TRUE); /* unknown: nothing */
+  w[3] = txl_transcripts_line(t, "a", (int32_t[]){ 5 }, 1, FALSE);
+  g_assert_cmpuint(w[3], !=, w[0]);
+  assert_text(t, w, 4, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4, 99, 5 }, 8, 4);
+  /* a flagged line: b is not learnt from, even its earlier lines */
+  w[4] = txl_transcripts_line(t, "b", (int32_t[]){ 6 }, 1, TRUE);
+  g_assert_cmpuint(w[4], ==, w[1]);
+  assert_text(t, w, 5, 100, (int32_t[]){ 99, 1, 2, 4, 99, 5 }, 6, 3);
+  /* held: {1,2,4} and {5}; c brings 6 (10, the cap), then one more: the
+   * first a, touched longest ago, goes */
+  w[5] = txl_transcripts_line(t, "c", (int32_t[]){ 7, 8, 9, 10, 11, 12 }, 6,
+                              FALSE);
+  assert_text(t, w, 6, 100,
+              (int32_t[]){ 99, 1, 2, 4, 99, 5, 99, 7, 8, 9, 10, 11, 12 }, 13,
+              4);
+  /* the state, read back, goes on the same way (the touch order too) */
+  gsize sz = txl_transcripts_state_size(t);
+  g_autofree guint8 *buf = g_malloc(sz);
+  TxlWriter tw = { buf };
+  txl_transcripts_state_write(t, &tw);
+  g_assert_cmpuint((gsize)(tw.p - buf), ==, sz);
+  GHashTable *refs = g_hash_table_new(g_int64_hash, g_int64_equal);
+  for (int i = 0; i < 6; i++) {
+    guint c = GPOINTER_TO_UINT(g_hash_table_lookup(refs, &w[i]));
+    g_hash_table_insert(refs, &w[i], GUINT_TO_POINTER(c + 1));
+  }
+  TxlTranscripts *t2 = txl_transcripts_new_like(t);
+  TxlReader rd;
+  txl_reader_init_data(&rd, buf, sz);
+  g_assert_true(txl_transcripts_state_read(t2, &rd, 100, refs));
+  g_assert_true(txl_reader_done(&rd));
+  /* ids outside a vocabulary of 12 (12 is held) are refused */
+  TxlTranscripts *t3 = txl_transcripts_new_like(t);
+  txl_reader_init_data(&rd, buf, sz);
+  g_assert_false(txl_transcripts_state_read(t3, &rd, 12, refs));
+  txl_transcripts_free(t3);
+  g_hash_table_destroy(refs);
+  w[6] = txl_transcripts_line(t, "c", (int32_t[]){ 13 }, 1, FALSE);
+  assert_text(t, w, 7, 100,
+              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10, 3);
+  g_assert_cmpuint(txl_transcripts_line(t2, "c", (int32_t[]){ 13 }, 1, FALSE),
+                   ==, w[6]);
+  assert_text(t2, w, 7, 100,
+              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10, 3);
+  for (int i = 0; i < 7; i++)
+    txl_transcripts_release(t2, w[i]);
+  txl_transcripts_free(t2);
+  /* the session flagged as it ends */
+  txl_transcripts_end(t, "c", TRUE);
+  assert_text(t, w, 7, 100, (int32_t[]){ 99, 5 }, 2, 1);
+  for (int i = 0; i < 7; i++)
+    txl_transcripts_release(t, w[i]);
+  txl_transcripts_free(t);
+}
+
+/* Line i of an interleaved log: four sessions open at a time, six lines
+ * each (lines of block i / 24, the session i % 4 of it); a session ends
+ * after its last line, flagged when its block is 3 mod 5. */
+static void
+run_session_lines(TxlLearner *l, int from, int to, GArray *landed)
+{
+  for (int i = from; i < to; i++) {
+    int32_t ids[8];
+    int n = line_ids(i, ids);
+    char key[32];
+    g_snprintf(key, sizeof key, "s%d.%d", i / 24, i % 4);
+    g_autoptr(GError) err = NULL;
+    TxlModel *m = txl_learner_session_line(l, key, ids, n,
+                                           i % 37 == 36 && i > 60, &err);
+    g_assert_no_error(err);
+    if (m) {
+      g_array_append_val(landed, i);
+      txl_model_unref(m);
+    }
+    if (i % 24 >= 20)
+      txl_learner_session_end(l, key, (i / 24) % 5 == 3);
+  }
+}
+
+static TxlLearner *
+session_learner(Fx *f)
+{
+  g_autoptr(GError) err = NULL;
+  TxlLearner *l = txl_learner_new(f->base, &f->o, &err);
+  g_assert_no_error(err);
+  g_assert_true(txl_learner_group_sessions(l, (int32_t[]){ 0 }, 1, &err));
+  return l;
+}
+
+static GBytes *
+session_state_after(Fx *f, int to, GArray *landed)
+{
+  TxlLearner *l = session_learner(f);
+  run_session_lines(l, 0, to, landed);
+  GBytes *st = state_of(l);
+  txl_learner_free(l);
+  return st;
+}
+
+/* As state-continues, grouping sessions: saved at any line and restored,
+ * the run ends in the uninterrupted run's state byte for byte, landing at
+ * the same lines; a learner of the other kind refuses the bytes, naming
+ * it; so do truncations. */
+TU_TEST("/learner/sessions-state-continues", test_sessions_state_continues)
+{
+  Fx f = fx_new(1.0f);
+  GArray *want = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autoptr(GBytes) end = session_state_after(&f, 280, want);
+  int want_landed[] = { 59, 174, 264 };
+  g_assert_cmpuint(want->len, ==, G_N_ELEMENTS(want_landed));
+  for (guint i = 0; i < want->len; i++)
+    g_assert_cmpint(g_array_index(want, int, i), ==, want_landed[i]);
+  int cuts[] = { 1, 30, 59, 60, 100, 170, 175, 279 };
+  for (guint c = 0; c < G_N_ELEMENTS(cuts); c++) {
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
+    g_autoptr(GBytes) mid = session_state_after(&f, cuts[c], got);
+    TxlLearner *r = session_learner(&f);
+    gsize n;
+    const guint8 *d = g_bytes_get_data(mid, &n);
+    g_autoptr(GError) err = NULL;
+    g_assert_true(txl_learner_state_set_data(r, d, n, &err));
+    run_session_lines(r, cuts[c], 280, got);
+    g_autoptr(GBytes) fin = state_of(r);
+    g_assert_true(g_bytes_equal(fin, end));
+    g_assert_cmpuint(got->len, ==, want->len);
+    g_array_free(got, TRUE);
+    txl_learner_free(r);
+  }
+  /* learning whole sessions is not learning lines as they come */
+  g_autoptr(GBytes) flat = state_after(f.base, &f.o, 280, f.landed);
+  gsize nf, ns;
+  const guint8 *df = g_bytes_get_data(flat, &nf);
+  const guint8 *ds = g_bytes_get_data(end, &ns);
+  g_autoptr(GError) err = NULL;
+  f.l = session_learner(&f);
+  g_assert_false(txl_learner_state_set_data(f.l, df, nf, &err));
+  g_assert_nonnull(strstr(err->message, "groups sessions"));
+  g_clear_error(&err);
+  TxlLearner *plain = learner_after(f.base, &f.o, 0, NULL);
+  g_assert_false(txl_learner_state_set_data(plain, ds, ns, &err));
+  g_assert_nonnull(strstr(err->message, "groups sessions"));
+  txl_learner_free(plain);
+  /* the weights differ from learning the same lines interleaved: the
+   * adapted weights are the end of both states' fixed part */
+  g_assert_false(g_bytes_equal(flat, end));
+  g_autoptr(GBytes) before = state_of(f.l);
+  for (gsize cut = 0; cut < ns; cut += cut < 400 || cut > ns - 3000 ? 1 : 997) {
+    g_clear_error(&err);
+    g_assert_false(txl_learner_state_set_data(f.l, ds, cut, &err));
+    g_assert_nonnull(err);
+  }
+  g_autoptr(GBytes) after = state_of(f.l);
+  g_assert_true(g_bytes_equal(before, after));
+  g_array_free(want, TRUE);
   fx_done(&f);
 }
 
