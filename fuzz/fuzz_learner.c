@@ -2,8 +2,9 @@
 /* libFuzzer target: the learner's state bytes (lib/train/learner.h), which
  * snapshots of learning streams carry.  The first byte picks raw input or a
  * real state (adapted weights, a round not landed, a window) with the input
- * XORed over it; an accepted state must then work: more lines go through
- * the restored learner, which lands its rounds. */
+ * XORed over it, the second bit a learner grouping sessions (its window
+ * names transcripts); an accepted state must then work: more lines go
+ * through the restored learner, which lands its rounds. */
 #include "config.h"
 #include "learner.h"
 #include "params.h"
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 
 static TxlModel *base;
-static GBytes *real;
+static GBytes *real[2]; /* lines as they come; grouping sessions */
 
 static TxlLearnOptions
 options(void)
@@ -22,16 +23,34 @@ options(void)
   return tu_learn_options(6, 5, 8, 2, 2, 2, 4);
 }
 
+/* grouping: three sessions at a time, each ending after four lines */
 static void
-lines(TxlLearner *l, int from, int to)
+lines(TxlLearner *l, gboolean grouping, int from, int to)
 {
   for (int i = from; i < to; i++) {
     int32_t ids[5] = { 1, 2 + i % 3, 5, 6 + i % 4, 0 };
     GError *err = NULL;
-    TxlModel *m = txl_learner_line(l, ids, 5, i % 7 == 6, &err);
+    char key[16];
+    g_snprintf(key, sizeof key, "k%d", i / 12 * 3 + i % 3);
+    TxlModel *m = grouping
+        ? txl_learner_session_line(l, key, ids, 5, i % 7 == 6, &err)
+        : txl_learner_line(l, ids, 5, i % 7 == 6, &err);
+    if (grouping && i % 12 >= 9)
+      txl_learner_session_end(l, key, i % 5 == 0);
     txl_model_unref(m);
     g_clear_error(&err);
   }
+}
+
+static TxlLearner *
+learner(gboolean grouping)
+{
+  TxlLearnOptions o = options();
+  TxlLearner *l = txl_learner_new(base, &o, NULL);
+  if (!l || (grouping &&
+             !txl_learner_group_sessions(l, (int32_t[]){ 0, 11 }, 2, NULL)))
+    abort();
+  return l;
 }
 
 int
@@ -45,16 +64,15 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   if (!p)
     abort();
   base = txl_model_from_params_owned(p);
-  TxlLearnOptions o = options();
-  TxlLearner *l = txl_learner_new(base, &o, NULL);
-  if (!l)
-    abort();
-  lines(l, 0, 13); /* a round landed, the next one started */
-  gsize n = txl_learner_state_get_size(l);
-  guint8 *b = g_malloc(n);
-  txl_learner_state_get_data(l, b, n);
-  real = g_bytes_new_take(b, n);
-  txl_learner_free(l);
+  for (int g = 0; g < 2; g++) {
+    TxlLearner *l = learner(g);
+    lines(l, g, 0, 13); /* a round landed, the next one started */
+    gsize n = txl_learner_state_get_size(l);
+    guint8 *b = g_malloc(n);
+    txl_learner_state_get_data(l, b, n);
+    real[g] = g_bytes_new_take(b, n);
+    txl_learner_free(l);
+  }
   return 0;
 }
 
@@ -65,8 +83,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   guint8 *state;
   gsize n;
+  gboolean grouping = (data[0] & 2) != 0;
   if (data[0] & 1) {
-    const guint8 *r = g_bytes_get_data(real, &n);
+    const guint8 *r = g_bytes_get_data(real[grouping], &n);
     state = g_memdup2(r, n);
     for (size_t i = 1; i < size; i++)
       state[(i * 131) % n] ^= data[i];
@@ -74,11 +93,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     n = size - 1;
     state = g_memdup2(data + 1, n);
   }
-  TxlLearnOptions o = options();
-  TxlLearner *l = txl_learner_new(base, &o, NULL);
+  TxlLearner *l = learner(grouping);
   GError *err = NULL;
   if (txl_learner_state_set_data(l, state, n, &err)) {
-    lines(l, 0, 12);
+    lines(l, grouping, 0, 12);
     gsize k = txl_learner_state_get_size(l);
     guint8 *again = g_malloc(k);
     if (txl_learner_state_get_data(l, again, k) != k)

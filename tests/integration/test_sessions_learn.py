@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """txlsessions learn=true through gst-launch-1.0 (docs/learning.md), on a
 small byte model trained here and an interleaved log with session keys: the
-learner takes the lines as they are scored, interleaved across sessions;
+learner takes the lines as they are scored and learns whole sessions;
 warm-up lines are marked and never flagged, exactly one round lands after
 the warm-up (one txl-learn message, learn-rounds 1), two runs write the same
 bytes, a stream cut before, inside and after the warm-up and continued from
