@@ -214,7 +214,8 @@ in_order(const TxlTranscripts *t)
   while (g_hash_table_iter_next(&it, NULL, &v))
     if (!((Transcript *)v)->ids)
       g_ptr_array_add(all, v);
-  qsort(all->pdata + alive, all->len - alive, sizeof(gpointer), by_serial);
+  if (all->len > alive)
+    qsort(all->pdata + alive, all->len - alive, sizeof(gpointer), by_serial);
   return all;
 }
 
