@@ -6,7 +6,8 @@
  * metas; the txl-learn message and learn-rounds; txlsink's default
  * threshold marks warm-up lines and never flags them; a pipeline cut
  * before, at and after the warm-up continues from its snapshot byte for
- * byte; snapshots continue only the way they were written. */
+ * byte; snapshots continue only the way they were written; txlsessions
+ * learns what TxlSessions and a learner grouping sessions learn. */
 #include "elements.h"
 #include "../tu_config.h"
 #include "learner.h"
@@ -358,6 +359,173 @@ TU_TEST("/learn/failed-round", test_failed_round)
   g_assert_cmpmem(g.lp->data + 4, (n - 1) * 4, plain.lp->data + 4,
                   (n - 1) * 4);
   tu_remove(huge);
+  g_string_free(t, TRUE);
+}
+
+/* ---- txlsessions learns whole sessions -------------------------------- */
+
+/* Line i of an interleaved log: three sessions open at a time, four lines
+ * each, three lines apart; a key comes back after its session ended idle
+ * (session-idle-lines=4), as a new session. */
+static void
+sessions_line(GString *s, int i)
+{
+  static const char *what[] = { "open", "read 4096 bytes", "write 12 bytes",
+                                "close" };
+  g_string_append_printf(s, "sess=%d %s\n", ((i / 12) * 3 + i % 3) % 6,
+                         what[(i % 12) / 3]);
+}
+
+typedef struct {
+  TxlLearner *l;
+  GArray *ids;     /* of every pushed line, one after the other */
+  GArray *starts;  /* gsize: where line n's ids start (n - 1) */
+  GPtrArray *todo; /* what the last push reported, in order: "line key" or
+                    * "end key" */
+} LibLearn;
+
+static void
+lib_learn_line(const TxlSessionLine *x, gpointer data)
+{
+  LibLearn *c = data;
+  g_ptr_array_add(c->todo, g_strdup_printf("%" G_GINT64_FORMAT " %s",
+                                           x->line, x->key));
+}
+
+static void
+lib_learn_end(const TxlSessionResult *r, gpointer data)
+{
+  LibLearn *c = data;
+  g_ptr_array_add(c->todo, g_strdup_printf("end %s", r->key));
+}
+
+/* The library's TxlSessions with a grouping TxlLearner as txlsessions
+ * drives them (gsttxlsessions_learn.c): each scored line and ended session
+ * to the learner after every push, new weights into the sessions.
+ * Returns the bytes of the adapted model after the first round. */
+static GBytes *
+sessions_direct(const char *text, const char *dir)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = tu_load(model);
+  TxlSessionOptions so = TXL_SESSION_OPTIONS_DEFAULT;
+  so.key_regex = "sess=[0-9]+";
+  so.prime = TRUE;
+  so.idle_lines = 4;
+  so.max_bytes = 1ull << 32;
+  LibLearn c = { NULL, g_array_new(FALSE, FALSE, sizeof(int32_t)),
+                 g_array_new(FALSE, FALSE, sizeof(gsize)),
+                 g_ptr_array_new_with_free_func(g_free) };
+  TxlSessions *s = txl_sessions_new(m, &so, lib_learn_line, lib_learn_end,
+                                    &c, &err);
+  g_assert_no_error(err);
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = WARMUP;
+  c.l = txl_learner_new(m, &o, &err);
+  g_assert_no_error(err);
+  gsize np;
+  const int32_t *primer = txl_sessions_primer(s, &np);
+  g_assert_true(txl_learner_group_sessions(c.l, primer, np, &err));
+  int landed = 0;
+  for (const char *p = text; *p;) {
+    const char *nl = strchr(p, '\n');
+    gsize start = c.ids->len;
+    g_array_append_val(c.starts, start);
+    for (const char *q = p; q <= nl; q++) /* the byte model: one id each */
+      g_array_append_val(c.ids, (int32_t){ (guint8)*q });
+    g_autofree char *key = txl_sessions_key(s, p, nl - p);
+    g_assert_cmpint(txl_sessions_push_tokens(s, key,
+                        &g_array_index(c.ids, int32_t, start),
+                        c.ids->len - start, nl + 1 - p, &err), >, 0);
+    for (guint i = 0; i < c.todo->len; i++) {
+      const char *t = c.todo->pdata[i];
+      if (g_str_has_prefix(t, "end ")) {
+        txl_learner_session_end(c.l, t + 4, FALSE);
+        continue;
+      }
+      gint64 line = g_ascii_strtoll(t, NULL, 10);
+      gsize a = g_array_index(c.starts, gsize, line - 1);
+      gsize b = line < (gint64)c.starts->len
+                    ? g_array_index(c.starts, gsize, line) : c.ids->len;
+      TxlModel *w = txl_learner_session_line(c.l, strchr(t, ' ') + 1,
+          &g_array_index(c.ids, int32_t, a), b - a, FALSE, &err);
+      g_assert_no_error(err);
+      if (w) {
+        g_assert_true(txl_sessions_set_model(s, w, &err));
+        landed++;
+        txl_model_unref(w);
+      }
+    }
+    g_ptr_array_set_size(c.todo, 0);
+    p = nl + 1;
+  }
+  g_assert_cmpint(landed, ==, 1);
+  g_autofree char *path = g_build_filename(dir, "direct.gguf", NULL);
+  g_assert_true(txl_learner_write_model(c.l, path, &err));
+  char *bytes;
+  gsize n;
+  g_assert_true(g_file_get_contents(path, &bytes, &n, NULL));
+  tu_remove(path);
+  txl_learner_free(c.l);
+  txl_sessions_free(s);
+  txl_model_unref(m);
+  g_array_unref(c.ids);
+  g_array_unref(c.starts);
+  g_ptr_array_unref(c.todo);
+  return g_bytes_new_take(bytes, n);
+}
+
+/* txlsessions learn=true learns what the library's TxlSessions and a
+ * learner grouping sessions learn: its adapted model is the same, byte
+ * for byte, and not the model that learning the same lines as they come
+ * gives. */
+TU_TEST("/learn/sessions-whole", test_sessions_whole)
+{
+  GString *t = g_string_new(NULL);
+  for (int i = 0; i < 60; i++)
+    sessions_line(t, i);
+  char *dir = tu_test_dir("txl-learn-sess-XXXXXX");
+  char *in = tu_test_file(dir, "in.txt");
+  char *out = tu_test_file(dir, "out.jsonl");
+  char *adapted = tu_test_file(dir, "adapted.gguf");
+  g_assert_true(g_file_set_contents(in, t->str, (gssize)t->len, NULL));
+  g_autofree char *desc = g_strdup_printf(
+      "filesrc blocksize=61 location=\"%s\" ! txltokenizer model=\"%s\" ! "
+      "txlsessions model=\"%s\" session-key=sess=[0-9]+ "
+      "session-idle-lines=4 learn=true learn-warmup=%d "
+      "learn-model=\"%s\" ! txlsink location=\"%s\"", in, model, model,
+      WARMUP, adapted, out);
+  GstElement *p = el_parse(desc);
+  g_assert_null(el_run(p, NULL, NULL));
+  el_pipeline_free(p);
+  char *got;
+  gsize n;
+  g_assert_true(g_file_get_contents(adapted, &got, &n, NULL));
+  g_autoptr(GBytes) element = g_bytes_new_take(got, n);
+  g_autoptr(GBytes) want = sessions_direct(t->str, dir);
+  g_assert_true(g_bytes_equal(element, want));
+  /* the same lines learnt as they come give other weights */
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = tu_load(model);
+  TxlLearnOptions o = txl_learn_options_default();
+  o.warmup_lines = WARMUP;
+  TxlLearner *flat = txl_learner_new(m, &o, &err);
+  const char *q = t->str;
+  for (int i = 0; i < WARMUP; i++) {
+    const char *nl = strchr(q, '\n');
+    int32_t ids[64];
+    int k = 0;
+    for (; q <= nl; q++)
+      ids[k++] = (guint8)*q;
+    txl_model_unref(txl_learner_line(flat, ids, k, FALSE, &err));
+  }
+  char *fpath = tu_test_file(dir, "flat.gguf");
+  g_assert_true(txl_learner_write_model(flat, fpath, &err));
+  g_assert_true(g_file_get_contents(fpath, &got, &n, NULL));
+  g_autoptr(GBytes) fb = g_bytes_new_take(got, n);
+  g_assert_false(g_bytes_equal(fb, want));
+  txl_learner_free(flat);
+  txl_model_unref(m);
   g_string_free(t, TRUE);
 }
 
