@@ -224,8 +224,7 @@ txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
                         "with a primer of at most 64 tokens");
     return FALSE;
   }
-  l->tr = txl_transcripts_new(primer, n, TRANSCRIPT_TOKEN_CAP,
-                              l->o.window_lines);
+  l->tr = txl_transcripts_new(primer, n, TRANSCRIPT_TOKEN_CAP);
   l->ser = g_array_new(FALSE, FALSE, sizeof(guint64));
   return TRUE;
 }
@@ -274,16 +273,9 @@ round_start(TxlLearner *l, GError **error)
   r->o = l->o;
   r->index = l->started++;
   if (l->tr) {
-    /* whole sessions that ended unflagged; before any has, the sessions
-     * of the window so far */
-    r->tok = txl_transcripts_ended_text(l->tr, WINDOW_TOKEN_CAP, &r->n,
-                                        &r->lines);
-    if (r->n == 0) {
-      g_free(r->tok);
-      r->tok = txl_transcripts_text(l->tr, (const guint64 *)l->ser->data,
-                                    l->ser->len, WINDOW_TOKEN_CAP, &r->n,
-                                    &r->lines);
-    }
+    r->tok = txl_transcripts_text(l->tr, (const guint64 *)l->ser->data,
+                                  l->ser->len, WINDOW_TOKEN_CAP, &r->n,
+                                  &r->lines);
   } else {
     r->n = l->tok->len;
     r->tok = g_memdup2(l->tok->data, sizeof(int32_t) * r->n);

@@ -23,9 +23,6 @@ struct _TxlTranscripts {
   GHashTable *by_key;    /* open sessions */
   GHashTable *by_serial; /* every transcript, owning it */
   GQueue touch;          /* the living, least recently touched first */
-  GQueue ended;          /* sessions ended unflagged, oldest first (a
-                          * reference each) */
-  gint64 ended_lines, keep_lines;
 };
 
 static void
@@ -39,12 +36,9 @@ transcript_free(gpointer p)
 }
 
 TxlTranscripts *
-txl_transcripts_new(const int32_t *primer, gsize n_primer, gsize cap,
-                    gint64 keep_lines)
+txl_transcripts_new(const int32_t *primer, gsize n_primer, gsize cap)
 {
   TxlTranscripts *t = g_new0(TxlTranscripts, 1);
-  t->keep_lines = keep_lines;
-  g_queue_init(&t->ended);
   t->primer = g_array_new(FALSE, FALSE, sizeof(int32_t));
   g_array_append_vals(t->primer, primer, (guint)n_primer);
   t->cap = cap;
@@ -60,7 +54,7 @@ TxlTranscripts *
 txl_transcripts_new_like(const TxlTranscripts *t)
 {
   return txl_transcripts_new((const int32_t *)t->primer->data,
-                             t->primer->len, t->cap, t->keep_lines);
+                             t->primer->len, t->cap);
 }
 
 void
@@ -68,7 +62,6 @@ txl_transcripts_free(TxlTranscripts *t)
 {
   if (!t)
     return;
-  g_queue_clear(&t->ended);
   g_hash_table_destroy(t->by_key);
   g_hash_table_destroy(t->by_serial);
   g_array_unref(t->primer);
@@ -147,18 +140,7 @@ txl_transcripts_end(TxlTranscripts *t, const char *key, gboolean flagged)
     drop(t, x);
   g_hash_table_remove(t->by_key, key);
   g_clear_pointer(&x->key, g_free);
-  if (x->ids && x->ids->len > 0) {
-    /* the open session's reference becomes the ended list's */
-    g_queue_push_tail(&t->ended, x);
-    t->ended_lines += x->lines;
-    while (t->ended_lines > t->keep_lines && t->ended.length > 1) {
-      Transcript *old = g_queue_pop_head(&t->ended);
-      t->ended_lines -= old->lines;
-      unref(t, old);
-    }
-  } else {
-    unref(t, x);
-  }
+  unref(t, x);
 }
 
 void
@@ -204,23 +186,11 @@ txl_transcripts_text(TxlTranscripts *t, const guint64 *serials, gsize n,
   return out;
 }
 
-int32_t *
-txl_transcripts_ended_text(TxlTranscripts *t, gsize cap, gsize *n_tok,
-                           gint64 *lines)
-{
-  guint n = t->ended.length, i = 0;
-  g_autofree guint64 *ser = g_new(guint64, MAX(n, 1));
-  for (GList *l = t->ended.head; l; l = l->next)
-    ser[i++] = ((Transcript *)l->data)->serial;
-  return txl_transcripts_text(t, ser, n, cap, n_tok, lines);
-}
-
 /* ---- state ---------------------------------------------------------------
  *
  * u64 next serial, u64 transcripts; the living ones in touch order, then
  * the dead ones by serial, each: u64 serial, u32 flags (1 open, 2 alive),
- * the key when open (u64 length, bytes), u64 lines, u64 ids, the ids;
- * then u64 ended sessions and their serials, oldest first. */
+ * the key when open (u64 length, bytes), u64 lines, u64 ids, the ids. */
 
 static gint
 by_serial(gconstpointer a, gconstpointer b)
@@ -261,7 +231,7 @@ txl_transcripts_state_size(const TxlTranscripts *t)
     n += 8 + 4 + 8 + 8 + (x->key ? 8 + strlen(x->key) : 0) +
          (x->ids ? (gsize)x->ids->len * 4 : 0);
   }
-  return n + 8 + (gsize)t->ended.length * 8;
+  return n;
 }
 
 void
@@ -287,9 +257,6 @@ txl_transcripts_state_write(const TxlTranscripts *t, TxlWriter *w)
     txl_le_f32_inplace(at, n); /* int32 ids: the same swap */
   }
   g_ptr_array_free(all, TRUE);
-  txl_w_u64(w, t->ended.length);
-  for (GList *l = t->ended.head; l; l = l->next)
-    txl_w_u64(w, ((Transcript *)l->data)->serial);
 }
 
 /* One transcript from the state into t; FALSE when malformed. */
@@ -344,30 +311,7 @@ read_one(TxlTranscripts *t, TxlReader *r, int n_token, GHashTable *refs)
     t->held += n;
     g_queue_push_tail_link(&t->touch, &x->link);
   }
-  return TRUE;
-}
-
-/* The ended list: sessions no longer open, each once. */
-static gboolean
-read_ended(TxlTranscripts *t, TxlReader *r)
-{
-  guint64 n = txl_get_u64(r);
-  if (!r->ok || n > txl_reader_left(r) / 8)
-    return FALSE;
-  GHashTable *seen = g_hash_table_new(NULL, NULL);
-  gboolean ok = TRUE;
-  for (guint64 i = 0; i < n && ok; i++) {
-    guint64 serial = txl_get_u64(r);
-    Transcript *x = g_hash_table_lookup(t->by_serial, &serial);
-    ok = x && !x->key && g_hash_table_add(seen, x);
-    if (ok) {
-      g_queue_push_tail(&t->ended, x);
-      x->refs++;
-      t->ended_lines += x->lines;
-    }
-  }
-  g_hash_table_destroy(seen);
-  return ok && r->ok;
+  return x->refs > 0;
 }
 
 gboolean
@@ -382,20 +326,12 @@ txl_transcripts_state_read(TxlTranscripts *t, TxlReader *r, int n_token,
   for (guint64 i = 0; i < count; i++)
     if (!read_one(t, r, n_token, refs))
       return FALSE;
-  if (!read_ended(t, r))
-    return FALSE;
   /* every serial the window names must be here */
   GHashTableIter it;
   gpointer k;
   g_hash_table_iter_init(&it, refs);
   while (g_hash_table_iter_next(&it, &k, NULL))
     if (!g_hash_table_contains(t->by_serial, k))
-      return FALSE;
-  /* and every transcript is named by something */
-  gpointer v;
-  g_hash_table_iter_init(&it, t->by_serial);
-  while (g_hash_table_iter_next(&it, NULL, &v))
-    if (((Transcript *)v)->refs == 0)
       return FALSE;
   return TRUE;
 }

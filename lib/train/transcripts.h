@@ -9,10 +9,8 @@
  * freed; later lines of that session are not kept) when one of its lines
  * or the session itself is flagged, or when the transcripts together hold
  * more than the cap and it is the one touched longest ago.  The learner's
- * window names transcripts by serial, one reference per window line, and
- * the most recent sessions that ended unflagged are kept in a list; a
- * transcript lives while its session is open, a window line names it or it
- * is on that list.
+ * window names transcripts by serial, one reference per window line;
+ * a transcript lives while its session is open or a window line names it.
  * Everything depends on the order of calls only. */
 #ifndef TXL_TRANSCRIPTS_H
 #define TXL_TRANSCRIPTS_H
@@ -26,11 +24,9 @@ typedef struct _TxlTranscripts TxlTranscripts;
 
 /* primer: the ids before each transcript in a round's text (TxlSessions'
  * line end; none for a model without a tokenizer); cap: tokens all
- * transcripts hold at most; keep_lines: lines of the most recent sessions
- * ended unflagged that are kept for txl_transcripts_ended_text (the
- * newest always). */
+ * transcripts hold at most. */
 TxlTranscripts *txl_transcripts_new(const int32_t *primer, gsize n_primer,
-                                    gsize cap, gint64 keep_lines);
+                                    gsize cap);
 /* An empty one with t's primer and cap (to restore state into). */
 TxlTranscripts *txl_transcripts_new_like(const TxlTranscripts *t);
 void txl_transcripts_free(TxlTranscripts *t);
@@ -52,11 +48,6 @@ void txl_transcripts_release(TxlTranscripts *t, guint64 serial);
 int32_t *txl_transcripts_text(TxlTranscripts *t, const guint64 *serials,
                               gsize n, gsize cap, gsize *n_tok,
                               gint64 *lines);
-
-/* The same over the sessions that ended unflagged (and were not dropped),
- * the most recent kept first: a round's text once sessions have ended. */
-int32_t *txl_transcripts_ended_text(TxlTranscripts *t, gsize cap,
-                                    gsize *n_tok, gint64 *lines);
 
 /* State (inside the learner's, learner.c): every transcript, the touch
  * order, the next serial.  parse checks ids against n_token, the cap and

@@ -351,30 +351,15 @@ assert_text(TxlTranscripts *t, const guint64 *ser, gsize n, gsize cap,
   g_assert_cmpint(lines, ==, want_lines);
 }
 
-static void
-assert_ended(TxlTranscripts *t, const int32_t *want, gsize n_want,
-             gint64 want_lines)
-{
-  gsize got_n = 0;
-  gint64 lines = -1;
-  g_autofree int32_t *got = txl_transcripts_ended_text(t, 100, &got_n,
-                                                       &lines);
-  g_assert_cmpuint(got_n, ==, n_want);
-  if (n_want)
-    g_assert_cmpmem(got, got_n * 4, want, n_want * 4);
-  g_assert_cmpint(lines, ==, want_lines);
-}
-
 /* A round's text, worked out by hand: each session's lines together after
  * the primer (99), in the order of each session's last window line, the
  * most recent first under the token bound; a session that ended and came
  * back is a new one; a flagged line drops its session; over the cap, the
- * transcript touched longest ago goes; the sessions that ended unflagged,
- * as many lines of them as the bound keeps. */
+ * transcript touched longest ago goes. */
 TU_TEST("/learner/transcripts-text", test_transcripts_text)
 {
   const int32_t primer[] = { 99 };
-  TxlTranscripts *t = txl_transcripts_new(primer, 1, 10, 3);
+  TxlTranscripts *t = txl_transcripts_new(primer, 1, 10);
   guint64 w[8];
   w[0] = txl_transcripts_line(t, "a", (int32_t[]){ 1, 2 }, 2, FALSE);
   w[1] = txl_transcripts_line(t, "b", (int32_t[]){ 3 }, 1, FALSE);
@@ -388,7 +373,6 @@ TU_TEST("/learner/transcripts-text", test_transcripts_text)
   assert_text(t, w + 1, 1, 100, (int32_t[]){ 99, 3 }, 2, 1);
   txl_transcripts_end(t, "a", FALSE);
   txl_transcripts_end(t, "nobody", TRUE); /* unknown: nothing */
-  assert_ended(t, (int32_t[]){ 99, 1, 2, 4 }, 4, 2);
   w[3] = txl_transcripts_line(t, "a", (int32_t[]){ 5 }, 1, FALSE);
   g_assert_cmpuint(w[3], !=, w[0]);
   assert_text(t, w, 4, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4, 99, 5 }, 8, 4);
@@ -432,30 +416,12 @@ TU_TEST("/learner/transcripts-text", test_transcripts_text)
                    ==, w[6]);
   assert_text(t2, w, 7, 100,
               (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10, 3);
-  /* the first a, on the ended list, was dropped for the cap */
-  assert_ended(t, NULL, 0, 0);
-  assert_ended(t2, NULL, 0, 0);
   for (int i = 0; i < 7; i++)
     txl_transcripts_release(t2, w[i]);
   txl_transcripts_free(t2);
   /* the session flagged as it ends */
   txl_transcripts_end(t, "c", TRUE);
   assert_text(t, w, 7, 100, (int32_t[]){ 99, 5 }, 2, 1);
-  assert_ended(t, NULL, 0, 0);
-  /* the ended list keeps 3 lines (the newest session always): the second
-   * a (1 line) and d (2 lines); then e (3 lines) alone */
-  txl_transcripts_end(t, "a", FALSE);
-  w[7] = txl_transcripts_line(t, "d", (int32_t[]){ 20 }, 1, FALSE);
-  txl_transcripts_line(t, "d", (int32_t[]){ 21 }, 1, FALSE);
-  txl_transcripts_end(t, "d", FALSE);
-  assert_ended(t, (int32_t[]){ 99, 5, 99, 20, 21 }, 5, 3);
-  for (int k = 0; k < 3; k++)
-    txl_transcripts_release(t, txl_transcripts_line(t, "e",
-                                (int32_t[]){ 30 + k }, 1, FALSE));
-  txl_transcripts_end(t, "e", FALSE);
-  assert_ended(t, (int32_t[]){ 99, 30, 31, 32 }, 4, 3);
-  txl_transcripts_release(t, w[7]);
-  txl_transcripts_release(t, w[7]);
   for (int i = 0; i < 7; i++)
     txl_transcripts_release(t, w[i]);
   txl_transcripts_free(t);
