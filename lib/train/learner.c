@@ -224,7 +224,9 @@ txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
                         "with a primer of at most 64 tokens");
     return FALSE;
   }
-  l->tr = txl_transcripts_new(primer, n, TRANSCRIPT_TOKEN_CAP);
+  /* one session at most what a round learns from, primer included */
+  l->tr = txl_transcripts_new(primer, n, TRANSCRIPT_TOKEN_CAP,
+                              WINDOW_TOKEN_CAP - n);
   l->ser = g_array_new(FALSE, FALSE, sizeof(guint64));
   return TRUE;
 }

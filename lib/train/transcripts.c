@@ -18,7 +18,7 @@ typedef struct {
 
 struct _TxlTranscripts {
   GArray *primer;
-  gsize cap, held;
+  gsize cap, held, max_one;
   guint64 next;
   GHashTable *by_key;    /* open sessions */
   GHashTable *by_serial; /* every transcript, owning it */
@@ -36,9 +36,11 @@ transcript_free(gpointer p)
 }
 
 TxlTranscripts *
-txl_transcripts_new(const int32_t *primer, gsize n_primer, gsize cap)
+txl_transcripts_new(const int32_t *primer, gsize n_primer, gsize cap,
+                    gsize max_one)
 {
   TxlTranscripts *t = g_new0(TxlTranscripts, 1);
+  t->max_one = MAX(max_one, 1);
   t->primer = g_array_new(FALSE, FALSE, sizeof(int32_t));
   g_array_append_vals(t->primer, primer, (guint)n_primer);
   t->cap = cap;
@@ -54,7 +56,7 @@ TxlTranscripts *
 txl_transcripts_new_like(const TxlTranscripts *t)
 {
   return txl_transcripts_new((const int32_t *)t->primer->data,
-                             t->primer->len, t->cap);
+                             t->primer->len, t->cap, t->max_one);
 }
 
 void
@@ -117,6 +119,14 @@ txl_transcripts_line(TxlTranscripts *t, const char *key, const int32_t *ids,
   if (x->ids && flagged) {
     drop(t, x);
   } else if (x->ids) {
+    /* a session too long to learn whole (lines without a key share one
+     * that never ends) starts over from this line */
+    n = MIN(n, t->max_one);
+    if (x->ids->len + n > t->max_one) {
+      t->held -= x->ids->len;
+      g_array_set_size(x->ids, 0);
+      x->lines = 0;
+    }
     g_array_append_vals(x->ids, ids, (guint)n);
     x->lines++;
     t->held += n;
@@ -282,7 +292,8 @@ read_one(TxlTranscripts *t, TxlReader *r, int n_token, GHashTable *refs)
   }
   gint64 lines = (gint64)txl_get_u64(r);
   guint64 n = txl_get_u64(r);
-  const guint8 *src = r->ok && n <= t->cap - t->held && lines >= 0 &&
+  const guint8 *src = r->ok && n <= t->cap - t->held && n <= t->max_one &&
+                      lines >= 0 &&
                       lines <= G_MAXINT64 / 2 && (n == 0 || (flags & 2))
                           ? txl_get_raw(r, n * 4) : NULL;
   GArray *ids = NULL;

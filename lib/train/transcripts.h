@@ -24,9 +24,11 @@ typedef struct _TxlTranscripts TxlTranscripts;
 
 /* primer: the ids before each transcript in a round's text (TxlSessions'
  * line end; none for a model without a tokenizer); cap: tokens all
- * transcripts hold at most. */
+ * transcripts hold at most; max_one: tokens one holds at most (a session
+ * that would hold more starts over from its new line, which keeps at most
+ * that many). */
 TxlTranscripts *txl_transcripts_new(const int32_t *primer, gsize n_primer,
-                                    gsize cap);
+                                    gsize cap, gsize max_one);
 /* An empty one with t's primer and cap (to restore state into). */
 TxlTranscripts *txl_transcripts_new_like(const TxlTranscripts *t);
 void txl_transcripts_free(TxlTranscripts *t);

@@ -355,11 +355,12 @@ assert_text(TxlTranscripts *t, const guint64 *ser, gsize n, gsize cap,
  * the primer (99), in the order of each session's last window line, the
  * most recent first under the token bound; a session that ended and came
  * back is a new one; a flagged line drops its session; over the cap, the
- * transcript touched longest ago goes. */
+ * transcript touched longest ago goes; a session too long for one
+ * transcript starts over. */
 TU_TEST("/learner/transcripts-text", test_transcripts_text)
 {
   const int32_t primer[] = { 99 };
-  TxlTranscripts *t = txl_transcripts_new(primer, 1, 10);
+  TxlTranscripts *t = txl_transcripts_new(primer, 1, 10, 10);
   guint64 w[8];
   w[0] = txl_transcripts_line(t, "a", (int32_t[]){ 1, 2 }, 2, FALSE);
   w[1] = txl_transcripts_line(t, "b", (int32_t[]){ 3 }, 1, FALSE);
@@ -424,6 +425,22 @@ TU_TEST("/learner/transcripts-text", test_transcripts_text)
   assert_text(t, w, 7, 100, (int32_t[]){ 99, 5 }, 2, 1);
   for (int i = 0; i < 7; i++)
     txl_transcripts_release(t, w[i]);
+  txl_transcripts_free(t);
+  /* a session longer than one may hold (8 here) starts over from the line
+   * that would pass it, and a line longer than that keeps its first 8 */
+  t = txl_transcripts_new(primer, 1, 100, 8);
+  guint64 f[3];
+  f[0] = txl_transcripts_line(t, "", (int32_t[]){ 1, 2, 3, 4, 5 }, 5, FALSE);
+  f[1] = txl_transcripts_line(t, "", (int32_t[]){ 6, 7, 8 }, 3, FALSE);
+  assert_text(t, f, 2, 100, (int32_t[]){ 99, 1, 2, 3, 4, 5, 6, 7, 8 }, 9, 2);
+  f[2] = txl_transcripts_line(t, "", (int32_t[]){ 9 }, 1, FALSE);
+  assert_text(t, f, 3, 100, (int32_t[]){ 99, 9 }, 2, 1);
+  txl_transcripts_release(t, txl_transcripts_line(t, "", (int32_t[]){
+      10, 11, 12, 13, 14, 15, 16, 17, 18 }, 9, FALSE));
+  assert_text(t, f, 3, 100, (int32_t[]){ 99, 10, 11, 12, 13, 14, 15, 16, 17 },
+              9, 1);
+  for (int i = 0; i < 3; i++)
+    txl_transcripts_release(t, f[i]);
   txl_transcripts_free(t);
 }
 
