@@ -2,6 +2,8 @@
 /* Sessions' lines kept together for learning (transcripts.h). */
 #include "transcripts.h"
 
+#include "freeeach.h"
+
 #include <string.h>
 
 /* a session key in the state, at most (as sessions_snapshot.c's) */
@@ -64,8 +66,8 @@ txl_transcripts_free(TxlTranscripts *t)
 {
   if (!t)
     return;
-  g_hash_table_destroy(t->by_key);
-  g_hash_table_destroy(t->by_serial);
+  /* by_key first: by_serial owns the keys */
+  txl_free_each(g_hash_table_destroy, t->by_key, t->by_serial);
   g_array_unref(t->primer);
   g_free(t);
 }
