@@ -86,9 +86,10 @@ void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
  * if new weights land after it.  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
                             const TxlLineScore *s, guint done_index);
-/* A complete line given whole (its n token ids, copied), as record() and
- * close() give it in two steps; a warm-up line when no adapted weights
- * are in use yet.  Returns its meta's TXL_LINE_* flags. */
+/* A complete line of session key given whole (its n token ids, copied),
+ * as record() and close() give it in two steps; a warm-up line when no
+ * adapted weights are in use yet.  For a learning made with a primer
+ * (grouping sessions).  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_line(GstTxlLearn *l, const gchar *key,
                            const int32_t *ids, guint n, gint64 line,
                            const TxlLineScore *s, guint done_index);

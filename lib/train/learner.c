@@ -55,8 +55,9 @@ struct _TxlLearner {
   TxlParams *current_p; /* owned by current */
   GArray *tok;         /* window: usable lines' ids, oldest first */
   GArray *len;         /* tokens of each window line */
-  /* grouping sessions (txl_learner_group_sessions): each window line's
-   * transcript (guint64 serials; the window keeps no ids of its own) */
+  /* grouping sessions (txl_learner_group_sessions): the window is each
+   * line's transcript instead (guint64 serials; tok and len stay empty,
+   * the ids are the transcripts') */
   TxlTranscripts *tr;
   GArray *ser;
   gint64 lines;
@@ -236,31 +237,31 @@ txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
 static void
 window_add(TxlLearner *l, const int32_t *ids, gsize n, guint64 serial)
 {
-  n = l->tr ? 0 : MIN(n, (gsize)WINDOW_TOKEN_CAP);
-  g_array_append_vals(l->tok, ids, (guint)n);
-  gint64 len = (gint64)n;
-  g_array_append_val(l->len, len);
-  if (l->tr)
+  GArray *lines = l->tr ? l->ser : l->len;
+  if (l->tr) {
     g_array_append_val(l->ser, serial);
+  } else {
+    n = MIN(n, (gsize)WINDOW_TOKEN_CAP);
+    g_array_append_vals(l->tok, ids, (guint)n);
+    gint64 len = (gint64)n;
+    g_array_append_val(l->len, len);
+  }
   /* the first round learns from every warm-up line */
   guint keep = (guint)MAX(l->o.window_lines,
                           l->started ? 0 : l->o.warmup_lines);
   guint drop_lines = 0;
   gsize drop_tok = 0, total = l->tok->len;
-  while (l->len->len - drop_lines > keep ||
+  while (lines->len - drop_lines > keep ||
          total - drop_tok > WINDOW_TOKEN_CAP) {
-    drop_tok += (gsize)g_array_index(l->len, gint64, drop_lines);
+    if (l->tr)
+      txl_transcripts_release(l->tr,
+                              g_array_index(l->ser, guint64, drop_lines));
+    else
+      drop_tok += (gsize)g_array_index(l->len, gint64, drop_lines);
     drop_lines++;
   }
-  if (drop_lines) {
-    g_array_remove_range(l->len, 0, drop_lines);
-    g_array_remove_range(l->tok, 0, (guint)drop_tok);
-  }
-  if (l->tr && drop_lines) {
-    for (guint i = 0; i < drop_lines; i++)
-      txl_transcripts_release(l->tr, g_array_index(l->ser, guint64, i));
-    g_array_remove_range(l->ser, 0, drop_lines);
-  }
+  g_array_remove_range(lines, 0, drop_lines);
+  g_array_remove_range(l->tok, 0, (guint)drop_tok);
 }
 
 static gboolean
@@ -430,9 +431,9 @@ txl_learner_model(TxlLearner *l)
  * up); the round not landed yet (u32 0: none; 1: its index, u64 lines, u64
  * steps, f64 losses, its weights; 2: its index, u64 lines and
  * the error text); the window (u64 lines, u64 tokens, each line's length,
- * the ids).  Version 2, a learner grouping sessions: then each window
- * line's transcript serial (u64) and the transcripts (transcripts.c); its
- * window lines hold no ids.  Weights are stored whole, with no compression of their own:
+ * the ids).  Version 2, a learner grouping sessions: its window instead
+ * (u64 lines, each line's transcript serial) and the transcripts
+ * (transcripts.c).  Weights are stored whole, with no compression of their own:
  * the snapshot file compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
 #define STATE_VERSION 1u
@@ -464,10 +465,10 @@ txl_learner_state_get_size(TxlLearner *l)
     else
       n += 8 + 2 * 8 + 8 + l->round->p->n * 4;
   }
-  n += 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
   if (l->tr)
-    n += (gsize)l->ser->len * 8 + txl_transcripts_state_size(l->tr);
-  return n;
+    return n + 8 + (gsize)l->ser->len * 8 +
+           txl_transcripts_state_size(l->tr);
+  return n + 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
 }
 
 static void
@@ -524,17 +525,19 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
       put_floats(&w, r->p);
     }
   }
-  txl_w_u64(&w, l->len->len);
-  txl_w_u64(&w, l->tok->len);
-  for (guint i = 0; i < l->len->len; i++)
-    txl_w_u64(&w, (guint64)g_array_index(l->len, gint64, i));
-  guint8 *at = w.p;
-  txl_w_raw(&w, l->tok->data, (gsize)l->tok->len * 4);
-  txl_le_f32_inplace(at, l->tok->len); /* int32 ids: the same swap */
   if (l->tr) {
+    txl_w_u64(&w, l->ser->len);
     for (guint i = 0; i < l->ser->len; i++)
       txl_w_u64(&w, g_array_index(l->ser, guint64, i));
     txl_transcripts_state_write(l->tr, &w);
+  } else {
+    txl_w_u64(&w, l->len->len);
+    txl_w_u64(&w, l->tok->len);
+    for (guint i = 0; i < l->len->len; i++)
+      txl_w_u64(&w, (guint64)g_array_index(l->len, gint64, i));
+    guint8 *at = w.p;
+    txl_w_raw(&w, l->tok->data, (gsize)l->tok->len * 4);
+    txl_le_f32_inplace(at, l->tok->len); /* int32 ids: the same swap */
   }
   g_assert((gsize)(w.p - dst) == need);
   return need;
@@ -651,16 +654,18 @@ parse_window(TxlReader *r, Parsed *ps, int n_token)
   return TRUE;
 }
 
-/* A learner grouping sessions: the window lines' serials (no ids of their
- * own), then the transcripts they name. */
+/* A learner grouping sessions: its window (each line's serial), then the
+ * transcripts it names. */
 static gboolean
 parse_sessions(TxlReader *r, TxlLearner *l, Parsed *ps, int n_token)
 {
-  guint nl = ps->len->len;
-  if (ps->tok->len != 0 || nl > txl_reader_left(r) / 8)
+  guint64 nl = txl_get_u64(r);
+  if (!r->ok || nl > txl_reader_left(r) / 8)
     return FALSE;
-  ps->ser = g_array_sized_new(FALSE, FALSE, sizeof(guint64), nl);
-  g_array_set_size(ps->ser, nl);
+  ps->len = g_array_new(FALSE, FALSE, sizeof(gint64));
+  ps->tok = g_array_new(FALSE, FALSE, sizeof(int32_t));
+  ps->ser = g_array_sized_new(FALSE, FALSE, sizeof(guint64), (guint)nl);
+  g_array_set_size(ps->ser, (guint)nl);
   /* references per serial, keyed by the array's own elements */
   GHashTable *refs = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < nl; i++) {
@@ -735,9 +740,8 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   if (!parse_round(r, l, ps, error))
     return FALSE;
   int n_token = txl_model_config(l->base)->n_token;
-  if (!parse_window(r, ps, n_token))
-    return FALSE;
-  if (l->tr && !parse_sessions(r, l, ps, n_token))
+  if (!(l->tr ? parse_sessions(r, l, ps, n_token)
+              : parse_window(r, ps, n_token)))
     return FALSE;
   return txl_reader_done(r);
 }
