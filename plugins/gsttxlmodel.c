@@ -63,7 +63,6 @@ struct _GstTxlModel {
   GArray *done_flags; /* guint32 TXL_LINE_* of each done line's meta */
   gboolean in_flush; /* scoring a partial segment */
   GstBuffer *undelivered; /* scores a failed push could not deliver */
-  GstTxlLearn *learning;  /* learn=true */
 };
 
 enum {
@@ -87,8 +86,8 @@ close_line(GstTxlModel *self)
   if (self->cur_line <= 0)
     return;
   GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0 };
-  guint32 flags = self->learning
-      ? gst_txl_learn_close(self->learning, d.line, &d.s,
+  guint32 flags = B(self)->learning
+      ? gst_txl_learn_close(B(self)->learning, d.line, &d.s,
                             self->done_flags->len)
       : 0;
   g_array_append_val(self->done_lines, d);
@@ -104,8 +103,8 @@ add_to_line(GstTxlModel *self, const TxlScoreRecord *r)
 {
   if (self->cur_line > 0 && r->line != self->cur_line)
     close_line(self);
-  if (self->learning)
-    gst_txl_learn_record(self->learning, r, self->cur_line == 0);
+  if (B(self)->learning)
+    gst_txl_learn_record(B(self)->learning, r, self->cur_line == 0);
   self->cur_line = r->line;
   self->cur_bytes += r->byte_len;
   /* only the stream's first token has no score; a NaN anywhere else is a
@@ -158,7 +157,6 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->done_lines, g_array_unref);
   g_clear_pointer(&self->done_flags, g_array_unref);
   gst_clear_buffer(&self->undelivered);
-  g_clear_pointer(&self->learning, gst_txl_learn_free);
 }
 
 /* A fresh stream: new memory, nothing pending. */
@@ -175,7 +173,7 @@ new_stream(GstTxlScorerBase *base, GError **error)
   if (!self->scorer)
     return FALSE;
   if (!gst_txl_learn_start(GST_ELEMENT(self), &self->learn, base->model,
-                           NULL, &self->learning, error))
+                           NULL, &B(self)->learning, error))
     return FALSE;
   self->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   self->pending_head = 0;
@@ -255,10 +253,10 @@ set_model(gpointer scorer, TxlModel *m, GError **error)
 static gboolean
 learn_run(GstTxlModel *self, GError **error)
 {
-  if (!self->learning || !gst_txl_learn_pending(self->learning))
+  if (!B(self)->learning || !gst_txl_learn_pending(B(self)->learning))
     return TRUE;
   GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean ok = gst_txl_learn_step(self->learning, &self->learn, set_model,
+  gboolean ok = gst_txl_learn_step(B(self)->learning, &self->learn, set_model,
                                    self->scorer, landed, error);
   /* the landing line's meta says the weights change after it */
   for (guint i = 0; i < landed->len; i++) {
@@ -345,12 +343,6 @@ static GstFlowReturn
 push_scored(GstTxlScorerBase *base)
 {
   return push_out(GST_TXL_MODEL(base), FALSE);
-}
-
-static void
-ended(GstTxlScorerBase *base)
-{
-  gst_txl_learn_ended(GST_TXL_MODEL(base)->learning);
 }
 
 /* ---- snapshots: this element's section -------------------------------- */
@@ -558,10 +550,8 @@ apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   OwnState *o = own;
   txl_scorer_free(self->scorer);
   self->scorer = gst_txl_learn_loaded_take(loaded);
-  g_clear_pointer(&self->learning, gst_txl_learn_free);
-  self->learning = g_steal_pointer(&o->learning);
   gst_txl_scorer_base_apply_stream(base, o->in_tokens, o->out_records,
-                                   &o->text);
+                                   &o->text, &o->learning);
   g_array_unref(self->pending);
   self->pending = g_steal_pointer(&o->pending);
   self->pending_head = 0;
@@ -583,7 +573,7 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlModel *self = GST_TXL_MODEL(base);
-  gst_txl_learn_save_section(self->learning, sect, GST_TXL_LEARN_SECTION,
+  gst_txl_learn_save_section(B(self)->learning, sect, GST_TXL_LEARN_SECTION,
                              self->undelivered);
   return txl_scorer_save_full(self->scorer, path, o, sect, bytes, error);
 }
@@ -636,7 +626,7 @@ publish(GstTxlScorerBase *base)
   base->state_bytes = bytes;
   self->tokens_seen = seen;
   GST_OBJECT_UNLOCK(self);
-  gst_txl_learn_publish(self->learning, &self->learn);
+  gst_txl_learn_publish(B(self)->learning, &self->learn);
 }
 
 /* ---- latency bound ---------------------------------------------------- */
@@ -860,7 +850,6 @@ gst_txl_model_class_init(GstTxlModelClass *klass)
   base_class->parse_own = parse_own;
   base_class->drop_own = own_state_free;
   base_class->apply = apply;
-  base_class->ended = ended;
 }
 
 static void

@@ -111,6 +111,7 @@ static void
 free_stream(GstTxlScorerBase *self)
 {
   CLASS(self)->free_stream(self);
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
   gst_txl_text_clear(&self->text);
 }
 
@@ -219,8 +220,8 @@ on_eos(GstTxlScorerBase *self)
       GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
     if (loc && live)
       gst_txl_scorer_base_snapshot(self, loc, "eos");
-    if (live && CLASS(self)->ended)
-      CLASS(self)->ended(self);
+    if (live)
+      gst_txl_learn_ended(self->learning);
   }
   g_free(loc);
 }

@@ -15,6 +15,7 @@
 
 #include "txl_formats.h"
 #include "gsttxlcommon.h"
+#include "txllearn.h"
 #include "txlsnapsched.h"
 
 G_BEGIN_DECLS
@@ -74,9 +75,6 @@ struct _GstTxlScorerBaseClass {
   GstFlowReturn (*push_out)(GstTxlScorerBase *self);
   /* the end of the stream: everything scored and out */
   GstFlowReturn (*finish)(GstTxlScorerBase *self);
-  /* the stream ended for good: EOS, not held for a snapshot (may be
-   * NULL) */
-  void (*ended)(GstTxlScorerBase *self);
   /* STREAM_START of a new stream (not one restored at start) */
   gboolean (*stream_start)(GstTxlScorerBase *self, GError **error);
   /* the stream stops or flushes: cancel timers of its own (may be NULL) */
@@ -125,6 +123,9 @@ struct _GstTxlScorerBase {
   GstClockTime last_pts, last_dts;
   guint64 in_tokens; /* tokens received in this stream */
   guint64 out_count; /* buffers (and events) txlsink has taken */
+  GstTxlLearn *learning; /* learn=true: the subclass starts it with its
+                          * stream, the base frees it with the stream and
+                          * ends it at EOS */
 
   /* snapshot settings, object lock */
   TxlSnapSched snap; /* location, interval, tokens; requests, timers */
@@ -190,11 +191,13 @@ gboolean gst_txl_scorer_base_restore_parsed(GstTxlScorerBase *self,
                                             GHashTable *sect, gpointer loaded,
                                             gpointer own, gboolean at_start,
                                             GError **error);
-/* For the apply hook: the restored stream's counts, and its text in place
- * of the stream's (taken: text is left without data). */
+/* For the apply hook: the restored stream's counts, its text and its
+ * learning in place of the stream's (taken: text is left without data,
+ * *learning NULL). */
 void gst_txl_scorer_base_apply_stream(GstTxlScorerBase *self,
                                       guint64 in_tokens, guint64 out_count,
-                                      GstTxlText *text);
+                                      GstTxlText *text,
+                                      GstTxlLearn **learning);
 /* gsttxlscorerbase_snap.c's, for the scheduler */
 extern const TxlSnapOps gst_txl_scorer_base_snap_ops;
 GstFlowReturn gst_txl_scorer_base_score_error(GstTxlScorerBase *self,

@@ -85,13 +85,16 @@ load_checked(GstTxlScorerBase *self, const gchar *path, GHashTable **sect,
 
 void
 gst_txl_scorer_base_apply_stream(GstTxlScorerBase *self, guint64 in_tokens,
-                                 guint64 out_count, GstTxlText *text)
+                                 guint64 out_count, GstTxlText *text,
+                                 GstTxlLearn **learning)
 {
   self->in_tokens = in_tokens;
   self->out_count = out_count;
   gst_txl_text_clear(&self->text);
   self->text = *text;
   text->data = NULL;
+  g_clear_pointer(&self->learning, gst_txl_learn_free);
+  self->learning = g_steal_pointer(learning);
 }
 
 gboolean

@@ -43,7 +43,6 @@ GST_DEBUG_CATEGORY(gst_txl_sessions_debug);
 
 #define DEFAULT_KEY "blk_-?[0-9]+"
 #define DEFAULT_MEMORY (G_GUINT64_CONSTANT(4) << 30)
-#define B(self) (&(self)->parent)
 
 enum {
   PROP_0,
@@ -161,8 +160,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
                   r->nonfinite > 0;
   if (self->recent && !flag)
     txl_baseline_add(self->recent, r->score);
-  if (self->learning)
-    gst_txl_learn_session_end(self->learning, r->key, flag);
+  if (B(self)->learning)
+    gst_txl_learn_session_end(B(self)->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",
       "key", G_TYPE_STRING, r->key,
       "reason", G_TYPE_STRING, reason_name(r->reason),
@@ -248,7 +247,6 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
   g_clear_pointer(&self->recent, txl_baseline_free);
-  g_clear_pointer(&self->learning, gst_txl_learn_free);
   g_clear_pointer(&self->tfmt, g_free);
   g_clear_pointer(&self->opts_key, g_free);
   g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
@@ -266,7 +264,7 @@ gst_txl_sessions_note_state(GstTxlScorerBase *base)
   base->state_bytes = b;
   self->open_sessions = n;
   GST_OBJECT_UNLOCK(self);
-  gst_txl_learn_publish(self->learning, &self->learn);
+  gst_txl_learn_publish(B(self)->learning, &self->learn);
 }
 
 static gboolean
@@ -556,12 +554,6 @@ push_scored(GstTxlScorerBase *base)
   return push_out(GST_TXL_SESSIONS(base), FALSE);
 }
 
-static void
-ended(GstTxlScorerBase *base)
-{
-  gst_txl_learn_ended(GST_TXL_SESSIONS(base)->learning);
-}
-
 /* A line is complete: into its session, and what is ready goes out
  * unless downstream is flushing (*held). */
 static GstFlowReturn
@@ -667,7 +659,7 @@ save(GstTxlScorerBase *base, const gchar *path, const TxlSnapshotOptions *o,
      GHashTable *sect, gsize *bytes, GError **error)
 {
   GstTxlSessions *self = GST_TXL_SESSIONS(base);
-  gst_txl_learn_save_section(self->learning, sect,
+  gst_txl_learn_save_section(B(self)->learning, sect,
                              GST_TXL_LEARN_SESSIONS_SECTION, NULL);
   return txl_sessions_save(self->sessions, path, o, sect, bytes, error);
 }
@@ -805,7 +797,6 @@ gst_txl_sessions_class_init(GstTxlSessionsClass *klass)
   base_class->parse_own = gst_txl_sessions_parse_own;
   base_class->drop_own = gst_txl_sessions_drop_own;
   base_class->apply = gst_txl_sessions_apply;
-  base_class->ended = ended;
 }
 
 static void

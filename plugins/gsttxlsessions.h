@@ -41,6 +41,9 @@ typedef struct {
   GstStructure *s;
 } Ended;
 
+/* the base class part of a GstTxlSessions */
+#define B(self) (&(self)->parent)
+
 struct _GstTxlSessions {
   GstTxlScorerBase parent;
 
@@ -85,7 +88,6 @@ struct _GstTxlSessions {
    * application nor the model file sets a threshold: the scores of the
    * last ended sessions; NULL otherwise */
   TxlBaseline *recent;
-  GstTxlLearn *learning; /* learn=true */
 };
 
 /* gsttxlsessions.c */

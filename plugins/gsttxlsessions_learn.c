@@ -56,13 +56,13 @@ gst_txl_sessions_learn_start(GstTxlSessions *self, GError **error)
   g_autoptr(GArray) primer = gst_txl_sessions_primer(self->sessions);
   return gst_txl_learn_start(GST_ELEMENT(self), &self->learn,
                              GST_TXL_SCORER_BASE(self)->model, primer,
-                             &self->learning, error);
+                             &B(self)->learning, error);
 }
 
 void
 gst_txl_sessions_learn_keep(GstTxlSessions *self, SLine *x)
 {
-  if (!self->learning)
+  if (!B(self)->learning)
     return;
   x->ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), self->ids->len);
   g_array_append_vals(x->ids, self->ids->data, self->ids->len);
@@ -72,11 +72,11 @@ void
 gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, const char *key,
                             gint64 seq)
 {
-  if (!self->learning)
+  if (!B(self)->learning)
     return;
   /* the push number, truncated: gst_txl_sessions_learn_run finds the line
    * again modulo 2^32, which holds while fewer lines than that wait */
-  x->flags |= gst_txl_learn_line(self->learning, key,
+  x->flags |= gst_txl_learn_line(B(self)->learning, key,
                                  x->ids ? (const int32_t *)x->ids->data : NULL,
                                  x->ids ? x->ids->len : 0, x->line, &x->s,
                                  (guint)seq);
@@ -87,10 +87,10 @@ gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, const char *key,
 gboolean
 gst_txl_sessions_learn_run(GstTxlSessions *self, GError **error)
 {
-  if (!self->learning || !gst_txl_learn_pending(self->learning))
+  if (!B(self)->learning || !gst_txl_learn_pending(B(self)->learning))
     return TRUE;
   GArray *landed = g_array_new(FALSE, FALSE, sizeof(guint));
-  gboolean ok = gst_txl_learn_step(self->learning, &self->learn,
+  gboolean ok = gst_txl_learn_step(B(self)->learning, &self->learn,
                                    gst_txl_sessions_set_weights,
                                    self->sessions, landed, error);
   /* the landing line was scored by this call: it has not gone out yet */

@@ -406,10 +406,8 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   OwnState *o = own;
   txl_sessions_free(self->sessions);
   self->sessions = gst_txl_learn_loaded_take(loaded);
-  g_clear_pointer(&self->learning, gst_txl_learn_free);
-  self->learning = g_steal_pointer(&o->learning);
   gst_txl_scorer_base_apply_stream(base, o->in_tokens, o->out_items,
-                                   &o->text);
+                                   &o->text, &o->learning);
   self->now = o->now;
   g_array_unref(self->sl);
   self->sl = g_steal_pointer(&o->sl);

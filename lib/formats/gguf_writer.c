@@ -256,26 +256,32 @@ new_array(GgufWriter *w, const char *key, uint32_t elem_type, gsize n,
   return b;
 }
 
+/* A u32 or bool array, each element as GGUF stores its type. */
+static void
+add_array(GgufWriter *w, const char *key, uint32_t type, const void *v,
+          gsize n)
+{
+  GByteArray *b = new_array(w, key, type, n, v || n == 0);
+  for (gsize i = 0; b && i < n; i++) {
+    if (type == GGUF_TYPE_BOOL)
+      put_bool(b, ((const gboolean *)v)[i]);
+    else
+      txl_put_u32(b, ((const uint32_t *)v)[i]);
+  }
+}
+
 void
 gguf_writer_add_u32_array(GgufWriter *w, const char *key, const uint32_t *v,
                           gsize n)
 {
-  GByteArray *b = new_array(w, key, GGUF_TYPE_UINT32, n, v || n == 0);
-  if (!b)
-    return;
-  for (gsize i = 0; i < n; i++)
-    txl_put_u32(b, v[i]);
+  add_array(w, key, GGUF_TYPE_UINT32, v, n);
 }
 
 void
 gguf_writer_add_bool_array(GgufWriter *w, const char *key, const gboolean *v,
                            gsize n)
 {
-  GByteArray *b = new_array(w, key, GGUF_TYPE_BOOL, n, v || n == 0);
-  if (!b)
-    return;
-  for (gsize i = 0; i < n; i++)
-    put_bool(b, v[i]);
+  add_array(w, key, GGUF_TYPE_BOOL, v, n);
 }
 
 void
