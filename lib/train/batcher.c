@@ -5,6 +5,7 @@
 
 struct _TxlBatcher {
   const int32_t *tok;
+  const guint8 *learn;
   gsize stream_len; /* tokens per stream */
   int B, T;
   gint64 per_epoch; /* batches in one pass */
@@ -36,6 +37,12 @@ txl_batcher_free(TxlBatcher *b)
   g_free(b);
 }
 
+void
+txl_batcher_set_learn(TxlBatcher *b, const guint8 *learn)
+{
+  b->learn = learn;
+}
+
 gboolean
 txl_batcher_next(TxlBatcher *b, int32_t *in, int32_t *tg)
 {
@@ -44,6 +51,10 @@ txl_batcher_next(TxlBatcher *b, int32_t *in, int32_t *tg)
     const int32_t *src = b->tok + s * b->stream_len + i * b->T;
     memcpy(in + (gsize)s * b->T, src, sizeof(int32_t) * b->T);
     memcpy(tg + (gsize)s * b->T, src + 1, sizeof(int32_t) * b->T);
+    const guint8 *keep = b->learn ? b->learn + (src + 1 - b->tok) : NULL;
+    for (int t = 0; keep && t < b->T; t++)
+      if (!keep[t])
+        tg[(gsize)s * b->T + t] = -1;
   }
   b->pos++;
   return i == 0;

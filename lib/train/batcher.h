@@ -16,6 +16,9 @@ typedef struct _TxlBatcher TxlBatcher;
 TxlBatcher *txl_batcher_new(const int32_t *tokens, gsize n, int B, int T,
                             GError **error);
 void txl_batcher_free(TxlBatcher *b);
+/* learn (n flags, outliving the batcher; NULL: all): a token whose flag
+ * is 0 is context only, its target -1 (no loss, train.h). */
+void txl_batcher_set_learn(TxlBatcher *b, const guint8 *learn);
 /* Fills inputs and targets (B * T each, stream-major).  Returns TRUE when
  * this batch starts a new pass over the data: the caller resets memory. */
 gboolean txl_batcher_next(TxlBatcher *b, int32_t *inputs, int32_t *targets);

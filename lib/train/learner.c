@@ -38,6 +38,8 @@ txl_learn_options_default(void)
 
 typedef struct {
   int32_t *tok;     /* the round's lines, concatenated */
+  guint8 *learn;    /* grouping sessions: a flag per token, 0 for context
+                     * (transcripts.h); NULL: every token is learnt */
   gsize n;
   gint64 lines;
   int index;        /* rounds started before this one */
@@ -56,8 +58,8 @@ struct _TxlLearner {
   GArray *tok;         /* window: usable lines' ids, oldest first */
   GArray *len;         /* tokens of each window line */
   /* grouping sessions (txl_learner_group_sessions): the window is each
-   * line's transcript instead (guint64 serials; tok and len stay empty,
-   * the ids are the transcripts') */
+   * line's transcript and length instead (guint64 serials; tok stays
+   * empty, the ids are the transcripts') */
   TxlTranscripts *tr;
   GArray *ser;
   gint64 lines;
@@ -99,7 +101,7 @@ round_free(Round *r)
 {
   if (!r)
     return;
-  g_free(r->tok);
+  txl_free_each(g_free, r->tok, r->learn);
   if (r->p)
     txl_params_free(r->p);
   g_clear_error(&r->error);
@@ -155,6 +157,11 @@ round_train(Round *r, TxlTrainState *s, TxlBatcher *b, int B, int T)
       txl_train_state_reset(s);
     txl_params_zero_grad(p);
     double loss = txl_train_step(s, in, tg);
+    /* reported per learnt token (context tokens add no loss) */
+    gsize learnt = 0;
+    for (gsize i = 0; i < (gsize)B * T; i++)
+      learnt += tg[i] >= 0;
+    loss = learnt ? loss * ((double)B * T / (double)learnt) : 0.0;
     if (!isfinite(loss)) {
       g_set_error(&r->error, TXL_ERROR, TXL_ERROR_INVALID,
                   "learning round %d: the loss became non-finite at step %"
@@ -205,6 +212,7 @@ round_run(gpointer data)
                 "fewer than 2 tokens", r->index + 1, r->lines);
   } else if ((b = txl_batcher_new(r->tok, r->n, B, T, &r->error)) &&
              (s = txl_train_state_new(r->p, &to, &r->error))) {
+    txl_batcher_set_learn(b, r->learn);
     round_train(r, s, b, B, T);
   }
   txl_train_state_free(s);
@@ -237,21 +245,19 @@ txl_learner_group_sessions(TxlLearner *l, const int32_t *primer, gsize n,
 static void
 window_add(TxlLearner *l, const int32_t *ids, gsize n, guint64 serial)
 {
-  GArray *lines = l->tr ? l->ser : l->len;
-  if (l->tr) {
+  n = MIN(n, (gsize)WINDOW_TOKEN_CAP);
+  if (l->tr)
     g_array_append_val(l->ser, serial);
-  } else {
-    n = MIN(n, (gsize)WINDOW_TOKEN_CAP);
+  else
     g_array_append_vals(l->tok, ids, (guint)n);
-    gint64 len = (gint64)n;
-    g_array_append_val(l->len, len);
-  }
+  gint64 len = (gint64)n;
+  g_array_append_val(l->len, len);
   /* the first round learns from every warm-up line */
   guint keep = (guint)MAX(l->o.window_lines,
                           l->started ? 0 : l->o.warmup_lines);
   guint drop_lines = 0;
   gsize drop_tok = 0, total = l->tok->len;
-  while (lines->len - drop_lines > keep ||
+  while (l->len->len - drop_lines > keep ||
          total - drop_tok > WINDOW_TOKEN_CAP) {
     if (l->tr)
       txl_transcripts_release(l->tr,
@@ -260,7 +266,9 @@ window_add(TxlLearner *l, const int32_t *ids, gsize n, guint64 serial)
       drop_tok += (gsize)g_array_index(l->len, gint64, drop_lines);
     drop_lines++;
   }
-  g_array_remove_range(lines, 0, drop_lines);
+  g_array_remove_range(l->len, 0, drop_lines);
+  if (l->tr)
+    g_array_remove_range(l->ser, 0, drop_lines);
   g_array_remove_range(l->tok, 0, (guint)drop_tok);
 }
 
@@ -277,7 +285,8 @@ round_start(TxlLearner *l, GError **error)
   r->index = l->started++;
   if (l->tr) {
     r->tok = txl_transcripts_text(l->tr, (const guint64 *)l->ser->data,
-                                  l->ser->len, WINDOW_TOKEN_CAP, &r->n,
+                                  (const gint64 *)l->len->data, l->ser->len,
+                                  WINDOW_TOKEN_CAP, &r->n, &r->learn,
                                   &r->lines);
   } else {
     r->n = l->tok->len;
@@ -373,7 +382,7 @@ txl_learner_session_line(TxlLearner *l, const char *key, const int32_t *ids,
   if (flagged)
     txl_transcripts_release(l->tr, serial);
   else
-    window_add(l, NULL, 0, serial);
+    window_add(l, NULL, n, serial);
   return line_done(l, error);
 }
 
@@ -431,13 +440,15 @@ txl_learner_model(TxlLearner *l)
  * up); the round not landed yet (u32 0: none; 1: its index, u64 lines, u64
  * steps, f64 losses, its weights; 2: its index, u64 lines and
  * the error text); the window (u64 lines, u64 tokens, each line's length,
- * the ids).  Version 2, a learner grouping sessions: its window instead
- * (u64 lines, each line's transcript serial) and the transcripts
- * (transcripts.c).  Weights are stored whole, with no compression of their own:
+ * the ids).  Version 3, a learner grouping sessions: its window instead
+ * (u64 lines, each line's transcript serial and u64 length) and the
+ * transcripts (transcripts.c).  Version 2 (the window without lengths:
+ * its rounds learnt every token of a transcript) is refused.  Weights are stored whole, with no compression of their own:
  * the snapshot file compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
 #define STATE_VERSION 1u
-#define STATE_VERSION_SESSIONS 2u
+#define STATE_VERSION_SESSIONS 3u
+#define STATE_VERSION_SESSIONS_ALL 2u /* refused, above */
 #define N_OPT_INTS 8
 
 static void
@@ -466,7 +477,7 @@ txl_learner_state_get_size(TxlLearner *l)
       n += 8 + 2 * 8 + 8 + l->round->p->n * 4;
   }
   if (l->tr)
-    return n + 8 + (gsize)l->ser->len * 8 +
+    return n + 8 + (gsize)l->ser->len * 16 +
            txl_transcripts_state_size(l->tr);
   return n + 16 + (gsize)l->len->len * 8 + (gsize)l->tok->len * 4;
 }
@@ -527,8 +538,10 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   }
   if (l->tr) {
     txl_w_u64(&w, l->ser->len);
-    for (guint i = 0; i < l->ser->len; i++)
+    for (guint i = 0; i < l->ser->len; i++) {
       txl_w_u64(&w, g_array_index(l->ser, guint64, i));
+      txl_w_u64(&w, (guint64)g_array_index(l->len, gint64, i));
+    }
     txl_transcripts_state_write(l->tr, &w);
   } else {
     txl_w_u64(&w, l->len->len);
@@ -654,23 +667,28 @@ parse_window(TxlReader *r, Parsed *ps, int n_token)
   return TRUE;
 }
 
-/* A learner grouping sessions: its window (each line's serial), then the
- * transcripts it names. */
+/* A learner grouping sessions: its window (each line's serial and
+ * length), then the transcripts it names. */
 static gboolean
 parse_sessions(TxlReader *r, TxlLearner *l, Parsed *ps, int n_token)
 {
   guint64 nl = txl_get_u64(r);
-  if (!r->ok || nl > txl_reader_left(r) / 8)
+  if (!r->ok || nl > txl_reader_left(r) / 16)
     return FALSE;
-  ps->len = g_array_new(FALSE, FALSE, sizeof(gint64));
+  ps->len = g_array_sized_new(FALSE, FALSE, sizeof(gint64), (guint)nl);
   ps->tok = g_array_new(FALSE, FALSE, sizeof(int32_t));
   ps->ser = g_array_sized_new(FALSE, FALSE, sizeof(guint64), (guint)nl);
   g_array_set_size(ps->ser, (guint)nl);
+  g_array_set_size(ps->len, (guint)nl);
   /* references per serial, keyed by the array's own elements */
   GHashTable *refs = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (guint i = 0; i < nl; i++) {
     guint64 *v = &g_array_index(ps->ser, guint64, i);
     *v = txl_get_u64(r);
+    guint64 len = txl_get_u64(r);
+    if (len > WINDOW_TOKEN_CAP)
+      r->ok = FALSE;
+    g_array_index(ps->len, gint64, i) = (gint64)len;
     guint c = GPOINTER_TO_UINT(g_hash_table_lookup(refs, v));
     g_hash_table_insert(refs, v, GUINT_TO_POINTER(c + 1));
   }
@@ -689,8 +707,17 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   guint32 magic = txl_get_u32(r), version = txl_get_u32(r);
   guint32 want = l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION;
   if (magic != STATE_MAGIC ||
-      (version != STATE_VERSION && version != STATE_VERSION_SESSIONS))
+      (version != STATE_VERSION && version != STATE_VERSION_SESSIONS &&
+       version != STATE_VERSION_SESSIONS_ALL))
     return FALSE;
+  if (version == STATE_VERSION_SESSIONS_ALL) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "learner state: version %u was written by a learner whose "
+                "rounds learnt every line of a session again (before "
+                "they learnt only the window's lines); it cannot continue, "
+                "start afresh", version);
+    return FALSE;
+  }
   if (version != want) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                 "learner state: version %u was written by a learner that "

@@ -530,11 +530,12 @@ output_forward(TxlTrainState *s)
   return txl_ce_forward(s->logits, N, c->n_token, s->tgt, s->lse, s->nll);
 }
 
+/* Ids in [lo, n_token): inputs from 0, targets from -1 (no loss). */
 static gboolean
-ids_ok(const int32_t *ids, gsize n, int n_token)
+ids_ok(const int32_t *ids, gsize n, int lo, int n_token)
 {
   for (gsize i = 0; i < n; i++)
-    if (ids[i] < 0 || ids[i] >= n_token)
+    if (ids[i] < lo || ids[i] >= n_token)
       return FALSE;
   return TRUE;
 }
@@ -544,8 +545,8 @@ unit_forward(TxlTrainState *s, const int32_t *inputs, const int32_t *targets)
 {
   const TxlConfig *c = &s->p->cfg;
   const gsize N = (gsize)s->B * s->T;
-  g_return_val_if_fail(ids_ok(inputs, N, c->n_token), NAN);
-  g_return_val_if_fail(ids_ok(targets, N, c->n_token), NAN);
+  g_return_val_if_fail(ids_ok(inputs, N, 0, c->n_token), NAN);
+  g_return_val_if_fail(ids_ok(targets, N, -1, c->n_token), NAN);
   if (s->pending)
     fold_memory(s);
   memcpy(s->in, inputs, sizeof(int32_t) * N);
@@ -854,8 +855,8 @@ parts_step(TxlTrainState *s, const int32_t *inputs, const int32_t *targets,
            gboolean backward)
 {
   const gsize N = (gsize)s->B * s->T;
-  g_return_val_if_fail(ids_ok(inputs, N, s->p->cfg.n_token), NAN);
-  g_return_val_if_fail(ids_ok(targets, N, s->p->cfg.n_token), NAN);
+  g_return_val_if_fail(ids_ok(inputs, N, 0, s->p->cfg.n_token), NAN);
+  g_return_val_if_fail(ids_ok(targets, N, -1, s->p->cfg.n_token), NAN);
   return parts_run(s, inputs, targets, TRUE, backward);
 }
 

@@ -17,8 +17,11 @@
  * b*T + t of inputs/targets is stream b's token t.  Each stream has its
  * own recurrent memory of every layer's input hidden states (mem_len
  * rows), kept in the state, carried from one step to the next and never
- * differentiated (the paper's stop-gradient).  The loss is the mean
- * cross-entropy over the B*T targets, in nats.
+ * differentiated (the paper's stop-gradient).  The loss is the
+ * cross-entropy summed over the B*T targets and divided by B*T, in nats;
+ * a target of -1 is context only: no loss there, no gradient from it
+ * (the learner's rounds learn a session's new lines after its older
+ * ones, learner.h).
  *
  * Dropout is inverted dropout at the official code's places: the word
  * embeddings, the position embeddings, the attention output, after the
@@ -81,8 +84,8 @@ void txl_train_attn_backward(const TxlTrainAttn *a, const float *prob,
                              float *drk, float *dr_w_bias, float *dr_r_bias,
                              float *scratch, int slots);
 
-/* Mean cross-entropy of n rows of logits (n, V) against targets; keeps
- * each row's log-sum-exp.  nll: n doubles of the caller's, for the rows'
+/* Mean cross-entropy of n rows of logits (n, V) against targets (-1: the
+ * row counts 0, and its gradient is 0); keeps each row's log-sum-exp.  nll: n doubles of the caller's, for the rows'
  * losses (the rows run over the pool, their sum in row order).  Backward
  * turns the logits, in place, into the gradient of scale x (sum of row
  * losses). */
@@ -120,9 +123,9 @@ gsize txl_train_state_bytes(const TxlTrainState *s);
 /* Memory rows in use by the next forward. */
 int txl_train_state_mem_used(const TxlTrainState *s);
 
-/* Runs the B x T segment, saving what backward needs, and returns the mean
- * loss (nats per token).  Ids must be in [0, n_token) (checked with
- * g_return_val_if_fail).  The segment joins the memory when the next
+/* Runs the B x T segment, saving what backward needs, and returns the
+ * loss (nats per token, above).  Ids must be in [0, n_token), targets may
+ * also be -1 (checked with g_return_val_if_fail).  The segment joins the memory when the next
  * forward starts, so a forward can be taken back (below). */
 double txl_train_forward(TxlTrainState *s, const int32_t *inputs,
                          const int32_t *targets);

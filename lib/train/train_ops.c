@@ -99,7 +99,7 @@ ce_rows(gsize lo, gsize hi, gpointer ctx)
     float mx = txl_row_max_expsum(z, c->V, &s);
     double l = mx + log(s);
     c->lse[i] = (float)l;
-    c->nll[i] = l - z[c->targets[i]];
+    c->nll[i] = c->targets[i] < 0 ? 0.0 : l - z[c->targets[i]];
   }
 }
 
@@ -122,6 +122,10 @@ ce_back_rows(gsize lo, gsize hi, gpointer ctx)
   const Ce *c = ctx;
   for (gsize i = lo; i < hi; i++) {
     float *z = c->logits + i * c->V;
+    if (c->targets[i] < 0) { /* no loss here: no gradient */
+      memset(z, 0, sizeof(float) * c->V);
+      continue;
+    }
     const float l = c->lse[i];
     for (int j = 0; j < c->V; j++)
       z[j] = expf(z[j] - l) * c->scale;

@@ -163,14 +163,33 @@ txl_transcripts_release(TxlTranscripts *t, guint64 serial)
     unref(t, x);
 }
 
+/* What the window holds of one transcript: lines and their tokens. */
+typedef struct {
+  gint64 lines, tokens;
+} InWindow;
+
 int32_t *
-txl_transcripts_text(TxlTranscripts *t, const guint64 *serials, gsize n,
-                     gsize cap, gsize *n_tok, gint64 *lines)
+txl_transcripts_text(TxlTranscripts *t, const guint64 *serials,
+                     const gint64 *lens, gsize n, gsize cap, gsize *n_tok,
+                     guint8 **learn, gint64 *lines)
 {
-  GHashTable *seen = g_hash_table_new(g_int64_hash, g_int64_equal);
+  /* keyed by the transcripts' serials; the taken ones in the order above */
+  GHashTable *win = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
+                                          g_free);
   GPtrArray *take = g_ptr_array_new();
   gsize total = 0;
   *lines = 0;
+  for (gsize i = 0; i < n; i++) {
+    Transcript *x = g_hash_table_lookup(t->by_serial, &serials[i]);
+    if (!x || !x->ids || x->ids->len == 0)
+      continue;
+    InWindow *w = g_hash_table_lookup(win, &x->serial);
+    if (!w)
+      g_hash_table_insert(win, &x->serial, w = g_new0(InWindow, 1));
+    w->lines++;
+    w->tokens += lens[i];
+  }
+  GHashTable *seen = g_hash_table_new(g_int64_hash, g_int64_equal);
   for (gsize i = n; i-- > 0;) {
     Transcript *x = g_hash_table_lookup(t->by_serial, &serials[i]);
     if (!x || !x->ids || x->ids->len == 0 ||
@@ -182,19 +201,28 @@ txl_transcripts_text(TxlTranscripts *t, const guint64 *serials, gsize n,
     g_hash_table_add(seen, &x->serial);
     g_ptr_array_add(take, x);
     total += need;
-    *lines += x->lines;
+    InWindow *w = g_hash_table_lookup(win, &x->serial);
+    /* a session that started over holds fewer lines than the window */
+    *lines += MIN(w->lines, x->lines);
   }
   int32_t *out = total ? g_new(int32_t, total) : NULL, *at = out;
+  guint8 *flag = total ? g_new0(guint8, total) : NULL, *f = flag;
   for (guint i = take->len; i-- > 0;) {
     Transcript *x = take->pdata[i];
+    InWindow *w = g_hash_table_lookup(win, &x->serial);
+    gsize len = x->ids->len, fresh = (gsize)MIN(w->tokens, (gint64)len);
     memcpy(at, t->primer->data, t->primer->len * sizeof(int32_t));
     at += t->primer->len;
-    memcpy(at, x->ids->data, x->ids->len * sizeof(int32_t));
-    at += x->ids->len;
+    f += t->primer->len;
+    memcpy(at, x->ids->data, len * sizeof(int32_t));
+    memset(f + len - fresh, 1, fresh);
+    at += len;
+    f += len;
   }
   *n_tok = total;
+  *learn = flag;
   g_ptr_array_free(take, TRUE);
-  g_hash_table_destroy(seen);
+  txl_free_each(g_hash_table_destroy, seen, win);
   return out;
 }
 

@@ -43,13 +43,17 @@ void txl_transcripts_end(TxlTranscripts *t, const char *key,
                          gboolean flagged);
 void txl_transcripts_release(TxlTranscripts *t, guint64 serial);
 
-/* A round's text: the living transcripts among serials (a window, oldest
- * first), each once, in the order of its last mention, each after the
- * primer; the most recent kept first up to cap tokens.  *lines: the lines
- * they hold.  Returns g_malloc'd ids (NULL when none). */
+/* A round's text: the living transcripts among serials (a window of n
+ * lines, oldest first, lens[i] the tokens of line i), each once, in the
+ * order of its last mention, each after the primer; the most recent kept
+ * first up to cap tokens.  Only the window's lines are learnt, each after
+ * its session's earlier lines: *learn (g_malloc'd, a flag per token) marks
+ * the last tokens of each transcript, as many as its window lines hold;
+ * the primer and the earlier lines are context.  *lines: the window lines
+ * learnt.  Returns g_malloc'd ids (NULL when none). */
 int32_t *txl_transcripts_text(TxlTranscripts *t, const guint64 *serials,
-                              gsize n, gsize cap, gsize *n_tok,
-                              gint64 *lines);
+                              const gint64 *lens, gsize n, gsize cap,
+                              gsize *n_tok, guint8 **learn, gint64 *lines);
 
 /* State (inside the learner's, learner.c): every transcript, the touch
  * order, the next serial.  parse checks ids against n_token, the cap and

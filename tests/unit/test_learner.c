@@ -22,8 +22,7 @@
 static TxlModel *
 tiny_model(float scale)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   c.mem_len = 8;
   c.tgt_len = 8;
   g_autoptr(GError) err = NULL;
@@ -338,56 +337,70 @@ TU_TEST("/learner/bad-options", test_bad_options)
 /* ---- grouping sessions ------------------------------------------------ */
 
 static void
-assert_text(TxlTranscripts *t, const guint64 *ser, gsize n, gsize cap,
-            const int32_t *want, gsize n_want, gint64 want_lines)
+assert_text(TxlTranscripts *t, const guint64 *ser, const gint64 *lens,
+            gsize n, gsize cap, const int32_t *want, gsize n_want,
+            const char *learnt, gint64 want_lines)
 {
   gsize got_n = 0;
   gint64 lines = -1;
-  g_autofree int32_t *got = txl_transcripts_text(t, ser, n, cap, &got_n,
-                                                 &lines);
+  g_autofree guint8 *learn = NULL;
+  g_autofree int32_t *got = txl_transcripts_text(t, ser, lens, n, cap,
+                                                 &got_n, &learn, &lines);
   g_assert_cmpuint(got_n, ==, n_want);
+  g_assert_cmpuint(strlen(learnt), ==, n_want);
   if (n_want)
     g_assert_cmpmem(got, got_n * 4, want, n_want * 4);
+  for (gsize i = 0; i < n_want; i++)
+    g_assert_cmpint(learn[i], ==, learnt[i] == '1');
   g_assert_cmpint(lines, ==, want_lines);
 }
 
 /* A round's text, worked out by hand: each session's lines together after
  * the primer (99), in the order of each session's last window line, the
- * most recent first under the token bound; a session that ended and came
- * back is a new one; a flagged line drops its session; over the cap, the
- * transcript touched longest ago goes; a session too long for one
- * transcript starts over. */
+ * most recent first under the token bound; only the tokens of the
+ * window's lines are learnt (flag 1), the primer and a session's earlier
+ * lines are context; a session that ended and came back is a new one; a
+ * flagged line drops its session; over the cap, the transcript touched
+ * longest ago goes; a session too long for one transcript starts over. */
 TU_TEST("/learner/transcripts-text", test_transcripts_text)
 {
   const int32_t primer[] = { 99 };
   TxlTranscripts *t = txl_transcripts_new(primer, 1, 10, 10);
   guint64 w[8];
+  /* each window line's tokens */
+  const gint64 L[8] = { 2, 1, 1, 1, 1, 6, 1, 0 };
   w[0] = txl_transcripts_line(t, "a", (int32_t[]){ 1, 2 }, 2, FALSE);
   w[1] = txl_transcripts_line(t, "b", (int32_t[]){ 3 }, 1, FALSE);
   w[2] = txl_transcripts_line(t, "a", (int32_t[]){ 4 }, 1, FALSE);
   g_assert_cmpuint(w[0], ==, w[2]);
   g_assert_cmpuint(w[0], !=, w[1]);
-  assert_text(t, w, 3, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4 }, 6, 3);
+  assert_text(t, w, L, 3, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4 }, 6,
+              "010111", 3);
   /* the bound keeps the most recent session whole, not a part of b */
-  assert_text(t, w, 3, 5, (int32_t[]){ 99, 1, 2, 4 }, 4, 2);
-  /* only the sessions the window names */
-  assert_text(t, w + 1, 1, 100, (int32_t[]){ 99, 3 }, 2, 1);
+  assert_text(t, w, L, 3, 5, (int32_t[]){ 99, 1, 2, 4 }, 4, "0111", 2);
+  /* only the sessions the window names, and of them only the window's
+   * lines are learnt: a's first line is context */
+  assert_text(t, w + 1, L + 1, 1, 100, (int32_t[]){ 99, 3 }, 2, "01", 1);
+  assert_text(t, w + 2, L + 2, 1, 100, (int32_t[]){ 99, 1, 2, 4 }, 4,
+              "0001", 1);
   txl_transcripts_end(t, "a", FALSE);
   txl_transcripts_end(t, "nobody", TRUE); /* unknown: nothing */
   w[3] = txl_transcripts_line(t, "a", (int32_t[]){ 5 }, 1, FALSE);
   g_assert_cmpuint(w[3], !=, w[0]);
-  assert_text(t, w, 4, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4, 99, 5 }, 8, 4);
+  assert_text(t, w, L, 4, 100, (int32_t[]){ 99, 3, 99, 1, 2, 4, 99, 5 }, 8,
+              "01011101", 4);
   /* a flagged line: b is not learnt from, even its earlier lines */
   w[4] = txl_transcripts_line(t, "b", (int32_t[]){ 6 }, 1, TRUE);
   g_assert_cmpuint(w[4], ==, w[1]);
-  assert_text(t, w, 5, 100, (int32_t[]){ 99, 1, 2, 4, 99, 5 }, 6, 3);
+  assert_text(t, w, L, 5, 100, (int32_t[]){ 99, 1, 2, 4, 99, 5 }, 6,
+              "011101", 3);
   /* held: {1,2,4} and {5}; c brings 6 (10, the cap), then one more: the
    * first a, touched longest ago, goes */
   w[5] = txl_transcripts_line(t, "c", (int32_t[]){ 7, 8, 9, 10, 11, 12 }, 6,
                               FALSE);
-  assert_text(t, w, 6, 100,
+  assert_text(t, w, L, 6, 100,
               (int32_t[]){ 99, 1, 2, 4, 99, 5, 99, 7, 8, 9, 10, 11, 12 }, 13,
-              4);
+              "0111010111111", 4);
   /* the state, read back, goes on the same way (the touch order too) */
   gsize sz = txl_transcripts_state_size(t);
   g_autofree guint8 *buf = g_malloc(sz);
@@ -411,34 +424,44 @@ TU_TEST("/learner/transcripts-text", test_transcripts_text)
   txl_transcripts_free(t3);
   g_hash_table_destroy(refs);
   w[6] = txl_transcripts_line(t, "c", (int32_t[]){ 13 }, 1, FALSE);
-  assert_text(t, w, 7, 100,
-              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10, 3);
+  assert_text(t, w, L, 7, 100,
+              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10,
+              "0101111111", 3);
   g_assert_cmpuint(txl_transcripts_line(t2, "c", (int32_t[]){ 13 }, 1, FALSE),
                    ==, w[6]);
-  assert_text(t2, w, 7, 100,
-              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10, 3);
+  assert_text(t2, w, L, 7, 100,
+              (int32_t[]){ 99, 5, 99, 7, 8, 9, 10, 11, 12, 13 }, 10,
+              "0101111111", 3);
+  /* a window holding only c's last line learns only that */
+  assert_text(t2, w + 6, L + 6, 1, 100,
+              (int32_t[]){ 99, 7, 8, 9, 10, 11, 12, 13 }, 8, "00000001", 1);
   for (int i = 0; i < 7; i++)
     txl_transcripts_release(t2, w[i]);
   txl_transcripts_free(t2);
   /* the session flagged as it ends */
   txl_transcripts_end(t, "c", TRUE);
-  assert_text(t, w, 7, 100, (int32_t[]){ 99, 5 }, 2, 1);
+  assert_text(t, w, L, 7, 100, (int32_t[]){ 99, 5 }, 2, "01", 1);
   for (int i = 0; i < 7; i++)
     txl_transcripts_release(t, w[i]);
   txl_transcripts_free(t);
   /* a session longer than one may hold (8 here) starts over from the line
-   * that would pass it, and a line longer than that keeps its first 8 */
+   * that would pass it, and a line longer than that keeps its first 8; the
+   * window's older lines of it are gone, so what is learnt is what it
+   * holds */
   t = txl_transcripts_new(primer, 1, 100, 8);
   guint64 f[3];
+  const gint64 F[3] = { 5, 3, 1 };
   f[0] = txl_transcripts_line(t, "", (int32_t[]){ 1, 2, 3, 4, 5 }, 5, FALSE);
   f[1] = txl_transcripts_line(t, "", (int32_t[]){ 6, 7, 8 }, 3, FALSE);
-  assert_text(t, f, 2, 100, (int32_t[]){ 99, 1, 2, 3, 4, 5, 6, 7, 8 }, 9, 2);
+  assert_text(t, f, F, 2, 100, (int32_t[]){ 99, 1, 2, 3, 4, 5, 6, 7, 8 }, 9,
+              "011111111", 2);
   f[2] = txl_transcripts_line(t, "", (int32_t[]){ 9 }, 1, FALSE);
-  assert_text(t, f, 3, 100, (int32_t[]){ 99, 9 }, 2, 1);
+  assert_text(t, f, F, 3, 100, (int32_t[]){ 99, 9 }, 2, "01", 1);
   txl_transcripts_release(t, txl_transcripts_line(t, "", (int32_t[]){
       10, 11, 12, 13, 14, 15, 16, 17, 18 }, 9, FALSE));
-  assert_text(t, f, 3, 100, (int32_t[]){ 99, 10, 11, 12, 13, 14, 15, 16, 17 },
-              9, 1);
+  assert_text(t, f, F, 3, 100,
+              (int32_t[]){ 99, 10, 11, 12, 13, 14, 15, 16, 17 }, 9,
+              "011111111", 1);
   for (int i = 0; i < 3; i++)
     txl_transcripts_release(t, f[i]);
   txl_transcripts_free(t);
