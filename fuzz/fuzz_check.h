@@ -51,6 +51,17 @@ check_parsed(const void *result, GError *err, int code, int code2)
   return TRUE;
 }
 
+/* What parse(data, size, &err) answered, checked as check_parsed checks
+ * it: the result, or NULL for a refusal (its error freed). */
+#define PARSED(parse, data, size, code, code2)                                 \
+  ({                                                                           \
+    GError *parse_err_ = NULL;                                                 \
+    __typeof__(parse(data, size, NULL)) parsed_ =                              \
+        parse(data, size, &parse_err_);                                        \
+    check_parsed(parsed_, parse_err_, code, code2);                            \
+    parsed_;                                                                   \
+  })
+
 #ifdef TXL_RECORD_H
 #include <stdlib.h>
 

@@ -133,10 +133,9 @@ static const Case cases[N_CASES] = {
 static char *
 write_model(void)
 {
-  TxlConfig c;
-  tu_plain_config(&c, (TuDims){ .n_token = 40, .d_model = 8, .n_head = 2,
-                                .d_head = 4, .d_inner = 16, .n_layer = 1,
-                                .mem_len = 4, .tgt_len = 4 });
+  TxlConfig c = tu_plain_config((TuDims){
+      .n_token = 40, .d_model = 8, .n_head = 2, .d_head = 4,
+      .d_inner = 16, .n_layer = 1, .mem_len = 4, .tgt_len = 4 });
   static const char *const base[] = { "<eos>", "<unk>", "the",
                                       "cat",   "sat",   "on" };
   return tu_write_word_model_of(&c, base, 11, FALSE);

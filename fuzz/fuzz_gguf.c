@@ -112,9 +112,9 @@ exercise_tensors(const GgufFile *f, const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  GError *err = NULL;
-  GgufFile *f = gguf_parse(data, size, &err);
-  if (!check_parsed(f, err, TXL_ERROR_FORMAT, TXL_ERROR_UNSUPPORTED))
+  GgufFile *f = PARSED(gguf_parse, data, size, TXL_ERROR_FORMAT,
+                       TXL_ERROR_UNSUPPORTED);
+  if (!f)
     return 0;
   CHECK(gguf_version(f) == 3);
   size_t bsize;

@@ -56,10 +56,9 @@ learner(gboolean grouping)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-  TxlConfig c;
-  tu_plain_config(&c, (TuDims){ .n_token = 12, .d_model = 8, .n_head = 2,
-                                .d_head = 4, .d_inner = 16, .n_layer = 1,
-                                .mem_len = 4, .tgt_len = 4 });
+  TxlConfig c = tu_plain_config((TuDims){
+      .n_token = 12, .d_model = 8, .n_head = 2, .d_head = 4,
+      .d_inner = 16, .n_layer = 1, .mem_len = 4, .tgt_len = 4 });
   TxlParams *p = txl_params_new(&c, NULL, 3, NULL);
   if (!p)
     abort();

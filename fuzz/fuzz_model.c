@@ -182,15 +182,15 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  GError *err = NULL;
-  TxlModel *m = txl_model_from_buffer(data, size, &err);
-  if (!check_parsed(m, err, -1, -1))
+  TxlModel *m = PARSED(txl_model_from_buffer, data, size, -1, -1);
+  if (!m)
     return 0;
   const TxlConfig *c = txl_model_config(m);
   CHECK(txl_config_validate(c, NULL));
   check_finite(m);
   /* the defaults passed the budget at load: a stream with them opens
    * (unless same_length without memory, which no budget can fix) */
+  GError *err = NULL;
   TxlStream *def = txl_stream_new(m, NULL, &err);
   CHECK(def || (c->same_length && c->mem_len == 0));
   if (!def) {

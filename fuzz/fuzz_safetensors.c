@@ -80,9 +80,8 @@ check_tensor(const StFile *f, const StTensor *t, const uint8_t *data,
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  GError *err = NULL;
-  StFile *f = st_parse(data, size, &err);
-  if (!check_parsed(f, err, TXL_ERROR_FORMAT, TXL_ERROR_FORMAT))
+  StFile *f = PARSED(st_parse, data, size, TXL_ERROR_FORMAT, TXL_ERROR_FORMAT);
+  if (!f)
     return 0;
   gsize n = st_n_tensors(f);
   for (gsize i = 0; i < n; i++) {

@@ -110,9 +110,9 @@ tu_add_weights(GgufWriter *w, const TxlConfig *c, guint32 seed,
 static void
 tu_small_config(TxlConfig *c)
 {
-  tu_plain_config(c, (TuDims){ .n_token = 300, .d_model = 32, .n_head = 4,
-                               .d_head = 8, .d_inner = 64, .n_layer = 2,
-                               .mem_len = 12, .tgt_len = 5 });
+  *c = tu_plain_config((TuDims){ .n_token = 300, .d_model = 32, .n_head = 4,
+                                 .d_head = 8, .d_inner = 64, .n_layer = 2,
+                                 .mem_len = 12, .tgt_len = 5 });
   /* with an adaptive softmax of three clusters, the middle one tied */
   c->div_val = 2;
   c->n_cutoffs = 2;
@@ -155,12 +155,12 @@ tu_write_gguf(GgufWriter *w)
 
 /* tu_small_config made smaller, without the adaptive softmax that
  * training does not support: a model the trainer and the learner take. */
-G_GNUC_UNUSED static void
-tu_train_config(TxlConfig *c)
+G_GNUC_UNUSED static TxlConfig
+tu_train_config(void)
 {
-  tu_plain_config(c, (TuDims){ .n_token = 40, .d_model = 16, .n_head = 2,
-                               .d_head = 8, .d_inner = 32, .n_layer = 2,
-                               .mem_len = 6, .tgt_len = 5 });
+  return tu_plain_config((TuDims){ .n_token = 40, .d_model = 16, .n_head = 2,
+                                   .d_head = 8, .d_inner = 32, .n_layer = 2,
+                                   .mem_len = 6, .tgt_len = 5 });
 }
 
 /* A model file that must load. */
@@ -325,17 +325,23 @@ tu_model_done(TxlModel *m, char *path)
   g_free(path);
 }
 
-/* The model in the file path (taken), for the running test: when the test
- * ends it is dropped and the file removed, as tu_model_done does, so that
- * the test itself has nothing to free. */
+/* The model in the file path, for the running test: dropped when the test
+ * ends, so that the test itself has nothing to free. */
+G_GNUC_UNUSED static TxlModel *
+tu_test_load(const char *path)
+{
+  TxlModel *m = tu_load(path);
+  g_test_queue_destroy((GDestroyNotify)txl_model_unref, m);
+  return m;
+}
+
+/* The same with the file path (taken) removed too, as tu_model_done does. */
 G_GNUC_UNUSED static TxlModel *
 tu_test_model(char *path)
 {
-  TxlModel *m = tu_load(path);
   /* the queue runs last in, first out: the model goes before its file */
   g_test_queue_destroy((GDestroyNotify)tu_path_done, path);
-  g_test_queue_destroy((GDestroyNotify)txl_model_unref, m);
-  return m;
+  return tu_test_load(path);
 }
 
 /* tu_small_model's model for the running test (see tu_test_model). */

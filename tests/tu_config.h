@@ -18,22 +18,24 @@ typedef struct {
 /* A configuration of the sizes in d without the adaptive softmax, which
  * training does not support: a model the trainer and the learner take.
  * No clamp and no same-length masking, as in every test model. */
-G_GNUC_UNUSED static void
-tu_plain_config(TxlConfig *c, TuDims d)
+G_GNUC_UNUSED static TxlConfig
+tu_plain_config(TuDims d)
 {
-  txl_config_init_default(c);
-  c->n_token = d.n_token;
-  c->d_model = c->d_embed = d.d_model;
-  c->n_head = d.n_head;
-  c->d_head = d.d_head;
-  c->d_inner = d.d_inner;
-  c->n_layer = d.n_layer;
-  c->mem_len = d.mem_len;
-  c->tgt_len = d.tgt_len;
-  c->clamp_len = 0;
-  c->same_length = FALSE;
-  c->div_val = 1;
-  c->n_cutoffs = 0;
+  TxlConfig c;
+  txl_config_init_default(&c);
+  c.n_token = d.n_token;
+  c.d_model = c.d_embed = d.d_model;
+  c.n_head = d.n_head;
+  c.d_head = d.d_head;
+  c.d_inner = d.d_inner;
+  c.n_layer = d.n_layer;
+  c.mem_len = d.mem_len;
+  c.tgt_len = d.tgt_len;
+  c.clamp_len = 0;
+  c.same_length = FALSE;
+  c.div_val = 1;
+  c.n_cutoffs = 0;
+  return c;
 }
 
 /* Learning options with a schedule of the given lines (warm-up, a round

@@ -24,10 +24,9 @@ static char *model;
 static char *
 tiny_model(void)
 {
-  TxlConfig c;
-  tu_plain_config(&c, (TuDims){ .n_token = 300, .d_model = 16, .n_head = 2,
-                                .d_head = 8, .d_inner = 32, .n_layer = 1,
-                                .mem_len = 8, .tgt_len = 8 });
+  TxlConfig c = tu_plain_config((TuDims){
+      .n_token = 300, .d_model = 16, .n_head = 2, .d_head = 8,
+      .d_inner = 32, .n_layer = 1, .mem_len = 8, .tgt_len = 8 });
   return tu_write_model(&c, 11, NULL);
 }
 

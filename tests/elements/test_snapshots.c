@@ -495,8 +495,8 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
 {
   g_autofree char *a = NULL, *b = NULL;
   GstElement *p = held_snapshot(f, &a, &b);
-  TxlModel *m = tu_load(f->model);
-  GHashTable *sect = NULL;
+  TxlModel *m = tu_test_load(f->model);
+  g_autoptr(GHashTable) sect = NULL;
   g_autoptr(GError) err = NULL;
   TxlScorer *sc = txl_scorer_load_full(m, a, nop_score, NULL, &sect, &err);
   g_assert_no_error(err);
@@ -515,8 +515,6 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
   g_assert_true(txl_scorer_save_full(sc, b, NULL, sect, NULL, &err));
   g_assert_no_error(err);
   txl_scorer_free(sc);
-  g_hash_table_unref(sect);
-  txl_model_unref(m);
   refused_then_good(p, b, a);
 }
 
@@ -531,12 +529,12 @@ test_lines_mismatch(Fixture *f, gconstpointer el)
 {
   g_autofree char *a = NULL, *b = NULL;
   GstElement *p = held_snapshot(f, &a, &b);
-  TxlModel *m = tu_load(f->model);
+  TxlModel *m = tu_test_load(f->model);
   TxlSessionOptions o = txl_session_options_default();
   o.key_regex = "(cat|sat|on)";
   o.segment = 4;
   o.prime = TRUE;
-  GHashTable *sect = NULL;
+  g_autoptr(GHashTable) sect = NULL;
   g_autoptr(GError) err = NULL;
   TxlSessions *s = txl_sessions_load(m, a, &o, NULL, NULL, NULL, &sect, &err);
   g_assert_no_error(err);
@@ -554,8 +552,6 @@ test_lines_mismatch(Fixture *f, gconstpointer el)
   g_assert_true(txl_sessions_save(s, b, NULL, sect, NULL, &err));
   g_assert_no_error(err);
   txl_sessions_free(s);
-  g_hash_table_unref(sect);
-  txl_model_unref(m);
   refused_then_good(p, b, a);
 }
 

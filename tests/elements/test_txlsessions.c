@@ -81,6 +81,20 @@ typedef struct {
   gboolean flag;
 } SessRes;
 
+/* The numbers of a SessRes, for X(member, its field in a txl-session
+ * message, the field's type, the g_assert_cmp* that compares two). */
+#define SESS_NUMBERS(X)                                                        \
+  X(first, "first-line", int64, g_assert_cmpint)                               \
+  X(last, "last-line", int64, g_assert_cmpint)                                 \
+  X(lines, "lines", int64, g_assert_cmpint)                                    \
+  X(tokens, "tokens", int64, g_assert_cmpint)                                  \
+  X(bytes, "bytes", uint64, g_assert_cmpuint)                                  \
+  X(nll, "nll", double, g_assert_cmpfloat)                                     \
+  X(score, "score", double, g_assert_cmpfloat)                                 \
+  X(max_line, "max-line", double, g_assert_cmpfloat)                           \
+  X(max_token, "max-token", double, g_assert_cmpfloat)                         \
+  X(flag, "flag", boolean, g_assert_cmpint)
+
 static void
 sess_res_clear(gpointer p)
 {
@@ -229,16 +243,10 @@ sess_from_structure(const GstStructure *s)
   g_assert_true(gst_structure_has_name(s, "txl-session"));
   x.key = g_strdup(gst_structure_get_string(s, "key"));
   x.reason = g_intern_string(gst_structure_get_string(s, "reason"));
-  g_assert_true(gst_structure_get_int64(s, "first-line", &x.first));
-  g_assert_true(gst_structure_get_int64(s, "last-line", &x.last));
-  g_assert_true(gst_structure_get_int64(s, "lines", &x.lines));
-  g_assert_true(gst_structure_get_int64(s, "tokens", &x.tokens));
-  g_assert_true(gst_structure_get_uint64(s, "bytes", &x.bytes));
-  g_assert_true(gst_structure_get_double(s, "nll", &x.nll));
-  g_assert_true(gst_structure_get_double(s, "score", &x.score));
-  g_assert_true(gst_structure_get_double(s, "max-line", &x.max_line));
-  g_assert_true(gst_structure_get_double(s, "max-token", &x.max_token));
-  g_assert_true(gst_structure_get_boolean(s, "flag", &x.flag));
+#define GET(member, field, type, cmp)                                          \
+  g_assert_true(gst_structure_get_##type(s, field, &x.member));
+  SESS_NUMBERS(GET)
+#undef GET
   return x;
 }
 
@@ -329,18 +337,11 @@ check_config(const char *model, const char *text, const Cfg *cfg)
     SessRes *b = &g_array_index(el.sessions, SessRes, i);
     g_assert_cmpstr(b->key, ==, a->key);
     g_assert_cmpstr(b->reason, ==, a->reason);
-    /* line numbers: the library counts pushes, the element the input's
-     * lines, the same here */
-    g_assert_cmpint(b->first, ==, a->first);
-    g_assert_cmpint(b->last, ==, a->last);
-    g_assert_cmpint(b->lines, ==, a->lines);
-    g_assert_cmpint(b->tokens, ==, a->tokens);
-    g_assert_cmpuint(b->bytes, ==, a->bytes);
-    g_assert_cmpfloat(b->nll, ==, a->nll);
-    g_assert_cmpfloat(b->score, ==, a->score);
-    g_assert_cmpfloat(b->max_line, ==, a->max_line);
-    g_assert_cmpfloat(b->max_token, ==, a->max_token);
-    g_assert_cmpint(b->flag, ==, a->flag);
+    /* every number; line numbers: the library counts pushes, the element
+     * the input's lines, the same here */
+#define SAME(member, field, type, cmp) cmp(b->member, ==, a->member);
+    SESS_NUMBERS(SAME)
+#undef SAME
     flagged += a->flag;
     evicted += !strcmp(a->reason, "evicted");
     idle += !strcmp(a->reason, "idle");

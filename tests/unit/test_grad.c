@@ -418,9 +418,9 @@ typedef struct {
 static void
 tiny_config(TxlConfig *c, const ModelCase *mc)
 {
-  tu_plain_config(c, (TuDims){ .n_token = 23, .d_model = 8, .n_head = 2,
-                               .d_head = 3, .d_inner = 12, .n_layer = 2,
-                               .mem_len = mc->mem_len, .tgt_len = 4 });
+  *c = tu_plain_config((TuDims){ .n_token = 23, .d_model = 8, .n_head = 2,
+                                 .d_head = 3, .d_inner = 12, .n_layer = 2,
+                                 .mem_len = mc->mem_len, .tgt_len = 4 });
   /* the case's own choices, over the plain ones */
   c->d_embed = mc->d_embed;
   c->clamp_len = mc->clamp_len;

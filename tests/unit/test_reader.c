@@ -50,10 +50,14 @@ check_pieces(const TxlRecordReaderOptions *o, const char *in, const char *want)
     }
 }
 
-/* Options the reader refuses, with a reason. */
+/* check_pieces, then the same options with *field (one of o's) set to bad:
+ * the reader refuses them, with a reason. */
 static void
-refused(const TxlRecordReaderOptions *o)
+check_then_refused(TxlRecordReaderOptions *o, const char *in, const char *want,
+                   const char **field, const char *bad)
 {
+  check_pieces(o, in, want);
+  *field = bad;
   g_autoptr(GError) err = NULL;
   g_assert_null(txl_record_reader_new(o, &err));
   g_assert_nonnull(err);
@@ -107,10 +111,8 @@ TU_TEST("/reader/json-fields-set", test_json_fields_set)
   const char *want =
       RS "host=a" US "session=web-1" RS "hello there\n"
       "{\"other\":\"no message here\"}\n";
-  check_pieces(&o, in, want);
-  /* a field name that is not one */
-  o.message_field = "a b";
-  refused(&o);
+  /* then a field name that is not one */
+  check_then_refused(&o, in, want, &o.message_field, "a b");
 }
 
 TU_TEST("/reader/text-continuation", test_text_continuation)
@@ -129,9 +131,7 @@ TU_TEST("/reader/text-continuation", test_text_continuation)
                       "\tat a.B.c(B.java:1) Caused by: x\n"
                       "next line\n"
                       "{\"msg\":\"json is text here\"}   tail";
-  check_pieces(&o, in, want2);
-  o.continuation = "(";
-  refused(&o);
+  check_then_refused(&o, in, want2, &o.continuation, "(");
 }
 
 TU_TEST("/reader/cut-and-state", test_cut_and_state)

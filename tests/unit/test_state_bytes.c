@@ -449,8 +449,7 @@ TU_TEST("/state-bytes/line", test_line)
 
 TU_TEST("/state-bytes/learner", test_learner)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   TxlParams *p = txl_params_new(&c, NULL, 5, NULL);
   TxlModel *m = txl_model_from_params_owned(p);
   TxlLearnOptions o = tu_learn_options(10, 8, 12, 3, 3, 2, 5);

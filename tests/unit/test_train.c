@@ -24,8 +24,7 @@ assert_tensors(const TxlParams *p, const char *const *has,
 
 TU_TEST("/train/params/layout", test_layout)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   g_autoptr(GError) err = NULL;
   TxlParams *p = txl_params_new(&c, NULL, 1, &err);
   g_assert_no_error(err);
@@ -80,8 +79,7 @@ moments(const float *v, gsize n, double *mean, double *sd)
 
 TU_TEST("/train/params/init", test_init)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   c.n_token = 2000;
   c.d_model = 64;
   c.d_embed = 32;
@@ -168,8 +166,7 @@ scaled_params(const TxlConfig *c, guint64 seed)
 static void
 file_case(gboolean tie, int d_embed, gboolean tie_proj)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   c.tie_weight = tie;
   c.d_embed = d_embed;
   c.tie_projs[0] = tie_proj;
@@ -226,8 +223,7 @@ TU_TEST("/train/params/model-file", test_model_file)
 static void
 agree_case(gboolean pre, gboolean same, int clamp)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   c.pre_lnorm = pre;
   c.same_length = same;
   c.clamp_len = clamp;
@@ -291,10 +287,18 @@ TU_TEST("/train/forward-agrees", test_forward_agrees)
 
 /* ---- state: reset, rewind, dropout determinism -------------------------- */
 
+/* Options a training state of p is refused with, as invalid. */
+static void
+refused(TxlParams *p, const TxlTrainOptions *o)
+{
+  g_autoptr(GError) err = NULL;
+  g_assert_null(txl_train_state_new(p, o, &err));
+  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+}
+
 TU_TEST("/train/state", test_state)
 {
-  TxlConfig c;
-  tu_train_config(&c);
+  TxlConfig c = tu_train_config();
   g_autoptr(GError) err = NULL;
   TxlParams *p = scaled_params(&c, 3);
   enum { B = 2, T = 5, N = B * T };
@@ -346,14 +350,11 @@ TU_TEST("/train/state", test_state)
 
   /* bad options */
   o.dropout = 1.0f;
-  g_assert_null(txl_train_state_new(p, &o, &err));
-  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
-  g_clear_error(&err);
+  refused(p, &o);
   o.dropout = 0.0f;
   o.mem_len = 0;
   o.same_length = 1;
-  g_assert_null(txl_train_state_new(p, &o, &err));
-  g_assert_error(err, TXL_ERROR, TXL_ERROR_INVALID);
+  refused(p, &o);
 
   g_free(g);
   txl_train_state_free(s);
