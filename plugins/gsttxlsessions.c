@@ -325,18 +325,13 @@ new_stream(GstTxlScorerBase *base, GError **error)
   self->tfmt = self->time_format && *self->time_format
                    ? g_strdup(self->time_format) : NULL;
   GST_OBJECT_UNLOCK(self);
-  if (!field_ok) {
+  if (!field_ok || !lists_ok) {
     g_free(key);
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "session-field takes a field name: letters, digits, "
-                        "'_', '.' and '-'");
-    return FALSE;
-  }
-  if (!lists_ok) {
-    g_free(key);
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "session-idle-after and session-open-thresholds take "
-                        "comma-separated non-negative numbers");
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID, !field_ok
+        ? "session-field takes a field name: letters, digits, '_', '.' "
+          "and '-'"
+        : "session-idle-after and session-open-thresholds take "
+          "comma-separated non-negative numbers");
     return FALSE;
   }
   self->now = 0;

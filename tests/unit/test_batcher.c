@@ -37,6 +37,31 @@ TU_TEST("/batcher/streams", test_streams)
   txl_batcher_free(b);
 }
 
+/* With learn flags, a target whose token is flagged 0 is -1 (context), the
+ * inputs unchanged. */
+TU_TEST("/batcher/learn-flags", test_learn_flags)
+{
+  int32_t tok[20];
+  guint8 learn[20];
+  for (int i = 0; i < 20; i++) {
+    tok[i] = i;
+    learn[i] = i % 3 != 0;
+  }
+  g_autoptr(GError) err = NULL;
+  TxlBatcher *b = txl_batcher_new(tok, 20, 2, 4, &err);
+  g_assert_no_error(err);
+  txl_batcher_set_learn(b, learn);
+  int32_t in[8], tg[8];
+  for (int step = 0; step < 2; step++) {
+    txl_batcher_next(b, in, tg);
+    for (int i = 0; i < 8; i++)
+      g_assert_cmpint(tg[i], ==, (in[i] + 1) % 3 ? in[i] + 1 : -1);
+  }
+  /* the second step: stream 1, which starts at token 10, is at 14 */
+  g_assert_cmpint(in[4], ==, 14);
+  txl_batcher_free(b);
+}
+
 TU_TEST("/batcher/too-small", test_too_small)
 {
   int32_t tok[10] = { 0 };

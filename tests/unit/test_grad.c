@@ -204,6 +204,19 @@ TU_TEST("/grad/cross-entropy", test_cross_entropy)
   memcpy(g, z, sizeof g);
   txl_ce_backward(g, N, V, t, lse, 1.0f / N);
   fd_check("cross-entropy dlogits", z, N * V, g, ce_loss, &c, 1e-2f);
+  /* a target of -1 is context: its row adds nothing, nor any gradient */
+  t[1] = -1;
+  double row1 = 0.0;
+  for (int j = 0; j < V; j++)
+    row1 += exp(z[V + j]);
+  row1 = log(row1) - z[V + 7];
+  g_assert_cmpfloat(fabs(ce_loss(&c) - (want - row1) / N), <=, 1e-6);
+  memcpy(g, z, sizeof g);
+  txl_ce_backward(g, N, V, t, lse, 1.0f / N);
+  for (int j = 0; j < V; j++)
+    g_assert_cmpfloat(g[V + j], ==, 0.0f);
+  fd_check("cross-entropy dlogits, a row masked", z, N * V, g, ce_loss, &c,
+           1e-2f);
   g_rand_free(r);
 }
 
@@ -605,6 +618,30 @@ model_case(gconstpointer data)
   for (gsize i = 0; i < p->n; i++)
     g_assert_cmpfloat(fabsf(p->grad[i] - 2 * grad[i]), <=,
                       1e-5f * (1 + fabsf(grad[i])));
+  /* targets of -1 are context: the losses and gradients of a mask and of
+   * its complement add up to the whole batch's, and a batch all context
+   * has none */
+  int32_t half[2][N], none[N];
+  for (int i = 0; i < N; i++) {
+    half[0][i] = i % 3 ? c.tgt[i] : -1;
+    half[1][i] = i % 3 ? -1 : c.tgt[i];
+    none[i] = -1;
+  }
+  double part = 0.0;
+  txl_params_zero_grad(p);
+  for (int k = 0; k < 2; k++) {
+    txl_train_rewind(s);
+    part += txl_train_step(s, c.in, half[k]);
+  }
+  g_assert_cmpfloat(fabs(part - loss), <=, 1e-6 * (1 + fabs(loss)));
+  for (gsize i = 0; i < p->n; i++)
+    g_assert_cmpfloat(fabsf(p->grad[i] - grad[i]), <=,
+                      1e-5f * (1 + fabsf(grad[i])));
+  txl_params_zero_grad(p);
+  txl_train_rewind(s);
+  g_assert_cmpfloat(txl_train_step(s, c.in, none), ==, 0.0);
+  for (gsize i = 0; i < p->n; i++)
+    g_assert_cmpfloat(p->grad[i], ==, 0.0f);
   g_free(grad);
   g_rand_free(r);
   txl_train_state_free(s);
