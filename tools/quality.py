@@ -19,7 +19,7 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      learning on the stream against the same
                                      model fine-tuned offline on the first
                                      1,000 for 10 minutes (table 1b)
-  tools/quality.py hdfs-live DIR [--max-session-memory BYTES]
+  tools/quality.py hdfs-live DIR [--dev | --reversed] [--max-session-memory BYTES]
                                      the pipeline path on the HDFS slice in
                                      one pass: txlsessions learn=true, the
                                      running session rule, the bundled model;
@@ -544,9 +544,9 @@ def breakdown(name, rows):
 
 def cmd_hdfs_live(a):
     """filesrc ! txltokenizer ! txlsessions learn=true ! txlsink over the
-    whole slice (or the records of such a run, --from-kept); the session
-    records of the blocks that start in the second half (by first line)
-    are judged against the labels.  --eval-dir: the same breakdown of a
+    whole slice (or the records of such a run, --from-kept; --dev, --reversed:
+    hdfs's other splits); the session records of the blocks that start in
+    the second half (by first line) are judged against the labels.  --eval-dir: the same breakdown of a
     `txl eval -o DIR` run's test sessions (DIR/sessions.csv)."""
     labels = hdfs_labels(a.dir)
     mins = 0.0
@@ -556,12 +556,15 @@ def cmd_hdfs_live(a):
     else:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out.jsonl")
+            log = hdfs_file(a.dir, HDFS_LOG)
+            if a.dev or a.reversed:
+                log = hdfs_split(log, hdfs_file(a.dir, HDFS_LABELS), tmp, a.reversed)[0]
             el = ["txlsessions", "model=" + MODEL, "learn=true"]
             if a.max_session_memory:
                 el.append("max-session-memory=%d" % a.max_session_memory)
             t0 = time.monotonic()
             subprocess.run(["gst-launch-1.0", "-q", "filesrc",
-                            "location=" + hdfs_file(a.dir, HDFS_LOG), "!",
+                            "location=" + log, "!",
                             "txltokenizer", "model=" + MODEL, "!"] + el +
                            ["!", "txlsink", "location=" + out], check=True, capture_output=True,
                            env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
@@ -839,6 +842,10 @@ def main():
     s.add_argument("--keep", help="also write the session records to this file")
     s.add_argument("--from-kept", help="judge the records of an earlier --keep instead of running")
     s.add_argument("--eval-dir", help="also break down a `txl eval -o DIR` run's test sessions")
+    s.add_argument("--dev", action="store_true",
+                   help="the development split (the first half's blocks) instead")
+    s.add_argument("--reversed", action="store_true",
+                   help="every block, the second half's lines first: the first half is judged")
     s = sub.add_parser("hdfs-stalls")
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")
