@@ -443,8 +443,9 @@ txl_learner_model(TxlLearner *l)
  * the ids).  Version 3, a learner grouping sessions: its window instead
  * (u64 lines, each line's transcript serial and u64 length) and the
  * transcripts (transcripts.c).  Version 2 (the window without lengths:
- * its rounds learnt every token of a transcript) is refused.  Weights are stored whole, with no compression of their own:
- * the snapshot file compresses its payload. */
+ * its rounds learnt every token of a transcript) is refused.  Weights are
+ * stored whole, with no compression of their own: the snapshot file
+ * compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
 #define STATE_VERSION 1u
 #define STATE_VERSION_SESSIONS 3u

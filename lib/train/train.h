@@ -85,8 +85,9 @@ void txl_train_attn_backward(const TxlTrainAttn *a, const float *prob,
                              float *scratch, int slots);
 
 /* Mean cross-entropy of n rows of logits (n, V) against targets (-1: the
- * row counts 0, and its gradient is 0); keeps each row's log-sum-exp.  nll: n doubles of the caller's, for the rows'
- * losses (the rows run over the pool, their sum in row order).  Backward
+ * row counts 0, and its gradient is 0); keeps each row's log-sum-exp.
+ * nll: n doubles of the caller's, for the rows' losses (the rows run over
+ * the pool, their sum in row order).  Backward
  * turns the logits, in place, into the gradient of scale x (sum of row
  * losses). */
 double txl_ce_forward(const float *logits, int n, int V,
@@ -125,8 +126,9 @@ int txl_train_state_mem_used(const TxlTrainState *s);
 
 /* Runs the B x T segment, saving what backward needs, and returns the
  * loss (nats per token, above).  Ids must be in [0, n_token), targets may
- * also be -1 (checked with g_return_val_if_fail).  The segment joins the memory when the next
- * forward starts, so a forward can be taken back (below). */
+ * also be -1 (checked with g_return_val_if_fail).  The segment joins the
+ * memory when the next forward starts, so a forward can be taken back
+ * (below). */
 double txl_train_forward(TxlTrainState *s, const int32_t *inputs,
                          const int32_t *targets);
 /* Adds the gradient of the last forward's loss to p->grad (call it at

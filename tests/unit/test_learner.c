@@ -554,6 +554,17 @@ TU_TEST("/learner/sessions-state-continues", test_sessions_state_continues)
   g_assert_false(txl_learner_state_set_data(plain, ds, ns, &err));
   g_assert_nonnull(strstr(err->message, "groups sessions"));
   txl_learner_free(plain);
+  /* a state of version 2 (the learner that learnt every token of its
+   * sessions again) is refused, naming the version, and changes nothing */
+  g_autoptr(GBytes) kept = state_of(f.l);
+  g_autofree guint8 *v2 = g_memdup2(ds, ns);
+  g_assert_cmpuint(v2[4], ==, 3);
+  v2[4] = 2;
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(f.l, v2, ns, &err));
+  g_assert_nonnull(strstr(err->message, "version 2"));
+  g_autoptr(GBytes) still = state_of(f.l);
+  g_assert_true(g_bytes_equal(kept, still));
   /* the weights differ from learning the same lines interleaved: the
    * adapted weights are the end of both states' fixed part */
   g_assert_false(g_bytes_equal(flat, end));
