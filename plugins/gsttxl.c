@@ -131,27 +131,11 @@ gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint64 bytes,
   GstTxlLineMeta *m = (GstTxlLineMeta *)gst_buffer_add_meta(
       buffer, gst_txl_line_meta_get_info(), NULL);
   m->line = line;
-  m->tokens = (guint32)MIN(s->tokens, (gint64)G_MAXUINT32);
   m->bytes = bytes;
-  m->nll = s->nll;
+  m->score = *s;
   m->bpb = txl_line_bpb(s);
-  m->norm_bytes = s->norm_bytes;
   m->worst = txl_line_worst(s);
-  m->max_token = s->max_token;
-  m->window = s->window;
-  m->nonfinite = s->nonfinite;
   return m;
-}
-
-void
-gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s)
-{
-  s->tokens = m->tokens;
-  s->norm_bytes = m->norm_bytes;
-  s->nll = m->nll;
-  s->max_token = m->max_token;
-  s->window = m->window;
-  s->nonfinite = m->nonfinite;
 }
 
 /* Snapshots of version 1 hold line scores per raw byte (before

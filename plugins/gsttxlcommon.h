@@ -30,8 +30,6 @@ const GstMetaInfo *gst_txl_line_meta_get_info(void);
 GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              guint64 bytes,
                                              const TxlLineScore *s);
-/* The TxlLineScore a meta was made from. */
-void gst_txl_line_meta_score(const GstTxlLineMeta *m, TxlLineScore *s);
 /* The error for an element's snapshot state of version 1, whose line
  * scores were per raw byte: "remove the snapshot to start <afresh>". */
 void gst_txl_line_scores_v1_error(GError **error, const gchar *element,

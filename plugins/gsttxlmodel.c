@@ -201,9 +201,8 @@ copy_line_meta(GstBuffer *from, GstMeta **meta, gpointer to)
 {
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
-    TxlLineScore s;
-    gst_txl_line_meta_score(m, &s);
-    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &s)->flags = m->flags;
+    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &m->score)->flags =
+        m->flags;
   }
   return TRUE;
 }
@@ -356,11 +355,9 @@ put_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
     GByteArray *b = data;
-    TxlLineScore s;
-    gst_txl_line_meta_score(m, &s);
     txl_put_u64(b, (guint64)m->line);
     txl_put_u64(b, m->bytes);
-    txl_line_score_put(b, &s);
+    txl_line_score_put(b, &m->score);
   }
   return TRUE;
 }

@@ -550,7 +550,7 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
   if (!l)
     return TRUE;
   l->has_meta = TRUE;
-  gst_txl_line_meta_score(m, &l->meta);
+  l->meta = m->score;
   l->meta_flags = m->flags;
   if (!self->per_line)
     return TRUE; /* the records gave the bytes and close the line */

@@ -20,6 +20,7 @@
 #ifndef GST_TXL_TOKENS_H
 #define GST_TXL_TOKENS_H
 
+#include "txl_anomaly.h"
 #include <gst/gst.h>
 #include <string.h>
 
@@ -150,17 +151,14 @@ typedef struct {
 typedef struct {
   GstMeta meta;
   gint64 line;    /* 1-based input line */
-  guint32 tokens; /* tokens scored (the stream's first is not) */
   guint64 bytes;  /* input bytes its tokens stand for */
-  gdouble nll;    /* total negative log-likelihood, nats (finite tokens) */
+  TxlLineScore score; /* tokens scored (the stream's first is not),
+                       * norm_bytes, nll, max_token, window, nonfinite:
+                       * lib/anomaly/lines.h */
   gdouble bpb;    /* nll / ln 2 / norm_bytes: bits per normalised byte */
-  guint64 norm_bytes; /* bytes its tokens stand for after normalisation */
   gdouble worst;  /* its worst part, >= bpb: what thresholds apply to
-                   * (docs/line-scores.md) */
-  gdouble max_token; /* largest token NLL, nats */
-  gdouble window; /* the worst window alone (0: none complete) */
-  guint32 nonfinite; /* tokens whose score was NaN or infinite: then bpb
-                      * and worst are not finite and the line is flagged */
+                   * (docs/line-scores.md); with nonfinite tokens neither
+                   * is finite and the line is flagged */
   guint32 flags;  /* TXL_LINE_* */
 } GstTxlLineMeta;
 

@@ -474,14 +474,14 @@ TU_TEST("/txlmodel/line-meta", test_line_meta)
           nll -= r->logprob;
         }
       }
-      g_assert_cmpuint(lm->tokens, ==, tokens);
+      g_assert_cmpuint(lm->score.tokens, ==, tokens);
       g_assert_cmpuint(lm->bytes, ==, bytes);
-      g_assert_cmpfloat(fabs(lm->nll - nll), <, 1e-9);
+      g_assert_cmpfloat(fabs(lm->score.nll - nll), <, 1e-9);
       /* bits per normalised byte: one per scored token of a byte model */
-      g_assert_cmpuint(lm->norm_bytes, ==, tokens);
+      g_assert_cmpuint(lm->score.norm_bytes, ==, tokens);
       g_assert_cmpfloat(fabs(lm->bpb - nll / G_LN2 / tokens), <, 1e-9);
       g_assert_cmpfloat(lm->worst, >=, lm->bpb);
-      g_assert_cmpuint(lm->nonfinite, ==, 0);
+      g_assert_cmpuint(lm->score.nonfinite, ==, 0);
     }
   }
   g_assert_cmpint(seen, ==, 3);
