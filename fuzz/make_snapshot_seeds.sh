@@ -19,7 +19,7 @@ ls -la "$D"
 
 # sessions snapshots (txl_sessions_save), with fuzz_snapshot's options
 BUILD=${BUILD:-build}
-cc -o "$BUILD/make_sessions_seed" fuzz/make_sessions_seed.c -Ilib \
+cc -o "$BUILD/make_sessions_seed" fuzz/make_sessions_seed.c -Ilib -Iinclude \
   $(pkg-config --cflags --libs glib-2.0) -L"$BUILD/lib" -ltxl -Wl,-rpath,"$PWD/$BUILD/lib"
 "$BUILD/make_sessions_seed" "$D/model.gguf" "$D/sessions"
 ls -la "$D"/sessions*
