@@ -275,15 +275,16 @@ def hdfs_blocks(log):
     return lines, keys, sorted(order, key=order.get)
 
 
-def hdfs_split(log, labels, tmp, reversed_=False):
+def hdfs_split(log, labels, tmp, reversed_=False, late=False):
     """A split of the HDFS slice other than txl eval's own.  The development
     split: the first half of the blocks (by first line) with all their
     lines, and their labels; the rules of txl eval were chosen on it, never
-    on the second half.  reversed_: every block, the second half's lines
-    first, so that the second half learns and the first half is judged
-    (docs/notes/2026-11-27-either-rule.md)."""
+    on the second half.  late: the second half's blocks the same way (its
+    first half learns, its second half is judged).  reversed_: every
+    block, the second half's lines first, so that the second half learns
+    and the first half is judged (docs/notes/2026-11-27-either-rule.md)."""
     lines, keys, blocks = hdfs_blocks(log)
-    half = set(blocks[:len(blocks) // 2])
+    half = set(blocks[len(blocks) // 2:] if late else blocks[:len(blocks) // 2])
     dlog, dlab = os.path.join(tmp, "split.log"), os.path.join(tmp, "split.labels.csv")
     with open(dlog, "w") as f:
         for part in ((False, True) if reversed_ else (True,)):
@@ -557,8 +558,9 @@ def cmd_hdfs_live(a):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out.jsonl")
             log = hdfs_file(a.dir, HDFS_LOG)
-            if a.dev or a.reversed:
-                log = hdfs_split(log, hdfs_file(a.dir, HDFS_LABELS), tmp, a.reversed)[0]
+            if a.dev or a.reversed or a.late:
+                log = hdfs_split(log, hdfs_file(a.dir, HDFS_LABELS), tmp, a.reversed,
+                                 a.late)[0]
             el = ["txlsessions", "model=" + MODEL, "learn=true"]
             if a.max_session_memory:
                 el.append("max-session-memory=%d" % a.max_session_memory)
@@ -846,6 +848,8 @@ def main():
                    help="the development split (the first half's blocks) instead")
     s.add_argument("--reversed", action="store_true",
                    help="every block, the second half's lines first: the first half is judged")
+    s.add_argument("--late", action="store_true",
+                   help="the second half's blocks alone, as --dev takes the first half's")
     s = sub.add_parser("hdfs-stalls")
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")
