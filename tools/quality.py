@@ -19,7 +19,7 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      learning on the stream against the same
                                      model fine-tuned offline on the first
                                      1,000 for 10 minutes (table 1b)
-  tools/quality.py hdfs-live DIR [--dev | --reversed] [--max-session-memory BYTES]
+  tools/quality.py hdfs-live DIR [--dev | --reversed | --late] [--max-session-memory BYTES]
                                      the pipeline path on the HDFS slice in
                                      one pass: txlsessions learn=true, the
                                      running session rule, the bundled model;
@@ -844,12 +844,13 @@ def main():
     s.add_argument("--keep", help="also write the session records to this file")
     s.add_argument("--from-kept", help="judge the records of an earlier --keep instead of running")
     s.add_argument("--eval-dir", help="also break down a `txl eval -o DIR` run's test sessions")
-    s.add_argument("--dev", action="store_true",
-                   help="the development split (the first half's blocks) instead")
-    s.add_argument("--reversed", action="store_true",
-                   help="every block, the second half's lines first: the first half is judged")
-    s.add_argument("--late", action="store_true",
-                   help="the second half's blocks alone, as --dev takes the first half's")
+    split = s.add_mutually_exclusive_group()  # one split at a time
+    split.add_argument("--dev", action="store_true",
+                       help="the development split (the first half's blocks) instead")
+    split.add_argument("--reversed", action="store_true",
+                       help="every block, the second half's lines first: the first half is judged")
+    split.add_argument("--late", action="store_true",
+                       help="the second half's blocks alone, as --dev takes the first half's")
     s = sub.add_parser("hdfs-stalls")
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")
@@ -868,10 +869,11 @@ def main():
                    help="also the event types of the test blocks of these lengths")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
-    s.add_argument("--dev", action="store_true",
-                   help="the development split (the first half's blocks) instead")
-    s.add_argument("--reversed", action="store_true",
-                   help="the second half's blocks learn, the first half's are judged")
+    split = s.add_mutually_exclusive_group()
+    split.add_argument("--dev", action="store_true",
+                       help="the development split (the first half's blocks) instead")
+    split.add_argument("--reversed", action="store_true",
+                       help="the second half's blocks learn, the first half's are judged")
     s.add_argument("--keep", help="keep txl eval's output in DIR/label-free and DIR/labelled")
     s = sub.add_parser("session-rule")
     s.add_argument("dirs", nargs="+")

@@ -125,6 +125,17 @@ def test_splits(tmp):
     check('hdfs --reversed: every line, the second half\'s blocks first',
           len(got) == 18 and set(got[:9]).isdisjoint(first) and set(got[9:]) == first, got)
     check('hdfs --reversed: every label', rlab == lab)
+    llog, llab = quality.hdfs_split(log, lab, out, late=True)
+    got = keys(llog)
+    check('hdfs-live --late: the second half\'s blocks, all their lines, in order',
+          len(got) == 9 and set(got).isdisjoint(first) and got == [
+              k for k in keys(log) if k not in first], got)
+    with open(llab) as f:
+        check('hdfs-live --late: their labels only', sorted(f.read().split()) == sorted(
+            ['BlockId,Label'] + ['%s,%s' % (b, 'Anomaly' if l else 'Normal')
+                                 for b, l, _ in blocks[4:]]))
+    rc, msg = run('hdfs-live', d, '--dev', '--late')
+    check('hdfs-live: two splits at once are refused', rc == 2 and 'not allowed with' in msg, msg)
 
 
 def main():
