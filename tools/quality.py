@@ -543,6 +543,23 @@ def breakdown(name, rows):
               sorted(n for y, n, _, f in rows if f and not y)))
 
 
+def replay_sessions(ss, q, margin, window=1000, warm=50):
+    """The running session rule of txlsessions (lib/anomaly/baseline.h:
+    Q x (1 + margin) of the last `window` ended sessions it did not flag,
+    none flagged before `warm` of them) with other constants, over session
+    records in the order they ended.  The hand-over of the window to new
+    weights' sessions is left out: with it or without, the records of the
+    running rule's own constants come out the same but for a few sessions.
+    Returns the flagged sessions' keys."""
+    passed, flagged = [], set()
+    for s in ss:
+        if len(passed) >= warm and s["score"] > quantile(passed[-window:], q) * (1 + margin):
+            flagged.add(s["session"])
+        else:
+            passed.append(s["score"])
+    return flagged
+
+
 def cmd_hdfs_live(a):
     """filesrc ! txltokenizer ! txlsessions learn=true ! txlsink over the
     whole slice (or the records of such a run, --from-kept; --dev, --reversed:
@@ -577,6 +594,7 @@ def cmd_hdfs_live(a):
             with open(a.keep, "w") as f:
                 f.writelines(json.dumps(s) + "\n" for s in ss)
     reasons = {}
+    ss_all = ss
     for s in ss:
         reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
     ss = sorted((s for s in ss if s["session"] in labels), key=lambda s: s["first_line"])
@@ -596,6 +614,23 @@ def cmd_hdfs_live(a):
         len(judged), auroc([s["score"] / s["threshold"] for s in judged if labels[s["session"]]],
                            [s["score"] / s["threshold"] for s in judged if not labels[s["session"]]])))
     breakdown("pipeline", [(labels[s["session"]], s["lines"], s["score"], s["flag"]) for s in test])
+    if a.q:
+        # other constants of the running session rule, replayed over the
+        # records in the order they ended: what each would have flagged
+        # had the learning and the scores stayed the same (they do not
+        # quite: a round learns only from sessions the rule passed)
+        names = [s["session"] for s in test]
+        best = max((prf({s["session"] for s in test if s["score"] >= t}, labels, names)
+                    for t in {s["score"] for s in test}), key=lambda x: x[3])
+        print("best F1 of any fixed threshold %.3f (flagged %d, P %.3f R %.3f)" % (
+            best[3], best[0], best[1], best[2]))
+        print("| rule | flagged | P | R | F1 |")
+        print("|---|---|---|---|---|")
+        for q in a.q:
+            for m in a.margin:
+                fl = replay_sessions(ss_all, q, m)
+                print("| Q%g x %g | %d | %.3f | %.3f | %.3f |" % (
+                    (100 * q, 1 + m) + prf(fl, labels, names)))
     if a.eval_dir:
         import csv
         with open(os.path.join(a.eval_dir, "sessions.csv")) as f:
@@ -844,6 +879,10 @@ def main():
     s.add_argument("--keep", help="also write the session records to this file")
     s.add_argument("--from-kept", help="judge the records of an earlier --keep instead of running")
     s.add_argument("--eval-dir", help="also break down a `txl eval -o DIR` run's test sessions")
+    s.add_argument("--q", type=float, nargs="*", default=[],
+                   help="also replay the running session rule with these quantiles ...")
+    s.add_argument("--margin", type=float, nargs="*", default=[0.75],
+                   help="... and margins over the records (default 0.75)")
     split = s.add_mutually_exclusive_group()  # one split at a time
     split.add_argument("--dev", action="store_true",
                        help="the development split (the first half's blocks) instead")

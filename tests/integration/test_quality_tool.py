@@ -138,9 +138,40 @@ def test_splits(tmp):
     check('hdfs-live: two splits at once are refused', rc == 2 and 'not allowed with' in msg, msg)
 
 
+def test_replay(tmp):
+    """hdfs-live's replay of the running session rule: Q95 x 1.75 of the
+    last `window` sessions it passed.  0.1 .. 0.5 start the window (Q95
+    interpolated 0.48, bar 0.84): 0.9 is flagged and stays out, so the next
+    0.9 is flagged too (had the first joined: Q95 0.8, bar 1.4); 0.83
+    passes.  With a window of 3 (5, 5, 5, then 1, 1, 1): the bar comes from
+    the last three, 1.75, and 2 is flagged (Q95 of all six: 5)."""
+    recs = [{'session': 's%d' % i, 'score': x}
+            for i, x in enumerate([0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 0.9, 0.83])]
+    got = quality.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5)
+    check('replay: a flagged session stays out of the window', got == {'s5', 's6'}, got)
+    recs = [{'session': 's%d' % i, 'score': x} for i, x in enumerate([5, 5, 5, 1, 1, 1, 2])]
+    got = quality.replay_sessions(recs, 0.95, 0.75, window=3, warm=3)
+    check('replay: the bar comes from the last `window` passed', got == {'s6'}, got)
+    d, blocks = slice_dir(tmp)
+    # first lines in block order; test half: blk_5 .. blk_8 (blk_8 anomalous)
+    kept = os.path.join(tmp, 'kept.jsonl')
+    write_text(kept, ''.join(
+        '{"session": "%s", "first_line": %d, "lines": 2, "score": %g, "flag": false, '
+        '"reason": "ended", "threshold": 0, "warmup": true}\n' % (b, i, x)
+        for i, ((b, _, _), x) in enumerate(zip(blocks, [0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.5, 0.4]))))
+    rc, out = run('hdfs-live', d, '--from-kept', kept, '--q', '0.95')
+    check('hdfs-live --from-kept --q runs', rc == 0, out)
+    # a bar at 0.4 flags blk_7 (normal, 0.5) and blk_8: P 1/2, R 1
+    check('hdfs-live --q: the best fixed threshold',
+          'best F1 of any fixed threshold 0.667 (flagged 2, P 0.500 R 1.000)' in out, out)
+    # fewer than 50 sessions passed: the replayed rule flags nothing yet
+    check('hdfs-live --q: the replayed rule\'s row', '| Q95 x 1.75 | 0 | 0.000 | 0.000 | 0.000 |'
+          in out, out)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
-    for t in (test_events, test_either, test_splits):
+    for t in (test_events, test_either, test_splits, test_replay):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)
