@@ -26,7 +26,10 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      the second half's sessions judged
                                      (docs/notes/2026-11-25-label-free-eval.md);
                                      --keep FILE / --from-kept FILE, --eval-dir
-                                     DIR: a breakdown against `txl eval`
+                                     DIR: a breakdown against `txl eval`;
+                                     --q Q... --margin M...: the running
+                                     session rule replayed with other
+                                     constants over the records
   tools/quality.py hdfs-stalls DIR [--kept FILE]
                                      a timeout by a block's last event,
                                      simulated (docs/notes/2026-11-26-
@@ -40,6 +43,11 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      HDFS training sessions grouped by
                                      session, and interleaved as logged:
                                      what each lets txl eval see
+  tools/quality.py line-costs LOG --other LOG... [--show N]
+                                     the injected stream's token costs, and
+                                     other ways of summing a line up, ranked
+                                     against the injected labels
+                                     (docs/notes/2026-11-27-injected-lines.md)
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
@@ -57,6 +65,7 @@ import argparse
 import csv
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -739,6 +748,94 @@ def hdfs_etype(line):
     return (parts[4] if len(parts) > 4 else "") + " " + " ".join(words[:6])
 
 
+def token_costs(log, model):
+    """-ln P of every scored token of log under model, by 1-based line:
+    filesrc ! txltokenizer ! txlmodel ! filesink, the score records
+    (plugins/txltokens.h: id, logprob, line, byte start, byte length,
+    flags, position; 40 bytes each, little-endian)."""
+    import struct
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "scores.bin")
+        subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + log, "!",
+                        "txltokenizer", "model=" + MODEL, "!", "txlmodel", "model=" + model,
+                        "!", "filesink", "location=" + out], check=True, capture_output=True,
+                       env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
+        with open(out, "rb") as f:
+            b = f.read()
+    costs = {}
+    for off in range(0, len(b) - 39, 40):
+        _, lp, line, _, _, _, _ = struct.unpack_from("<ifqQIIq", b, off)
+        if lp == lp:  # the stream's first token has none
+            costs.setdefault(line, []).append(-lp)
+    return costs
+
+
+def line_candidates(nll, norm_bytes):
+    """Other ways to sum up a line's token costs (nats), beside txl's
+    `worst`: bits per normalised byte, the costliest token, the three
+    costliest, the whole line, the costliest run of 4 and of 8 tokens."""
+    top = sorted(nll, reverse=True)
+    runs = {k: max((sum(nll[i:i + k]) for i in range(max(1, len(nll) - k + 1))), default=0.0)
+            for k in (4, 8)}
+    return {"bits per byte": sum(nll) / math.log(2) / max(norm_bytes, 1),
+            "costliest token": top[0] if top else 0.0, "three costliest": sum(top[:3]),
+            "line total": sum(nll), "costliest 4 tokens": runs[4], "costliest 8 tokens": runs[8]}
+
+
+def cmd_line_costs(a):
+    """Where an injected stream's lines cost what they cost: the stream of
+    `inject` (the first 3,000 lines, 2% injected, the seed), learnt as
+    `txl score --learn` does; then every token scored again by the adapted
+    weights and by the bundled model.  For each way of summing a line up,
+    the injected lines after the warm-up found at <= 1% false alarms by the
+    best threshold the labels allow, and the AUROC; with --show N, the
+    token costs of the injected lines and of the N costliest normal ones."""
+    lines = read_lines(a.log, 3000)
+    pool = [l for o in a.other for l in read_lines(o)]
+    stream, lab = inject(lines, pool, 0.02, a.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        log, adapted = os.path.join(tmp, "stream.log"), os.path.join(tmp, "adapted.gguf")
+        with open(log, "w") as f:
+            f.write("\n".join(stream) + "\n")
+        out = subprocess.run([TXL, "score", "-m", MODEL, "--learn", "--learn-model", adapted, log],
+                             check=True, capture_output=True, text=True)
+        recs = [json.loads(l) for l in out.stdout.splitlines()]
+        if "learnt round 2" in out.stderr:
+            sys.exit("line-costs: a second round took over; only the first round's weights "
+                     "are scored again here")
+        cost, base = token_costs(log, adapted), token_costs(log, MODEL)
+    start = next(i for i, r in enumerate(recs) if not r["warmup"])
+    rows = []
+    for r in recs[start:]:
+        c = line_candidates(cost.get(r["line"], []), r["norm_bytes"] or 1)
+        c["worst (txl)"] = r["worst"] if r["worst"] is not None else float("inf")
+        b = sum(base.get(r["line"], [])) / math.log(2) / max(r["norm_bytes"] or 1, 1)
+        c["bits per byte less the bundled model's"] = c["bits per byte"] - b
+        rows.append(c)
+    # the adapted weights scored every judged line: their bits per byte
+    # must be txl score's, or the comparison is not of the same scores
+    drift = max(abs(c["bits per byte"] - r["bpb"]) for c, r in zip(rows, recs[start:])
+                if r["bpb"] is not None)
+    labels = lab[start:]
+    print("%s: %d lines judged, %d injected; bits per byte against txl score's: "
+          "largest difference %.1e" % (os.path.basename(a.log), len(labels), sum(labels), drift))
+    print("| line score | injected found at <= 1%% false alarms (of %d) | AUROC |" % sum(labels))
+    print("|---|---|---|")
+    for k in rows[0]:
+        pos = [c[k] for c, y in zip(rows, labels) if y]
+        neg = sorted((c[k] for c, y in zip(rows, labels) if not y), reverse=True)
+        cut = neg[int(0.01 * len(neg))]
+        print("| %s | %d | %.3f |" % (k, sum(1 for x in pos if x > cut), auroc(pos, neg)))
+    if a.show:
+        normal = sorted((i for i, y in enumerate(labels) if not y),
+                        key=lambda i: -rows[i]["worst (txl)"])[:a.show]
+        for i in [i for i, y in enumerate(labels) if y] + normal:
+            r = recs[start + i]
+            print("%s %.2f bpb: %s\n    %s" % ("injected" if labels[i] else "normal  ", r["worst"],
+                                              r["text"][:100], " ".join(
+                                                  "%.1f" % x for x in cost.get(r["line"], []))))
+
+
 def cmd_hdfs_events(a):
     """What the labels allow on the HDFS split txl eval uses (the first
     half of the blocks by first line learns, the second half is judged):
@@ -906,6 +1003,12 @@ def main():
     s.add_argument("dir")
     s.add_argument("--lines", type=int, nargs="*",
                    help="also the event types of the test blocks of these lengths")
+    s = sub.add_parser("line-costs")
+    s.add_argument("log")
+    s.add_argument("--other", nargs="+", required=True)
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--show", type=int, default=0,
+                   help="also print the token costs of the injected lines and this many normal ones")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     split = s.add_mutually_exclusive_group()
@@ -931,7 +1034,8 @@ def main():
     {"loghub": cmd_loghub, "inject": cmd_inject, "rule": cmd_rule,
      "hdfs": cmd_hdfs, "offline": cmd_offline, "hdfs-live": cmd_hdfs_live,
      "hdfs-stalls": cmd_hdfs_stalls, "hdfs-events": cmd_hdfs_events,
-     "hdfs-order": cmd_hdfs_order, "session-rule": cmd_session_rule}[a.cmd](a)
+     "hdfs-order": cmd_hdfs_order, "session-rule": cmd_session_rule,
+     "line-costs": cmd_line_costs}[a.cmd](a)
 
 
 if __name__ == "__main__":

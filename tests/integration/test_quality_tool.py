@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """tools/quality.py's offline analyses, on small hand-made inputs whose
 answers are worked out here by hand: `hdfs-events` (event types by half
-and label, and the F1 bound), `session-rule`'s "either" row, and the
-splits `hdfs --dev` and `--reversed` write.  The numbers in
+and label, and the F1 bound), `session-rule`'s "either" row, the
+splits `hdfs --dev` and `--reversed` write, `hdfs-live --q`'s replay of
+the session rule and `line-costs`' line summaries.  The numbers in
 docs/quality-logs.md and docs/notes/ come from these code paths.  Runs no
 model; under a second."""
 import os
@@ -169,9 +170,25 @@ def test_replay(tmp):
           in out, out)
 
 
+def test_line_candidates(tmp):
+    """line-costs' ways of summing a line up, on costs 1, 5, 2, 0, 3 nats
+    over 10 normalised bytes: 11 / ln 2 / 10 bits per byte; the costliest
+    token 5; the three costliest 5 + 3 + 2; runs of 4: 1+5+2+0 = 8 and
+    5+2+0+3 = 10; a run of 8 longer than the line: the whole line."""
+    c = quality.line_candidates([1, 5, 2, 0, 3], 10)
+    want = {'bits per byte': 11 / 0.6931471805599453 / 10, 'costliest token': 5,
+            'three costliest': 10, 'line total': 11, 'costliest 4 tokens': 10,
+            'costliest 8 tokens': 11}
+    check('line-costs: the candidates of a line', c.keys() == want.keys() and all(
+        abs(c[k] - want[k]) < 1e-9 for k in want), c)
+    c = quality.line_candidates([], 0)
+    check('line-costs: a line with no scored token costs nothing',
+          all(v == 0 for v in c.values()), c)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
-    for t in (test_events, test_either, test_splits, test_replay):
+    for t in (test_events, test_either, test_splits, test_replay, test_line_candidates):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)
