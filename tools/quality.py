@@ -19,7 +19,7 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      learning on the stream against the same
                                      model fine-tuned offline on the first
                                      1,000 for 10 minutes (table 1b)
-  tools/quality.py hdfs-live DIR [--dev | --reversed | --late] [--max-session-memory BYTES]
+  tools/quality.py hdfs-live DIR [--dev | --late] [--reversed] [--max-session-memory BYTES]
                                      the pipeline path on the HDFS slice in
                                      one pass: txlsessions learn=true, the
                                      running session rule, the bundled model;
@@ -284,27 +284,33 @@ def hdfs_blocks(log):
     return lines, keys, sorted(order, key=order.get)
 
 
-def hdfs_split(log, labels, tmp, reversed_=False, late=False):
+def hdfs_split(log, labels, tmp, reversed_=False, late=False, dev=None):
     """A split of the HDFS slice other than txl eval's own.  The development
     split: the first half of the blocks (by first line) with all their
     lines, and their labels; the rules of txl eval were chosen on it, never
     on the second half.  late: the second half's blocks the same way (its
     first half learns, its second half is judged).  reversed_: every
     block, the second half's lines first, so that the second half learns
-    and the first half is judged (docs/notes/2026-11-27-either-rule.md)."""
+    and the first half is judged (docs/notes/2026-11-27-either-rule.md);
+    with dev (True) or late, the same within that half's blocks.  dev
+    defaults to "not late" without reversed_, to all blocks with it."""
     lines, keys, blocks = hdfs_blocks(log)
-    half = set(blocks[len(blocks) // 2:] if late else blocks[:len(blocks) // 2])
+    if dev is None:
+        dev = not late and not reversed_
+    pool = blocks[len(blocks) // 2:] if late else blocks[:len(blocks) // 2] if dev else blocks
+    first = set(pool[:len(pool) // 2])
     dlog, dlab = os.path.join(tmp, "split.log"), os.path.join(tmp, "split.labels.csv")
     with open(dlog, "w") as f:
-        for part in ((False, True) if reversed_ else (True,)):
+        for part in (set(pool) - first, first) if reversed_ else (set(pool),):
             for line, k in zip(lines, keys):
-                if k is not None and (k in half) == part:
+                if k in part:
                     f.write(line + "\n")
-    if reversed_:
+    if reversed_ and not (dev or late):
         return dlog, labels
+    chosen = set(pool)
     with open(labels) as f, open(dlab, "w") as g:
         for row in f:
-            if row.split(",")[0] in half or row.startswith("BlockId"):
+            if row.split(",")[0] in chosen or row.startswith("BlockId"):
                 g.write(row)
     return dlog, dlab
 
@@ -586,7 +592,7 @@ def cmd_hdfs_live(a):
             log = hdfs_file(a.dir, HDFS_LOG)
             if a.dev or a.reversed or a.late:
                 log = hdfs_split(log, hdfs_file(a.dir, HDFS_LABELS), tmp, a.reversed,
-                                 a.late)[0]
+                                 a.late, a.dev)[0]
             el = ["txlsessions", "model=" + MODEL, "learn=true"]
             if a.max_session_memory:
                 el.append("max-session-memory=%d" % a.max_session_memory)
@@ -980,13 +986,14 @@ def main():
                    help="also replay the running session rule with these quantiles ...")
     s.add_argument("--margin", type=float, nargs="*", default=[0.75],
                    help="... and margins over the records (default 0.75)")
-    split = s.add_mutually_exclusive_group()  # one split at a time
+    split = s.add_mutually_exclusive_group()  # one half at a time
     split.add_argument("--dev", action="store_true",
                        help="the development split (the first half's blocks) instead")
-    split.add_argument("--reversed", action="store_true",
-                       help="every block, the second half's lines first: the first half is judged")
     split.add_argument("--late", action="store_true",
                        help="the second half's blocks alone, as --dev takes the first half's")
+    s.add_argument("--reversed", action="store_true",
+                   help="every block (or with --dev, --late: that half's), the second half's "
+                   "lines first: the first half is judged")
     s = sub.add_parser("hdfs-stalls")
     s.add_argument("dir")
     s.add_argument("--kept", help="a hdfs-live --keep file whose flags are combined")

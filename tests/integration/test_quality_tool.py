@@ -135,6 +135,20 @@ def test_splits(tmp):
         check('hdfs-live --late: their labels only', sorted(f.read().split()) == sorted(
             ['BlockId,Label'] + ['%s,%s' % (b, 'Anomaly' if l else 'Normal')
                                  for b, l, _ in blocks[4:]]))
+    qlog, qlab = quality.hdfs_split(log, lab, out, reversed_=True, dev=True)
+    got = keys(qlog)
+    check('hdfs-live --dev --reversed: the first half\'s blocks, its second half\'s lines first',
+          got == [k for k in keys(log) if k in ('blk_3', 'blk_-4')] +
+          [k for k in keys(log) if k in ('blk_1', 'blk_2')], got)
+    with open(qlab) as f:
+        check('hdfs-live --dev --reversed: their labels only',
+              sorted(f.read().split()) == sorted(['BlockId,Label'] + [
+                  '%s,%s' % (b, 'Anomaly' if l else 'Normal') for b, l, _ in blocks[:4]]))
+    qlog, _ = quality.hdfs_split(log, lab, out, reversed_=True, late=True)
+    got = keys(qlog)
+    check('hdfs-live --late --reversed: the second half\'s blocks, its second half\'s lines first',
+          got == [k for k in keys(log) if k in ('blk_7', 'blk_8')] +
+          [k for k in keys(log) if k in ('blk_5', 'blk_6')], got)
     rc, msg = run('hdfs-live', d, '--dev', '--late')
     check('hdfs-live: two splits at once are refused', rc == 2 and 'not allowed with' in msg, msg)
 
