@@ -167,6 +167,12 @@ def test_replay(tmp):
     recs = [{'session': 's%d' % i, 'score': x} for i, x in enumerate([5, 5, 5, 1, 1, 1, 2])]
     got = quality.replay_sessions(recs, 0.95, 0.75, window=3, warm=3)
     check('replay: the bar comes from the last `window` passed', got == {'s6'}, got)
+    # every session in the window: the first 0.9 joins, the bar for the
+    # second is 1.75 x 0.8 = 1.4, so only the first is flagged
+    recs = [{'session': 's%d' % i, 'score': x}
+            for i, x in enumerate([0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 0.9, 0.83])]
+    got = quality.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5, every=True)
+    check('replay, every session: a flagged one joins the window', got == {'s5'}, got)
     d, blocks = slice_dir(tmp)
     # first lines in block order; test half: blk_5 .. blk_8 (blk_8 anomalous)
     kept = os.path.join(tmp, 'kept.jsonl')
@@ -180,8 +186,9 @@ def test_replay(tmp):
     check('hdfs-live --q: the best fixed threshold',
           'best F1 of any fixed threshold 0.667 (flagged 2, P 0.500 R 1.000)' in out, out)
     # fewer than 50 sessions passed: the replayed rule flags nothing yet
-    check('hdfs-live --q: the replayed rule\'s row', '| Q95 x 1.75 | 0 | 0.000 | 0.000 | 0.000 |'
-          in out, out)
+    check('hdfs-live --q: the replayed rule\'s rows',
+          '| Q95 x 1.75 | passed sessions | 0 | 0.000 | 0.000 | 0.000 |' in out and
+          '| Q95 x 1.75 | every session | 0 | 0.000 | 0.000 | 0.000 |' in out, out)
 
 
 def test_line_candidates(tmp):
