@@ -142,8 +142,11 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
    * session-open-thresholds is set */
   gdouble thr = self->thr;
   /* without a threshold given, the running rule: judged against the
-   * sessions that ended before and were not flagged (a burst of anomalies
-   * would otherwise fill the window's top and raise the bar) */
+   * sessions that ended before, flagged or not, as txl eval judges against
+   * all its validation sessions: anomalies up to 5% of them sit above the
+   * 95th percentile and do not move it, and a kind of session that keeps
+   * coming becomes normal rather than flagged for good
+   * (docs/notes/2026-11-27-session-window.md) */
   gboolean warm = FALSE;
   if (self->recent) {
     warm = !txl_baseline_session_threshold(self->recent, &thr);
@@ -158,8 +161,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
    * the threshold: it must never pass for a normal session */
   gboolean flag = (thr > 0 && r->score > thr) || !isfinite(r->score) ||
                   r->nonfinite > 0;
-  if (self->recent && !flag)
-    txl_baseline_add(self->recent, r->score);
+  if (self->recent && r->nonfinite == 0)
+    txl_baseline_add(self->recent, r->score); /* a non-finite one is not */
   if (B(self)->learning)
     gst_txl_learn_session_end(B(self)->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",
@@ -714,7 +717,7 @@ static const TxlPropField prop_fields[] = {
       "Session threshold", "A session whose score exceeds this is flagged "
       "(0 = none is). Unset: the threshold `txl eval` measured, which the "
       "model file carries, else the running rule: 1.75 x the 95th "
-      "percentile of the last 1000 ended sessions not flagged, after 50 "
+      "percentile of the last 1000 ended sessions, flagged or not, after 50 "
       "(\"warmup\" until then; docs/anomaly.md)", 0.0,
       G_MAXDOUBLE, 0.0, TXL_RW_READY)),
   F(PROP_SESSION_END_MARKER, end_marker, TXL_BOOLEAN("session-end-marker",

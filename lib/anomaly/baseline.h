@@ -59,8 +59,8 @@ double txl_stream_rule_threshold(double *v, gsize n);
  * it and do not move it (the maximum moved with the first of them).
  * Q and MARGIN were chosen on a development split of the HDFS slice
  * (docs/notes/2026-11-27-session-rule.md).  txl eval applies it to its
- * validation sessions, txlsessions to the last WINDOW ended sessions it
- * did not flag (during the warm-up, to all). */
+ * validation sessions, txlsessions to the last WINDOW ended sessions,
+ * flagged or not (docs/notes/2026-11-27-session-window.md). */
 #define TXL_SESSION_RULE_Q 0.95
 #define TXL_SESSION_RULE_MARGIN 0.75
 #define TXL_SESSION_RULE_WINDOW 1000
