@@ -160,6 +160,12 @@ def cmd_loghub(a):
               (r[0], r[1], r[2], r[3], r[4], r[6], r[7]))
 
 
+def injected_stream(path, others, seed, rate=0.02, n=3000):
+    """The first n lines of path with a fraction `rate` of lines of the
+    other logs injected (inject): the stream of table 2, and its labels."""
+    return inject(read_lines(path, n), [l for o in others for l in read_lines(o)], rate, seed)
+
+
 def injected_run(path, others, seed, rate=0.02, n=3000):
     what = repr((os.path.abspath(path), sorted(others), MODEL, seed, rate, n,
                  os.path.getmtime(MODEL), os.path.getmtime(TXL)))
@@ -168,9 +174,7 @@ def injected_run(path, others, seed, rate=0.02, n=3000):
     if os.path.exists(key):
         with open(key) as f:
             return tuple(json.load(f))
-    lines = read_lines(path, n)
-    pool = [l for o in others for l in read_lines(o)]
-    stream, lab = inject(lines, pool, rate, seed)
+    stream, lab = injected_stream(path, others, seed, rate, n)
     with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
         f.write("\n".join(stream) + "\n")
         f.flush()
@@ -188,13 +192,20 @@ def recall_fa(recs, lab, start):
     return tp, pos, fp, neg
 
 
+def found_at_one_percent(pos, neg):
+    """How many of the scores pos lie above the best threshold that leaves
+    at most 1% of the scores neg above it: a bound on the ranking, not a
+    rule."""
+    neg = sorted(neg, reverse=True)
+    cut = neg[int(0.01 * len(neg))] if neg else float("inf")
+    return sum(1 for x in pos if x > cut)
+
+
 def best_at_one_percent(recs, lab, start):
     """Injected lines above the best threshold the labels allow at <= 1%
-    false alarms: a bound on the ranking, not a rule."""
-    neg = sorted((r["worst"] for r, y in zip(recs[start:], lab[start:]) if not y),
-                 reverse=True)
-    cut = neg[int(0.01 * len(neg))] if neg else float("inf")
-    return sum(1 for r, y in zip(recs[start:], lab[start:]) if y and r["worst"] > cut)
+    false alarms, by txl's `worst`."""
+    return found_at_one_percent([r["worst"] for r, y in zip(recs[start:], lab[start:]) if y],
+                                [r["worst"] for r, y in zip(recs[start:], lab[start:]) if not y])
 
 
 def cmd_inject(a):
@@ -801,9 +812,7 @@ def cmd_line_costs(a):
     the injected lines after the warm-up found at <= 1% false alarms by the
     best threshold the labels allow, and the AUROC; with --show N, the
     token costs of the injected lines and of the N costliest normal ones."""
-    lines = read_lines(a.log, 3000)
-    pool = [l for o in a.other for l in read_lines(o)]
-    stream, lab = inject(lines, pool, 0.02, a.seed)
+    stream, lab = injected_stream(a.log, a.other, a.seed)
     with tempfile.TemporaryDirectory() as tmp:
         log, adapted = os.path.join(tmp, "stream.log"), os.path.join(tmp, "adapted.gguf")
         with open(log, "w") as f:
@@ -814,8 +823,13 @@ def cmd_line_costs(a):
         if "learnt round 2" in out.stderr:
             sys.exit("line-costs: a second round took over; only the first round's weights "
                      "are scored again here")
+        start = next((i for i, r in enumerate(recs) if not r["warmup"]), len(recs))
+        labels = lab[start:]
+        if not any(labels) or all(labels):
+            sys.exit("line-costs: %s: after the warm-up, %d lines judged, %d of them injected; "
+                     "a ranking needs both injected and normal lines (a log of more than the "
+                     "warm-up's 1,050 lines)" % (a.log, len(labels), sum(labels)))
         cost, base = token_costs(log, adapted), token_costs(log, MODEL)
-    start = next(i for i, r in enumerate(recs) if not r["warmup"])
     rows = []
     for r in recs[start:]:
         c = line_candidates(cost.get(r["line"], []), r["norm_bytes"] or 1)
@@ -825,18 +839,16 @@ def cmd_line_costs(a):
         rows.append(c)
     # the adapted weights scored every judged line: their bits per byte
     # must be txl score's, or the comparison is not of the same scores
-    drift = max(abs(c["bits per byte"] - r["bpb"]) for c, r in zip(rows, recs[start:])
-                if r["bpb"] is not None)
-    labels = lab[start:]
+    drift = max((abs(c["bits per byte"] - r["bpb"]) for c, r in zip(rows, recs[start:])
+                 if r["bpb"] is not None), default=0.0)
     print("%s: %d lines judged, %d injected; bits per byte against txl score's: "
           "largest difference %.1e" % (os.path.basename(a.log), len(labels), sum(labels), drift))
     print("| line score | injected found at <= 1%% false alarms (of %d) | AUROC |" % sum(labels))
     print("|---|---|---|")
     for k in rows[0]:
         pos = [c[k] for c, y in zip(rows, labels) if y]
-        neg = sorted((c[k] for c, y in zip(rows, labels) if not y), reverse=True)
-        cut = neg[int(0.01 * len(neg))]
-        print("| %s | %d | %.3f |" % (k, sum(1 for x in pos if x > cut), auroc(pos, neg)))
+        neg = [c[k] for c, y in zip(rows, labels) if not y]
+        print("| %s | %d | %.3f |" % (k, found_at_one_percent(pos, neg), auroc(pos, neg)))
     if a.show:
         normal = sorted((i for i, y in enumerate(labels) if not y),
                         key=lambda i: -rows[i]["worst (txl)"])[:a.show]
