@@ -419,9 +419,10 @@ typedef struct {
   /* For weights that change while sessions are open (learning on the
    * stream, txl_sessions_set_model()): a session that was scored in part
    * by weights no longer in use is scored again whole when it ends, by the
-   * weights in use then, and its TxlSessionResult holds those figures (its
-   * lines were reported as they were scored).  So every session is judged
-   * by the same weights as the sessions that end beside it.  This keeps
+   * weights in use then, and its TxlSessionResult holds the figures of the
+   * two runs whose score is lower (its lines were reported as they were
+   * scored).  Stale weights' costs then do not make a session stand out,
+   * nor do costs of its first lines that later weights forgot.  This keeps
    * each session's ids from its first line: at most
    * TXL_SESSIONS_RESCORE_MAX_ONE tokens for one session and
    * TXL_SESSIONS_RESCORE_MAX_ALL in all (the session used longest ago

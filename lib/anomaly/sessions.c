@@ -458,6 +458,34 @@ rescore(TxlSessions *s, Session *x, GError **error)
   return TRUE;
 }
 
+/* A result's score by the session-score option (the end marker counted
+ * where it was scored).  A broken score never reads as a low one: +inf is
+ * above any threshold (and is written as JSON null, flagged). */
+static void
+set_score(const TxlSessions *s, TxlSessionResult *r)
+{
+  switch (s->o.score) {
+  case TXL_SESSION_SCORE_MAX_LINE:
+    r->score = r->max_line_mean;
+    break;
+  case TXL_SESSION_SCORE_MAX_LINE_SUM:
+    r->score = r->max_line_sum;
+    break;
+  case TXL_SESSION_SCORE_MAX_TOKEN:
+    r->score = r->max_token;
+    break;
+  case TXL_SESSION_SCORE_MEAN:
+    r->score = r->tokens ? r->nll / r->tokens : 0.0;
+    break;
+  }
+  if (isfinite(r->end_nll))
+    r->score = s->o.score == TXL_SESSION_SCORE_MEAN
+                 ? (r->nll + r->end_nll) / (r->tokens + 1)
+                 : MAX(r->score, r->end_nll);
+  if (r->nonfinite)
+    r->score = INFINITY;
+}
+
 /* Ends a session: scores what is pending (and the end marker), reports. */
 static gboolean
 session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
@@ -475,8 +503,21 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
     ok = run(s, x, x->npend - 1, error);
   if (ok)
     emit_ready_lines(s, x);
-  if (ok && x->stale && x->ids)
+  /* rescore: the lower of the two scores, as scored and scored again.
+   * Weights that learnt after a session's first lines may find them
+   * costlier than the weights that scored them did (they forgot), or
+   * cheaper (the first weights were stale): a session is judged costly
+   * only when both find it so. */
+  if (ok && x->stale && x->ids) {
+    TxlSessionResult before = x->r;
+    set_score(s, &before);
     ok = rescore(s, x, error);
+    if (ok) {
+      set_score(s, &x->r);
+      if (!(x->r.score < before.score))
+        x->r = before;
+    }
+  }
   txl_sessions_drop_ids(s, x);
   if (s->resident == x)
     s->resident = NULL;
@@ -486,28 +527,7 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
   if (ok) {
     TxlSessionResult *r = &x->r;
     r->reason = reason;
-    switch (s->o.score) {
-    case TXL_SESSION_SCORE_MAX_LINE:
-      r->score = r->max_line_mean;
-      break;
-    case TXL_SESSION_SCORE_MAX_LINE_SUM:
-      r->score = r->max_line_sum;
-      break;
-    case TXL_SESSION_SCORE_MAX_TOKEN:
-      r->score = r->max_token;
-      break;
-    case TXL_SESSION_SCORE_MEAN:
-      r->score = r->tokens ? r->nll / r->tokens : 0.0;
-      break;
-    }
-    if (isfinite(r->end_nll))
-      r->score = s->o.score == TXL_SESSION_SCORE_MEAN
-                   ? (r->nll + r->end_nll) / (r->tokens + 1)
-                   : MAX(r->score, r->end_nll);
-    /* a broken score never reads as a low one: +inf is above any
-     * threshold (and is written as JSON null, flagged) */
-    if (r->nonfinite)
-      r->score = INFINITY;
+    set_score(s, r);
     s->ended[reason]++;
     if (s->end_func)
       s->end_func(r, s->data);
