@@ -409,7 +409,9 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen,
   }
   guint64 nfloats = txl_get_u64(&r);
   gsize w = txl_snapcodec_width(prec);
-  if (!r.ok || nfloats != total || s->kept_ids > TXL_SESSIONS_RESCORE_MAX_ALL || total > txl_reader_left(&r) / w ||
+  if (!r.ok || nfloats != total ||
+      s->kept_ids > TXL_SESSIONS_RESCORE_MAX_ALL ||
+      total > txl_reader_left(&r) / w ||
       txl_reader_left(&r) != total * w) {
     g_ptr_array_free(order, TRUE);
     return FALSE;
