@@ -89,14 +89,18 @@ one(const uint8_t *data, size_t size)
   o.segment = 4;
   o.score_end = TRUE;
   o.max_sessions = 3;
+  o.rescore = TRUE; /* kept ids are read, and scored again below */
   TxlSessions *ss = txl_sessions_load(model, path, &o, NULL, NULL, NULL, NULL,
                                       &err);
   if (ss) {
     if (!described)
       abort();
     const char *lines[] = { "a k1", "b k2 x", "k1 again", "k4", "k5 end" };
-    for (unsigned i = 0; i < G_N_ELEMENTS(lines); i++)
+    for (unsigned i = 0; i < G_N_ELEMENTS(lines); i++) {
       txl_sessions_push_line(ss, lines[i], -1, NULL);
+      if (i == 1) /* the sessions open now end scored again */
+        txl_sessions_set_model(ss, model, NULL);
+    }
     txl_sessions_finish(ss, NULL);
     txl_sessions_free(ss);
   } else if (!err) {

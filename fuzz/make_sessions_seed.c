@@ -12,22 +12,27 @@ main(int argc, char **argv)
   GError *err = NULL;
   const char *lines[] = { "open k1", "open k2", "read k1 a longer line",
                           "k3", "close k2", "k4 x", "k5", "k1 more" };
-  for (int v = 0; v < 2; v++) {
+  for (int v = 0; v < 3; v++) {
     TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
     o.key_regex = "k[0-9]";
     o.segment = 4;
     o.score_end = TRUE;
     o.max_sessions = 3;
-    o.stream.memory = v ? TXL_MEMORY_HIDDEN : TXL_MEMORY_KV;
+    o.stream.memory = v == 1 ? TXL_MEMORY_HIDDEN : TXL_MEMORY_KV;
+    o.rescore = v == 2; /* with kept ids, stale after the swap below */
     const double after[2] = { 3, 5 };
-    if (v) {
+    if (v == 1) {
       o.idle_after = after;
       o.n_idle_after = 2;
     }
     TxlSessions *s = txl_sessions_new(m, &o, NULL, NULL, NULL, &err);
-    for (unsigned i = 0; s && i < G_N_ELEMENTS(lines); i++)
+    for (unsigned i = 0; s && i < G_N_ELEMENTS(lines); i++) {
       txl_sessions_push_line(s, lines[i], -1, &err);
-    char *out = g_strdup_printf("%s%s.snap", argv[2], v ? "-hidden" : "");
+      if (v == 2 && i == 4 && !txl_sessions_set_model(s, m, &err))
+        tu_die(err);
+    }
+    const char *kind[] = { "", "-hidden", "-rescore" };
+    char *out = g_strdup_printf("%s%s.snap", argv[2], kind[v]);
     if (!s || !txl_sessions_save(s, out, NULL, NULL, NULL, &err))
       tu_die(err);
     g_free(out);

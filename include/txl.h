@@ -416,11 +416,27 @@ typedef struct {
    * recording they are unfinished, not ended.  (The end marker is scored
    * for CLOSED and IDLE sessions only, never for EVICTED or OPEN ones.) */
   gboolean finish_open;
+  /* For weights that change while sessions are open (learning on the
+   * stream, txl_sessions_set_model()): a session that was scored in part
+   * by weights no longer in use is scored again whole when it ends, by the
+   * weights in use then, and its TxlSessionResult holds the figures of the
+   * two runs whose score is lower (its lines were reported as they were
+   * scored).  Stale weights' costs then do not make a session stand out,
+   * nor do costs of its first lines that later weights forgot.  This keeps
+   * each session's ids from its first line: at most
+   * TXL_SESSIONS_RESCORE_MAX_ONE tokens for one session and
+   * TXL_SESSIONS_RESCORE_MAX_ALL in all (the session used longest ago
+   * gives up its ids first); a session without them keeps its figures as
+   * they were scored.  docs/learning.md. */
+  gboolean rescore;
 } TxlSessionOptions;
+
+#define TXL_SESSIONS_RESCORE_MAX_ONE (1u << 20)
+#define TXL_SESSIONS_RESCORE_MAX_ALL (1u << 22)
 
 #define TXL_SESSION_OPTIONS_DEFAULT                                         \
   { NULL, 0, 0, TXL_STREAM_OPTIONS_DEFAULT, FALSE, TRUE, FALSE, 0, 0, 0,     \
-    TXL_SESSION_SCORE_MAX_LINE, NULL, 0, FALSE }
+    TXL_SESSION_SCORE_MAX_LINE, NULL, 0, FALSE, FALSE }
 TXL_API TxlSessionOptions txl_session_options_default(void);
 
 /* One scored line. */

@@ -317,6 +317,9 @@ new_stream(GstTxlScorerBase *base, GError **error)
   o.max_sessions = self->max_sessions;
   o.idle_lines = self->idle_lines;
   o.score = self->score;
+  /* learning changes the weights under open sessions: each is judged by
+   * the weights in use when it ends, as the sessions beside it are */
+  o.rescore = self->learn.on;
   self->thr = self->threshold;
   self->kind = self->score;
   gboolean running = !(self->user_set & SET_THRESHOLD) &&

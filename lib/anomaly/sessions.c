@@ -164,7 +164,21 @@ txl_sessions_session_free(Session *x)
   g_free(x->pend);
   g_free(x->state);
   g_queue_clear_full(&x->lines, g_free);
+  if (x->ids)
+    g_array_unref(x->ids);
+  if (x->kept)
+    g_array_unref(x->kept);
   g_free(x);
+}
+
+void
+txl_sessions_drop_ids(TxlSessions *s, Session *x)
+{
+  if (!x->ids)
+    return;
+  s->kept_ids -= x->ids->len;
+  g_clear_pointer(&x->ids, g_array_unref);
+  g_clear_pointer(&x->kept, g_array_unref);
 }
 
 void
@@ -296,6 +310,28 @@ run(TxlSessions *s, Session *x, int n, GError **error)
   return TRUE;
 }
 
+/* rescore: keeps a line's ids, within the bounds (the session used
+ * longest ago gives its up first; one over its own bound gives up its). */
+static void
+keep_ids(TxlSessions *s, Session *x, gint64 seq, int ntok, const int32_t *ids,
+         gsize n)
+{
+  if (!x->ids)
+    return;
+  if (x->ids->len + n > TXL_SESSIONS_RESCORE_MAX_ONE) {
+    txl_sessions_drop_ids(s, x);
+    return;
+  }
+  for (GList *it = s->lru.tail;
+       it && s->kept_ids + n > TXL_SESSIONS_RESCORE_MAX_ALL; it = it->prev)
+    if (it->data != x)
+      txl_sessions_drop_ids(s, it->data);
+  KeptLine k = { seq, ntok };
+  g_array_append_val(x->kept, k);
+  g_array_append_vals(x->ids, ids, (guint)n);
+  s->kept_ids += n;
+}
+
 /* Adds one line's tokens (seq 0: the end marker) to a session. */
 static gboolean
 session_push(TxlSessions *s, Session *x, gint64 seq, const int32_t *ids,
@@ -317,6 +353,7 @@ session_push(TxlSessions *s, Session *x, gint64 seq, const int32_t *ids,
   /* a session's very first token has nothing before it to be predicted from */
   l->ntok = (int)n - (x->seen == 0 && n > 0);
   g_queue_push_tail(&x->lines, l);
+  keep_ids(s, x, seq, l->ntok, ids, n);
   for (gsize i = 0; i < n; i++) {
     x->pend[x->npend++] = ids[i];
     x->seen++;
@@ -349,7 +386,104 @@ session_new(TxlSessions *s, const char *key)
       x->pend[x->npend++] = s->nl[i];
     x->seen = s->n_nl;
   }
+  if (s->o.rescore) {
+    x->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+    x->kept = g_array_new(FALSE, FALSE, sizeof(KeptLine));
+    g_array_append_vals(x->ids, x->pend, (guint)x->npend);
+    s->kept_ids += (guint)x->npend;
+  }
   return x;
+}
+
+/* rescore: the session's result again, from its kept ids run from an
+ * empty memory through the weights in use, in segments as it was first
+ * scored; each token counts where run() counted it (the lines in turn,
+ * each its ntok tokens).  The worker's memory is the session's then: no
+ * session is resident after it. */
+static gboolean
+rescore(TxlSessions *s, Session *x, GError **error)
+{
+  park(s);
+  txl_stream_reset(s->worker);
+  const int32_t *ids = (const int32_t *)x->ids->data;
+  const KeptLine *kl = (const KeptLine *)x->kept->data;
+  int n_ids = (int)x->ids->len, n_lines = (int)x->kept->len;
+  TxlSessionResult r = x->r;
+  r.tokens = 0;
+  r.nonfinite = 0;
+  r.nll = r.max_line_mean = r.max_line_sum = r.max_token = 0.0;
+  int li = 0, done = 0;
+  double sum = 0.0; /* the line's finite tokens */
+  gint64 bad = 0;   /* its non-finite ones */
+  for (int at = 0; at + 1 < n_ids;) {
+    int n = MIN(s->seg, n_ids - 1 - at);
+    if (!txl_stream_forward(s->worker, ids + at, n, ids + at + 1, s->lp,
+                            error))
+      return FALSE;
+    for (int i = 0; i < n; i++) {
+      while (li < n_lines && done >= kl[li].ntok) {
+        li++;
+        done = 0;
+      }
+      if (li == n_lines)
+        break; /* not reached: the lines hold every scored token */
+      double nll = -(double)s->lp[i];
+      gboolean marker = kl[li].seq == 0;
+      if (!isfinite(nll)) {
+        bad++;
+        r.nonfinite++;
+        r.tokens += !marker;
+      } else {
+        sum += nll;
+        if (!marker) {
+          r.tokens++;
+          r.nll += nll;
+          r.max_token = MAX(r.max_token, nll);
+        }
+      }
+      if (++done == kl[li].ntok) {
+        if (marker) {
+          r.end_nll = bad ? INFINITY : sum;
+        } else if (!bad) {
+          r.max_line_mean = MAX(r.max_line_mean, sum / kl[li].ntok);
+          r.max_line_sum = MAX(r.max_line_sum, sum);
+        }
+        sum = 0.0;
+        bad = 0;
+      }
+    }
+    at += n;
+  }
+  x->r = r;
+  return TRUE;
+}
+
+/* A result's score by the session-score option (the end marker counted
+ * where it was scored).  A broken score never reads as a low one: +inf is
+ * above any threshold (and is written as JSON null, flagged). */
+static void
+set_score(const TxlSessions *s, TxlSessionResult *r)
+{
+  switch (s->o.score) {
+  case TXL_SESSION_SCORE_MAX_LINE:
+    r->score = r->max_line_mean;
+    break;
+  case TXL_SESSION_SCORE_MAX_LINE_SUM:
+    r->score = r->max_line_sum;
+    break;
+  case TXL_SESSION_SCORE_MAX_TOKEN:
+    r->score = r->max_token;
+    break;
+  case TXL_SESSION_SCORE_MEAN:
+    r->score = r->tokens ? r->nll / r->tokens : 0.0;
+    break;
+  }
+  if (isfinite(r->end_nll))
+    r->score = s->o.score == TXL_SESSION_SCORE_MEAN
+                 ? (r->nll + r->end_nll) / (r->tokens + 1)
+                 : MAX(r->score, r->end_nll);
+  if (r->nonfinite)
+    r->score = INFINITY;
 }
 
 /* Ends a session: scores what is pending (and the end marker), reports. */
@@ -369,6 +503,22 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
     ok = run(s, x, x->npend - 1, error);
   if (ok)
     emit_ready_lines(s, x);
+  /* rescore: the lower of the two scores, as scored and scored again.
+   * Weights that learnt after a session's first lines may find them
+   * costlier than the weights that scored them did (they forgot), or
+   * cheaper (the first weights were stale): a session is judged costly
+   * only when both find it so. */
+  if (ok && x->stale && x->ids) {
+    TxlSessionResult before = x->r;
+    set_score(s, &before);
+    ok = rescore(s, x, error);
+    if (ok) {
+      set_score(s, &x->r);
+      if (!(x->r.score < before.score))
+        x->r = before;
+    }
+  }
+  txl_sessions_drop_ids(s, x);
   if (s->resident == x)
     s->resident = NULL;
   g_hash_table_remove(s->by_key, x->key);
@@ -377,28 +527,7 @@ session_end(TxlSessions *s, Session *x, TxlSessionEnd reason, GError **error)
   if (ok) {
     TxlSessionResult *r = &x->r;
     r->reason = reason;
-    switch (s->o.score) {
-    case TXL_SESSION_SCORE_MAX_LINE:
-      r->score = r->max_line_mean;
-      break;
-    case TXL_SESSION_SCORE_MAX_LINE_SUM:
-      r->score = r->max_line_sum;
-      break;
-    case TXL_SESSION_SCORE_MAX_TOKEN:
-      r->score = r->max_token;
-      break;
-    case TXL_SESSION_SCORE_MEAN:
-      r->score = r->tokens ? r->nll / r->tokens : 0.0;
-      break;
-    }
-    if (isfinite(r->end_nll))
-      r->score = s->o.score == TXL_SESSION_SCORE_MEAN
-                   ? (r->nll + r->end_nll) / (r->tokens + 1)
-                   : MAX(r->score, r->end_nll);
-    /* a broken score never reads as a low one: +inf is above any
-     * threshold (and is written as JSON null, flagged) */
-    if (r->nonfinite)
-      r->score = INFINITY;
+    set_score(s, r);
     s->ended[reason]++;
     if (s->end_func)
       s->end_func(r, s->data);
@@ -578,7 +707,13 @@ gboolean
 txl_sessions_set_model(TxlSessions *s, TxlModel *m, GError **error)
 {
   g_return_val_if_fail(s != NULL && m != NULL, FALSE);
-  return txl_stream_set_model(s->worker, m, error);
+  if (!txl_stream_set_model(s->worker, m, error))
+    return FALSE;
+  /* rescore: what these sessions scored so far came from other weights */
+  if (s->o.rescore)
+    for (GList *it = s->lru.head; it; it = it->next)
+      ((Session *)it->data)->stale |= ((Session *)it->data)->started;
+  return TRUE;
 }
 
 guint

@@ -15,6 +15,13 @@ typedef struct {
   TxlLineAcc acc;  /* its scored tokens (lib/anomaly/lines.h) */
 } Line;
 
+/* A line as rescore (TxlSessionOptions.rescore) reads the kept ids: its
+ * push number (0: the end marker) and how many of its tokens are scored. */
+typedef struct {
+  gint64 seq;
+  int ntok;
+} KeptLine;
+
 typedef struct _Session Session;
 struct _Session {
   char *key;
@@ -34,6 +41,11 @@ struct _Session {
   gboolean timed;   /* in TxlSessions.deadlines */
   guint64 bytes;    /* as accounted in TxlSessions.bytes */
   TxlSessionResult r;
+  /* rescore: the ids pushed since the session began (after the primer,
+   * which they start with) and its lines; NULL once given up */
+  GArray *ids;      /* int32_t */
+  GArray *kept;     /* KeptLine */
+  gboolean stale;   /* scored in part by weights no longer in use */
 };
 
 struct _TxlSessions {
@@ -60,6 +72,7 @@ struct _TxlSessions {
   GTree *deadlines;   /* Session* ordered by (deadline, first line) */
   double now;         /* the clock of idle_after */
   gboolean time_set;  /* txl_sessions_set_time() was called */
+  guint64 kept_ids;   /* rescore: the ids all sessions keep */
 };
 
 
@@ -67,5 +80,7 @@ gint txl_sessions_cmp_deadline(gconstpointer a, gconstpointer b);
 /* Recomputes a session's share of TxlSessions.bytes. */
 void txl_sessions_account(TxlSessions *s, Session *x);
 void txl_sessions_session_free(Session *x);
+/* rescore: a session stops keeping its ids (it keeps its figures). */
+void txl_sessions_drop_ids(TxlSessions *s, Session *x);
 
 #endif

@@ -18,7 +18,9 @@
  *     lines, tokens; u64 bytes; f64 nll, max line mean, max line sum,
  *     max token, end nll, score; u32 reason; i64 non-finite); u32 lines
  *     waiting, each i64 seq, i32 tokens, i32 done, u64 bytes, and its
- *     line state (txl_line_acc_put, lib/anomaly/lines.h)
+ *     line state (txl_line_acc_put, lib/anomaly/lines.h); from version 3,
+ *     u32 stale, u32 ids kept (TxlSessionOptions.rescore), and when kept
+ *     u32 count + i32 ids, u32 lines + each i64 seq, i32 tokens scored
  *   u64 floats, then every parked memory back to back, coded by
  *     lib/state/snapcodec.c (one run, so that shuffling groups all of them)
  *
@@ -33,8 +35,10 @@
 
 #include <string.h>
 
-/* 2: line states of lib/anomaly/lines.h, the result's non-finite count */
-#define SECTION_VERSION 2u
+/* 2: line states of lib/anomaly/lines.h, the result's non-finite count;
+ * 3: each session's ids kept for rescoring (version 2 still loads: its
+ * sessions keep none) */
+#define SECTION_VERSION 3u
 #define LINE_BYTES (8 + 4 + 4 + 8 + TXL_LINE_SCORE_SAVED_BYTES + 4)
 /* the fewest bytes a session takes: a bound on the count before reading */
 #define MIN_SESSION_BYTES (8 + 4 + 8 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + \
@@ -114,6 +118,19 @@ section_head(TxlSessions *s, const TxlSnapshotOptions *so, gsize *n_floats)
       txl_put_u32(b, (guint32)((guint32)ln->done));
       txl_put_u64(b, (guint64)(ln->bytes));
       txl_line_acc_put(b, &ln->acc);
+    }
+    txl_put_u32(b, (guint32)(x->stale ? 1 : 0));
+    txl_put_u32(b, (guint32)(x->ids ? 1 : 0));
+    if (x->ids) {
+      txl_put_u32(b, x->ids->len);
+      for (guint k = 0; k < x->ids->len; k++)
+        txl_put_u32(b, (guint32)g_array_index(x->ids, int32_t, k));
+      txl_put_u32(b, x->kept->len);
+      for (guint k = 0; k < x->kept->len; k++) {
+        const KeptLine *kl = &g_array_index(x->kept, KeptLine, k);
+        txl_put_u64(b, (guint64)kl->seq);
+        txl_put_u32(b, (guint32)kl->ntok);
+      }
     }
   }
   txl_put_u64(b, (guint64)(total));
@@ -210,9 +227,55 @@ get_result(TxlReader *r, TxlSessionResult *x)
     r->ok = FALSE;
 }
 
+/* Version 3's kept ids of a session (x->ids NULL: none). */
+static void
+read_kept(TxlSessions *s, TxlReader *r, Session *x)
+{
+  guint32 stale = txl_get_u32(r), has = txl_get_u32(r);
+  if (!r->ok || stale > 1 || has > 1) {
+    r->ok = FALSE;
+    return;
+  }
+  x->stale = stale != 0;
+  if (!has)
+    return;
+  guint32 n = txl_get_u32(r);
+  if (!r->ok || n > TXL_SESSIONS_RESCORE_MAX_ONE ||
+      (gsize)n * 4 > txl_reader_left(r)) {
+    r->ok = FALSE;
+    return;
+  }
+  x->ids = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
+  const int n_token = s->m->cfg.n_token;
+  for (guint32 i = 0; i < n; i++) {
+    int32_t id = (int32_t)txl_get_u32(r);
+    r->ok &= id >= 0 && id < n_token;
+    g_array_append_val(x->ids, id);
+  }
+  guint32 nk = txl_get_u32(r);
+  if (!r->ok || nk > txl_reader_left(r) / 12) {
+    r->ok = FALSE;
+    return;
+  }
+  x->kept = g_array_sized_new(FALSE, FALSE, sizeof(KeptLine), nk);
+  gint64 scored = 0;
+  for (guint32 i = 0; i < nk; i++) {
+    KeptLine k;
+    k.seq = (gint64)txl_get_u64(r);
+    k.ntok = (int)(gint32)txl_get_u32(r);
+    scored += MAX(k.ntok, 0);
+    r->ok &= k.seq >= 0 && k.seq <= s->seq && k.ntok >= 0 && scored < n;
+    g_array_append_val(x->kept, k);
+  }
+  s->kept_ids += n;
+  /* kept for a TxlSessions that rescores; another one drops them */
+  if (r->ok && !s->o.rescore)
+    txl_sessions_drop_ids(s, x);
+}
+
 /* One session; NULL (r->ok FALSE) on anything out of range. */
 static Session *
-read_session(TxlSessions *s, TxlReader *r, gsize *floats)
+read_session(TxlSessions *s, TxlReader *r, guint32 version, gsize *floats)
 {
   gsize kn;
   const guint8 *kd = txl_get_blob(r, &kn, MAX_KEY);
@@ -271,6 +334,8 @@ read_session(TxlSessions *s, TxlReader *r, gsize *floats)
         l->done > l->ntok || l->acc.s.tokens != l->done)
       r->ok = FALSE;
   }
+  if (r->ok && version >= 3)
+    read_kept(s, r, x);
   if (r->ok)
     return x;
 bad:
@@ -300,7 +365,8 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen,
   gsize en;
   const guint8 *ed = txl_get_blob(&r, &en, txl_reader_left(&r));
   guint32 count = (guint32)txl_get_u32(&r);
-  if (!r.ok || version != SECTION_VERSION || prec > TXL_SNAPSHOT_BF16 ||
+  if (!r.ok || version < 2 || version > SECTION_VERSION ||
+      prec > TXL_SNAPSHOT_BF16 ||
       shuffle > 1 || time_set > 1 || s->seq < 0 ||
       count > txl_reader_left(&r) / MIN_SESSION_BYTES || resident < -1 ||
       resident >= (gint64)count)
@@ -319,7 +385,7 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen,
   GPtrArray *order = g_ptr_array_new();
   for (guint32 i = 0; i < count; i++) {
     gsize nf = 0;
-    Session *x = read_session(s, &r, &nf);
+    Session *x = read_session(s, &r, version, &nf);
     if (!x)
       break;
     if (g_hash_table_contains(s->by_key, x->key)) {
@@ -343,7 +409,9 @@ load_section(TxlSessions *s, GBytes *bytes, int worker_mlen,
   }
   guint64 nfloats = txl_get_u64(&r);
   gsize w = txl_snapcodec_width(prec);
-  if (!r.ok || nfloats != total || total > txl_reader_left(&r) / w ||
+  if (!r.ok || nfloats != total ||
+      s->kept_ids > TXL_SESSIONS_RESCORE_MAX_ALL ||
+      total > txl_reader_left(&r) / w ||
       txl_reader_left(&r) != total * w) {
     g_ptr_array_free(order, TRUE);
     return FALSE;
@@ -515,6 +583,7 @@ swap_state(TxlSessions *s, TxlSessions *trial)
   SWAP(deadlines);
   SWAP(now);
   SWAP(time_set);
+  SWAP(kept_ids);
   for (int i = 0; i < 4; i++)
     SWAP(ended[i]);
 #undef SWAP

@@ -717,4 +717,185 @@ TU_TEST("/sessions/set-model", test_set_model)
   tu_model_done(m, path);
 }
 
+/* ---- judging by the weights in use at the end (rescore) ----------------- */
+
+typedef struct {
+  Lines l;            /* first: lines_got takes it */
+  GHashTable *res;    /* key -> TxlSessionResult (copied; key NULL) */
+} Rescored;
+
+static void
+result_got(const TxlSessionResult *r, gpointer p)
+{
+  TxlSessionResult *c = g_memdup2(r, sizeof *r);
+  c->key = NULL;
+  g_hash_table_replace(((Rescored *)p)->res, g_strdup(r->key), c);
+}
+
+/* A run over lines with the weights swapped to `to` after line 20 (NULL:
+ * never); roundtrip: the state bytes taken and set again after line 50. */
+static Rescored
+rescored_run(TxlModel *m, GPtrArray *lines, TxlModel *to, gboolean rescore,
+             gboolean flush, gboolean roundtrip)
+{
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  o.key_regex = "req=s[0-9]+";
+  o.score_end = TRUE;
+  o.flush_lines = flush;
+  o.rescore = rescore;
+  Rescored g = { { g_array_new(FALSE, FALSE, sizeof(double)) },
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       g_free) };
+  g_autoptr(GError) err = NULL;
+  TxlSessions *s = txl_sessions_new(m, &o, lines_got, result_got, &g, &err);
+  g_assert_no_error(err);
+  for (guint i = 0; i < lines->len; i++) {
+    g_assert_cmpint(txl_sessions_push_line(s, lines->pdata[i], -1, &err), >,
+                    0);
+    g_assert_no_error(err);
+    if (i == 20 && to) {
+      g_assert_true(txl_sessions_set_model(s, to, &err));
+      g_assert_no_error(err);
+    }
+    if (roundtrip && i == 50) {
+      gsize n = txl_sessions_state_get_size(s);
+      guint8 *b = g_malloc(n);
+      g_assert_cmpuint(txl_sessions_state_get_data(s, b, n), ==, n);
+      g_assert_true(txl_sessions_state_set_data(s, b, n, &err));
+      g_assert_no_error(err);
+      g_free(b);
+    }
+  }
+  g_assert_true(txl_sessions_finish(s, &err));
+  g_assert_no_error(err);
+  txl_sessions_free(s);
+  return g;
+}
+
+static void
+rescored_clear(Rescored *g)
+{
+  g_array_free(g->l.v, TRUE);
+  g_hash_table_destroy(g->res);
+}
+
+/* The figures of a's results and b's, key by key: how many differ. */
+static guint
+results_differ(GHashTable *a, GHashTable *b)
+{
+  g_assert_cmpuint(g_hash_table_size(a), ==, g_hash_table_size(b));
+  guint differ = 0;
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, a);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    const TxlSessionResult *x = v, *y = g_hash_table_lookup(b, k);
+    g_assert_nonnull(y);
+    g_assert_cmpint(x->lines, ==, y->lines);
+    g_assert_cmpint(x->first_line, ==, y->first_line);
+    double fx[] = { x->nll, x->max_line_mean, x->max_line_sum, x->max_token,
+                    x->end_nll, x->score, (double)x->tokens,
+                    (double)x->nonfinite };
+    double fy[] = { y->nll, y->max_line_mean, y->max_line_sum, y->max_token,
+                    y->end_nll, y->score, (double)y->tokens,
+                    (double)y->nonfinite };
+    differ += memcmp(fx, fy, sizeof fx) != 0;
+  }
+  return differ;
+}
+
+/* The results a rescoring run should give: key by key, scored again
+ * (again) where that scores lower than as scored (first), else first. */
+static GHashTable *
+lower_of(GHashTable *first, GHashTable *again)
+{
+  GHashTable *low = g_hash_table_new(g_str_hash, g_str_equal);
+  GHashTableIter it;
+  gpointer k, v;
+  g_hash_table_iter_init(&it, first);
+  while (g_hash_table_iter_next(&it, &k, &v)) {
+    const TxlSessionResult *a = v, *b = g_hash_table_lookup(again, k);
+    g_assert_nonnull(b);
+    g_hash_table_insert(low, k, (gpointer)(b->score < a->score ? b : a));
+  }
+  return low;
+}
+
+/* With rescore, a session the new weights took over mid-way is scored
+ * again whole by them, and judged by the lower of the two results: bit
+ * for bit, either what a run with the new weights from the start gives
+ * (the segments as it had them: flush_lines off) or the mixed result of
+ * the run without rescore, whichever scores lower; the lines keep the
+ * scores they went out with; through the state bytes too. */
+TU_TEST("/sessions/rescore", test_rescore)
+{
+  TxlConfig c;
+  tu_small_config(&c);
+  c.div_val = 1;
+  c.n_cutoffs = 0;
+  char *path = tu_write_model(&c, 7, NULL);
+  char *seed8_path = tu_write_model(&c, 8, NULL);
+  TxlModel *m = tu_load(path), *seed8 = tu_load(seed8_path);
+  g_autoptr(GPtrArray) lines = make_lines(80, 6, 5);
+
+  Rescored ref = rescored_run(seed8, lines, NULL, FALSE, FALSE, FALSE);
+  Rescored mixed = rescored_run(m, lines, seed8, FALSE, FALSE, FALSE);
+  Rescored re = rescored_run(m, lines, seed8, TRUE, FALSE, FALSE);
+  Rescored trip = rescored_run(m, lines, seed8, TRUE, FALSE, TRUE);
+  Rescored flushed = rescored_run(m, lines, seed8, TRUE, TRUE, FALSE);
+  Rescored flushed_mixed = rescored_run(m, lines, seed8, FALSE, TRUE, FALSE);
+  g_assert_cmpuint(g_hash_table_size(ref.res), ==, 6);
+  /* the six sessions all began before the swap */
+  g_assert_cmpuint(results_differ(mixed.res, ref.res), ==, 6);
+  GHashTable *low = lower_of(mixed.res, ref.res);
+  /* the swap the other way round, so that the test sees both branches of
+   * the choice: the new weights' result and the mixed one */
+  Rescored ref7 = rescored_run(m, lines, NULL, FALSE, FALSE, FALSE);
+  Rescored mixed7 = rescored_run(seed8, lines, m, FALSE, FALSE, FALSE);
+  Rescored re7 = rescored_run(seed8, lines, m, TRUE, FALSE, FALSE);
+  GHashTable *low7 = lower_of(mixed7.res, ref7.res);
+  g_assert_cmpuint(results_differ(re7.res, low7), ==, 0);
+  guint took_new = 0, took_mixed = 0;
+  GHashTable *lows[] = { low, low7 }, *news[] = { ref.res, ref7.res };
+  for (guint i = 0; i < 2; i++) {
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, lows[i]);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+      const TxlSessionResult *n = g_hash_table_lookup(news[i], k);
+      took_new += v == n;
+      took_mixed += v != n && ((const TxlSessionResult *)v)->score < n->score;
+    }
+  }
+  g_assert_cmpuint(took_new, >, 0);
+  g_assert_cmpuint(took_mixed, >, 0);
+  g_assert_cmpuint(results_differ(re.res, low), ==, 0);
+  g_assert_cmpuint(results_differ(trip.res, low), ==, 0);
+  /* flushed segments the first time, whole ones again: the results are
+   * the lower of the new weights' and the flushed run's, the lines those
+   * of the swap */
+  GHashTable *flow = lower_of(flushed_mixed.res, ref.res);
+  g_assert_cmpuint(results_differ(flushed.res, flow), ==, 0);
+  g_assert_cmpmem(re.l.v->data, re.l.v->len * sizeof(double),
+                  mixed.l.v->data, mixed.l.v->len * sizeof(double));
+  g_assert_cmpmem(flushed.l.v->data, flushed.l.v->len * sizeof(double),
+                  flushed_mixed.l.v->data,
+                  flushed_mixed.l.v->len * sizeof(double));
+  /* no swap, nothing scored again */
+  Rescored same = rescored_run(m, lines, NULL, TRUE, TRUE, FALSE);
+  Rescored plain = rescored_run(m, lines, NULL, FALSE, TRUE, FALSE);
+  g_assert_cmpuint(results_differ(same.res, plain.res), ==, 0);
+
+  g_hash_table_destroy(low);
+  g_hash_table_destroy(low7);
+  g_hash_table_destroy(flow);
+  Rescored *all[] = { &ref, &mixed, &re, &trip, &flushed, &flushed_mixed,
+                      &ref7, &mixed7, &re7,
+                      &same, &plain };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    rescored_clear(all[i]);
+  tu_model_done(seed8, seed8_path);
+  tu_model_done(m, path);
+}
+
 TU_MAIN()
