@@ -618,19 +618,19 @@ lines_got(const TxlSessionLine *l, gpointer p)
   g_array_append_vals(g->v, v, 4);
 }
 
-/* The lines' numbers with swap_to set after line 20 (and, for a view,
- * again after line 40); the result of each set_model in *ok.  roundtrip:
- * the state bytes taken and set again after line 50. */
-static GArray *
-swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
-            TxlModel *then, gboolean ok[2], gboolean roundtrip)
+/* A run over lines with `o` (key req=sN, the end marker scored): swap_to
+ * set after line 20 and `then` after line 40 (NULL: none; each set_model's
+ * result in ok[]), and with roundtrip the state bytes taken and set again
+ * after line 50.  The lines' numbers go into *g, each result to end(). */
+static void
+run_with_swaps(TxlModel *m, GPtrArray *lines, TxlSessionOptions o,
+               TxlModel *swap_to, TxlModel *then, gboolean ok[2],
+               gboolean roundtrip, TxlSessionEndFunc end, Lines *g)
 {
-  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
   o.key_regex = "req=s[0-9]+";
   o.score_end = TRUE;
-  Lines g = { g_array_new(FALSE, FALSE, sizeof(double)) };
   g_autoptr(GError) err = NULL;
-  TxlSessions *s = txl_sessions_new(m, &o, lines_got, NULL, &g, &err);
+  TxlSessions *s = txl_sessions_new(m, &o, lines_got, end, g, &err);
   g_assert_no_error(err);
   for (guint i = 0; i < lines->len; i++) {
     g_assert_cmpint(txl_sessions_push_line(s, lines->pdata[i], -1, &err), >,
@@ -655,6 +655,18 @@ swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
   g_assert_true(txl_sessions_finish(s, &err));
   g_assert_no_error(err);
   txl_sessions_free(s);
+}
+
+/* The lines' numbers with swap_to set after line 20 (and, for a view,
+ * again after line 40); the result of each set_model in *ok.  roundtrip:
+ * the state bytes taken and set again after line 50. */
+static GArray *
+swapped_run(TxlModel *m, GPtrArray *lines, TxlModel *swap_to,
+            TxlModel *then, gboolean ok[2], gboolean roundtrip)
+{
+  Lines g = { g_array_new(FALSE, FALSE, sizeof(double)) };
+  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+  run_with_swaps(m, lines, o, swap_to, then, ok, roundtrip, NULL, &g);
   return g.v;
 }
 
@@ -739,36 +751,14 @@ rescored_run(TxlModel *m, GPtrArray *lines, TxlModel *to, gboolean rescore,
              gboolean flush, gboolean roundtrip)
 {
   TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
-  o.key_regex = "req=s[0-9]+";
-  o.score_end = TRUE;
   o.flush_lines = flush;
   o.rescore = rescore;
   Rescored g = { { g_array_new(FALSE, FALSE, sizeof(double)) },
                  g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        g_free) };
-  g_autoptr(GError) err = NULL;
-  TxlSessions *s = txl_sessions_new(m, &o, lines_got, result_got, &g, &err);
-  g_assert_no_error(err);
-  for (guint i = 0; i < lines->len; i++) {
-    g_assert_cmpint(txl_sessions_push_line(s, lines->pdata[i], -1, &err), >,
-                    0);
-    g_assert_no_error(err);
-    if (i == 20 && to) {
-      g_assert_true(txl_sessions_set_model(s, to, &err));
-      g_assert_no_error(err);
-    }
-    if (roundtrip && i == 50) {
-      gsize n = txl_sessions_state_get_size(s);
-      guint8 *b = g_malloc(n);
-      g_assert_cmpuint(txl_sessions_state_get_data(s, b, n), ==, n);
-      g_assert_true(txl_sessions_state_set_data(s, b, n, &err));
-      g_assert_no_error(err);
-      g_free(b);
-    }
-  }
-  g_assert_true(txl_sessions_finish(s, &err));
-  g_assert_no_error(err);
-  txl_sessions_free(s);
+  gboolean ok[2] = { TRUE, TRUE };
+  run_with_swaps(m, lines, o, to, NULL, ok, roundtrip, result_got, &g.l);
+  g_assert_true(ok[0]);
   return g;
 }
 
