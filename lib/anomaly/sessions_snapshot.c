@@ -477,7 +477,15 @@ txl_sessions_load(TxlModel *m, const char *path,
   GBytes *sb = g_hash_table_lookup(sect, TXL_SESSIONS_SECTION);
   TxlReader vr;
   txl_reader_init(&vr, sb);
-  if (txl_get_u32(&vr) == 1 && vr.ok) {
+  guint32 version = txl_get_u32(&vr);
+  if (vr.ok && version > SECTION_VERSION) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "%s: the sessions in the snapshot are version %u, newer than "
+                "this txl reads (2 to %u): continue with the txl that wrote "
+                "it", path, version, SECTION_VERSION);
+    goto fail;
+  }
+  if (version == 1 && vr.ok) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "%s: the sessions in the snapshot are version 1, written by a "
                 "txl that scored lines per raw byte; this one scores them per "

@@ -236,6 +236,57 @@ TU_TEST("/sessions-snapshot/resume", test_resume)
   tu_model_done(m, path);
 }
 
+/* A snapshot from before sessions kept their ids for rescoring (section
+ * version 2: fuzz/corpus-snapshot/sessions-v2.snap, written by
+ * fuzz/make_sessions_seed.c before 2026-11-27) loads, and the run goes on
+ * exactly as one that never stopped; with rescore set too (its sessions
+ * keep no ids, so they are judged as scored). */
+TU_TEST("/sessions-snapshot/version-2", test_version_2)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(TXL_SEEDS_DIR "/model.gguf", &err);
+  g_assert_no_error(err);
+  /* make_sessions_seed's lines and options; the snapshot after line 8 */
+  const char *lines[] = { "open k1", "open k2", "read k1 a longer line",
+                          "k3", "close k2", "k4 x", "k5", "k1 more",
+                          "k2 again", "k6 new", "k1 end of it", "k3 back" };
+  for (int rescore = 0; rescore < 2; rescore++) {
+    TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
+    o.key_regex = "k[0-9]";
+    o.segment = 4;
+    o.score_end = TRUE;
+    o.max_sessions = 3;
+    o.rescore = rescore;
+    GString *want = g_string_new(NULL), *got = g_string_new(NULL);
+    TxlSessions *s = txl_sessions_new(m, &o, on_line, on_end, want, &err);
+    for (guint i = 0; i < G_N_ELEMENTS(lines); i++)
+      txl_sessions_push_line(s, lines[i], -1, &err);
+    finish(s, want);
+    txl_sessions_free(s);
+    s = txl_sessions_new(m, &o, on_line, on_end, got, &err);
+    for (guint i = 0; i < 8; i++)
+      txl_sessions_push_line(s, lines[i], -1, &err);
+    txl_sessions_free(s);
+    s = txl_sessions_load(m, TXL_SEEDS_DIR "/sessions-v2.snap", &o, on_line,
+                          on_end, got, NULL, &err);
+    g_assert_no_error(err);
+    g_assert_nonnull(s);
+    for (guint i = 8; i < G_N_ELEMENTS(lines); i++)
+      g_assert_cmpint(txl_sessions_push_line(s, lines[i], -1, &err), ==,
+                      (gint64)i + 1);
+    g_assert_no_error(err);
+    finish(s, got);
+    txl_sessions_free(s);
+    /* sessions ended both before and after the cut */
+    g_assert_nonnull(strstr(want->str, "S k2 "));
+    g_assert_nonnull(strstr(want->str, "S k6 "));
+    g_assert_cmpstr(got->str, ==, want->str);
+    g_string_free(want, TRUE);
+    g_string_free(got, TRUE);
+  }
+  txl_model_unref(m);
+}
+
 /* Sections travel; F16 loads and goes on (not bit for bit); a snapshot
  * with nothing open. */
 TU_TEST("/sessions-snapshot/sections-precision", test_sections_precision)
@@ -424,6 +475,20 @@ refuse_damaged_section(Refusals *f)
   const guint8 *sd = g_bytes_get_data(
       g_hash_table_lookup(parts, TXL_SESSIONS_SECTION), &sn);
   guint8 *orig = g_memdup2(sd, sn);
+  /* a section version from before or after this txl is named */
+  const guint32 versions[] = { 1, 4 };
+  const char *says[] = { "version 1, written by", "version 4, newer than" };
+  for (guint v = 0; v < 2; v++) {
+    guint8 *d = g_memdup2(orig, sn);
+    d[0] = (guint8)versions[v]; /* little-endian u32 */
+    GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_bytes_unref);
+    g_hash_table_insert(t, g_strdup(TXL_SESSIONS_SECTION),
+                        g_bytes_new_take(d, sn));
+    g_assert_true(txl_snapshot_save_stream(sc, f->bad, NULL, t, NULL, &err));
+    g_hash_table_unref(t);
+    expect_refused(f->m, f->bad, &f->o, says[v]);
+  }
   GRand *r = g_rand_new_with_seed(5);
   for (gsize n = 0; n < sn + 300; n++) {
     guint8 *d = g_memdup2(orig, sn);
