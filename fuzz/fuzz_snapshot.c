@@ -6,6 +6,7 @@
  * go on scoring (sessions seeds: fuzz/make_snapshot_seeds.sh, with the
  * options below).  Seeds forged by fuzz/make_budget_seeds.py reach the
  * resource budget and the refusal of non-finite memory. */
+#include "sessions_seed.h"
 #include "txl.h"
 
 #include <glib/gstdio.h>
@@ -84,12 +85,8 @@ one(const uint8_t *data, size_t size)
   g_clear_error(&err);
   /* the same bytes as a sessions snapshot (most are refused as the other
    * kind; the seeds of that kind reach the sessions section) */
-  TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
-  o.key_regex = "k[0-9]";
-  o.segment = 4;
-  o.score_end = TRUE;
-  o.max_sessions = 3;
-  o.rescore = TRUE; /* kept ids are read, and scored again below */
+  /* rescore: kept ids are read, and scored again below */
+  TxlSessionOptions o = sessions_seed_options(TRUE);
   TxlSessions *ss = txl_sessions_load(model, path, &o, NULL, NULL, NULL, NULL,
                                       &err);
   if (ss) {

@@ -4,6 +4,7 @@
  * Usage: make_sessions_seed MODEL OUT-PREFIX (built by hand, see
  * fuzz/make_snapshot_seeds.sh). */
 #include "../tests/tu_driver.h"
+#include "sessions_seed.h"
 
 int
 main(int argc, char **argv)
@@ -13,13 +14,9 @@ main(int argc, char **argv)
   const char *lines[] = { "open k1", "open k2", "read k1 a longer line",
                           "k3", "close k2", "k4 x", "k5", "k1 more" };
   for (int v = 0; v < 3; v++) {
-    TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
-    o.key_regex = "k[0-9]";
-    o.segment = 4;
-    o.score_end = TRUE;
-    o.max_sessions = 3;
+    /* v 2: with kept ids, stale after the swap below */
+    TxlSessionOptions o = sessions_seed_options(v == 2);
     o.stream.memory = v == 1 ? TXL_MEMORY_HIDDEN : TXL_MEMORY_KV;
-    o.rescore = v == 2; /* with kept ids, stale after the swap below */
     const double after[2] = { 3, 5 };
     if (v == 1) {
       o.idle_after = after;

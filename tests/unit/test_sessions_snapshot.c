@@ -4,6 +4,7 @@
  * line and every session exactly as the uninterrupted run, in the same
  * order, bit for bit; damaged, truncated, other-model and single-stream
  * files are refused with an error. */
+#include "../../fuzz/sessions_seed.h"
 #include "stream_state.h"
 #include "testutil.h"
 
@@ -251,12 +252,7 @@ TU_TEST("/sessions-snapshot/version-2", test_version_2)
                           "k3", "close k2", "k4 x", "k5", "k1 more",
                           "k2 again", "k6 new", "k1 end of it", "k3 back" };
   for (int rescore = 0; rescore < 2; rescore++) {
-    TxlSessionOptions o = TXL_SESSION_OPTIONS_DEFAULT;
-    o.key_regex = "k[0-9]";
-    o.segment = 4;
-    o.score_end = TRUE;
-    o.max_sessions = 3;
-    o.rescore = rescore;
+    TxlSessionOptions o = sessions_seed_options(rescore);
     GString *want = g_string_new(NULL), *got = g_string_new(NULL);
     TxlSessions *s = txl_sessions_new(m, &o, on_line, on_end, want, &err);
     for (guint i = 0; i < G_N_ELEMENTS(lines); i++)
@@ -461,6 +457,19 @@ refuse_other_kinds(Refusals *f)
   txl_scorer_free(sc);
 }
 
+/* A well-sealed snapshot file of sc's stream with `d` as its sessions
+ * section. */
+static void
+save_section(TxlScorer *sc, const char *file, const guint8 *d, gsize n)
+{
+  g_autoptr(GError) err = NULL;
+  GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                        (GDestroyNotify)g_bytes_unref);
+  g_hash_table_insert(t, g_strdup(TXL_SESSIONS_SECTION), g_bytes_new(d, n));
+  g_assert_true(txl_snapshot_save_stream(sc, file, NULL, t, NULL, &err));
+  g_hash_table_unref(t);
+}
+
 /* A well-sealed file whose sessions section is damaged: cut at every
  * length, bytes changed, counts made huge; never a crash, the cuts always
  * refused. */
@@ -481,12 +490,8 @@ refuse_damaged_section(Refusals *f)
   for (guint v = 0; v < 2; v++) {
     guint8 *d = g_memdup2(orig, sn);
     d[0] = (guint8)versions[v]; /* little-endian u32 */
-    GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)g_bytes_unref);
-    g_hash_table_insert(t, g_strdup(TXL_SESSIONS_SECTION),
-                        g_bytes_new_take(d, sn));
-    g_assert_true(txl_snapshot_save_stream(sc, f->bad, NULL, t, NULL, &err));
-    g_hash_table_unref(t);
+    save_section(sc, f->bad, d, sn);
+    g_free(d);
     expect_refused(f->m, f->bad, &f->o, says[v]);
   }
   GRand *r = g_rand_new_with_seed(5);
@@ -504,12 +509,7 @@ refuse_damaged_section(Refusals *f)
       else
         d[at] ^= 1u << g_rand_int_range(r, 0, 8);
     }
-    GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)g_bytes_unref);
-    g_hash_table_insert(t, g_strdup(TXL_SESSIONS_SECTION),
-                        g_bytes_new(d, dn));
-    g_assert_true(txl_snapshot_save_stream(sc, f->bad, NULL, t, NULL, &err));
-    g_hash_table_unref(t);
+    save_section(sc, f->bad, d, dn);
     TxlSessions *x = txl_sessions_load(f->m, f->bad, &f->o, NULL, NULL, NULL,
                                        NULL, &err);
     if (n < sn) {
