@@ -769,29 +769,55 @@ rescored_clear(Rescored *g)
   g_hash_table_destroy(g->res);
 }
 
-/* The figures of a's results and b's, key by key: how many differ. */
-static guint
-results_differ(GHashTable *a, GHashTable *b)
+/* Calls f with each key of a, its result in a and its result in b (which
+ * must hold the same keys). */
+static void
+each_pair(GHashTable *a, GHashTable *b,
+          void (*f)(gpointer key, const TxlSessionResult *x,
+                    const TxlSessionResult *y, gpointer data),
+          gpointer data)
 {
   g_assert_cmpuint(g_hash_table_size(a), ==, g_hash_table_size(b));
-  guint differ = 0;
   GHashTableIter it;
   gpointer k, v;
   g_hash_table_iter_init(&it, a);
   while (g_hash_table_iter_next(&it, &k, &v)) {
-    const TxlSessionResult *x = v, *y = g_hash_table_lookup(b, k);
+    const TxlSessionResult *y = g_hash_table_lookup(b, k);
     g_assert_nonnull(y);
-    g_assert_cmpint(x->lines, ==, y->lines);
-    g_assert_cmpint(x->first_line, ==, y->first_line);
-    double fx[] = { x->nll, x->max_line_mean, x->max_line_sum, x->max_token,
-                    x->end_nll, x->score, (double)x->tokens,
-                    (double)x->nonfinite };
-    double fy[] = { y->nll, y->max_line_mean, y->max_line_sum, y->max_token,
-                    y->end_nll, y->score, (double)y->tokens,
-                    (double)y->nonfinite };
-    differ += memcmp(fx, fy, sizeof fx) != 0;
+    f(k, v, y, data);
   }
+}
+
+static void
+count_differing(gpointer key, const TxlSessionResult *x,
+                const TxlSessionResult *y, gpointer differ)
+{
+  g_assert_cmpint(x->lines, ==, y->lines);
+  g_assert_cmpint(x->first_line, ==, y->first_line);
+  double fx[] = { x->nll, x->max_line_mean, x->max_line_sum, x->max_token,
+                  x->end_nll, x->score, (double)x->tokens,
+                  (double)x->nonfinite };
+  double fy[] = { y->nll, y->max_line_mean, y->max_line_sum, y->max_token,
+                  y->end_nll, y->score, (double)y->tokens,
+                  (double)y->nonfinite };
+  *(guint *)differ += memcmp(fx, fy, sizeof fx) != 0;
+}
+
+/* The figures of a's results and b's, key by key: how many differ. */
+static guint
+results_differ(GHashTable *a, GHashTable *b)
+{
+  guint differ = 0;
+  each_pair(a, b, count_differing, &differ);
   return differ;
+}
+
+static void
+take_lower(gpointer key, const TxlSessionResult *first,
+           const TxlSessionResult *again, gpointer low)
+{
+  g_hash_table_insert(low, key,
+                      (gpointer)(again->score < first->score ? again : first));
 }
 
 /* The results a rescoring run should give: key by key, scored again
@@ -800,14 +826,7 @@ static GHashTable *
 lower_of(GHashTable *first, GHashTable *again)
 {
   GHashTable *low = g_hash_table_new(g_str_hash, g_str_equal);
-  GHashTableIter it;
-  gpointer k, v;
-  g_hash_table_iter_init(&it, first);
-  while (g_hash_table_iter_next(&it, &k, &v)) {
-    const TxlSessionResult *a = v, *b = g_hash_table_lookup(again, k);
-    g_assert_nonnull(b);
-    g_hash_table_insert(low, k, (gpointer)(b->score < a->score ? b : a));
-  }
+  each_pair(first, again, take_lower, low);
   return low;
 }
 
