@@ -243,6 +243,36 @@ take_worker(TxlSessions *s, Session *x, GError **error)
   return TRUE;
 }
 
+/* A scored token's part in its session's result: the end marker's counts
+ * in end_nll only, but a non-finite one breaks the session too. */
+static void
+result_add_token(TxlSessionResult *r, gboolean marker, double nll)
+{
+  if (!isfinite(nll)) {
+    r->nonfinite++;
+    r->tokens += !marker;
+  } else if (!marker) {
+    r->tokens++;
+    r->nll += nll;
+    r->max_token = MAX(r->max_token, nll);
+  }
+}
+
+/* A line's part once its ntok tokens are scored: sum, their finite nll;
+ * broken, one was not.  End marker: +inf, not NaN (NaN means "not scored"
+ * here). */
+static void
+result_add_line(TxlSessionResult *r, gboolean marker, int ntok, double sum,
+                gboolean broken)
+{
+  if (marker) {
+    r->end_nll = broken ? INFINITY : sum;
+  } else if (ntok > 0 && !broken) {
+    r->max_line_mean = MAX(r->max_line_mean, sum / ntok);
+    r->max_line_sum = MAX(r->max_line_sum, sum);
+  }
+}
+
 static void
 emit_ready_lines(TxlSessions *s, Session *x)
 {
@@ -251,16 +281,10 @@ emit_ready_lines(TxlSessions *s, Session *x)
     g_queue_pop_head(&x->lines);
     TxlSessionResult *r = &x->r;
     const TxlLineScore *ls = &l->acc.s;
-    if (l->seq == 0) { /* the end marker */
-      /* +inf, not NaN: NaN means "not scored" here */
-      r->end_nll = ls->nonfinite ? INFINITY : ls->nll;
-    } else {
+    result_add_line(r, l->seq == 0, l->ntok, ls->nll, ls->nonfinite > 0);
+    if (l->seq > 0) {
       r->lines++;
       r->bytes += l->bytes;
-      if (l->ntok > 0 && !ls->nonfinite) {
-        r->max_line_mean = MAX(r->max_line_mean, ls->nll / l->ntok);
-        r->max_line_sum = MAX(r->max_line_sum, ls->nll);
-      }
       if (s->line_func) {
         TxlSessionLine out = { l->seq, x->key, l->ntok, l->bytes, ls->nll,
                                l->ntok > 0 ? ls->max_token : 0.0,
@@ -293,15 +317,7 @@ run(TxlSessions *s, Session *x, int n, GError **error)
       txl_line_acc_add(&l->acc, nll,
                        txl_token_norm_bytes(txl_model_tokenizer(s->m),
                                             x->pend[i + 1]));
-      if (!isfinite(nll)) {
-        x->r.nonfinite++; /* the end marker's too: the session is broken */
-        if (l->seq > 0)
-          x->r.tokens++;
-      } else if (l->seq > 0) { /* the end marker counts in end_nll only */
-        x->r.tokens++;
-        x->r.nll += nll;
-        x->r.max_token = MAX(x->r.max_token, nll);
-      }
+      result_add_token(&x->r, l->seq == 0, nll);
     }
   }
   memmove(x->pend, x->pend + n, sizeof(int32_t) * (x->npend - n));
@@ -397,8 +413,9 @@ session_new(TxlSessions *s, const char *key)
 
 /* rescore: the session's result again, from its kept ids run from an
  * empty memory through the weights in use, in segments as it was first
- * scored; each token counts where run() counted it (the lines in turn,
- * each its ntok tokens).  The worker's memory is the session's then: no
+ * scored; each token and line counts as run() and emit_ready_lines()
+ * count them (result_add_token, result_add_line; the lines in turn, each
+ * its ntok tokens).  The worker's memory is the session's then: no
  * session is resident after it. */
 static gboolean
 rescore(TxlSessions *s, Session *x, GError **error)
@@ -429,25 +446,13 @@ rescore(TxlSessions *s, Session *x, GError **error)
         break; /* not reached: the lines hold every scored token */
       double nll = -(double)s->lp[i];
       gboolean marker = kl[li].seq == 0;
-      if (!isfinite(nll)) {
-        bad++;
-        r.nonfinite++;
-        r.tokens += !marker;
-      } else {
+      result_add_token(&r, marker, nll);
+      if (isfinite(nll))
         sum += nll;
-        if (!marker) {
-          r.tokens++;
-          r.nll += nll;
-          r.max_token = MAX(r.max_token, nll);
-        }
-      }
+      else
+        bad++;
       if (++done == kl[li].ntok) {
-        if (marker) {
-          r.end_nll = bad ? INFINITY : sum;
-        } else if (!bad) {
-          r.max_line_mean = MAX(r.max_line_mean, sum / kl[li].ntok);
-          r.max_line_sum = MAX(r.max_line_sum, sum);
-        }
+        result_add_line(&r, marker, kl[li].ntok, sum, bad > 0);
         sum = 0.0;
         bad = 0;
       }
