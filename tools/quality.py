@@ -589,6 +589,25 @@ def replay_sessions(ss, q, margin, window=1000, warm=50, every=False):
     return flagged
 
 
+def lower_of(ss, other):
+    """Each session's lower score across two runs' records (a null score,
+    not finite, counts as the higher), in the first run's order: an
+    estimate of judging each session by the lower of two scores
+    (docs/notes/2026-11-27-session-lower.md); the runs learnt apart, so
+    it is not what a run doing so would give, and the flags stay the first
+    run's."""
+    with open(other) as f:
+        there = {r["session"]: r["score"] for r in map(json.loads, f)}
+    inf = float("inf")
+    out = []
+    for s in ss:
+        x = dict(s)
+        b = there.get(s["session"], s["score"])
+        x["score"] = min(inf if s["score"] is None else s["score"], inf if b is None else b)
+        out.append(x)
+    return out
+
+
 def cmd_hdfs_live(a):
     """filesrc ! txltokenizer ! txlsessions learn=true ! txlsink over the
     whole slice (or the records of such a run, --from-kept; --dev, --reversed:
@@ -600,6 +619,8 @@ def cmd_hdfs_live(a):
     if a.from_kept:
         with open(a.from_kept) as f:
             ss = [json.loads(l) for l in f]
+        if a.lower_of:
+            ss = lower_of(ss, a.lower_of)
     else:
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out.jsonl")
@@ -998,6 +1019,8 @@ def main():
                    help="txlsessions' bound in bytes (default: the element's, 4 GiB)")
     s.add_argument("--keep", help="also write the session records to this file")
     s.add_argument("--from-kept", help="judge the records of an earlier --keep instead of running")
+    s.add_argument("--lower-of", metavar="FILE",
+                   help="with --from-kept: each session's lower score of the two runs' records")
     s.add_argument("--eval-dir", help="also break down a `txl eval -o DIR` run's test sessions")
     s.add_argument("--q", type=float, nargs="*", default=[],
                    help="also replay the running session rule with these quantiles ...")

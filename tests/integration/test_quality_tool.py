@@ -189,6 +189,15 @@ def test_replay(tmp):
     check('hdfs-live --q: the replayed rule\'s rows',
           '| Q95 x 1.75 | passed sessions | 0 | 0.000 | 0.000 | 0.000 |' in out and
           '| Q95 x 1.75 | every session | 0 | 0.000 | 0.000 | 0.000 |' in out, out)
+    # the lower of two runs' scores: the other run scores blk_7 0.05 and
+    # blk_8 null (not finite), so blk_7 takes 0.05, blk_8 keeps 0.4, and
+    # one bar (0.4) finds blk_8 alone: F1 1
+    other = os.path.join(tmp, 'other.jsonl')
+    write_text(other, ''.join('{"session": "%s", "score": %s}\n' % (b, x) for (b, _, _), x in
+                              zip(blocks, ['9'] * 6 + ['0.05', 'null'])))
+    rc, out = run('hdfs-live', d, '--from-kept', kept, '--lower-of', other, '--q', '0.95')
+    check('hdfs-live --lower-of: the lower score of each session',
+          rc == 0 and 'best F1 of any fixed threshold 1.000 (flagged 1, P 1.000 R 1.000)' in out, out)
 
 
 def test_line_candidates(tmp):
