@@ -63,6 +63,10 @@ struct _TxlLearner {
   TxlTranscripts *tr;
   GArray *ser;
   gint64 lines;
+  /* warmup_seconds: the stream's time warmed up so far, the time of the
+   * line before (when prev_set) and of the next line (when next_set) */
+  double warm_time, prev_t, next_t;
+  gboolean prev_set, next_set;
   gint64 next_round;   /* line count that starts the next round */
   gint64 due;          /* line count at which the running round lands */
   int started;
@@ -78,11 +82,13 @@ txl_learner_new(TxlModel *base, const TxlLearnOptions *opts, GError **error)
   if (o.warmup_lines < 1 || o.every_lines < 0 || o.window_lines < 1 ||
       o.lag_lines < 0 || o.max_steps < 1 || !(o.passes > 0) ||
       o.batch < 1 || o.batch > 256 || o.segment < 2 || o.segment > 4096 ||
-      !(o.lr > 0 && o.lr < 1) || !(o.dropout >= 0 && o.dropout < 1)) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
-                        "learning options out of range (warm-up and window "
-                        "at least one line, 1..256 streams, segment 2..4096, "
-                        "0 < lr < 1, 0 <= dropout < 1)");
+      !(o.lr > 0 && o.lr < 1) || !(o.dropout >= 0 && o.dropout < 1) ||
+      !(o.warmup_seconds >= 0 && o.warmup_seconds <= TXL_LEARN_MAX_SECONDS)) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "learning options out of range (warm-up and window at least "
+                "one line, warm-up 0..%g seconds, 1..256 streams, segment "
+                "2..4096, 0 < lr < 1, 0 <= dropout < 1)",
+                TXL_LEARN_MAX_SECONDS);
     return NULL;
   }
   if (!txl_params_config_supported(txl_model_config(base), error))
@@ -340,6 +346,33 @@ round_land(TxlLearner *l, GError **error)
   return m;
 }
 
+void
+txl_learner_set_time(TxlLearner *l, double t)
+{
+  if (isfinite(t)) {
+    l->next_t = t;
+    l->next_set = TRUE;
+  }
+}
+
+/* warmup_seconds: a line is about to be added at the time set for it; the
+ * warm-up ends with it once the time between lines adds up to
+ * warmup_seconds. */
+static void
+warmup_clock(TxlLearner *l)
+{
+  if (!l->next_set || l->started || !(l->o.warmup_seconds > 0))
+    return;
+  l->next_set = FALSE;
+  if (l->prev_set && l->next_t > l->prev_t) /* at most what ends it */
+    l->warm_time = MIN(l->warm_time + (l->next_t - l->prev_t),
+                       l->o.warmup_seconds);
+  l->prev_t = l->next_t;
+  l->prev_set = TRUE;
+  if (l->warm_time >= l->o.warmup_seconds)
+    l->next_round = MIN(l->next_round, l->lines + 1);
+}
+
 /* A line has been added (or left out): rounds start and land. */
 static TxlModel *
 line_done(TxlLearner *l, GError **error)
@@ -362,6 +395,7 @@ txl_learner_line(TxlLearner *l, const int32_t *ids, gsize n,
                  gboolean flagged, GError **error)
 {
   g_return_val_if_fail(!l->tr, NULL);
+  warmup_clock(l);
   l->lines++;
   l->st.lines = l->lines;
   /* warm-up lines are all learnt from: nothing can be flagged yet */
@@ -375,6 +409,7 @@ txl_learner_session_line(TxlLearner *l, const char *key, const int32_t *ids,
                          gsize n, gboolean flagged, GError **error)
 {
   g_return_val_if_fail(l->tr, NULL);
+  warmup_clock(l);
   l->lines++;
   l->st.lines = l->lines;
   flagged = flagged && l->current;
@@ -443,13 +478,20 @@ txl_learner_model(TxlLearner *l)
  * the ids).  Version 3, a learner grouping sessions: its window instead
  * (u64 lines, each line's transcript serial and u64 length) and the
  * transcripts (transcripts.c).  Version 2 (the window without lengths:
- * its rounds learnt every token of a transcript) is refused.  Weights are
+ * its rounds learnt every token of a transcript) is refused.  Versions 4
+ * and 5, written with warmup_seconds only: versions 1 and 3 with, after
+ * the options, f64 warmup_seconds, the time warmed up so far and the time
+ * of the line before (NaN: none yet), so that a stream whose times go on
+ * continues exactly; one whose clock starts again adds nothing for the
+ * gap, time going back.  Weights are
  * stored whole, with no compression of their own: the snapshot file
  * compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */
 #define STATE_VERSION 1u
 #define STATE_VERSION_SESSIONS 3u
 #define STATE_VERSION_SESSIONS_ALL 2u /* refused, above */
+#define STATE_VERSION_TIMED 4u          /* 1 with the warm-up's time */
+#define STATE_VERSION_SESSIONS_TIMED 5u /* 3 with the warm-up's time */
 #define N_OPT_INTS 8
 
 static void
@@ -468,6 +510,8 @@ txl_learner_state_get_size(TxlLearner *l)
 {
   round_wait(l); /* a round in flight is saved finished */
   gsize n = 8 + N_OPT_INTS * 8 + 3 * 8 + 3 * 8 + 4 + 8 + 4 + 4 + 8 + 2 * 8;
+  if (l->o.warmup_seconds > 0)
+    n += 3 * 8;
   n += 8 + (l->current_p ? l->current_p->n * 4 : 0);
   n += 4;
   if (l->round) {
@@ -504,12 +548,20 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
   txl_w_u32(&w, STATE_MAGIC);
-  txl_w_u32(&w, l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION);
+  gboolean timed = l->o.warmup_seconds > 0;
+  txl_w_u32(&w, l->tr ? (timed ? STATE_VERSION_SESSIONS_TIMED
+                               : STATE_VERSION_SESSIONS)
+                      : (timed ? STATE_VERSION_TIMED : STATE_VERSION));
   for (int i = 0; i < N_OPT_INTS; i++)
     txl_w_u64(&w, ov[i]);
   txl_w_u64(&w, txl_f64_bits(l->o.passes));
   txl_w_u64(&w, txl_f64_bits(l->o.lr));
   txl_w_u64(&w, txl_f64_bits(l->o.dropout));
+  if (timed) {
+    txl_w_u64(&w, txl_f64_bits(l->o.warmup_seconds));
+    txl_w_u64(&w, txl_f64_bits(l->warm_time));
+    txl_w_u64(&w, txl_f64_bits(l->prev_set ? l->prev_t : NAN));
+  }
   txl_w_u64(&w, (guint64)l->lines);
   txl_w_u64(&w, (guint64)l->next_round);
   txl_w_u64(&w, (guint64)l->due);
@@ -583,6 +635,7 @@ get_floats(TxlReader *r, TxlLearner *l, guint64 n, const char *what,
 
 typedef struct {
   gint64 lines, next_round, due;
+  double warm_time, prev_t;
   int started;
   TxlLearnStats st;
   TxlParams *current;
@@ -706,6 +759,11 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   guint64 ov[N_OPT_INTS];
   opt_ints(&l->o, ov);
   guint32 magic = txl_get_u32(r), version = txl_get_u32(r);
+  gboolean timed = version == STATE_VERSION_TIMED ||
+                   version == STATE_VERSION_SESSIONS_TIMED;
+  if (timed) /* the same layout as its untimed version, and the time */
+    version = version == STATE_VERSION_TIMED ? STATE_VERSION
+                                             : STATE_VERSION_SESSIONS;
   guint32 want = l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION;
   if (magic != STATE_MAGIC ||
       (version != STATE_VERSION && version != STATE_VERSION_SESSIONS &&
@@ -735,12 +793,24 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
   same &= txl_get_f64(r) == l->o.passes;
   same &= txl_get_f64(r) == (double)l->o.lr;
   same &= txl_get_f64(r) == (double)l->o.dropout;
+  same &= timed == (l->o.warmup_seconds > 0);
+  if (timed) {
+    same &= txl_get_f64(r) == l->o.warmup_seconds;
+    ps->warm_time = txl_get_f64(r);
+    ps->prev_t = txl_get_f64(r);
+  } else {
+    ps->prev_t = NAN;
+  }
   if (r->ok && !same) {
     g_set_error_literal(error, TXL_ERROR, TXL_ERROR_INVALID,
                         "learner state: saved with other learning options "
-                        "(warm-up, rounds, window, steps or seed)");
+                        "(warm-up in lines or seconds, rounds, window, steps "
+                        "or seed)");
     return FALSE;
   }
+  if (!(ps->warm_time >= 0 && ps->warm_time <= l->o.warmup_seconds) ||
+      (!isnan(ps->prev_t) && !isfinite(ps->prev_t)))
+    return FALSE;
   ps->lines = (gint64)txl_get_u64(r);
   ps->next_round = (gint64)txl_get_u64(r);
   ps->due = (gint64)txl_get_u64(r);
@@ -813,6 +883,10 @@ txl_learner_state_set_data(TxlLearner *l, const guint8 *src, gsize size,
     l->tr = g_steal_pointer(&ps.tr);
   }
   l->lines = ps.lines;
+  l->warm_time = ps.warm_time;
+  l->prev_t = ps.prev_t;
+  l->prev_set = !isnan(ps.prev_t);
+  l->next_set = FALSE;
   l->next_round = ps.next_round;
   l->due = ps.due;
   l->started = ps.started;

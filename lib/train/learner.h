@@ -9,8 +9,9 @@
  *     TxlModel *m = txl_learner_line(l, ids, n, flagged, &err);
  *     if (m) { txl_scorer_set_model(scorer, m, ...); txl_model_unref(m); }
  *
- * Rounds: the first starts when warmup_lines lines have been seen, on all of
- * them (a stream's first lines may hold a few anomalies: learning from them
+ * Rounds: the first starts when warmup_lines lines have been seen (or,
+ * with warmup_seconds, at the line where that much of the stream's time
+ * has passed, if sooner), on all of them (a stream's first lines may hold a few anomalies: learning from them
  * is what a label-free start means).  Later rounds start every every_lines
  * lines, on the most recent window_lines lines that were not flagged.  A
  * round runs on its own thread over a copy of its lines.  The first
@@ -38,7 +39,14 @@ typedef struct {
   float lr;          /* peak learning rate (3e-4) */
   float dropout;     /* (0.1) */
   guint64 seed;      /* dropout masks (1) */
+  /* The warm-up also ends at the line where this much of the stream's time
+   * has passed since its first line, if that comes before warmup_lines
+   * (seconds, times given by txl_learner_set_time; 0: lines only). */
+  double warmup_seconds;
 } TxlLearnOptions;
+
+/* The largest warmup_seconds (a year). */
+#define TXL_LEARN_MAX_SECONDS (366.0 * 86400)
 
 TxlLearnOptions txl_learn_options_default(void);
 
@@ -92,6 +100,14 @@ TxlModel *txl_learner_session_line(TxlLearner *l, const char *key,
 /* Session key ended, flagged or not (a later line of key starts anew). */
 void txl_learner_session_end(TxlLearner *l, const char *key,
                              gboolean flagged);
+
+/* With warmup_seconds: the stream's time of the next line given, in
+ * seconds from any origin (a buffer's timestamp, when it arrived).  While
+ * warming up, the time from each line to the next adds up (time going
+ * back, as a clock started again after a restore, adds nothing); the line
+ * at which it reaches warmup_seconds is the warm-up's last.  A line given
+ * no time adds nothing.  A non-finite t is ignored. */
+void txl_learner_set_time(TxlLearner *l, double t);
 
 /* TRUE until the first round's weights have taken over. */
 gboolean txl_learner_warming_up(const TxlLearner *l);

@@ -236,6 +236,134 @@ TU_TEST("/learner/state-continues", test_state_continues)
   fx_done(&f);
 }
 
+/* A timed warm-up: line i at time times[i] (NaN: none given). */
+static void
+run_timed(TxlLearner *l, const double *times, int from, int to,
+          GArray *landed)
+{
+  for (int i = from; i < to; i++) {
+    if (!isnan(times[i]))
+      txl_learner_set_time(l, times[i]);
+    int32_t ids[8];
+    int n = line_ids(i, ids);
+    g_autoptr(GError) err = NULL;
+    TxlModel *m = txl_learner_line(l, ids, n, FALSE, &err);
+    g_assert_no_error(err);
+    if (m) {
+      g_array_append_val(landed, i);
+      txl_model_unref(m);
+    }
+  }
+}
+
+/* The warm-up ends at the line where warmup_seconds of the stream's time
+ * have passed, counting only time going forward between lines that have
+ * one; saved at any line and restored, the run lands where the
+ * uninterrupted one does and ends in its state; a learner without
+ * warmup_seconds still writes version 1, one with it version 4, and
+ * neither takes the other's state. */
+TU_TEST("/learner/warmup-seconds", test_warmup_seconds)
+{
+  Fx f = fx_new(1.0f);
+  f.o.warmup_seconds = 10.0;
+  f.o.every_lines = 0;
+  /* 0.5 s a line, a clock started again (back by 4 s) at line 8, lines 12
+   * to 14 without a time, a 4 s gap before line 16 */
+  double t[80];
+  for (int i = 0; i < 80; i++)
+    t[i] = 0.5 * i;
+  for (int i = 8; i < 80; i++)
+    t[i] -= 4.0;
+  for (int i = 12; i < 15; i++)
+    t[i] = NAN;
+  for (int i = 16; i < 80; i++)
+    t[i] += 4.0;
+  /* forward time after line i: 1..7 add 0.5 each (3.5), 8 adds 0 (back),
+   * 9..11 add 0.5 each (5.0), 15 adds t[15] - t[11] = 2.0 (7.0), 16 adds
+   * 4.5 (11.5 >= 10): line 16 is the warm-up's last */
+  TxlLearner *l = txl_learner_new(f.base, &f.o, NULL);
+  run_timed(l, t, 0, 80, f.landed);
+  g_assert_cmpuint(f.landed->len, ==, 1);
+  g_assert_cmpint(g_array_index(f.landed, int, 0), ==, 16);
+  g_autoptr(GBytes) end = state_of(l);
+  txl_learner_free(l);
+  g_assert_cmpuint(((const guint8 *)g_bytes_get_data(end, NULL))[4], ==, 4);
+  /* cuts before, at and after the time that ends it */
+  int cuts[] = { 1, 8, 12, 15, 16, 17, 40 };
+  for (guint c = 0; c < G_N_ELEMENTS(cuts); c++) {
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
+    l = txl_learner_new(f.base, &f.o, NULL);
+    run_timed(l, t, 0, cuts[c], got);
+    g_autoptr(GBytes) mid = state_of(l);
+    txl_learner_free(l);
+    l = learner_from(f.base, &f.o, mid);
+    run_timed(l, t, cuts[c], 80, got);
+    g_autoptr(GBytes) fin = state_of(l);
+    g_assert_true(g_bytes_equal(fin, end));
+    g_assert_cmpuint(got->len, ==, 1);
+    g_assert_cmpint(g_array_index(got, int, 0), ==, 16);
+    g_array_free(got, TRUE);
+    txl_learner_free(l);
+  }
+  /* restored before line 16 under a clock started again (every time
+   * 1,000 s back): line 16 adds nothing, and the 3 s still wanted after
+   * the 7 s saved take lines 17 to 22 */
+  {
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
+    l = txl_learner_new(f.base, &f.o, NULL);
+    run_timed(l, t, 0, 16, got);
+    g_autoptr(GBytes) mid = state_of(l);
+    txl_learner_free(l);
+    double back[80];
+    for (int i = 0; i < 80; i++)
+      back[i] = t[i] - 1000.0;
+    l = learner_from(f.base, &f.o, mid);
+    run_timed(l, back, 16, 80, got);
+    g_assert_cmpuint(got->len, ==, 1);
+    g_assert_cmpint(g_array_index(got, int, 0), ==, 22);
+    g_array_free(got, TRUE);
+    txl_learner_free(l);
+  }
+  /* no times at all: the line count ends it (warmup_lines 60) */
+  {
+    GArray *got = g_array_new(FALSE, FALSE, sizeof(int));
+    double none[80];
+    for (int i = 0; i < 80; i++)
+      none[i] = NAN;
+    l = txl_learner_new(f.base, &f.o, NULL);
+    run_timed(l, none, 0, 80, got);
+    g_assert_cmpint(g_array_index(got, int, 0), ==, 59);
+    g_array_free(got, TRUE);
+    txl_learner_free(l);
+  }
+  /* the state of one kind is refused by the other, naming the options */
+  TxlLearnOptions lines_only = f.o;
+  lines_only.warmup_seconds = 0;
+  g_autoptr(GBytes) plain = state_after(f.base, &lines_only, 10, f.landed);
+  g_assert_cmpuint(((const guint8 *)g_bytes_get_data(plain, NULL))[4], ==, 1);
+  struct { const TxlLearnOptions *o; GBytes *st; } other[] = {
+    { &f.o, plain }, { &lines_only, end },
+  };
+  for (guint k = 0; k < G_N_ELEMENTS(other); k++) {
+    g_autoptr(GError) err = NULL;
+    l = txl_learner_new(f.base, other[k].o, NULL);
+    gsize n;
+    const guint8 *d = g_bytes_get_data(other[k].st, &n);
+    g_assert_false(txl_learner_state_set_data(l, d, n, &err));
+    g_assert_nonnull(strstr(err->message, "seconds"));
+    txl_learner_free(l);
+  }
+  /* out of range */
+  for (guint k = 0; k < 3; k++) {
+    g_autoptr(GError) err = NULL;
+    TxlLearnOptions o = f.o;
+    o.warmup_seconds = k == 0 ? -1.0 : k == 1 ? NAN : 1e12;
+    g_assert_null(txl_learner_new(f.base, &o, &err));
+    g_assert_nonnull(err);
+  }
+  fx_done(&f);
+}
+
 /* Truncated, corrupted or foreign state is refused and changes nothing. */
 TU_TEST("/learner/hostile-state", test_hostile_state)
 {
