@@ -27,6 +27,7 @@ typedef struct {
   TxlLineScore s;
   guint done_index;
   gboolean warm;   /* scored with the model file's weights */
+  double t;        /* the stream's time, seconds (NaN: none) */
 } Queued;
 
 struct _GstTxlLearn {
@@ -37,6 +38,7 @@ struct _GstTxlLearn {
   GArray *cur_ids;     /* the open line's ids */
   int cur_gen;         /* weights its first record was scored with */
   GArray *queue;       /* Queued, closed since the last run */
+  double now;          /* the time of the buffer being scored (NaN: none) */
 };
 
 static void
@@ -56,12 +58,14 @@ queued_clear(gpointer p)
 
 GstTxlLearn *
 gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
-                  const GArray *primer, GError **error)
+                  gdouble warmup_seconds, const GArray *primer,
+                  GError **error)
 {
   init_debug();
   TxlLearnOptions o = txl_learn_options_default();
   if (warmup_lines > 0)
     o.warmup_lines = warmup_lines;
+  o.warmup_seconds = warmup_seconds;
   TxlLearner *learner = txl_learner_new(base, &o, error);
   if (!learner)
     return NULL;
@@ -79,6 +83,7 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->queue = g_array_new(FALSE, FALSE, sizeof(Queued));
   g_array_set_clear_func(l->queue, queued_clear);
+  l->now = NAN;
   return l;
 }
 
@@ -91,6 +96,12 @@ gst_txl_learn_free(GstTxlLearn *l)
   txl_baseline_free(l->recent);
   txl_free_each(g_array_unref, l->cur_ids, l->queue);
   g_free(l);
+}
+
+void
+gst_txl_learn_set_time(GstTxlLearn *l, GstClockTime pts)
+{
+  l->now = GST_CLOCK_TIME_IS_VALID(pts) ? (double)pts / GST_SECOND : NAN;
 }
 
 void
@@ -109,7 +120,7 @@ gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
                     guint done_index)
 {
   Queued q = { l->cur_ids, NULL, FALSE, line, *s, done_index,
-               l->cur_gen == 0 };
+               l->cur_gen == 0, l->now };
   g_array_append_val(l->queue, q);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->cur_gen = l->gen;
@@ -124,7 +135,7 @@ gst_txl_learn_line(GstTxlLearn *l, const gchar *key, const int32_t *ids,
   GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
   g_array_append_vals(copy, ids, n);
   Queued q = { copy, g_strdup(key), FALSE, line, *s, done_index,
-               l->gen == 0 };
+               l->gen == 0, l->now };
   g_array_append_val(l->queue, q);
   return q.warm ? TXL_LINE_WARMUP : 0;
 }
@@ -132,7 +143,8 @@ gst_txl_learn_line(GstTxlLearn *l, const gchar *key, const int32_t *ids,
 void
 gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key, gboolean flagged)
 {
-  Queued q = { .ids = NULL, .key = g_strdup(key), .flag = flagged };
+  Queued q = { .ids = NULL, .key = g_strdup(key), .flag = flagged,
+               .t = NAN };
   g_array_append_val(l->queue, q);
 }
 
@@ -155,13 +167,18 @@ gst_txl_learn_ended(GstTxlLearn *l)
     return;
   TxlLearnStats st;
   txl_learner_stats(l->learner, &st);
+  const TxlLearnOptions *o = txl_learner_options(l->learner);
+  g_autofree gchar *secs = o->warmup_seconds > 0
+      ? g_strdup_printf(" or learn-warmup-seconds=%g of timestamped "
+                        "buffers", o->warmup_seconds)
+      : g_strdup("");
   /* the lines were marked warm-up one by one; without this a stream too
    * short to learn from would end as if nothing in it were odd */
   GST_ELEMENT_WARNING(l->owner, STREAM, FAILED,
       ("The stream ended in the learning warm-up: none of its %"
        G_GINT64_FORMAT " lines was judged (learning starts after "
-       "learn-warmup=%" G_GINT64_FORMAT " lines)", st.lines,
-       (gint64)txl_learner_options(l->learner)->warmup_lines), (NULL));
+       "learn-warmup=%" G_GINT64_FORMAT " lines%s)", st.lines,
+       (gint64)o->warmup_lines, secs), (NULL));
 }
 
 /* New weights took over after line: the message, the model file. */
@@ -219,6 +236,7 @@ gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
     }
     gboolean flag = judge(l, q);
     GError *err = NULL;
+    txl_learner_set_time(l->learner, q->t);
     TxlModel *m =
         q->key ? txl_learner_session_line(l->learner, q->key,
                                           (const int32_t *)q->ids->data,
@@ -369,12 +387,12 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
 
 GstTxlLearn *
 gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
-                   const GArray *primer, GBytes *section,
-                   GstTxlSetModelFunc set_model, gpointer target,
-                   GstBuffer *undelivered, GError **error)
+                   gdouble warmup_seconds, const GArray *primer,
+                   GBytes *section, GstTxlSetModelFunc set_model,
+                   gpointer target, GstBuffer *undelivered, GError **error)
 {
-  GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines, primer,
-                                     error);
+  GstTxlLearn *l = gst_txl_learn_new(owner, base, warmup_lines,
+                                     warmup_seconds, primer, error);
   if (!l)
     return NULL;
   GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
@@ -432,19 +450,22 @@ gst_txl_learn_start(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
   GST_OBJECT_LOCK(owner);
   gboolean on = p->on;
   gint warmup = p->warmup;
+  gdouble seconds = p->warmup_seconds;
   p->rounds = 0;
   GST_OBJECT_UNLOCK(owner);
-  *out = on ? gst_txl_learn_new(owner, base, warmup, primer, error) : NULL;
+  *out = on ? gst_txl_learn_new(owner, base, warmup, seconds, primer, error)
+            : NULL;
   return !on || *out != NULL;
 }
 
-/* learn-warmup, read under owner's lock (a snapshot's learning continues
- * with it). */
+/* learn-warmup and learn-warmup-seconds, read under owner's lock (a
+ * snapshot's learning continues with them). */
 static gint
-props_warmup(GstElement *owner, GstTxlLearnProps *p)
+props_warmup(GstElement *owner, GstTxlLearnProps *p, gdouble *seconds)
 {
   GST_OBJECT_LOCK(owner);
   gint warmup = p->warmup;
+  *seconds = p->warmup_seconds;
   GST_OBJECT_UNLOCK(owner);
   return warmup;
 }
@@ -536,8 +557,10 @@ gst_txl_learn_resume(GstElement *owner, GstTxlLearnProps *p, TxlModel *base,
                      GstTxlSetModelFunc set_model, GstBuffer *undelivered,
                      GError **error)
 {
-  gint warmup = props_warmup(owner, p);
-  return gst_txl_learn_load(owner, base, warmup, primer, loaded->learn,
+  gdouble seconds;
+  gint warmup = props_warmup(owner, p, &seconds);
+  return gst_txl_learn_load(owner, base, warmup, seconds, primer,
+                            loaded->learn,
                             set_model,
                             loaded->state, undelivered, error);
 }

@@ -29,6 +29,7 @@
 #include "gsttxlcommon.h"
 #include "txlprops.h"
 #include "txl_formats.h"
+#include "txl_train.h"
 
 G_BEGIN_DECLS
 
@@ -44,9 +45,10 @@ typedef struct _GstTxlLearn GstTxlLearn;
 
 #define GST_TXL_LEARN_DEFAULT_WARMUP 1000
 /* The element's properties learn (boolean), learn-warmup (int, lines),
- * learn-model (string, path) and learn-rounds (uint, read-only): the rows
- * of its property table (txlprops.h) for the ids first .. first + 3 and
- * the instance's GstTxlLearnProps learn. */
+ * learn-model (string, path), learn-rounds (uint, read-only) and
+ * learn-warmup-seconds (double): the rows of its property table
+ * (txlprops.h) for the ids first .. first + 4 and the instance's
+ * GstTxlLearnProps learn. */
 #define GST_TXL_LEARN_PROPS(type, first)                                      \
   TXL_PROP_UPTO((first) + 0, type, learn.on, GST_STATE_READY,                 \
       TXL_BOOLEAN("learn", "Learn", "Fine-tune a copy of the model on the "   \
@@ -67,17 +69,26 @@ typedef struct _GstTxlLearn GstTxlLearn;
   TXL_PROP((first) + 3, type, learn.rounds,                                   \
       TXL_UINT("learn-rounds", "Learning rounds", "learn=true: rounds of "    \
           "learning whose weights took over (restored streams count from "    \
-          "their start)", 0, G_MAXUINT, 0, TXL_RO))
+          "their start)", 0, G_MAXUINT, 0, TXL_RO)),                        \
+  TXL_PROP_UPTO((first) + 4, type, learn.warmup_seconds, GST_STATE_READY,     \
+      TXL_DOUBLE("learn-warmup-seconds", "Learning warm-up time",             \
+          "learn=true: end the warm-up sooner than learn-warmup lines, at "   \
+          "the line where this much of the stream's time has passed, by the " \
+          "buffers' timestamps (seconds; 0 = lines only)", 0.0,               \
+          TXL_LEARN_MAX_SECONDS, 0.0, TXL_RW_READY))
 
-/* owner posts the messages; warmup_lines: lines before the first round;
- * primer (int32_t ids; NULL for txlmodel): the learner groups sessions,
+/* owner posts the messages; warmup_lines, warmup_seconds: the warm-up
+ * (lib/train/learner.h); primer (int32_t ids; NULL for txlmodel): the learner groups sessions,
  * each after these ids.  NULL with error when the model cannot be
  * trained. */
 GstTxlLearn *gst_txl_learn_new(GstElement *owner, TxlModel *base,
-                               gint warmup_lines, const GArray *primer,
-                               GError **error);
+                               gint warmup_lines, gdouble warmup_seconds,
+                               const GArray *primer, GError **error);
 void gst_txl_learn_free(GstTxlLearn *l);
 
+/* The timestamp of the buffer being scored: the time of the lines that
+ * complete until the next (GST_CLOCK_TIME_NONE: they have none). */
+void gst_txl_learn_set_time(GstTxlLearn *l, GstClockTime pts);
 /* A score record; line_start: the first of its line. */
 void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
                           gboolean line_start);
@@ -121,7 +132,8 @@ GBytes *gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered);
  * set_model(target, ...) (not live yet) and its flags onto the metas of
  * undelivered (may be NULL).  NULL with error for bytes that do not fit. */
 GstTxlLearn *gst_txl_learn_load(GstElement *owner, TxlModel *base,
-                                gint warmup_lines, const GArray *primer,
+                                gint warmup_lines, gdouble warmup_seconds,
+                                const GArray *primer,
                                 GBytes *section,
                                 GstTxlSetModelFunc set_model, gpointer target,
                                 GstBuffer *undelivered, GError **error);
@@ -134,6 +146,7 @@ typedef struct {
   gchar *model_out; /* learn-model: the adapted model file, or NULL */
   guint rounds;     /* learn-rounds (read-only): rounds whose weights took
                      * over */
+  gdouble warmup_seconds; /* learn-warmup-seconds: 0 or the warm-up's time */
 } GstTxlLearnProps;
 
 /* A new stream's learning (*out NULL when learn is off); learn-rounds

@@ -109,22 +109,32 @@ take_meta(GstBuffer *b, GstMeta **meta, gpointer data)
   return TRUE;
 }
 
+/* seconds > 0: learn-warmup-seconds, flush-on-newline, and one buffer a
+ * line, line i's stamped i seconds (chunk unused). */
 static Got
-run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
-               const guint32 *flags, gsize n, gsize chunk, gboolean learn)
+run_harness_timed(const char *path, const int32_t *ids, const gint64 *lines,
+                  const guint32 *flags, gsize n, gsize chunk, gboolean learn,
+                  double seconds)
 {
   GstElement *e = gst_element_factory_make("txlmodel", NULL);
   g_object_set(e, "model", path, "learn", learn, "learn-warmup", WARMUP,
                NULL);
+  if (seconds > 0)
+    g_object_set(e, "learn-warmup-seconds", seconds, "flush-on-newline",
+                 TRUE, NULL);
   GstBus *bus = gst_bus_new();
   gst_element_set_bus(e, bus);
   GstHarness *h = gst_harness_new_with_element(e, "sink", "src");
   gst_harness_set_src_caps(h, el_token_caps(path));
-  for (gsize at = 0; at < n; at += chunk) {
-    gsize k = MIN(chunk, n - at);
-    g_assert_cmpint(gst_harness_push(h, el_token_buffer(ids + at, lines + at,
-                                                        flags + at, k, at)),
-                    ==, GST_FLOW_OK);
+  for (gsize at = 0, k; at < n; at += k) {
+    k = MIN(chunk, n - at);
+    if (seconds > 0)
+      for (k = 1; !(flags[at + k - 1] & TXL_RECORD_LINE_END); k++)
+        ;
+    GstBuffer *b = el_token_buffer(ids + at, lines + at, flags + at, k, at);
+    if (seconds > 0)
+      GST_BUFFER_PTS(b) = (GstClockTime)(lines[at] - 1) * GST_SECOND;
+    g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
   }
   g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
   Got g = { g_array_new(FALSE, TRUE, sizeof(float)),
@@ -166,6 +176,13 @@ run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
   g_test_queue_destroy((GDestroyNotify)g_ptr_array_unref, g.learnt);
   g_test_queue_free(g.warning);
   return g;
+}
+
+static Got
+run_harness_on(const char *path, const int32_t *ids, const gint64 *lines,
+               const guint32 *flags, gsize n, gsize chunk, gboolean learn)
+{
+  return run_harness_timed(path, ids, lines, flags, n, chunk, learn, 0.0);
 }
 
 static Got
@@ -322,6 +339,36 @@ TU_TEST("/learn/ended-in-warmup", test_ended_in_warmup)
   g_assert_null(whole.warning);
   Got plain = run_harness(ids, lines, flags, n, 64, FALSE);
   g_assert_null(plain.warning);
+  g_string_free(t, TRUE);
+}
+
+/* learn-warmup-seconds: with line i stamped i seconds, the warm-up ends
+ * at line 12 (11 s after line 1) instead of learn-warmup's 30; the
+ * landing line is marked and named in txl-learn. */
+TU_TEST("/learn/warmup-seconds", test_warmup_seconds)
+{
+  int32_t *ids;
+  gint64 *lines;
+  guint32 *flags;
+  GString *t = log_records(&ids, &lines, &flags);
+  for (guint k = 0; k < 2; k++) {
+    /* 10.5 s: time ends it; 100 s: the line count does */
+    double secs = k == 0 ? 10.5 : 100.0;
+    gint64 want = k == 0 ? 12 : WARMUP;
+    Got g = run_harness_timed(model, ids, lines, flags, t->len, 0, TRUE,
+                              secs);
+    g_assert_cmpuint(g.rounds, ==, 1);
+    g_assert_cmpuint(g.learnt->len, ==, 1);
+    gint64 line = 0;
+    g_assert_true(gst_structure_get_int64(g.learnt->pdata[0], "line", &line));
+    g_assert_cmpint(line, ==, want);
+    g_assert_cmpuint(g.metas->len, ==, N_LINES);
+    for (guint i = 0; i < g.metas->len; i++) {
+      guint32 f = mark_at(&g, i)->flags;
+      g_assert_cmpint(!!(f & TXL_LINE_NEW_WEIGHTS), ==, i + 1 == want);
+      g_assert_cmpint(!!(f & TXL_LINE_WARMUP), ==, i + 1 <= want);
+    }
+  }
   g_string_free(t, TRUE);
 }
 
