@@ -6,10 +6,13 @@ txlsink's default threshold, the round lands right after the warm-up
 and after the warm-up and continued from its snapshot in a new process
 writes exactly the uninterrupted run, the adapted model file loads, a
 snapshot is continued only the way it was written, txld reports the
-rounds on /metrics, and a learning pipeline stopped under txld and started by
-a new txld continues from its snapshot byte for byte."""
+rounds on /metrics, a learning pipeline stopped under txld and started by
+a new txld continues from its snapshot byte for byte, and learn-warmup-seconds
+ends the warm-up by the time lines arrived from a real `logger`."""
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -121,6 +124,55 @@ def txld_restart(tmp, model, data, cut, ref):
     return ok, (detail, len(got), len(ref))
 
 
+def live_warmup(tmp, model):
+    """learn-warmup-seconds=2 on a live source: 40 lines sent by a real
+    `logger` to txlsyslogsrc, 3 s of silence, 40 more; the buffers'
+    timestamps are when the lines arrived, so the warm-up ends with the
+    first line after the silence (line 41), well before learn-warmup's
+    1,000 lines.  Returns the txl-learn messages and the lines marked
+    warm-up."""
+    sys.path.insert(0, os.path.join(ROOT, 'tools'))
+    from freeport import free_port
+    port = free_port()
+    out = os.path.join(tmp, 'live.jsonl')
+    desc = ('txlsyslogsrc address=127.0.0.1 port=%d ! txltokenizer model=%s ! txlmodel model=%s '
+            'flush-on-newline=true learn=true learn-warmup=1000 learn-warmup-seconds=2 ! '
+            'txlsink location=%s' % (port, model, model, out))
+    p = subprocess.Popen(['gst-launch-1.0', '-e', '-m'] + desc.split(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=ENV)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(('127.0.0.1', port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        for burst in range(2):
+            lines = os.path.join(tmp, 'burst%d' % burst)
+            with open(lines, 'w') as f:
+                f.writelines('sshd[%d]: accepted publickey for u%d from 10.0.0.%d\n' % (100 + i, i % 3, i)
+                             for i in range(40))
+            subprocess.run(['logger', '--tcp', '-n', '127.0.0.1', '-P', str(port), '-t', 'sshd', '-f', lines],
+                           check=True, timeout=30)
+            if burst == 0:
+                time.sleep(3)
+        deadline = time.time() + 60
+        while time.time() < deadline and (not os.path.exists(out) or
+                                          open(out, 'rb').read().count(b'\n') < 80):
+            time.sleep(0.1)
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            stdout, _ = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, _ = p.communicate()
+    learnt = [l for l in stdout.decode(errors='replace').splitlines() if 'txl-learn' in l]
+    recs = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
+    return learnt, [r['line'] for r in recs if r.get('warmup')], len(recs)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-learnpipe-')
     model, data, src = learn_input(TXL, tmp, 'kernel: BUG: unable to handle page fault at ffff8880deadbeef '
@@ -176,6 +228,12 @@ def main():
     run(plain[:3] + ['location=' + a] + plain[4:])
     rc, _, err = run(launch(model, b, out, 'snapshot-location=' + snap))
     check('a snapshot without learning is refused with learn=true', rc != 0 and 'without learning' in err, err)
+
+    learnt, warm, n = live_warmup(tmp, model)
+    check('learn-warmup-seconds=2 on live syslog: the round lands after line 41, the first after '
+          '3 s of silence', len(learnt) == 1 and 'line=(gint64)41,' in learnt[0], (learnt, n))
+    check('learn-warmup-seconds: lines 1 to 41 scored with the model file\'s weights, marked warm-up',
+          n == 80 and warm[:41] == list(range(1, 42)), (n, warm[:45]))
 
     if os.path.exists(TXLD):
         value, text = txld_rounds(tmp, model, src)
