@@ -6,11 +6,13 @@ right after the warm-up, two runs print the same bytes, a run cut anywhere
 process prints exactly the uninterrupted run, the adapted model file loads
 and scores the stream's lines better than the model it started from, and a
 snapshot is continued only the way it was written (with or without
---learn)."""
+--learn); --learn-warmup-seconds ends the warm-up at the line that arrives
+that long after the first, read from a pipe."""
 import json
 import os
 import subprocess
 import tempfile
+import time
 
 from checks import check, sshd_lines, tally, tiny_byte_model
 
@@ -82,6 +84,26 @@ def main():
     check('--learn-warmup without --learn is refused', rc == 2, err)
     rc, _, err = run(['score', '-m', model, '--learn', '--ids'], b'1 2 3')
     check('--learn with --ids is refused', rc == 2, err)
+    rc, _, err = run(['score', '-m', model, '--learn-warmup-seconds', '5'], text)
+    check('--learn-warmup-seconds without --learn is refused', rc == 2, err)
+    rc, _, err = run(['score', '-m', model, '--learn', '--learn-warmup-seconds', '-1'], text)
+    check('--learn-warmup-seconds below 0 is refused', rc == 2, err)
+
+    # a pipe: 40 lines, 3 s of nothing, 260 more; with 2 s the warm-up ends
+    # at line 41, the first to arrive after the silence (not at 150 lines)
+    p = subprocess.Popen([TXL] + args + ['--learn-warmup-seconds', '2'], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cut = sum(len(l) + 1 for l in lines[:40])
+    p.stdin.write(text[:cut])
+    p.stdin.flush()
+    time.sleep(3)
+    out, err = p.communicate(text[cut:], timeout=300)
+    err = err.decode()
+    check('--learn-warmup-seconds 2 on a pipe: the round lands after line 41, the first after 3 s '
+          'of silence', p.returncode == 0 and 'learnt round 1 after line 41 ' in err, err)
+    warm = [r['line'] for r in records(out) if r['warmup']]
+    check('--learn-warmup-seconds: lines 1 to 41 and the 50 that fill the recent scores are warm-up',
+          warm[:91] == list(range(1, 92)), warm[:5] + warm[-5:])
     return 1 if tally() else 0
 
 

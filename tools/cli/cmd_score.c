@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHUNK 65536
 #define TEXT_CAP 4096 /* bytes of a line echoed in the JSON output */
@@ -158,6 +159,8 @@ typedef struct {
   GArray *ids;     /* --learn: its token ids */
   int gen;         /* --learn: weights its first token was scored with
                     * (0: the model file's, k: the k-th adapted ones) */
+  double arrived;  /* when its line end was read, seconds (NaN: unknown,
+                    * as for a line restored from a snapshot) */
 } Line;
 
 typedef struct {
@@ -176,6 +179,7 @@ typedef struct {
   TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
   int gen;               /* adapted weights in use (0: none yet) */
   gint64 warm;           /* lines marked warm-up */
+  double now;            /* when the input being read arrived, seconds */
 } TextScore;
 
 static Line *
@@ -192,6 +196,7 @@ line_get(TextScore *t, gint64 line)
   Line *l = g_new0(Line, 1);
   l->line = line;
   l->text = g_string_new(NULL);
+  l->arrived = NAN;
   txl_line_acc_init(&l->acc);
   if (t->learner)
     l->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -216,6 +221,7 @@ static void
 learn_line(TextScore *t, const Line *l, gboolean flag)
 {
   g_autoptr(GError) err = NULL;
+  txl_learner_set_time(t->learner, l->arrived);
   TxlModel *m = txl_learner_line(t->learner,
       l->ids ? (const int32_t *)l->ids->data : NULL,
       l->ids ? l->ids->len : 0, flag, &err);
@@ -347,10 +353,24 @@ text_bytes(TextScore *t, const char *buf, gsize len)
     l->bytes++;
     if (buf[i] == '\n') {
       l->closed = TRUE;
+      l->arrived = t->now;
       t->cur_line++;
     } else if (l->text->len < TEXT_CAP) {
       g_string_append_c(l->text, buf[i]);
     }
+  }
+}
+
+/* read(2), not fread: from a pipe, what has arrived is scored now (fread
+ * waits for a whole chunk), and each line gets the time it arrived
+ * (--learn-warmup-seconds). */
+static gssize
+read_some(FILE *in, char *buf, gsize n)
+{
+  for (;;) {
+    gssize got = read(fileno(in), buf, n);
+    if (got >= 0 || errno != EINTR)
+      return got;
   }
 }
 
@@ -584,22 +604,24 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
     }
   }
   char buf[CHUNK];
-  size_t got;
+  gssize got;
   gboolean any = FALSE;
-  while (!t->c.error && (got = fread(buf, 1, sizeof buf, in)) > 0) {
+  while (!t->c.error && (got = read_some(in, buf, sizeof buf)) > 0) {
     any = TRUE;
+    t->now = g_get_monotonic_time() / (double)G_USEC_PER_SEC;
     /* --learn: line by line, so that new weights take over right after
      * the line that brought them, not at the end of the chunk */
-    for (size_t at = 0, n; at < got; at += n) {
+    for (size_t at = 0, n; at < (size_t)got; at += n) {
       const char *nl = t->learner ? memchr(buf + at, '\n', got - at) : NULL;
-      n = nl ? (size_t)(nl - (buf + at)) + 1 : got - at;
+      n = nl ? (size_t)(nl - (buf + at)) + 1 : (size_t)got - at;
       /* bytes first, so a token's line exists before the token arrives */
       text_bytes(t, buf + at, n);
       txl_encoder_push(enc, buf + at, n);
       print_ready_lines(t, FALSE);
     }
+    fflush(stdout); /* a pipe's lines go out as they come in */
   }
-  if (!t->c.error && ferror(in))
+  if (!t->c.error && got < 0)
     g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_IO, "read error: %s",
                 g_strerror(errno));
   if (!t->c.error && !any && !loaded)
@@ -750,8 +772,8 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
       fprintf(stderr, "txl score: the input ended in the warm-up: none of "
                       "its %" G_GINT64_FORMAT " lines was judged (learning "
                       "needs %" G_GINT64_FORMAT " lines, then %d to fill "
-                      "the threshold's window; --learn-warmup=N starts "
-                      "sooner)\n", t->warm,
+                      "the threshold's window; --learn-warmup=N or "
+                      "--learn-warmup-seconds=S starts sooner)\n", t->warm,
               (gint64)txl_learner_options(t->learner)->warmup_lines,
               TXL_STREAM_RULE_WARMUP);
   }
@@ -783,11 +805,17 @@ check_lengths(int segment, int mem_len, int same_length, int clamp_len,
 /* --learn and its options; FALSE (a message printed) when they do not fit
  * the other options. */
 static gboolean
-check_learn(gboolean learn, int warmup, const char *out, gboolean ids)
+check_learn(gboolean learn, int warmup, double seconds, const char *out,
+            gboolean ids)
 {
-  if (!learn && (warmup || out)) {
-    fprintf(stderr, "txl score: --learn-warmup and --learn-model go with "
-                    "--learn\n");
+  if (!learn && (warmup || seconds != 0 || out)) {
+    fprintf(stderr, "txl score: --learn-warmup, --learn-warmup-seconds and "
+                    "--learn-model go with --learn\n");
+    return FALSE;
+  }
+  if (!(seconds >= 0 && seconds <= TXL_LEARN_MAX_SECONDS)) {
+    fprintf(stderr, "txl score: --learn-warmup-seconds takes seconds from 0 "
+                    "to %g\n", TXL_LEARN_MAX_SECONDS);
     return FALSE;
   }
   if (learn && ids) {
@@ -802,11 +830,13 @@ check_learn(gboolean learn, int warmup, const char *out, gboolean ids)
 }
 
 static void
-learn_start(TextScore *t, TxlModel *m, int warmup, const char *out)
+learn_start(TextScore *t, TxlModel *m, int warmup, double seconds,
+            const char *out)
 {
   TxlLearnOptions lo = txl_learn_options_default();
   if (warmup > 0)
     lo.warmup_lines = warmup;
+  lo.warmup_seconds = seconds;
   t->learn_out = out;
   t->learner = txl_learner_new(m, &lo, &t->c.error);
 }
@@ -822,6 +852,7 @@ txl_cmd_score(int argc, char **argv)
   g_autofree char *save_snap = NULL, *load_snap = NULL, *snap_prec = NULL;
   gboolean learn = FALSE;
   int learn_warmup = 0;
+  double learn_seconds = 0;
   g_autofree char *learn_out = NULL;
   GOptionEntry entries[] = {
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
@@ -855,6 +886,9 @@ txl_cmd_score(int argc, char **argv)
       NULL },
     { "learn-warmup", 0, 0, G_OPTION_ARG_INT, &learn_warmup,
       "--learn: lines before the first round of learning (default 1000)", "N" },
+    { "learn-warmup-seconds", 0, 0, G_OPTION_ARG_DOUBLE, &learn_seconds,
+      "--learn: end the warm-up sooner, at the line that arrives S seconds "
+      "after the first (reading a pipe; default 0: lines only)", "S" },
     { "learn-model", 0, 0, G_OPTION_ARG_FILENAME, &learn_out,
       "--learn: write the adapted model to FILE after each round (atomic)",
       "FILE" },
@@ -879,7 +913,7 @@ txl_cmd_score(int argc, char **argv)
   if (!check_lengths(segment, mem_len, same_length, clamp_len, memory,
                      load_snap))
     return 2;
-  if (!check_learn(learn, learn_warmup, learn_out, ids))
+  if (!check_learn(learn, learn_warmup, learn_seconds, learn_out, ids))
     return 2;
   TxlSnapshotOptions snap_opts = TXL_SNAPSHOT_OPTIONS_DEFAULT;
   TxlMemoryKind kind = TXL_MEMORY_KV;
@@ -928,7 +962,7 @@ txl_cmd_score(int argc, char **argv)
   GHashTable *loaded = NULL;
   t.c.scorer = open_scorer(&t, m, &o, segment, ids, load_snap, &loaded);
   if (t.c.scorer && learn)
-    learn_start(&t, m, learn_warmup, learn_out);
+    learn_start(&t, m, learn_warmup, learn_seconds, learn_out);
   if (t.c.scorer && !t.c.error)
     ok = ids ? score_ids(&t.c, in, save_snap, load_snap != NULL)
              : score_text(&t, tok, in, save_snap, loaded);
