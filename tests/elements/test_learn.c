@@ -521,6 +521,47 @@ sessions_direct(const char *text, const char *dir)
   return g_bytes_new_take(bytes, n);
 }
 
+/* txlsessions learn-warmup-seconds: text lines stamped i seconds each,
+ * through txltokenizer (which keeps the timestamps): the warm-up ends at
+ * line 12 (11 s after line 1), not at learn-warmup's 30. */
+TU_TEST("/learn/sessions-warmup-seconds", test_sessions_warmup_seconds)
+{
+  g_autofree char *desc = g_strdup_printf(
+      "txltokenizer model=\"%s\" ! txlsessions model=\"%s\" "
+      "session-key=sess=[0-9]+ session-idle-lines=4 flush-on-newline=true "
+      "learn=true learn-warmup=%d learn-warmup-seconds=10.5", model, model,
+      WARMUP);
+  GstHarness *h = gst_harness_new_parse(desc);
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(h->element, bus);
+  gst_harness_set_src_caps_str(h, "text/x-raw,format=utf8");
+  for (int i = 0; i < 60; i++) {
+    GString *t = g_string_new(NULL);
+    sessions_line(t, i);
+    gsize n = t->len;
+    GstBuffer *b = gst_buffer_new_wrapped(g_string_free(t, FALSE), n);
+    GST_BUFFER_PTS(b) = (GstClockTime)i * GST_SECOND;
+    g_assert_cmpint(gst_harness_push(h, b), ==, GST_FLOW_OK);
+  }
+  g_assert_true(gst_harness_push_event(h, gst_event_new_eos()));
+  el_buffers_free(el_pull_all(h));
+  gint64 line = 0;
+  int learnt = 0;
+  GstMessage *m;
+  while ((m = gst_bus_pop_filtered(bus, GST_MESSAGE_ELEMENT))) {
+    const GstStructure *st = gst_message_get_structure(m);
+    if (gst_structure_has_name(st, "txl-learn")) {
+      learnt++;
+      g_assert_true(gst_structure_get_int64(st, "line", &line));
+    }
+    gst_message_unref(m);
+  }
+  g_assert_cmpint(learnt, ==, 1);
+  g_assert_cmpint(line, ==, 12);
+  gst_harness_teardown(h);
+  gst_object_unref(bus);
+}
+
 /* txlsessions learn=true learns what the library's TxlSessions and a
  * learner grouping sessions learn: its adapted model is the same, byte
  * for byte, and not the model that learning the same lines as they come
