@@ -3,7 +3,8 @@
  * snapshots of learning streams carry.  The first byte picks raw input or a
  * real state (adapted weights, a round not landed, a window) with the input
  * XORed over it, the second bit a learner grouping sessions (its window
- * names transcripts); an accepted state must then work: more lines go
+ * names transcripts), the third a warm-up in seconds (lines given times
+ * that sometimes go back); an accepted state must then work: more lines go
  * through the restored learner, which lands its rounds. */
 #include "config.h"
 #include "learner.h"
@@ -15,12 +16,15 @@
 #include <stdlib.h>
 
 static TxlModel *base;
-static GBytes *real[2]; /* lines as they come; grouping sessions */
+/* by kind: lines as they come, grouping sessions; the same timed */
+static GBytes *real[4];
 
 static TxlLearnOptions
-options(void)
+options(gboolean timed)
 {
-  return tu_learn_options(6, 5, 8, 2, 2, 2, 4);
+  TxlLearnOptions o = tu_learn_options(6, 5, 8, 2, 2, 2, 4);
+  o.warmup_seconds = timed ? 2.0 : 0.0;
+  return o;
 }
 
 /* grouping: three sessions at a time, each ending after four lines */
@@ -28,6 +32,7 @@ static void
 lines(TxlLearner *l, gboolean grouping, int from, int to)
 {
   for (int i = from; i < to; i++) {
+    txl_learner_set_time(l, 0.7 * (i % 5));
     int32_t ids[5] = { 1, 2 + i % 3, 5, 6 + i % 4, 0 };
     GError *err = NULL;
     char key[16];
@@ -43,9 +48,9 @@ lines(TxlLearner *l, gboolean grouping, int from, int to)
 }
 
 static TxlLearner *
-learner(gboolean grouping)
+learner(gboolean grouping, gboolean timed)
 {
-  TxlLearnOptions o = options();
+  TxlLearnOptions o = options(timed);
   TxlLearner *l = txl_learner_new(base, &o, NULL);
   if (!l || (grouping &&
              !txl_learner_group_sessions(l, (int32_t[]){ 0, 11 }, 2, NULL)))
@@ -63,13 +68,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   if (!p)
     abort();
   base = txl_model_from_params_owned(p);
-  for (int g = 0; g < 2; g++) {
-    TxlLearner *l = learner(g);
+  for (int k = 0; k < 4; k++) {
+    gboolean g = k & 1;
+    TxlLearner *l = learner(g, k >> 1);
     lines(l, g, 0, 13); /* a round landed, the next one started */
     gsize n = txl_learner_state_get_size(l);
     guint8 *b = g_malloc(n);
     txl_learner_state_get_data(l, b, n);
-    real[g] = g_bytes_new_take(b, n);
+    real[k] = g_bytes_new_take(b, n);
     txl_learner_free(l);
   }
   return 0;
@@ -82,9 +88,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   guint8 *state;
   gsize n;
-  gboolean grouping = (data[0] & 2) != 0;
+  gboolean grouping = (data[0] & 2) != 0, timed = (data[0] & 4) != 0;
   if (data[0] & 1) {
-    const guint8 *r = g_bytes_get_data(real[grouping], &n);
+    const guint8 *r = g_bytes_get_data(real[grouping + 2 * timed], &n);
     state = g_memdup2(r, n);
     for (size_t i = 1; i < size; i++)
       state[(i * 131) % n] ^= data[i];
@@ -92,7 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     n = size - 1;
     state = g_memdup2(data + 1, n);
   }
-  TxlLearner *l = learner(grouping);
+  TxlLearner *l = learner(grouping, timed);
   GError *err = NULL;
   if (txl_learner_state_set_data(l, state, n, &err)) {
     lines(l, grouping, 0, 12);
