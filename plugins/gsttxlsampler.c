@@ -406,7 +406,8 @@ gst_txl_sampler_change_state(GstElement *element, GstStateChange transition)
 #define F(id, field, ...) TXL_PROP(id, GstTxlSampler, field, __VA_ARGS__)
 static const TxlPropField prop_fields[] = {
   F(PROP_MODEL, model_path, TXL_STRING("model", "Model", "Path of the txl "
-      "model file (shared with the other elements through the model cache)",
+      "model file (shared with the other elements through the model cache; "
+      "unset: the bundled model, or the file TXL_MODEL names)",
       NULL, TXL_RW_READY)),
   F(PROP_TEMPERATURE, temperature, TXL_DOUBLE("temperature", "Temperature",
       "Sampling temperature; 0 always takes the most likely token", 0.0,

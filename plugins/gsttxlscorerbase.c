@@ -447,7 +447,8 @@ static const TxlPropField prop_fields[] = {
   TXL_PROP_UPTO(PROP_MODEL, GstTxlScorerBase, model_path, GST_STATE_NULL,
       TXL_STRING("model", "Model", "Path of the txl model file (GGUF); its "
           "weights are loaded once per process and shared by every element "
-          "naming the same file", NULL, TXL_RW)),
+          "naming the same file (unset: the bundled model, or the file "
+          "TXL_MODEL names)", NULL, TXL_RW)),
   F(PROP_SEGMENT, segment, TXL_INT("segment", "Segment", "Segment length "
       "in tokens of the stream (of every session's): inputs t0..t(N-1) "
       "predict t1..tN, then the next N (0 = the model's tgt_len). Read when "

@@ -781,7 +781,8 @@ static const TxlPropField prop_fields[] = {
       "record is scored when the next one begins", NULL, TXL_RW_READY)),
   TXL_PROP_UPTO(PROP_MODEL, GstTxlTokenizer, model_path, GST_STATE_NULL,
       TXL_STRING("model", "Model", "Path of the txl model file (GGUF) whose "
-          "tokenizer splits the input; loaded once per process and shared",
+          "tokenizer splits the input; loaded once per process and shared "
+          "(unset: the bundled model, or the file TXL_MODEL names)",
           NULL, TXL_RW)),
 };
 #undef F

@@ -95,15 +95,25 @@ txl_model_cache_size(void)
   return n;
 }
 
-TxlModel *
-gst_txl_element_load_model(GstElement *element, gboolean need_tokenizer)
+gchar *
+gst_txl_element_model_path(GstElement *element)
 {
   gchar *path = NULL;
   g_object_get(element, "model", &path, NULL);
+  if (!path)
+    path = g_strdup(txl_default_model_path());
+  return path;
+}
+
+TxlModel *
+gst_txl_element_load_model(GstElement *element, gboolean need_tokenizer)
+{
+  gchar *path = gst_txl_element_model_path(element);
   if (!path) {
     GST_ELEMENT_ERROR(element, RESOURCE, NOT_FOUND,
-                      ("No model file given: set the \"model\" property"),
-                      (NULL));
+                      ("No model file: set the \"model\" property (the "
+                       "bundled model is neither installed nor in the "
+                       "source tree, and TXL_MODEL is not set)"), (NULL));
     return NULL;
   }
   GError *err = NULL;

@@ -54,8 +54,8 @@ gst_txl_check_tokens_caps(GstElement *element, TxlModel *model,
     return FALSE;
   if (refused)
     gst_caps_replace(refused, caps);
-  gchar *path = NULL; /* every txl element names its model file so */
-  g_object_get(element, "model", &path, NULL);
+  /* every txl element with a model names its file so */
+  gchar *path = gst_txl_element_model_path(element);
   GST_ELEMENT_ERROR(element, CORE, NEGOTIATION,
       ("Vocabulary mismatch: the tokens come from vocabulary %s (%d tokens), "
        "but the model \"%s\" uses vocabulary %s (%d tokens). Tokenize with "

@@ -4,6 +4,20 @@
  * the fields' order as the positional TXL_*_DEFAULT initialisers do. */
 #include "txl.h"
 
+const char *
+txl_default_model_path(void)
+{
+  const char *env = g_getenv("TXL_MODEL");
+  if (env && *env)
+    return env;
+  static const char *const where[] = { TXL_MODEL_INSTALLED,
+                                       TXL_MODEL_SOURCE };
+  for (gsize i = 0; i < G_N_ELEMENTS(where); i++)
+    if (g_file_test(where[i], G_FILE_TEST_IS_REGULAR))
+      return where[i];
+  return NULL;
+}
+
 TxlStreamOptions
 txl_stream_options_default(void)
 {

@@ -23,11 +23,12 @@ TxlModel *txl_cmd_load_model(const char *who, const char *path);
 GOptionContext *txl_cmd_options(const char *params, const char *summary,
                                 const GOptionEntry *entries);
 
-/* Parses a command's options.  model: where -m lands, NULL where the
- * command has no required -m.  FALSE once "who: why" is on standard error
- * (the command then exits with 2). */
-gboolean txl_cmd_parse(const char *who, GOptionContext *ctx,
-                       char *const *model, int *argc, char ***argv);
+/* Parses a command's options.  model: where -m lands (a g_free'd string),
+ * NULL where the command has no -m that it must have; without -m it gets
+ * the bundled model (txl_default_model_path).  FALSE once "who: why" is
+ * on standard error (the command then exits with 2). */
+gboolean txl_cmd_parse(const char *who, GOptionContext *ctx, char **model,
+                       int *argc, char ***argv);
 
 /* Encodes the whole of text[0..len) with tok at once: each token to func. */
 void txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,

@@ -119,7 +119,7 @@ txl_cmd_bench(int argc, char **argv)
   gboolean json = FALSE;
   g_autofree char *memory = NULL;
   GOptionEntry entries[] = {
-    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (default: the bundled model, or TXL_MODEL)", "MODEL" },
     { "segment", 0, 0, G_OPTION_ARG_INT, &segment, "Segment length (default: tgt_len)", "N" },
     { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
     { "segments", 0, 0, G_OPTION_ARG_INT, &segments,

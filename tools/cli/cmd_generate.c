@@ -37,7 +37,7 @@ txl_cmd_generate(int argc, char **argv)
   gint64 seed = 1;
   int stop_at_eos = 1;
   GOptionEntry entries[] = {
-    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (default: the bundled model, or TXL_MODEL)", "MODEL" },
     { "prompt", 'p', 0, G_OPTION_ARG_STRING, &prompt, "Text to continue (default: a line end)", "TEXT" },
     { "prompt-file", 0, 0, G_OPTION_ARG_FILENAME, &prompt_file, "Read the prompt from a file", "FILE" },
     { "tokens", 'n', 0, G_OPTION_ARG_INT, &tokens, "Tokens to generate at most (default 200)", "N" },

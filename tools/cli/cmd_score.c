@@ -855,7 +855,7 @@ txl_cmd_score(int argc, char **argv)
   double learn_seconds = 0;
   g_autofree char *learn_out = NULL;
   GOptionEntry entries[] = {
-    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (default: the bundled model, or TXL_MODEL)", "MODEL" },
     { "ids", 0, 0, G_OPTION_ARG_NONE, &ids,
       "Read whitespace-separated token ids; print one JSON object per token", NULL },
     { "segment", 0, 0, G_OPTION_ARG_INT, &segment,

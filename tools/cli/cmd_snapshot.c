@@ -85,7 +85,7 @@ cmd_bench(int argc, char **argv)
   g_autofree char *model_path = NULL, *memory = NULL, *text = NULL;
   int mem_len = -1, segment = 0, after = 256, repeat = 3;
   GOptionEntry entries[] = {
-    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file", "MODEL" },
+    { "model", 'm', 0, G_OPTION_ARG_FILENAME, &model_path, "Model file (default: the bundled model, or TXL_MODEL)", "MODEL" },
     { "mem-len", 0, 0, G_OPTION_ARG_INT, &mem_len, "Memory length (default: the model's)", "N" },
     { "segment", 0, 0, G_OPTION_ARG_INT, &segment, "Segment length (default: tgt_len)", "N" },
     { "memory", 0, 0, G_OPTION_ARG_STRING, &memory, "kv (default) or hidden", "KIND" },

@@ -45,7 +45,7 @@ txl_cmd_options(const char *params, const char *summary,
 }
 
 gboolean
-txl_cmd_parse(const char *who, GOptionContext *ctx, char *const *model,
+txl_cmd_parse(const char *who, GOptionContext *ctx, char **model,
               int *argc, char ***argv)
 {
   g_autoptr(GError) err = NULL;
@@ -53,9 +53,16 @@ txl_cmd_parse(const char *who, GOptionContext *ctx, char *const *model,
     fprintf(stderr, "%s: %s\n", who, err->message);
     return FALSE;
   }
+  /* no -m: the bundled model (txl_default_model_path) */
   if (model && !*model) {
-    fprintf(stderr, "%s: -m MODEL is required\n", who);
-    return FALSE;
+    const char *def = txl_default_model_path();
+    if (!def) {
+      fprintf(stderr, "%s: no model: give -m MODEL (the bundled model is "
+                      "neither installed nor in the source tree, and "
+                      "TXL_MODEL is not set)\n", who);
+      return FALSE;
+    }
+    *model = g_strdup(def);
   }
   return TRUE;
 }
