@@ -249,14 +249,18 @@ TU_TEST("/txlmodel/caps-mismatch", test_caps_mismatch)
 
 TU_TEST("/txlmodel/bad-model", test_bad_model)
 {
+  /* unset: the bundled model, here the one TXL_MODEL names */
   const char *paths[] = { "/nonexistent/m.gguf", NULL };
+  g_setenv("TXL_MODEL", "/nonexistent/env.gguf", TRUE);
   for (int k = 0; k < 2; k++) {
     GstElement *e = gst_element_factory_make("txlmodel", NULL);
     if (paths[k])
       g_object_set(e, "model", paths[k], NULL);
     g_autofree char *msg = el_start_error(e, GST_STATE_PLAYING);
-    g_assert_nonnull(strstr(msg, paths[k] ? paths[k] : "model"));
+    g_assert_nonnull(strstr(msg, paths[k] ? paths[k]
+                                          : "/nonexistent/env.gguf"));
   }
+  g_unsetenv("TXL_MODEL");
   /* impossible settings: an error when starting, not a crash */
   g_autoptr(TuPath) m = el_write_byte_model(16);
   GstElement *e = gst_element_factory_make("txlmodel", NULL);

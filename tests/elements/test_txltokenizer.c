@@ -201,7 +201,8 @@ TU_TEST("/txltokenizer/stream-start", test_stream_start)
   gst_harness_teardown(h);
 }
 
-/* Missing, unset and corrupt model files: an element error, no crash. */
+/* Missing and corrupt model files (also one TXL_MODEL names when the
+ * property is unset): an element error, no crash. */
 static void
 check_bad_model(const char *path, const char *needle)
 {
@@ -216,7 +217,10 @@ check_bad_model(const char *path, const char *needle)
 TU_TEST("/txltokenizer/bad-model", test_bad_model)
 {
   check_bad_model("/nonexistent/model.gguf", "/nonexistent/model.gguf");
-  check_bad_model(NULL, "model");
+  /* unset: the bundled model, here the one TXL_MODEL names */
+  g_setenv("TXL_MODEL", "/nonexistent/env.gguf", TRUE);
+  check_bad_model(NULL, "/nonexistent/env.gguf");
+  g_unsetenv("TXL_MODEL");
   g_autoptr(GError) err = NULL;
   char *dir = g_dir_make_tmp("txl-el-XXXXXX", &err);
   g_autofree char *junk = g_build_filename(dir, "junk.gguf", NULL);
