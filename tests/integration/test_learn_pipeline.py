@@ -27,7 +27,7 @@ TXLD = os.environ.get('TXLD_BIN') or os.path.join(ROOT, 'build', 'tools', 'txld'
 ENV = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
 WARMUP = 150
 sys.path.insert(0, HERE)
-from checks import check, finish, learn_input  # noqa: E402
+from checks import check, finish, learn_input, tool_env  # noqa: E402
 
 
 def launch(model, src, out, extra=''):
@@ -154,7 +154,7 @@ def live_warmup(tmp, model):
                 f.writelines('sshd[%d]: accepted publickey for u%d from 10.0.0.%d\n' % (100 + i, i % 3, i)
                              for i in range(40))
             subprocess.run(['logger', '--tcp', '-n', '127.0.0.1', '-P', str(port), '-t', 'sshd', '-f', lines],
-                           check=True, timeout=30)
+                           check=True, timeout=30, env=tool_env())
             if burst == 0:
                 time.sleep(3)
         deadline = time.time() + 60
