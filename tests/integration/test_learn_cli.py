@@ -104,6 +104,15 @@ def main():
     warm = [r['line'] for r in records(out) if r['warmup']]
     check('--learn-warmup-seconds: lines 1 to 41 and the 50 that fill the recent scores are warm-up',
           warm[:91] == list(range(1, 92)), warm[:5] + warm[-5:])
+    # a snapshot taken while warming up by time continues only with the same
+    # warm-up, and tells why otherwise
+    timed = os.path.join(tmp, 'timed.snap')
+    rc1, _, e1 = run(args + ['--learn-warmup-seconds', '2', '--save-snapshot', timed], text[:cut])
+    rc2, _, e2 = run(args + ['--load-snapshot', timed], text[cut:])
+    rc3, _, e3 = run(args + ['--learn-warmup-seconds', '2', '--load-snapshot', timed], text[cut:])
+    check('a snapshot warming up by time is refused without --learn-warmup-seconds, naming it',
+          rc1 == 0 and rc2 != 0 and 'seconds' in e2, (e1 + e2)[-300:])
+    check('... and continues with it', rc3 == 0, e3[-300:])
     return 1 if tally() else 0
 
 
