@@ -78,12 +78,12 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   GstTxlLearn *l = g_new0(GstTxlLearn, 1);
   l->owner = owner;
   l->learner = learner;
+  l->now = NAN; /* no buffer yet */
   l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                TXL_STREAM_RULE_WARMUP, 0, NULL);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->queue = g_array_new(FALSE, FALSE, sizeof(Queued));
   g_array_set_clear_func(l->queue, queued_clear);
-  l->now = NAN;
   return l;
 }
 
