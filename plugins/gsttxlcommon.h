@@ -77,7 +77,8 @@ guint txl_model_cache_size(void);
  * (txl_default_model_path; NULL when there is none).  g_free it. */
 gchar *gst_txl_element_model_path(GstElement *element);
 /* For NULL_TO_READY: loads the model named by the element's "model"
- * property (unset: the bundled model), posting a readable element error when it cannot (no file,
+ * property (unset: the bundled model), posting a readable element error
+ * when it cannot (no file,
  * unreadable, or, with need_tokenizer, a model that only knows ids).
  * Returns a cache reference or NULL. */
 TxlModel *gst_txl_element_load_model(GstElement *element,

@@ -482,8 +482,8 @@ txl_learner_model(TxlLearner *l)
  * and 5, written with warmup_seconds only: versions 1 and 3 with, after
  * the options, f64 warmup_seconds, the time warmed up so far and the time
  * of the line before (NaN: none yet), so that a stream whose times go on
- * continues exactly; one whose clock starts again adds nothing for the
- * gap, time going back.  Weights are
+ * continues exactly (one whose clock starts again lower adds nothing for
+ * the gap: time going back).  Weights are
  * stored whole, with no compression of their own: the snapshot file
  * compresses its payload. */
 #define STATE_MAGIC 0x4c4c5854u /* "TXLL" */

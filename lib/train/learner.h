@@ -11,8 +11,9 @@
  *
  * Rounds: the first starts when warmup_lines lines have been seen (or,
  * with warmup_seconds, at the line where that much of the stream's time
- * has passed, if sooner), on all of them (a stream's first lines may hold a few anomalies: learning from them
- * is what a label-free start means).  Later rounds start every every_lines
+ * has passed, if sooner), on all of them (a stream's first lines may
+ * hold a few anomalies: learning from them is what a label-free start
+ * means).  Later rounds start every every_lines
  * lines, on the most recent window_lines lines that were not flagged.  A
  * round runs on its own thread over a copy of its lines.  The first
  * round's weights take over at once (the caller waits for them: the
