@@ -78,9 +78,8 @@ guint txl_model_cache_size(void);
 gchar *gst_txl_element_model_path(GstElement *element);
 /* For NULL_TO_READY: loads the model named by the element's "model"
  * property (unset: the bundled model), posting a readable element error
- * when it cannot (no file,
- * unreadable, or, with need_tokenizer, a model that only knows ids).
- * Returns a cache reference or NULL. */
+ * when it cannot (no file, unreadable, or, with need_tokenizer, a model
+ * that only knows ids).  Returns a cache reference or NULL. */
 TxlModel *gst_txl_element_load_model(GstElement *element,
                                      gboolean need_tokenizer);
 /* The parent class's change_state with the element's model held over the
