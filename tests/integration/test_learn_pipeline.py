@@ -125,22 +125,48 @@ def txld_restart(tmp, model, data, cut, ref):
     return ok, (detail, len(got), len(ref))
 
 
+# the timed warm-up's element settings, and its bursts of lines
+TIMED = 'flush-on-newline=true learn=true learn-warmup=1000 learn-warmup-seconds=2'
+
+
+def timed_bursts(send, out, sizes):
+    """Bursts of sshd lines (sizes[k] lines each) given to send(bytes), 3 s
+    of silence between them; once out holds them all, the lines it marks
+    warm-up and its number of lines."""
+    for k, n in enumerate(sizes):
+        if k:
+            time.sleep(3)
+        send(''.join('sshd[%d]: accepted publickey for u%d from 10.0.0.%d\n' % (100 + i, i % 3, i)
+                     for i in range(n)).encode())
+    deadline = time.time() + 60
+    while time.time() < deadline and (not os.path.exists(out) or
+                                      open(out, 'rb').read().count(b'\n') < sum(sizes)):
+        time.sleep(0.1)
+    recs = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
+    return [r['line'] for r in recs if r.get('warmup')], len(recs)
+
+
 def live_warmup(tmp, model):
     """learn-warmup-seconds=2 on a live source: 40 lines sent by a real
     `logger` to txlsyslogsrc, 3 s of silence, 40 more; the buffers'
     timestamps are when the lines arrived, so the warm-up ends with the
     first line after the silence (line 41), well before learn-warmup's
-    1,000 lines.  Returns the txl-learn messages and the lines marked
-    warm-up."""
+    1,000 lines.  Returns the txl-learn messages, the lines marked warm-up
+    and the number of lines."""
     sys.path.insert(0, os.path.join(ROOT, 'tools'))
     from freeport import free_port
     port = free_port()
     out = os.path.join(tmp, 'live.jsonl')
-    desc = ('txlsyslogsrc address=127.0.0.1 port=%d ! txltokenizer model=%s ! txlmodel model=%s '
-            'flush-on-newline=true learn=true learn-warmup=1000 learn-warmup-seconds=2 ! '
-            'txlsink location=%s' % (port, model, model, out))
+    desc = ('txlsyslogsrc address=127.0.0.1 port=%d ! txltokenizer model=%s ! txlmodel model=%s %s ! '
+            'txlsink location=%s' % (port, model, model, TIMED, out))
     p = subprocess.Popen(['gst-launch-1.0', '-e', '-m'] + desc.split(), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env=ENV)
+    lines = os.path.join(tmp, 'burst')
+
+    def send(data):
+        open(lines, 'wb').write(data)
+        subprocess.run(['logger', '--tcp', '-n', '127.0.0.1', '-P', str(port), '-t', 'sshd', '-f', lines],
+                       check=True, timeout=30, env=tool_env())
     try:
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -149,19 +175,7 @@ def live_warmup(tmp, model):
                 break
             except OSError:
                 time.sleep(0.05)
-        for burst in range(2):
-            lines = os.path.join(tmp, 'burst%d' % burst)
-            with open(lines, 'w') as f:
-                f.writelines('sshd[%d]: accepted publickey for u%d from 10.0.0.%d\n' % (100 + i, i % 3, i)
-                             for i in range(40))
-            subprocess.run(['logger', '--tcp', '-n', '127.0.0.1', '-P', str(port), '-t', 'sshd', '-f', lines],
-                           check=True, timeout=30, env=tool_env())
-            if burst == 0:
-                time.sleep(3)
-        deadline = time.time() + 60
-        while time.time() < deadline and (not os.path.exists(out) or
-                                          open(out, 'rb').read().count(b'\n') < 80):
-            time.sleep(0.1)
+        warm, n = timed_bursts(send, out, (40, 40))
     finally:
         p.send_signal(signal.SIGINT)
         try:
@@ -170,8 +184,7 @@ def live_warmup(tmp, model):
             p.kill()
             stdout, _ = p.communicate()
     learnt = [l for l in stdout.decode(errors='replace').splitlines() if 'txl-learn' in l]
-    recs = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
-    return learnt, [r['line'] for r in recs if r.get('warmup')], len(recs)
+    return learnt, warm, n
 
 
 def txld_ingest_warmup(tmp, model):
@@ -183,37 +196,29 @@ def txld_ingest_warmup(tmp, model):
     os.makedirs(conf, exist_ok=True)
     out = os.path.join(tmp, 'ingest.jsonl')
     with open(os.path.join(conf, 'learn.conf'), 'w') as f:
-        f.write('[pipeline]\nlaunch = appsrc name=ingest ! txltokenizer model=%s ! txlmodel model=%s '
-                'flush-on-newline=true learn=true learn-warmup=1000 learn-warmup-seconds=2 ! '
-                'txlsink location=%s\ningest = true\nsnapshot = none\n' % (model, model, out))
+        f.write('[pipeline]\nlaunch = appsrc name=ingest ! txltokenizer model=%s ! txlmodel model=%s %s ! '
+                'txlsink location=%s\ningest = true\nsnapshot = none\n' % (model, model, TIMED, out))
     portfile = os.path.join(tmp, 'iport')
     p = subprocess.Popen([TXLD, '--config', conf, '--state-dir', os.path.join(tmp, 'istate'),
                           '--port', '0', '--port-file', portfile],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+
+    def send(data):
+        port = int(open(portfile).read())
+        req = urllib.request.Request('http://127.0.0.1:%d/pipelines/learn/lines' % port, data=data,
+                                     headers={'Content-Type': 'text/plain'})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
     try:
         deadline = time.time() + 60
         while time.time() < deadline and \
                 metrics(portfile).get('txld_pipeline_up{pipeline="learn"}') != 1:
             time.sleep(0.1)
-        port = int(open(portfile).read())
-        for burst in range(2):
-            body = ''.join('sshd[%d]: accepted publickey for u%d from 10.0.0.%d\n' % (100 + i, i % 3, i)
-                           for i in range((40, 100)[burst])).encode()
-            req = urllib.request.Request('http://127.0.0.1:%d/pipelines/learn/lines' % port, data=body,
-                                         headers={'Content-Type': 'text/plain'})
-            with urllib.request.urlopen(req, timeout=30) as r:
-                r.read()
-            if burst == 0:
-                time.sleep(3)
-        deadline = time.time() + 60
-        while time.time() < deadline and (not os.path.exists(out) or
-                                          open(out, 'rb').read().count(b'\n') < 140):
-            time.sleep(0.1)
+        warm, n = timed_bursts(send, out, (40, 100))
     finally:
         p.terminate()
         err = p.communicate(timeout=30)[1].decode(errors='replace')
-    recs = [json.loads(l) for l in open(out)] if os.path.exists(out) else []
-    return [r['line'] for r in recs if r.get('warmup')], len(recs), err[-300:]
+    return warm, n, err[-300:]
 
 
 def main():
