@@ -10,6 +10,7 @@ snapshot is continued only the way it was written (with or without
 that long after the first, read from a pipe."""
 import json
 import os
+import select
 import subprocess
 import tempfile
 import time
@@ -96,9 +97,19 @@ def main():
     cut = sum(len(l) + 1 for l in lines[:40])
     p.stdin.write(text[:cut])
     p.stdin.flush()
-    time.sleep(3)
+    t0 = time.time()
+    # what a pipe brings is scored and printed while the pipe stays open
+    early = b''
+    while time.time() - t0 < 3:
+        if select.select([p.stdout], [], [], max(0.0, 3 - (time.time() - t0)))[0]:
+            got = os.read(p.stdout.fileno(), 1 << 20)
+            if not got:
+                break
+            early += got
     out, err = p.communicate(text[cut:], timeout=300)
-    err = err.decode()
+    out, err = early + out, err.decode()
+    check('a pipe\'s lines are printed before it ends (not a 64 KiB chunk at a time)',
+          early.count(b'\n') >= 20, early[:200])
     check('--learn-warmup-seconds 2 on a pipe: the round lands after line 41, the first after 3 s '
           'of silence', p.returncode == 0 and 'learnt round 1 after line 41 ' in err, err)
     warm = [r['line'] for r in records(out) if r['warmup']]
