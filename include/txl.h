@@ -84,8 +84,8 @@ TXL_API int txl_num_threads(void);
 
 TXL_API TxlModel *txl_model_load(const char *path, GError **error);
 /* The model to use when none is named: the file that the environment
- * variable TXL_MODEL names (set: whether or not it exists, so that a
- * mistake is an error, not another model), else the bundled default model
+ * variable TXL_MODEL names (set and not empty: whether or not it exists,
+ * so that a mistake is an error, not another model), else the bundled default model
  * installed with txl (<datadir>/txl/default.gguf), else the one in the
  * source tree txl was built from (models/default.gguf), whichever exists
  * first.  NULL when there is none.  A static string (TXL_MODEL's value:

@@ -89,7 +89,7 @@ close_line(GstTxlModel *self)
   GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0 };
   guint32 flags = B(self)->learning
       ? gst_txl_learn_close(B(self)->learning, d.line, &d.s,
-                            self->done_flags->len)
+                            self->done_flags->len, B(self)->last_pts)
       : 0;
   g_array_append_val(self->done_lines, d);
   g_array_append_val(self->done_flags, flags);

@@ -171,8 +171,6 @@ gst_txl_scorer_base_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   }
   if (GST_BUFFER_PTS_IS_VALID(buf))
     self->last_pts = GST_BUFFER_PTS(buf);
-  if (self->learning)
-    gst_txl_learn_set_time(self->learning, GST_BUFFER_PTS(buf));
   if (GST_BUFFER_DTS_IS_VALID(buf))
     self->last_dts = GST_BUFFER_DTS(buf);
   self->text_first = gst_txl_text_take(&self->text, buf,

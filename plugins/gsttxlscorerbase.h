@@ -120,6 +120,8 @@ struct _GstTxlScorerBase {
   /* streaming state, under the sink pad's stream lock */
   GstTxlText text;
   gboolean text_first; /* the buffer being scored brought the first text */
+  /* the last timestamps received: what goes out stamps, and a completed
+   * line's time for learn-warmup-seconds */
   GstClockTime last_pts, last_dts;
   guint64 in_tokens; /* tokens received in this stream */
   guint64 out_count; /* buffers (and events) txlsink has taken */

@@ -38,7 +38,6 @@ struct _GstTxlLearn {
   GArray *cur_ids;     /* the open line's ids */
   int cur_gen;         /* weights its first record was scored with */
   GArray *queue;       /* Queued, closed since the last run */
-  double now;          /* the time of the buffer being scored (NaN: none) */
 };
 
 static void
@@ -78,7 +77,6 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
   GstTxlLearn *l = g_new0(GstTxlLearn, 1);
   l->owner = owner;
   l->learner = learner;
-  l->now = NAN; /* no buffer yet */
   l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                TXL_STREAM_RULE_WARMUP, 0, NULL);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -98,10 +96,11 @@ gst_txl_learn_free(GstTxlLearn *l)
   g_free(l);
 }
 
-void
-gst_txl_learn_set_time(GstTxlLearn *l, GstClockTime pts)
+/* A line's time for the learner, in seconds (NaN: none). */
+static double
+seconds_of(GstClockTime pts)
 {
-  l->now = GST_CLOCK_TIME_IS_VALID(pts) ? (double)pts / GST_SECOND : NAN;
+  return GST_CLOCK_TIME_IS_VALID(pts) ? (double)pts / GST_SECOND : NAN;
 }
 
 void
@@ -117,10 +116,10 @@ gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
 
 guint32
 gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
-                    guint done_index)
+                    guint done_index, GstClockTime pts)
 {
   Queued q = { l->cur_ids, NULL, FALSE, line, *s, done_index,
-               l->cur_gen == 0, l->now };
+               l->cur_gen == 0, seconds_of(pts) };
   g_array_append_val(l->queue, q);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->cur_gen = l->gen;
@@ -130,12 +129,12 @@ gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
 guint32
 gst_txl_learn_line(GstTxlLearn *l, const gchar *key, const int32_t *ids,
                    guint n, gint64 line, const TxlLineScore *s,
-                   guint done_index)
+                   guint done_index, GstClockTime pts)
 {
   GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
   g_array_append_vals(copy, ids, n);
   Queued q = { copy, g_strdup(key), FALSE, line, *s, done_index,
-               l->gen == 0, l->now };
+               l->gen == 0, seconds_of(pts) };
   g_array_append_val(l->queue, q);
   return q.warm ? TXL_LINE_WARMUP : 0;
 }

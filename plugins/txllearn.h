@@ -78,32 +78,33 @@ typedef struct _GstTxlLearn GstTxlLearn;
           TXL_LEARN_MAX_SECONDS, 0.0, TXL_RW_READY))
 
 /* owner posts the messages; warmup_lines, warmup_seconds: the warm-up
- * (lib/train/learner.h); primer (int32_t ids; NULL for txlmodel): the learner groups sessions,
- * each after these ids.  NULL with error when the model cannot be
+ * (lib/train/learner.h); primer (int32_t ids; NULL for txlmodel): the
+ * learner groups sessions, each after these ids.  NULL with error when the model cannot be
  * trained. */
 GstTxlLearn *gst_txl_learn_new(GstElement *owner, TxlModel *base,
                                gint warmup_lines, gdouble warmup_seconds,
                                const GArray *primer, GError **error);
 void gst_txl_learn_free(GstTxlLearn *l);
 
-/* The timestamp of the buffer being scored: the time of the lines that
- * complete until the next (GST_CLOCK_TIME_NONE: they have none). */
-void gst_txl_learn_set_time(GstTxlLearn *l, GstClockTime pts);
 /* A score record; line_start: the first of its line. */
 void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
                           gboolean line_start);
 /* The line is complete: queued for the learner; done_index is the
  * element's own index of the line, reported back by gst_txl_learn_run()
- * if new weights land after it.  Returns its meta's TXL_LINE_* flags. */
+ * if new weights land after it; pts, the timestamp of the buffer in which
+ * it completed (its time for learn-warmup-seconds; GST_CLOCK_TIME_NONE:
+ * none).  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
-                            const TxlLineScore *s, guint done_index);
+                            const TxlLineScore *s, guint done_index,
+                            GstClockTime pts);
 /* A complete line of session key given whole (its n token ids, copied),
  * as record() and close() give it in two steps; a warm-up line when no
  * adapted weights are in use yet.  For a learning made with a primer
  * (grouping sessions).  Returns its meta's TXL_LINE_* flags. */
 guint32 gst_txl_learn_line(GstTxlLearn *l, const gchar *key,
                            const int32_t *ids, guint n, gint64 line,
-                           const TxlLineScore *s, guint done_index);
+                           const TxlLineScore *s, guint done_index,
+                           GstClockTime pts);
 /* Session key ended (flagged by the session rule or not): queued after
  * the lines before it. */
 void gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key,

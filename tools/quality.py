@@ -614,6 +614,8 @@ def cmd_hdfs_live(a):
     hdfs's other splits); the session records of the blocks that start in
     the second half (by first line) are judged against the labels.  --eval-dir: the same breakdown of a
     `txl eval -o DIR` run's test sessions (DIR/sessions.csv)."""
+    if a.lower_of and not a.from_kept:
+        sys.exit("quality.py hdfs-live: --lower-of combines kept records: it goes with --from-kept")
     labels = hdfs_labels(a.dir)
     mins = 0.0
     if a.from_kept:

@@ -198,6 +198,9 @@ def test_replay(tmp):
     rc, out = run('hdfs-live', d, '--from-kept', kept, '--lower-of', other, '--q', '0.95')
     check('hdfs-live --lower-of: the lower score of each session',
           rc == 0 and 'best F1 of any fixed threshold 1.000 (flagged 1, P 1.000 R 1.000)' in out, out)
+    rc, out = run('hdfs-live', d, '--lower-of', other)
+    check('hdfs-live --lower-of without --from-kept is refused, not ignored',
+          rc != 0 and 'goes with --from-kept' in out, out)
 
 
 def test_line_candidates(tmp):

@@ -68,7 +68,7 @@ static GArray *score(TxlModel *model, GArray *ids, gsize cut) {
 
 static void test_score_and_resume(void) {
   GError *error = NULL;
-  TxlModel *model = txl_model_load(TXL_DEFAULT_MODEL, &error);
+  TxlModel *model = txl_model_load(TXL_MODEL_SOURCE, &error);
   g_assert_no_error(error);
   GArray *ids = encode(model);
   g_assert_cmpuint(ids->len, >, 20);
@@ -94,6 +94,21 @@ static void test_score_and_resume(void) {
   txl_model_unref(model);
 }
 
+/* txl_default_model_path: TXL_MODEL when set (even to a missing file, so
+ * that a mistake is an error and not another model); unset, the bundled
+ * model, which loads. */
+static void test_default_model_path(void) {
+  g_setenv("TXL_MODEL", "/nonexistent/m.gguf", TRUE);
+  g_assert_cmpstr(txl_default_model_path(), ==, "/nonexistent/m.gguf");
+  g_unsetenv("TXL_MODEL");
+  const char *path = txl_default_model_path();
+  g_assert_nonnull(path);
+  GError *error = NULL;
+  TxlModel *model = txl_model_load(path, &error);
+  g_assert_no_error(error);
+  txl_model_unref(model);
+}
+
 static void test_hidden_symbols(void) {
   /* public: found; internal (the OpenBLAS entry point, the GGUF reader):
    * not exported by the shared library */
@@ -105,6 +120,7 @@ static void test_hidden_symbols(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/api-user/score-and-resume", test_score_and_resume);
+  g_test_add_func("/api-user/default-model-path", test_default_model_path);
   g_test_add_func("/api-user/hidden-symbols", test_hidden_symbols);
   return g_test_run();
 }

@@ -160,7 +160,7 @@ TU_TEST("/record/encoder-bpe", test_encoder_bpe)
 {
   /* the bundled model: BPE with log-field normalisation */
   GError *err = NULL;
-  TxlModel *m = txl_model_load(TXL_DEFAULT_MODEL, &err);
+  TxlModel *m = txl_model_load(TXL_MODEL_SOURCE, &err);
   g_assert_no_error(err);
   check_skips(txl_model_tokenizer(m));
   txl_model_unref(m);
