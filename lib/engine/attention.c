@@ -4,13 +4,14 @@
  * per head; the position block is read shifted, so row i of the position
  * scores uses column j + qlen-1-i of the raw product (the "rel shift").
  *
- * The products run on lib/kernels/gemm.h's kernels, one block of TXL_GEMM_MR query
- * rows at a time, and each block computes only the keys its queries can
+ * The products run on lib/kernels/gemm.h's kernels, one block of MR (txl_gemm_mr())
+ * query rows at a time, and each block computes only the keys its queries can
  * see (causal: none past mlen + its last row), which is ~10% of the
  * attention work at segment 64 with 256 remembered positions.  The right
  * operands need no packing per segment: keys are kept transposed by the
  * stream, values are read as rows, and the position table is packed once
  * per model. */
+#include "cpu.h"
 #include "gemm.h"
 #include "ops.h"
 #include "parallel.h"
@@ -48,6 +49,7 @@ txl_attn_biased_queries(const float *q, int ldq, int rows, int dh,
 
 /* row[j] = exp((row[j] + pos[j]) * scale - max), over n >= 1 entries;
  * returns 1 / sum, applied to the (narrower) output row instead */
+TXL_VECTORIZED
 static float
 softmax_row(float *row, const float *pos, int n, float scale)
 {
@@ -86,7 +88,7 @@ txl_attn_scratch_floats(int qlen, int klen, int d_head)
    * they start at a panel boundary up to NR-1 columns before the first
    * key; 1/sum per row */
   return 2 * (gsize)qlen * d_head + (gsize)qlen * klen +
-         (gsize)qlen * (klen + TXL_GEMM_NR) + qlen;
+         (gsize)qlen * (klen + txl_gemm_nr()) + qlen;
 }
 
 /* Training's additions to row i of head n, e holding exp(score - max) of
@@ -114,6 +116,7 @@ typedef struct {
   float *out;
 } AttnJob;
 
+TXL_VECTORIZED
 static void
 heads_task(int t, int n_tasks, gpointer p)
 {
@@ -122,7 +125,7 @@ heads_task(int t, int n_tasks, gpointer p)
   const int qlen = a->qlen, dh = a->d_head, H = a->n_head;
   const int klen = a->mlen + qlen;
   const int HD = H * dh;
-  const int NR = TXL_GEMM_NR;
+  const int NR = txl_gemm_nr(), MR = txl_gemm_mr();
   const float scale = 1.0f / sqrtf((float)dh);
   const int ldbd = klen + NR;
   float *qu = job->scratch + (gsize)t * job->slot;
@@ -142,8 +145,8 @@ heads_task(int t, int n_tasks, gpointer p)
     const float *rp = a->rp + (gsize)n * rhead + (gsize)P0 * NR * dh;
     txl_attn_biased_queries(a->q + (gsize)n * dh, a->ldq, qlen, dh, u, v, qu,
                             qv);
-    for (int i0 = 0; i0 < qlen; i0 += TXL_GEMM_MR) {
-      const int mr = MIN(TXL_GEMM_MR, qlen - i0);
+    for (int i0 = 0; i0 < qlen; i0 += MR) {
+      const int mr = MIN(MR, qlen - i0);
       /* keys seen by some query of the block: [lo0, hi1] */
       const int lo0 = txl_attn_first_key(i0, qlen, a->mlen, klen, a->mem_len,
                                          a->same_length);

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "cpu.h"
 #include "gemm.h"
 #include "ops.h"
 #include "parallel.h"
 
 #include <math.h>
 #include <string.h>
-#if defined(__AVX2__)
+#if TXL_X86_KERNELS
 #include <immintrin.h>
+/* compiled for AVX2 whatever the build's flags; called only where the CPU
+ * has it (txl_cpu_level()) */
+#define AVX2_FN __attribute__((target("avx2")))
 #endif
 
 void
@@ -38,6 +42,7 @@ typedef struct {
   float *y, *mean_out, *rstd_out;
 } Norm;
 
+TXL_VECTORIZED
 static void
 norm_rows(gsize lo, gsize hi, gpointer ctx)
 {
@@ -161,9 +166,9 @@ typedef struct {
   guint64 key, first;
 } Drop;
 
-#if defined(__AVX2__)
+#if TXL_X86_KERNELS
 /* a * c mod 2^64 in each lane: AVX2 multiplies 32-bit halves only */
-static inline __m256i
+static inline AVX2_FN __m256i
 mul64c(__m256i a, guint64 c)
 {
   const __m256i lo = _mm256_set1_epi64x((gint64)(c & 0xffffffffu));
@@ -176,7 +181,7 @@ mul64c(__m256i a, guint64 c)
 }
 
 /* mix64() of four counters */
-static inline __m256i
+static inline AVX2_FN __m256i
 mix64x4(__m256i z)
 {
   z = mul64c(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), MIX_C1);
@@ -186,7 +191,7 @@ mix64x4(__m256i z)
 
 /* The keep masks of eight elements from two sets of four hashes, as
  * eight 32-bit lanes in element order. */
-static inline __m256
+static inline AVX2_FN __m256
 keep8(__m256i h0, __m256i h1, __m256i lim)
 {
   /* top 24 bits >= thresh; both sides below 2^24, so the signed compare
@@ -199,17 +204,14 @@ keep8(__m256i h0, __m256i h1, __m256i lim)
   return _mm256_castsi256_ps(
       _mm256_inserti128_si256(_mm256_castsi128_si256(m0), m1, 1));
 }
-#endif
 
-/* Eight elements at a time where AVX2 is there: the same hashes and the
- * same x * scale, so the same bits as the loop below (/grad/dropout-bits in
- * tests/unit/test_grad.c). */
-static void
-dropout_range(gsize lo, gsize hi, gpointer ctx)
+/* Eight elements at a time: the same hashes and the same x * scale, so the
+ * same bits as the loop in dropout_range() (/grad/dropout-bits in
+ * tests/unit/test_grad.c).  Returns where it stopped. */
+static AVX2_FN gsize
+dropout_avx2(const Drop *d, gsize lo, gsize hi)
 {
-  const Drop *d = ctx;
   float *x = d->x;
-#if defined(__AVX2__)
   const guint64 gold = GOLDEN;
   const __m256i lim = _mm256_set1_epi64x((gint64)d->thresh - 1);
   const __m256 scale = _mm256_set1_ps(d->scale);
@@ -226,6 +228,18 @@ dropout_range(gsize lo, gsize hi, gpointer ctx)
     z0 = _mm256_add_epi64(z0, step);
     z1 = _mm256_add_epi64(z1, step);
   }
+  return lo;
+}
+#endif
+
+static void
+dropout_range(gsize lo, gsize hi, gpointer ctx)
+{
+  const Drop *d = ctx;
+  float *x = d->x;
+#if TXL_X86_KERNELS
+  if (txl_cpu_level() >= TXL_CPU_AVX2)
+    lo = dropout_avx2(d, lo, hi);
 #endif
   for (gsize i = lo; i < hi; i++) {
     guint64 h = mix64(d->key + (d->first + i) * GOLDEN);

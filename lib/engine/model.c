@@ -331,7 +331,7 @@ rtable_build(const TxlModel *m, int clamp_len, int maxk)
 {
   const TxlConfig *c = &m->cfg;
   const int d = c->d_model, H = c->n_head, dh = c->d_head, HD = H * dh;
-  const int pad = (TXL_GEMM_NR - maxk % TXL_GEMM_NR) % TXL_GEMM_NR;
+  const int NR = txl_gemm_nr(), pad = (NR - maxk % NR) % NR;
   const gsize per_head = txl_gemm_packed_floats(pad + maxk, dh);
   TxlRTable *t = g_new0(TxlRTable, 1);
   t->ref = 1;

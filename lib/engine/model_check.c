@@ -40,7 +40,7 @@ txl_stream_cost(const TxlModel *m, int mem_len, int seg, gboolean hidden,
                   sizeof(int) * (guint64)seg;
   /* as lib/engine/model.c builds them: per layer and head a packed (K, d_head)
    * block, and while building, R for every key and its projection */
-  const int pad = (int)((TXL_GEMM_NR - K % TXL_GEMM_NR) % TXL_GEMM_NR);
+  const int NR = txl_gemm_nr(), pad = (int)((NR - K % NR) % NR);
   cost->positions =
       4 * (L * H * txl_gemm_packed_floats(pad + (int)K, c->d_head) +
            K * (d + HD));

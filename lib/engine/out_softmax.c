@@ -3,6 +3,7 @@
  * column per tail cluster; a tail token's log-prob is its cluster column
  * plus its log-prob within the cluster.  Only rows whose target falls in a
  * tail cluster pay for that cluster's logits. */
+#include "cpu.h"
 #include "gemm.h"
 #include "ops.h"
 
@@ -73,6 +74,7 @@ txl_row_max_expsum(const float *z, int n, double *sum)
   return mx;
 }
 
+TXL_VECTORIZED
 static void
 log_softmax_row(float *x, int n)
 {

@@ -14,7 +14,7 @@
  * the model is first used, the position table when it is built.  Activations
  * (the left operand A) are read in place.
  *
- * B's panel layout: the columns of B in panels of TXL_GEMM_NR, panel p
+ * B's panel layout: the columns of B in panels of NR (txl_gemm_nr()), panel p
  * holding K rows of NR floats (columns p*NR .. p*NR+NR-1), zero padded
  * past the last column.  A weight matrix W (out, in) as PyTorch stores it is
  * B = W^T, so txl_gemm_pack() reads W's rows as B's columns.
@@ -25,10 +25,14 @@
  * columns are split over threads, or how rows are blocked: a segment scored
  * on one thread or two, or resumed from a snapshot, rounds identically.
  *
- * Without AVX2+FMA (a -Dnative=false build) the kernels are cblas_sgemm and
- * NR is 1, so the "packed" layout is W itself; then only products of equal
- * shapes are promised equal bits (OpenBLAS picks its kernels by shape),
- * which is still what snapshot resume needs. */
+ * The kernel is chosen when the process starts, by what the CPU offers
+ * (cpu.h): AVX-512 or AVX2 + FMA tiles (gemm_tile.h), each built with its
+ * own compiler flags, so one build runs on any x86-64 CPU.  On a CPU with
+ * neither the kernels are cblas_sgemm and NR is 1, so the "packed" layout is
+ * W itself; then only products of equal shapes are promised equal bits
+ * (OpenBLAS picks its kernels by shape), which is still what snapshot
+ * resume needs.  Each kernel sums in the same order, but the bits differ
+ * between kernels, so between machines. */
 #ifndef TXL_GEMM_H
 #define TXL_GEMM_H
 
@@ -67,16 +71,12 @@ typedef struct {
  * would run one after the other on one thread. */
 void txl_gemm_batch(const TxlGemmArgs *g, int n);
 
-#if defined(__AVX512F__)
-#define TXL_GEMM_NR 32
-#define TXL_GEMM_MR 8
-#elif defined(__AVX2__) && defined(__FMA__)
-#define TXL_GEMM_NR 16
-#define TXL_GEMM_MR 6
-#else
-#define TXL_GEMM_NR 1
-#define TXL_GEMM_MR 8
-#endif
+/* The panel width NR of the packed layout (32 with AVX-512, 16 with AVX2,
+ * 1 on other CPUs, where B's "panels" are its columns) and the rows MR of
+ * one tile, for the kernel this process uses (cpu.h).  Packed data is only
+ * valid for the process that packed it. */
+int txl_gemm_nr(void);
+int txl_gemm_mr(void);
 
 /* How C starts: zero, the bias (one float per column), or C itself. */
 typedef enum {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "cpu.h"
 #include "optim.h"
 #include "parallel.h"
 
@@ -12,6 +13,7 @@ typedef struct {
   const guint8 *decay;
 } Adam;
 
+TXL_VECTORIZED
 static void
 adamw_range(gsize lo, gsize hi, gpointer ctx)
 {

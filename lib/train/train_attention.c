@@ -13,6 +13,7 @@
  * shift.  Tasks own whole heads (for every stream), so the accumulated drk
  * and bias gradients of a head have one writer and a fixed summation order
  * whatever the thread count. */
+#include "cpu.h"
 #include "gemm.h"
 #include "ops.h"
 #include "parallel.h"
@@ -34,15 +35,15 @@ back_slot(int T, int K, int d_head)
 static gsize
 packed_head(int K, int d_head)
 {
-  return txl_gemm_packed_floats((TXL_GEMM_NR - K % TXL_GEMM_NR) % TXL_GEMM_NR +
-                                K, d_head);
+  const int NR = txl_gemm_nr();
+  return txl_gemm_packed_floats((NR - K % NR) % NR + K, d_head);
 }
 
 gsize
 txl_train_attn_scratch_floats(int T, int K, int n_head, int d_head,
                               int slots)
 {
-  gsize fwd = n_head * txl_gemm_packed_floats(K + TXL_GEMM_NR - 1, d_head) +
+  gsize fwd = n_head * txl_gemm_packed_floats(K + txl_gemm_nr() - 1, d_head) +
               (gsize)n_head * d_head * K +
               slots * txl_attn_scratch_floats(T, K, d_head);
   return MAX(fwd, slots * back_slot(T, K, d_head));
@@ -141,6 +142,7 @@ backward_head(const Job *job, float *s, int b, int n)
   }
 }
 
+TXL_VECTORIZED
 static void
 heads_task(int t, int n_tasks, gpointer p)
 {
@@ -157,7 +159,7 @@ txl_train_attn_forward(const TxlTrainAttn *a, float *prob, float *out,
                        float *scratch, int slots)
 {
   const int T = a->T, K = a->mlen + T, H = a->n_head, dh = a->d_head;
-  const int HD = H * dh, NR = TXL_GEMM_NR;
+  const int HD = H * dh, NR = txl_gemm_nr();
   const gsize rhead = packed_head(K, dh);
   float *rp = scratch, *kt = rp + H * rhead, *s = kt + (gsize)HD * K;
   for (int n = 0; n < H; n++)

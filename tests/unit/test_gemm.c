@@ -65,7 +65,7 @@ check(int M, int N, int K, const float *C, int ldc, const double *ref,
 TU_TEST("/gemm/packed-vs-reference", test_packed_vs_reference)
 {
   GRand *r = g_rand_new_with_seed(7);
-  const int Ns[] = { 1, 5, TXL_GEMM_NR - 1, TXL_GEMM_NR + 3, 77, 130 };
+  const int Ns[] = { 1, 5, txl_gemm_nr() - 1, txl_gemm_nr() + 3, 77, 130 };
   const int Ks[] = { 1, 3, 17, 64, 129 };
   for (int M = 1; M <= 70; M++) {
     for (guint a = 0; a < G_N_ELEMENTS(Ns); a++) {
@@ -95,8 +95,8 @@ TU_TEST("/gemm/packed-vs-reference", test_packed_vs_reference)
             memcpy(C, C0, sizeof(float) * M * ldc);
             TxlGemm g = {
               .M = M, .N = N, .K = K, .A = A, .lda = lda,
-              .B = P, .ldb = TXL_GEMM_NR,
-              .panel_stride = (gsize)TXL_GEMM_NR * K, .padded = TRUE,
+              .B = P, .ldb = txl_gemm_nr(),
+              .panel_stride = (gsize)txl_gemm_nr() * K, .padded = TRUE,
               .C = C, .ldc = ldc, .init = init, .bias = bias, .relu = relu,
             };
             txl_gemm_run(&g);
@@ -132,7 +132,7 @@ TU_TEST("/gemm/direct-b", test_direct_b)
       fill(B, (gsize)K * ldb, r);
       TxlGemm g = {
         .M = M, .N = N, .K = K, .A = A, .lda = K, .B = B, .ldb = ldb,
-        .panel_stride = TXL_GEMM_NR, .C = C, .ldc = N, .init = TXL_GEMM_ZERO,
+        .panel_stride = txl_gemm_nr(), .C = C, .ldc = N, .init = TXL_GEMM_ZERO,
       };
       txl_gemm_run(&g);
       reference(M, N, K, A, K, B, FALSE, ldb, NULL, N, TXL_GEMM_ZERO, NULL,
@@ -173,7 +173,7 @@ TU_TEST("/gemm/vs-cblas", test_vs_cblas)
  * segment). */
 TU_TEST("/gemm/deterministic", test_deterministic)
 {
-  if (TXL_GEMM_NR == 1) {
+  if (txl_gemm_nr() == 1) {
     /* cblas fallback: OpenBLAS picks kernels by shape, so only equal shapes
      * promise equal bits (what snapshots need) */
     g_test_skip("no AVX2+FMA kernels in this build");
@@ -194,7 +194,7 @@ TU_TEST("/gemm/deterministic", test_deterministic)
   for (int i = 0; i < M; i++) {
     TxlGemm g = {
       .M = 1, .N = N, .K = K, .A = A + (gsize)i * K, .lda = K,
-      .B = P, .ldb = TXL_GEMM_NR, .panel_stride = (gsize)TXL_GEMM_NR * K,
+      .B = P, .ldb = txl_gemm_nr(), .panel_stride = (gsize)txl_gemm_nr() * K,
       .padded = TRUE, .C = C1 + (gsize)i * N, .ldc = N,
       .init = TXL_GEMM_BIAS, .bias = bias,
     };

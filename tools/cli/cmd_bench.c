@@ -204,10 +204,12 @@ txl_cmd_bench(int argc, char **argv)
            "\"sgemm_peak_gflops\": %.2f, \"blas_peak_gflops\": %.2f, "
            "\"own_gemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
            "\"mem_len\": %d, \"segments\": %d, \"threads\": %d, \"memory\": \"%s\", "
-           "\"state_bytes\": %zu}\n",
+           "\"state_bytes\": %zu, \"kernel\": \"%s\", \"cpu\": \"%s\"}\n",
            tps, gflops, naive, peak, blas_peak, own_peak, gflops / peak, seg, ml,
            done, nthreads,
-           hidden ? "hidden" : "kv", txl_stream_state_bytes(s));
+           hidden ? "hidden" : "kv", txl_stream_state_bytes(s),
+           txl_cpu_level_name(txl_cpu_level()),
+           txl_cpu_level_name(txl_cpu_detected()));
   } else {
     printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
            model_path, c->d_model, c->n_layer, c->n_head, c->d_inner, c->n_token);
@@ -215,6 +217,9 @@ txl_cmd_bench(int argc, char **argv)
            "%d threads, %d segments timed\n", seg, ml,
            hidden ? "hidden" : "kv", txl_stream_state_bytes(s) / 1048576.0,
            nthreads, done);
+    printf("kernel       %s (this CPU offers %s; TXL_CPU lowers it)\n",
+           txl_cpu_level_name(txl_cpu_level()),
+           txl_cpu_level_name(txl_cpu_detected()));
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);
