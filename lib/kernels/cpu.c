@@ -15,9 +15,10 @@ txl_cpu_level_name(TxlCpuLevel level)
 TxlCpuLevel
 txl_cpu_detected(void)
 {
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-  /* libgcc's checks include the OS: a feature counts only where XGETBV says
-   * the OS saves its registers */
+#if TXL_X86_KERNELS
+  /* (only where the build has the kernels: lib/meson.build.)  libgcc's
+   * checks include the OS: a feature counts only where XGETBV says the OS
+   * saves its registers */
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
     return TXL_CPU_AVX512;
