@@ -31,8 +31,9 @@
  * neither the kernels are cblas_sgemm and NR is 1, so the "packed" layout is
  * W itself; then only products of equal shapes are promised equal bits
  * (OpenBLAS picks its kernels by shape), which is still what snapshot
- * resume needs.  Each kernel sums in the same order, but the bits differ
- * between kernels, so between machines. */
+ * resume needs.  The AVX-512 and AVX2 tiles make the same chains, so they
+ * give the same bits (tests/integration/test_cpu_levels.py); OpenBLAS sums
+ * in its own order, so a CPU without AVX2 scores a little differently. */
 #ifndef TXL_GEMM_H
 #define TXL_GEMM_H
 
