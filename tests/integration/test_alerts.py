@@ -113,7 +113,8 @@ def run(tmp, am_bin, prom_bin, procs):
     with open(os.path.join(conf, 'broken.conf'), 'w') as f:
         f.write('[pipeline]\nlaunch = txlnosuchelement\nrestart = never\n')
     portfile = os.path.join(tmp, 'port')
-    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
+    # the OpenBLAS kernel (TXL_CPU): build_info must name the one it runs
+    env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1', TXL_CPU='generic')
     procs.append(subprocess.Popen([TXLD, '--config', conf, '--state-dir', os.path.join(tmp, 'state'),
                                    '--port', '0', '--port-file', portfile],
                                   stdout=open(os.path.join(tmp, 'txld.log'), 'wb'),
@@ -139,7 +140,8 @@ def run(tmp, am_bin, prom_bin, procs):
           status == 503 and 'broken: failed' in body and 'shop' not in body and 'live' not in body,
           (status, body))
     m = metrics()
-    check('build_info and process metrics', 'txld_build_info{version="' in m and
+    check('build_info (with the kernel TXL_CPU chose) and process metrics',
+          'txld_build_info{version="' in m and ',kernel="generic"} 1' in m and
           'process_cpu_seconds_total' in m and 'process_open_fds' in m and
           'process_start_time_seconds' in m, m[-300:])
     check('the score histogram counts every line',

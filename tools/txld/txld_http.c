@@ -22,6 +22,7 @@
 #include "txld_page.h"
 
 #include "txl_formats.h"
+#include "txl_kernels.h"
 
 #include <libsoup/soup.h>
 #include <math.h>
@@ -334,12 +335,13 @@ process_metrics(TxldDaemon *d, GString *o)
       "# HELP process_start_time_seconds Start time since the epoch.\n"
       "# TYPE process_start_time_seconds gauge\n"
       "process_start_time_seconds %.3f\n"
-      "# HELP txld_build_info txld's version, as a label; always 1.\n"
+      "# HELP txld_build_info txld's version and the matrix kernel it runs "
+      "(generic, avx2 or avx512), as labels; always 1.\n"
       "# TYPE txld_build_info gauge\n"
-      "txld_build_info{version=\"%s\",gstreamer=\"%u.%u.%u\"} 1\n",
+      "txld_build_info{version=\"%s\",gstreamer=\"%u.%u.%u\",kernel=\"%s\"} 1\n",
       cpu, rss_pages * page, vsize_pages * page, fds, max_fds,
       d->started_us / 1e6, TXLD_VERSION, GST_VERSION_MAJOR, GST_VERSION_MINOR,
-      GST_VERSION_MICRO);
+      GST_VERSION_MICRO, txl_cpu_level_name(txl_cpu_level()));
 }
 
 /* /readyz: every pipeline that should run is PLAYING (one ended by its
