@@ -217,9 +217,13 @@ txl_cmd_bench(int argc, char **argv)
            "%d threads, %d segments timed\n", seg, ml,
            hidden ? "hidden" : "kv", txl_stream_state_bytes(s) / 1048576.0,
            nthreads, done);
-    printf("kernel       %s (this CPU offers %s; TXL_CPU lowers it)\n",
-           txl_cpu_level_name(txl_cpu_level()),
-           txl_cpu_level_name(txl_cpu_detected()));
+    if (txl_cpu_level() == txl_cpu_detected())
+      printf("kernel       %s (the best this CPU offers)\n",
+             txl_cpu_level_name(txl_cpu_level()));
+    else
+      printf("kernel       %s (TXL_CPU; this CPU offers %s)\n",
+             txl_cpu_level_name(txl_cpu_level()),
+             txl_cpu_level_name(txl_cpu_detected()));
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);
