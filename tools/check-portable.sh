@@ -3,9 +3,10 @@
 # A -Dnative=false build runs on any x86-64 CPU.  Under qemu-user (Debian's
 # qemu-user package) emulating a CPU without AVX (Nehalem) and one with AVX2
 # but not AVX-512 (Haswell), it must pick that CPU's kernel (lib/kernels/
-# cpu.c), pass the product, gradient, training, stream and learner tests,
-# and score lines as the same build does natively with TXL_CPU set to that
-# level.  Not part of ./tests/run.sh: the suite builds for its own machine
+# cpu.c), pass the product, gradient, training, stream and learner tests and
+# the parity test against the PyTorch reference (tests/reference/
+# test_parity.py, on `txl` run under qemu), and score lines as the same
+# build does natively with TXL_CPU set to that level.  Not part of ./tests/run.sh: the suite builds for its own machine
 # (-march=native), which such a CPU could not run.  Exits non-zero on any
 # failure.
 set -eu
@@ -42,6 +43,16 @@ for pair in Nehalem:generic Haswell-noTSX:avx2; do
       fail=1
     fi
   done
+  # the engine against PyTorch, txl run under the emulated CPU
+  printf '#!/bin/sh\nexec %s %s/%s/tools/txl "$@"\n' "$Q" "$PWD" $B > "$tmp/txl"
+  chmod +x "$tmp/txl"
+  if TXL_BIN="$tmp/txl" /usr/bin/python3 tests/reference/test_parity.py > "$tmp/out" 2>&1; then
+    echo "PASS $cpu: test_parity ($(tail -1 "$tmp/out"))"
+  else
+    echo "FAIL $cpu: test_parity"
+    grep FAIL "$tmp/out" | head -20
+    fail=1
+  fi
   $Q $B/tools/txl score "$tmp/app.log" > "$tmp/emulated.jsonl" 2>/dev/null
   TXL_CPU=$level $B/tools/txl score "$tmp/app.log" > "$tmp/native.jsonl" 2>/dev/null
   if /usr/bin/python3 - "$tmp/emulated.jsonl" "$tmp/native.jsonl" <<'EOF'
