@@ -4,13 +4,13 @@
  * per head; the position block is read shifted, so row i of the position
  * scores uses column j + qlen-1-i of the raw product (the "rel shift").
  *
- * The products run on lib/kernels/gemm.h's kernels, one block of MR (txl_gemm_mr())
- * query rows at a time, and each block computes only the keys its queries can
- * see (causal: none past mlen + its last row), which is ~10% of the
- * attention work at segment 64 with 256 remembered positions.  The right
- * operands need no packing per segment: keys are kept transposed by the
- * stream, values are read as rows, and the position table is packed once
- * per model. */
+ * The products run on lib/kernels/gemm.h's kernels, one block of MR
+ * (txl_gemm_mr()) query rows at a time, and each block computes only the
+ * keys its queries can see (causal: none past mlen + its last row), which
+ * is ~10% of the attention work at segment 64 with 256 remembered
+ * positions.  The right operands need no packing per segment: keys are kept
+ * transposed by the stream, values are read as rows, and the position table
+ * is packed once per model. */
 #include "cpu.h"
 #include "gemm.h"
 #include "ops.h"
