@@ -64,9 +64,8 @@ struct _TxlLearner {
   GArray *ser;
   gint64 lines;
   /* warmup_seconds: the stream's time warmed up so far, the time of the
-   * line before (when prev_set) and of the next line (when next_set) */
+   * line before and of the next line (NaN: none) */
   double warm_time, prev_t, next_t;
-  gboolean prev_set, next_set;
   gint64 next_round;   /* line count that starts the next round */
   gint64 due;          /* line count at which the running round lands */
   int started;
@@ -94,6 +93,7 @@ txl_learner_new(TxlModel *base, const TxlLearnOptions *opts, GError **error)
   if (!txl_params_config_supported(txl_model_config(base), error))
     return NULL;
   TxlLearner *l = g_new0(TxlLearner, 1);
+  l->prev_t = l->next_t = NAN;
   l->o = o;
   l->base = txl_model_ref(base);
   l->tok = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -349,10 +349,8 @@ round_land(TxlLearner *l, GError **error)
 void
 txl_learner_set_time(TxlLearner *l, double t)
 {
-  if (isfinite(t)) {
+  if (isfinite(t))
     l->next_t = t;
-    l->next_set = TRUE;
-  }
 }
 
 /* warmup_seconds: a line is about to be added at the time set for it; the
@@ -361,14 +359,13 @@ txl_learner_set_time(TxlLearner *l, double t)
 static void
 warmup_clock(TxlLearner *l)
 {
-  if (!l->next_set || l->started || !(l->o.warmup_seconds > 0))
+  const double t = l->next_t;
+  if (isnan(t) || l->started || !(l->o.warmup_seconds > 0))
     return;
-  l->next_set = FALSE;
-  if (l->prev_set && l->next_t > l->prev_t) /* at most what ends it */
-    l->warm_time = MIN(l->warm_time + (l->next_t - l->prev_t),
-                       l->o.warmup_seconds);
-  l->prev_t = l->next_t;
-  l->prev_set = TRUE;
+  l->next_t = NAN;
+  if (t > l->prev_t) /* false while prev_t is NaN; at most what ends it */
+    l->warm_time = MIN(l->warm_time + (t - l->prev_t), l->o.warmup_seconds);
+  l->prev_t = t;
   if (l->warm_time >= l->o.warmup_seconds)
     l->next_round = MIN(l->next_round, l->lines + 1);
 }
@@ -560,7 +557,7 @@ txl_learner_state_get_data(TxlLearner *l, guint8 *dst, gsize size)
   if (timed) {
     txl_w_u64(&w, txl_f64_bits(l->o.warmup_seconds));
     txl_w_u64(&w, txl_f64_bits(l->warm_time));
-    txl_w_u64(&w, txl_f64_bits(l->prev_set ? l->prev_t : NAN));
+    txl_w_u64(&w, txl_f64_bits(l->prev_t));
   }
   txl_w_u64(&w, (guint64)l->lines);
   txl_w_u64(&w, (guint64)l->next_round);
@@ -885,8 +882,7 @@ txl_learner_state_set_data(TxlLearner *l, const guint8 *src, gsize size,
   l->lines = ps.lines;
   l->warm_time = ps.warm_time;
   l->prev_t = ps.prev_t;
-  l->prev_set = !isnan(ps.prev_t);
-  l->next_set = FALSE;
+  l->next_t = NAN;
   l->next_round = ps.next_round;
   l->due = ps.due;
   l->started = ps.started;
