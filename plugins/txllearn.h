@@ -79,8 +79,8 @@ typedef struct _GstTxlLearn GstTxlLearn;
 
 /* owner posts the messages; warmup_lines, warmup_seconds: the warm-up
  * (lib/train/learner.h); primer (int32_t ids; NULL for txlmodel): the
- * learner groups sessions, each after these ids.  NULL with error when the model cannot be
- * trained. */
+ * learner groups sessions, each after these ids.  NULL with error when
+ * the model cannot be trained. */
 GstTxlLearn *gst_txl_learn_new(GstElement *owner, TxlModel *base,
                                gint warmup_lines, gdouble warmup_seconds,
                                const GArray *primer, GError **error);
