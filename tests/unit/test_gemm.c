@@ -176,7 +176,7 @@ TU_TEST("/gemm/deterministic", test_deterministic)
   if (txl_gemm_nr() == 1) {
     /* cblas fallback: OpenBLAS picks kernels by shape, so only equal shapes
      * promise equal bits (what snapshots need) */
-    g_test_skip("no AVX2+FMA kernels in this build");
+    g_test_skip("OpenBLAS kernel (a CPU without AVX2, or TXL_CPU=generic)");
     return;
   }
   GRand *r = g_rand_new_with_seed(5);
