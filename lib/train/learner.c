@@ -805,9 +805,13 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
                         "or seed)");
     return FALSE;
   }
-  if (!(ps->warm_time >= 0 && ps->warm_time <= l->o.warmup_seconds) ||
-      (!isnan(ps->prev_t) && !isfinite(ps->prev_t)))
+  if (r->ok && (!(ps->warm_time >= 0 &&
+                  ps->warm_time <= l->o.warmup_seconds) ||
+                (!isnan(ps->prev_t) && !isfinite(ps->prev_t)))) {
+    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "learner state: the warm-up's time is out of range");
     return FALSE;
+  }
   ps->lines = (gint64)txl_get_u64(r);
   ps->next_round = (gint64)txl_get_u64(r);
   ps->due = (gint64)txl_get_u64(r);

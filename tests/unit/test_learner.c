@@ -353,6 +353,27 @@ TU_TEST("/learner/warmup-seconds", test_warmup_seconds)
     g_assert_nonnull(strstr(err->message, "seconds"));
     txl_learner_free(l);
   }
+  /* a saved warm-up time out of range (after magic, version, 8 option
+   * integers, 3 option floats and warmup_seconds: offset 104) is refused
+   * naming it */
+  {
+    gsize n;
+    const guint8 *d = g_bytes_get_data(end, &n);
+    const double bad_time[] = { 20.0, -1.0, NAN };
+    for (guint k = 0; k < G_N_ELEMENTS(bad_time); k++) {
+      g_autoptr(GError) err = NULL;
+      guint8 *bad = g_memdup2(d, n);
+      guint64 bits;
+      memcpy(&bits, &bad_time[k], 8);
+      for (int b = 0; b < 8; b++)
+        bad[104 + b] = (guint8)(bits >> (8 * b));
+      l = txl_learner_new(f.base, &f.o, NULL);
+      g_assert_false(txl_learner_state_set_data(l, bad, n, &err));
+      g_assert_nonnull(strstr(err->message, "warm-up's time"));
+      txl_learner_free(l);
+      g_free(bad);
+    }
+  }
   /* out of range */
   for (guint k = 0; k < 3; k++) {
     g_autoptr(GError) err = NULL;
