@@ -922,16 +922,23 @@ def cmd_hdfs_events(a):
         print("normal test blocks holding a type %s holds: %d; F1 at most %.4f "
               "(%d anomalous test blocks)" % (what, len(novel),
                                               2 * pos / (2 * pos + len(novel)), pos))
-    for n in a.lines or []:
+    def show(title, chosen, length):
         shapes = {}
-        for b in test:
-            if lines[b] == n:
-                k = (labels[b], tuple(sorted(types[b].items())))
-                shapes[k] = shapes.get(k, 0) + 1
-        print("test blocks of %d lines, by label and event types (count x type):" % n)
-        for (lab, sh), k in sorted(shapes.items(), key=lambda x: -x[1]):
-            print("  %d %s: %s" % (k, "anomalous" if lab else "normal",
-                                   "; ".join("%d x %s" % (c, e[:60]) for e, c in sh)))
+        for b in chosen:
+            k = (labels[b], lines[b] if length else 0, tuple(sorted(types[b].items())))
+            shapes[k] = shapes.get(k, 0) + 1
+        print(title + ", by label%s and event types (count x type):" % (
+            " and length" if length else ""))
+        for (lab, n, sh), k in sorted(shapes.items(), key=lambda x: (x[0][0], x[0][1], -x[1])):
+            print("  %d %s%s: %s" % (k, "anomalous" if lab else "normal",
+                                     " of %d lines" % n if length else "",
+                                     "; ".join("%d x %s" % (c, e[:60]) for e, c in sh)))
+    for n in a.lines or []:
+        show("test blocks of %d lines" % n, [b for b in test if lines[b] == n], False)
+    for text in a.holding or []:
+        for half, chosen in (("first", [b for b in blocks if b in first]), ("second", test)):
+            show("%s half's blocks holding a type with %r" % (half, text),
+                 [b for b in chosen if any(text in e for e in types[b])], True)
 
 
 def cmd_hdfs_stalls(a):
@@ -1052,6 +1059,9 @@ def main():
     s.add_argument("dir")
     s.add_argument("--lines", type=int, nargs="*",
                    help="also the event types of the test blocks of these lengths")
+    s.add_argument("--holding", nargs="*",
+                   help="also the blocks of both halves that hold an event type "
+                   "containing this text, by label, length and event types")
     s = sub.add_parser("line-costs")
     s.add_argument("log")
     s.add_argument("--other", nargs="+", required=True)
