@@ -34,7 +34,8 @@ typedef struct {
   int window_lines;  /* most recent usable lines a round learns from (2000) */
   int lag_lines;     /* lines from a later round's start to its weights (100) */
   int max_steps;     /* optimizer steps per round at most (300) */
-  double passes;     /* passes over the round's lines, if max_steps allows (4) */
+  double passes;     /* the first round's passes over the warm-up lines, if
+                      * max_steps allows (4); a later round makes one */
   int batch;         /* streams per step (8) */
   int segment;       /* tokens per stream per step (64) */
   float lr;          /* peak learning rate (3e-4) */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Learning on the stream (lib/train/learner.h): the lines at which new
- * weights take over, determinism, learning that lowers the loss, state
- * bytes that continue bit for bit from any line (a round in flight
- * included), hostile state, and a round that goes non-finite; grouping
+ * weights take over, determinism, learning that lowers the loss, the
+ * steps of a later round, state bytes that continue bit for bit from any
+ * line (a round in flight included), hostile state, and a round that goes non-finite; grouping
  * sessions: the text a round learns from (lib/train/transcripts.h), state
  * that continues bit for bit, and state of the other kind refused. */
 #include "config.h"
@@ -168,6 +168,26 @@ TU_TEST("/learner/rounds-land-at-fixed-lines", test_rounds_land_at_fixed_lines)
   g_assert_cmpint(st.lines, ==, N_LINES);
   /* learning a repetitive stream lowers its loss within a round */
   g_assert_cmpfloat(st.loss_last, <, st.loss_first);
+  fx_done(&f);
+}
+
+/* The first round makes 4 passes over the warm-up's lines; a later one,
+ * starting from weights that know the stream, one pass over its window:
+ * with windows of equal size, a quarter of the steps. */
+TU_TEST("/learner/later-rounds-one-pass", test_later_rounds_one_pass)
+{
+  Fx f = fx_new(1.0f);
+  /* every line is 6 tokens: the warm-up (80 lines) and the second
+   * round's window (the 80 unflagged lines before line 180) are equal */
+  f.o = tu_learn_options(80, 100, 80, 10, 1000, 2, 8);
+  f.l = learner_after(f.base, &f.o, 80, f.landed);
+  TxlLearnStats first, both;
+  txl_learner_stats(f.l, &first);
+  run_lines(f.l, 80, 200, f.landed);
+  txl_learner_stats(f.l, &both);
+  g_assert_cmpint(both.rounds, ==, 2);
+  g_assert_cmpint(first.steps, >=, 40);
+  g_assert_cmpint(first.steps, ==, 4 * (both.steps - first.steps));
   fx_done(&f);
 }
 
