@@ -1057,11 +1057,10 @@ def main():
                    help="only these texts (default: all four)")
     s = sub.add_parser("hdfs-events")
     s.add_argument("dir")
+    s.add_argument("--holding", nargs="*", help="also both halves' blocks with an event "
+                   "type containing this text, by label, length and event types")
     s.add_argument("--lines", type=int, nargs="*",
                    help="also the event types of the test blocks of these lengths")
-    s.add_argument("--holding", nargs="*",
-                   help="also the blocks of both halves that hold an event type "
-                   "containing this text, by label, length and event types")
     s = sub.add_parser("line-costs")
     s.add_argument("log")
     s.add_argument("--other", nargs="+", required=True)
