@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """tools/quality.py's offline analyses, on small hand-made inputs whose
 answers are worked out here by hand: `hdfs-events` (event types by half
-and label, and the F1 bound), `session-rule`'s "either" row, the
+and label, the F1 bound, the blocks holding a type), `session-rule`'s "either" row, the
 splits `hdfs --dev` and `--reversed` write, `hdfs-live --q`'s replay of
 the session rule and `line-costs`' line summaries.  The numbers in
 docs/quality-logs.md and docs/notes/ come from these code paths.  Runs no
@@ -70,6 +70,13 @@ def test_events(tmp):
           'no block of the first half holds: 0; F1 at most 1.0000' in out, out)
     check('hdfs-events --lines: the 3-line test block with its types',
           re.search(r'1 normal: 1 x \S+ Receiving block .*; 1 x .*replicate', out), out)
+    # --holding: the blocks with R in each half, their label and length
+    rc, out = run('hdfs-events', d, '--holding', 'replicate')
+    held = out.split("first half's blocks holding a type with 'replicate'")[-1]
+    check('hdfs-events --holding: each half\'s blocks with the type, by label and length',
+          rc == 0 and re.search(r"^  1 anomalous of 3 lines: .*replicate", held, re.M)
+          and re.search(r"second half's blocks .*\n  1 normal of 3 lines: .*replicate", held)
+          and held.count(' of 3 lines') == 2, out)
 
 
 def test_either(tmp):
