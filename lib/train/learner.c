@@ -149,8 +149,9 @@ round_train(Round *r, TxlTrainState *s, TxlBatcher *b, int B, int T)
   gint64 per_pass = txl_batcher_batches_per_epoch(b);
   /* the first round teaches the stream from scratch; a later one starts
    * from weights that know it and only takes in what is new: one pass
-   * (on the HDFS slice 0.58 of the time for 30,000 lines, detection the
-   * same: docs/notes/2026-11-28-later-rounds.md) */
+   * (on the HDFS slice 0.58 of the time for 30,000 lines; detection held
+   * on the splits that judged it, and over all six HDFS splits moved
+   * little, one worse: docs/notes/2026-11-28-later-rounds.md) */
   double passes = r->index == 0 ? o->passes : 1.0;
   gint64 steps = (gint64)ceil(passes * (double)per_pass);
   steps = CLAMP(steps, 1, o->max_steps);
