@@ -43,7 +43,7 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      HDFS training sessions grouped by
                                      session, and interleaved as logged:
                                      what each lets txl eval see
-  tools/quality.py line-costs LOG --other LOG... [--show N]
+  tools/quality.py line-costs LOG --other LOG... [--show N] [--keep FILE]
                                      the injected stream's token costs, and
                                      other ways of summing a line up, ranked
                                      against the injected labels
@@ -827,6 +827,18 @@ def line_candidates(nll, norm_bytes):
             "line total": sum(nll), "costliest 4 tokens": runs[4], "costliest 8 tokens": runs[8]}
 
 
+def keep_line_costs(path, recs, lab, base):
+    """line-costs --keep: every line, the warm-up's too, as JSON lines:
+    txl score's record, its label (`injected`) and the bundled model's bits
+    per normalised byte (`bundled_bpb`, from its token costs in nats by
+    line), to replay rules over
+    (docs/notes/2026-11-28-reference-model.md)."""
+    with open(path, "w") as f:
+        for r, y in zip(recs, lab):
+            b = sum(base.get(r["line"], [])) / math.log(2) / max(r["norm_bytes"] or 1, 1)
+            f.write(json.dumps(dict(r, injected=y, bundled_bpb=b)) + "\n")
+
+
 def cmd_line_costs(a):
     """Where an injected stream's lines cost what they cost: the stream of
     `inject` (the first 3,000 lines, 2% injected, the seed), learnt as
@@ -853,6 +865,8 @@ def cmd_line_costs(a):
                      "a ranking needs both injected and normal lines (a log of more than the "
                      "warm-up's 1,050 lines)" % (a.log, len(labels), sum(labels)))
         cost, base = token_costs(log, adapted), token_costs(log, MODEL)
+    if a.keep:
+        keep_line_costs(a.keep, recs, lab, base)
     rows = []
     for r in recs[start:]:
         c = line_candidates(cost.get(r["line"], []), r["norm_bytes"] or 1)
@@ -1067,6 +1081,8 @@ def main():
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--show", type=int, default=0,
                    help="also print the token costs of the injected lines and this many normal ones")
+    s.add_argument("--keep", metavar="FILE",
+                   help="write every line's record, label and bundled-model bits per byte (JSON lines)")
     s = sub.add_parser("hdfs")
     s.add_argument("dir")
     split = s.add_mutually_exclusive_group()

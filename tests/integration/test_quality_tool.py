@@ -225,6 +225,17 @@ def test_line_candidates(tmp):
     check('line-costs: a line with no scored token costs nothing',
           all(v == 0 for v in c.values()), c)
 
+    import json
+    keep = os.path.join(tmp, 'kept.jsonl')
+    recs = [{'line': 1, 'norm_bytes': 4, 'worst': 0.5}, {'line': 2, 'norm_bytes': 0, 'worst': None}]
+    quality.keep_line_costs(keep, recs, [0, 1], {1: [1.0, 1.7725887222397811]})
+    with open(keep) as f:
+        kept = [json.loads(l) for l in f]
+    check('line-costs --keep: each record with its label and the bundled bits per byte',
+          len(kept) == 2 and kept[0]['injected'] == 0 and kept[1]['injected'] == 1 and
+          abs(kept[0]['bundled_bpb'] - 1.0) < 1e-9 and kept[1]['bundled_bpb'] == 0.0 and
+          kept[0]['worst'] == 0.5, kept)
+
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
