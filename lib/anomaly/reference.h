@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A line judged against the model file as well (docs/learning.md): while
+ * learning, a line is judged by its cost under the adapted weights less a
+ * quarter of what the model file makes of it alone.  A line typical of the
+ * stream became much cheaper through learning; a line of another program
+ * that the model file already knew did not, and it now stands out
+ * (docs/notes/2026-11-28-reference-model.md: the weight was chosen on
+ * injected lines of eight Loghub samples and judged on seven others).
+ *
+ * The model file's cost is taken from an empty memory, after the tokens of
+ * a line end: a function of the line's own ids, so no second memory has
+ * to live in streams, sessions or snapshots. */
+#ifndef TXL_REFERENCE_H
+#define TXL_REFERENCE_H
+
+#include "lines.h"
+#include "txl.h"
+
+/* How much of the model file's cost comes off the judged score. */
+#define TXL_LINE_REF_WEIGHT 0.25
+
+typedef struct _TxlLineRef TxlLineRef;
+
+/* On model (a reference is kept): the model the learning started from. */
+TxlLineRef *txl_line_ref_new(TxlModel *model, GError **error);
+void txl_line_ref_free(TxlLineRef *r);
+/* -ln P of the n ids under the model from an empty memory, primed with a
+ * line end, in nats; NaN when they cannot be scored (n == 0, an id out of
+ * range, a non-finite cost). */
+double txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n);
+/* What the line rule judges: worst - TXL_LINE_REF_WEIGHT x the reference
+ * in bits per normalised byte; the line's worst alone when ref_nll is NaN
+ * (no reference: not learning, or a line restored without one). */
+double txl_line_judged(const TxlLineScore *s, double ref_nll);
+
+#endif

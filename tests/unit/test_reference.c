@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* lib/anomaly/reference.c: a line's cost under the model file alone, from
+ * an empty memory after a line end, is what a fresh stream primed with a
+ * line end gives that line (one segment or several), whatever was scored
+ * before; ids it cannot score give NaN; the judged value takes a quarter
+ * of it off the line's worst part. */
+#include "reference.h"
+
+#include <math.h>
+#include "tu_test.h"
+
+typedef struct {
+  GArray *ids;
+} Ids;
+
+static void
+collect(int32_t id, gint64 line, gsize a, gsize b, gpointer data)
+{
+  (void)line, (void)a, (void)b;
+  g_array_append_val(((Ids *)data)->ids, id);
+}
+
+static GArray *
+encode(TxlModel *m, const char *text)
+{
+  Ids d = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
+  TxlEncoder *enc = txl_encoder_new(txl_model_tokenizer(m), collect, &d);
+  txl_encoder_push(enc, text, strlen(text));
+  txl_encoder_finish(enc);
+  txl_encoder_free(enc);
+  return d.ids;
+}
+
+static void
+sum_from(gint64 pos, int32_t token, float lp, gpointer data)
+{
+  (void)token;
+  double *acc = data; /* acc[0]: first position counted, acc[1]: the sum */
+  if (pos >= (gint64)acc[0])
+    acc[1] -= lp;
+}
+
+/* The same line's cost from a scorer over "\n" + the line, fresh. */
+static double
+scored_fresh(TxlModel *m, GArray *primer, GArray *line)
+{
+  double acc[2] = { (double)primer->len, 0.0 };
+  TxlScorer *s = txl_scorer_new(m, NULL, 0, sum_from, acc, NULL);
+  g_assert_nonnull(s);
+  g_assert_true(txl_scorer_push(s, (const int32_t *)primer->data, primer->len, NULL));
+  g_assert_true(txl_scorer_push(s, (const int32_t *)line->data, line->len, NULL));
+  g_assert_true(txl_scorer_finish(s, NULL));
+  txl_scorer_free(s);
+  return acc[1];
+}
+
+TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(TXL_MODEL_SOURCE, &err);
+  g_assert_no_error(err);
+  TxlLineRef *r = txl_line_ref_new(m, &err);
+  g_assert_no_error(err);
+  GArray *primer = encode(m, "\n");
+  g_assert_cmpuint(primer->len, >=, 1);
+  GString *longer = g_string_new("Nov 28 06:30:01 host sshd[4242]: Accepted publickey for");
+  for (int i = 0; i < 60; i++)
+    g_string_append_printf(longer, " user%d from 10.0.%d.%d", i, i, 7 * i);
+  g_string_append_c(longer, '\n');
+  const char *lines[] = {
+    "2026-11-28 06:30:00 status installed libc6:amd64 2.36-9\n",
+    longer->str, /* several segments */
+    "x\n",
+  };
+  const TxlConfig *c = txl_model_config(m);
+  double first = NAN;
+  for (guint k = 0; k < G_N_ELEMENTS(lines); k++) {
+    GArray *ids = encode(m, lines[k]);
+    if (k == 1)
+      g_assert_cmpuint(ids->len, >, 2 * (guint)c->tgt_len);
+    double ref = txl_line_ref_nll(r, (const int32_t *)ids->data, ids->len);
+    double want = scored_fresh(m, primer, ids);
+    g_assert_true(isfinite(ref) && ref > 0);
+    g_assert_cmpfloat(fabs(ref - want), <=, 1e-9 * MAX(1.0, want));
+    if (k == 0)
+      first = ref;
+    g_array_unref(ids);
+  }
+  /* what came before does not matter: the memory starts empty */
+  GArray *ids = encode(m, lines[0]);
+  g_assert_cmpfloat(txl_line_ref_nll(r, (const int32_t *)ids->data, ids->len), ==, first);
+  /* ids it cannot score */
+  g_assert_true(isnan(txl_line_ref_nll(r, (const int32_t *)ids->data, 0)));
+  int32_t bad[2] = { 1, c->n_token };
+  g_assert_true(isnan(txl_line_ref_nll(r, bad, 2)));
+  bad[1] = -1;
+  g_assert_true(isnan(txl_line_ref_nll(r, bad, 2)));
+  g_array_unref(ids);
+  g_array_unref(primer);
+  g_string_free(longer, TRUE);
+  txl_line_ref_free(r);
+  txl_model_unref(m);
+}
+
+TU_TEST("/reference/judged", test_judged)
+{
+  TxlLineScore s = { .tokens = 10, .norm_bytes = 40, .nll = 40 * G_LN2,
+                     .window = 0.0 }; /* 1 bit per byte */
+  g_assert_cmpfloat(txl_line_judged(&s, NAN), ==, 1.0);
+  /* the model file's 2 bits per byte: a quarter of it off */
+  g_assert_cmpfloat(fabs(txl_line_judged(&s, 80 * G_LN2) - 0.5), <, 1e-12);
+  s.window = 3.0; /* the worst part, not the mean, is what is judged */
+  g_assert_cmpfloat(fabs(txl_line_judged(&s, 80 * G_LN2) - 2.5), <, 1e-12);
+  s.nonfinite = 1; /* a non-finite line stays infinitely surprising */
+  g_assert_true(isinf(txl_line_judged(&s, 80 * G_LN2)));
+}
+
+TU_MAIN()
