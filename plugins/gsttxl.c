@@ -4,6 +4,8 @@
  * carries each line's raw bytes alongside the records. */
 #include "gsttxlcommon.h"
 
+#include <math.h>
+
 /* ---- both metas ---------------------------------------------------------- */
 
 /* The API type of a meta without tags, registered on first use into
@@ -135,6 +137,7 @@ gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint64 bytes,
   m->score = *s;
   m->bpb = txl_line_bpb(s);
   m->worst = txl_line_worst(s);
+  m->ref_nll = NAN;
   return m;
 }
 

@@ -45,6 +45,7 @@ typedef struct {
   TxlLineScore s;
   guint32 flags; /* TXL_LINE_* of its meta (txlsessions; txlmodel keeps its
                   * own done_flags) */
+  gdouble ref_nll; /* its meta's ref_nll */
 } GstTxlDoneLine;
 
 /* ---- debug categories -------------------------------------------------- */

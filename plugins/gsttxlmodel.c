@@ -86,10 +86,12 @@ close_line(GstTxlModel *self)
 {
   if (self->cur_line <= 0)
     return;
-  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0 };
+  GstTxlDoneLine d = { self->cur_line, self->cur_bytes, self->cur.s, 0,
+                       NAN };
   guint32 flags = B(self)->learning
       ? gst_txl_learn_close(B(self)->learning, d.line, &d.s,
-                            self->done_flags->len, B(self)->last_pts)
+                            self->done_flags->len, B(self)->last_pts,
+                            &d.ref_nll)
       : 0;
   g_array_append_val(self->done_lines, d);
   g_array_append_val(self->done_flags, flags);
@@ -202,8 +204,10 @@ copy_line_meta(GstBuffer *from, GstMeta **meta, gpointer to)
 {
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
     GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
-    gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &m->score)->flags =
-        m->flags;
+    GstTxlLineMeta *c =
+        gst_buffer_add_txl_line_meta(to, m->line, m->bytes, &m->score);
+    c->flags = m->flags;
+    c->ref_nll = m->ref_nll;
   }
   return TRUE;
 }
@@ -307,8 +311,10 @@ push_out(GstTxlModel *self, gboolean all_text)
   for (guint i = 0; i < self->done_lines->len; i++) {
     const GstTxlDoneLine *d = &g_array_index(self->done_lines, GstTxlDoneLine,
                                              i);
-    gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s)->flags =
-        g_array_index(self->done_flags, guint32, i);
+    GstTxlLineMeta *m =
+        gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
+    m->flags = g_array_index(self->done_flags, guint32, i);
+    m->ref_nll = d->ref_nll;
   }
   g_array_set_size(self->done_lines, 0);
   g_array_set_size(self->done_flags, 0);

@@ -440,7 +440,8 @@ push_line(GstTxlSessions *self, gboolean at_end, GError **error)
       return FALSE;
     }
   }
-  SLine x = { .line = self->cur_line, .text_end = text_end };
+  SLine x = { .line = self->cur_line, .text_end = text_end,
+              .ref_nll = NAN };
   gst_txl_sessions_learn_keep(self, &x);
   g_array_append_val(self->sl, x);
   gint64 seq = txl_sessions_push_tokens(self->sessions, k,
@@ -477,7 +478,7 @@ push_out(GstTxlSessions *self, gboolean all)
     SLine *x = &g_array_index(self->sl, SLine, head);
     if (!x->done)
       break;
-    GstTxlDoneLine d = { x->line, x->bytes, x->s, x->flags };
+    GstTxlDoneLine d = { x->line, x->bytes, x->s, x->flags, x->ref_nll };
     g_array_append_val(self->done_lines, d);
     frontier = MAX(frontier, x->text_end);
     head++;
@@ -489,8 +490,10 @@ push_out(GstTxlSessions *self, gboolean all)
     for (guint i = 0; i < self->done_lines->len; i++) {
       const GstTxlDoneLine *d =
           &g_array_index(self->done_lines, GstTxlDoneLine, i);
-      gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s)->flags =
-          d->flags;
+      GstTxlLineMeta *m =
+          gst_buffer_add_txl_line_meta(buf, d->line, d->bytes, &d->s);
+      m->flags = d->flags;
+      m->ref_nll = d->ref_nll;
     }
     g_array_set_size(self->done_lines, 0);
     gst_txl_text_attach(text, buf, ntext);

@@ -26,6 +26,7 @@ typedef struct {
   guint64 bytes;
   TxlLineScore s;   /* its scores (lib/anomaly/lines.h) */
   guint32 flags;    /* TXL_LINE_* of its meta (learn=true) */
+  gdouble ref_nll;  /* its meta's ref_nll (learn=true; NaN: none) */
   GArray *ids;      /* learn=true, until scored: its token ids (int32_t),
                      * for the learner */
 } SLine;

@@ -79,7 +79,7 @@ gst_txl_sessions_learn_line(GstTxlSessions *self, SLine *x, const char *key,
   x->flags |= gst_txl_learn_line(B(self)->learning, key,
                                  x->ids ? (const int32_t *)x->ids->data : NULL,
                                  x->ids ? x->ids->len : 0, x->line, &x->s,
-                                 (guint)seq, B(self)->last_pts);
+                                 (guint)seq, B(self)->last_pts, &x->ref_nll);
   /* the learner has its own copy */
   g_clear_pointer(&x->ids, g_array_unref);
 }

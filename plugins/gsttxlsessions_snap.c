@@ -14,6 +14,7 @@
  * their ids here for the learner. */
 #include "gsttxlsessions.h"
 
+#include <math.h>
 #include <string.h>
 
 #define GST_CAT_DEFAULT gst_txl_sessions_debug
@@ -21,11 +22,14 @@
 /* 2: line scores of lib/anomaly/lines.h; 3: the running session rule's
  * window (a version 2 snapshot resumes with an empty one); 4: each pending
  * line's meta flags and, learning, the ids of those not yet scored (older
- * versions have neither: they resume only without learning) */
-#define STATE_VERSION 4u
+ * versions have neither: they resume only without learning); 5: the model
+ * file's cost of each pending line (learning, once scored; a version 4
+ * line has none and is judged by its worst part alone) */
+#define STATE_VERSION 5u
 /* a pending line's bytes at least, before and from version 4 */
 #define SLINE_MIN_BYTES (20 + TXL_LINE_SCORE_SAVED_BYTES)
 #define SLINE4_MIN_BYTES (SLINE_MIN_BYTES + 8)
+#define SLINE5_MIN_BYTES (SLINE4_MIN_BYTES + 8)
 #define MAX_STATE_TEXT (1u << 30)
 
 /* ---- the element's own state ---------------------------------------------- */
@@ -133,6 +137,7 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
     txl_put_u64(b, x->bytes);
     txl_line_score_put(b, &x->s);
     txl_put_u32(b, x->flags);
+    txl_put_f64(b, x->ref_nll);
     guint nid = x->ids ? x->ids->len : 0;
     txl_put_u32(b, nid);
     for (guint k = 0; k < nid; k++)
@@ -220,7 +225,7 @@ get_lines(TxlReader *r, guint32 version, guint32 nsl, int n_ids,
 {
   const guint32 known = TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS;
   for (guint32 i = 0; i < nsl && r->ok; i++) {
-    SLine x = { 0 };
+    SLine x = { .ref_nll = NAN };
     x.line = (gint64)txl_get_u64(r);
     x.text_end = txl_get_u64(r);
     guint32 done = txl_get_u32(r);
@@ -232,6 +237,14 @@ get_lines(TxlReader *r, guint32 version, guint32 nsl, int n_ids,
     guint32 nid = 0;
     if (version >= 4) {
       x.flags = txl_get_u32(r);
+      if (version >= 5) {
+        x.ref_nll = txl_get_f64(r);
+        /* a cost in nats, or none; only a scored line while learning
+         * has one */
+        if (isinf(x.ref_nll) || x.ref_nll < 0 ||
+            (!isnan(x.ref_nll) && (!learning || !done)))
+          r->ok = FALSE;
+      }
       nid = txl_get_u32(r);
       /* a line has at least its line end; its ids wait only unscored */
       if ((x.flags & ~known) || (x.flags && (!learning || !done)) ||
@@ -320,7 +333,9 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
     return NULL;
   }
   GstTxlLearnLoaded *ld = loaded;
-  gsize line_min = version >= 4 ? SLINE4_MIN_BYTES : SLINE_MIN_BYTES;
+  gsize line_min = version >= 5   ? SLINE5_MIN_BYTES
+                   : version >= 4 ? SLINE4_MIN_BYTES
+                                  : SLINE_MIN_BYTES;
   if (!r.ok || version < 2 || version > STATE_VERSION || o->pushed < 0 ||
       o->sl_seq0 < 1 || nsl > txl_reader_left(&r) / line_min ||
       o->sl_seq0 + (gint64)nsl - 1 != o->pushed)

@@ -157,6 +157,7 @@ line_get(GstTxlSink *self, gint64 line)
   }
   Line *l = g_new0(Line, 1);
   l->line = line;
+  l->meta_ref = NAN;
   l->text = g_string_new(NULL);
   txl_line_acc_init(&l->acc);
   if (it)
@@ -281,11 +282,13 @@ judge(GstTxlSink *self, const Line *l, const TxlLineScore *sc,
      * are not the stream's scores */
     double thr = 0;
     gboolean stream_flag = FALSE;
+    /* learning: relative to the model file's cost (lib/anomaly/reference.h) */
+    double judged = txl_line_judged(sc, l->has_meta ? l->meta_ref : NAN);
     *warm = (l->meta_flags & TXL_LINE_WARMUP) != 0;
     if (!*warm && scored && txl_baseline_threshold(self->baseline, &thr))
-      *anomaly = worst - thr;
+      *anomaly = judged - thr;
     if (!*warm && scored)
-      *warm = !txl_baseline_judge(self->baseline, worst, &stream_flag);
+      *warm = !txl_baseline_judge(self->baseline, judged, &stream_flag);
     /* new weights after this line: their own scores set the threshold
      * once there are enough of them */
     if (l->meta_flags & TXL_LINE_NEW_WEIGHTS)
@@ -552,6 +555,7 @@ take_line_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
   l->has_meta = TRUE;
   l->meta = m->score;
   l->meta_flags = m->flags;
+  l->meta_ref = m->ref_nll;
   if (!self->per_line)
     return TRUE; /* the records gave the bytes and close the line */
   l->tok_bytes += m->bytes;

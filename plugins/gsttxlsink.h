@@ -44,6 +44,9 @@ typedef struct {
   gboolean has_meta; /* the scoring element's line scores came: they win */
   TxlLineScore meta;
   guint32 meta_flags; /* TXL_LINE_* of its meta (txlmodel learn=true) */
+  gdouble meta_ref;   /* its meta's ref_nll: the model file's cost of the
+                       * line, which the stream rule judges relative to
+                       * (NaN: none) */
   GString *text;  /* without the line end, at most TEXT_CAP bytes */
   gboolean closed;
 } Line;

@@ -4,8 +4,12 @@
  * that a resumed stream writes what an uninterrupted one would. */
 #include "gsttxlsink.h"
 
-#define STATE_VERSION 3u /* 2: line scores of lib/anomaly/lines.h,
-                          * 3: their metas' flags */
+#define STATE_VERSION 4u /* 2: line scores of lib/anomaly/lines.h,
+                          * 3: their metas' flags, 4: their metas' model
+                          * file's cost (older: none, judged by the worst
+                          * part alone) */
+
+#include <math.h>
 
 GBytes *
 gst_txl_sink_save_state(GstTxlSink *self)
@@ -37,6 +41,7 @@ gst_txl_sink_save_state(GstTxlSink *self)
     txl_put_u32(b, l->has_meta);
     txl_line_score_put(b, &l->meta);
     txl_put_u32(b, l->meta_flags);
+    txl_put_f64(b, l->meta_ref);
   }
   return g_byte_array_free_to_bytes(b);
 }
@@ -60,7 +65,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     gst_txl_line_scores_v1_error(error, "txlsink", "afresh");
     return FALSE;
   }
-  if (!r.ok || (version != 2 && version != STATE_VERSION) || have_text > 1 ||
+  if (!r.ok || version < 2 || version > STATE_VERSION || have_text > 1 ||
       has_bl > 1 ||
       written < 0 || closed < 0 || text_line < 1)
     goto bad;
@@ -87,7 +92,9 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     l->has_meta = hm != 0;
     txl_line_score_get(&r, &l->meta);
     l->meta_flags = version > 2 ? txl_get_u32(&r) : 0;
-    if (cl > 1 || hm > 1 || l->line <= prev ||
+    l->meta_ref = version > 3 ? txl_get_f64(&r) : NAN;
+    if (cl > 1 || hm > 1 || l->line <= prev || isinf(l->meta_ref) ||
+        l->meta_ref < 0 || (!isnan(l->meta_ref) && !hm) ||
         (l->meta_flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS)))
       r.ok = FALSE;
     prev = l->line;

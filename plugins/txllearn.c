@@ -13,7 +13,10 @@
 GST_DEBUG_CATEGORY_STATIC(gst_txl_learn_debug);
 #define GST_CAT_DEFAULT gst_txl_learn_debug
 
-#define SECTION_VERSION 1u
+/* 2: a model file's cost of each undelivered line meta beside its flags
+ * (lib/anomaly/reference.h); a version 1 section loads, its metas without
+ * one (judged by their worst part alone) */
+#define SECTION_VERSION 2u
 /* ids of the open line kept at most in a section (the learner bounds what
  * it keeps itself; a line longer than this is a hostile file) */
 #define MAX_LINE_IDS (1u << 26)
@@ -28,6 +31,7 @@ typedef struct {
   guint done_index;
   gboolean warm;   /* scored with the model file's weights */
   double t;        /* the stream's time, seconds (NaN: none) */
+  double ref;      /* the model file's cost of it, nats (NaN: none) */
 } Queued;
 
 struct _GstTxlLearn {
@@ -38,6 +42,8 @@ struct _GstTxlLearn {
   GArray *cur_ids;     /* the open line's ids */
   int cur_gen;         /* weights its first record was scored with */
   GArray *queue;       /* Queued, closed since the last run */
+  TxlLineRef *ref;     /* the model file's cost of a line: the line rule
+                        * judges a line relative to it */
 };
 
 static void
@@ -74,9 +80,15 @@ gst_txl_learn_new(GstElement *owner, TxlModel *base, gint warmup_lines,
     txl_learner_free(learner);
     return NULL;
   }
+  TxlLineRef *ref = txl_line_ref_new(base, error);
+  if (!ref) {
+    txl_learner_free(learner);
+    return NULL;
+  }
   GstTxlLearn *l = g_new0(GstTxlLearn, 1);
   l->owner = owner;
   l->learner = learner;
+  l->ref = ref;
   l->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                                TXL_STREAM_RULE_WARMUP, 0, NULL);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
@@ -91,6 +103,7 @@ gst_txl_learn_free(GstTxlLearn *l)
   if (!l)
     return;
   txl_learner_free(l->learner);
+  txl_line_ref_free(l->ref);
   txl_baseline_free(l->recent);
   txl_free_each(g_array_unref, l->cur_ids, l->queue);
   g_free(l);
@@ -114,28 +127,42 @@ gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
   g_array_append_val(l->cur_ids, r->id);
 }
 
+/* The model file's cost of a judged line (NaN for a warm-up line, which
+ * is never judged). */
+static double
+reference(GstTxlLearn *l, gboolean warm, const int32_t *ids, guint n)
+{
+  return warm ? NAN : txl_line_ref_nll(l->ref, ids, n);
+}
+
 guint32
 gst_txl_learn_close(GstTxlLearn *l, gint64 line, const TxlLineScore *s,
-                    guint done_index, GstClockTime pts)
+                    guint done_index, GstClockTime pts, gdouble *ref_nll)
 {
-  Queued q = { l->cur_ids, NULL, FALSE, line, *s, done_index,
-               l->cur_gen == 0, seconds_of(pts) };
+  gboolean warm = l->cur_gen == 0;
+  Queued q = { l->cur_ids, NULL, FALSE, line, *s, done_index, warm,
+               seconds_of(pts),
+               reference(l, warm, (const int32_t *)l->cur_ids->data,
+                         l->cur_ids->len) };
   g_array_append_val(l->queue, q);
   l->cur_ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
   l->cur_gen = l->gen;
+  *ref_nll = q.ref;
   return q.warm ? TXL_LINE_WARMUP : 0;
 }
 
 guint32
 gst_txl_learn_line(GstTxlLearn *l, const gchar *key, const int32_t *ids,
                    guint n, gint64 line, const TxlLineScore *s,
-                   guint done_index, GstClockTime pts)
+                   guint done_index, GstClockTime pts, gdouble *ref_nll)
 {
   GArray *copy = g_array_sized_new(FALSE, FALSE, sizeof(int32_t), n);
   g_array_append_vals(copy, ids, n);
-  Queued q = { copy, g_strdup(key), FALSE, line, *s, done_index,
-               l->gen == 0, seconds_of(pts) };
+  gboolean warm = l->gen == 0;
+  Queued q = { copy, g_strdup(key), FALSE, line, *s, done_index, warm,
+               seconds_of(pts), reference(l, warm, ids, n) };
   g_array_append_val(l->queue, q);
+  *ref_nll = q.ref;
   return q.warm ? TXL_LINE_WARMUP : 0;
 }
 
@@ -143,7 +170,7 @@ void
 gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key, gboolean flagged)
 {
   Queued q = { .ids = NULL, .key = g_strdup(key), .flag = flagged,
-               .t = NAN };
+               .t = NAN, .ref = NAN };
   g_array_append_val(l->queue, q);
 }
 
@@ -217,7 +244,7 @@ judge(GstTxlLearn *l, const Queued *q)
 {
   gboolean flag = FALSE;
   if (!q->warm && q->s.tokens > 0)
-    txl_baseline_judge(l->recent, txl_line_worst(&q->s), &flag);
+    txl_baseline_judge(l->recent, txl_line_judged(&q->s, q->ref), &flag);
   return flag;
 }
 
@@ -267,33 +294,45 @@ gst_txl_learn_run(GstTxlLearn *l, GstTxlSetModelFunc set_model,
 
 /* ---- snapshots ---------------------------------------------------------- */
 
+/* What this section keeps of a line meta: its flags and the model
+ * file's cost of its line. */
+typedef struct {
+  guint32 flags;
+  double ref;
+} MetaPart;
+
 static gboolean
 count_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
 {
-  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE)
-    g_array_append_val((GArray *)data, ((GstTxlLineMeta *)*meta)->flags);
+  if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE) {
+    GstTxlLineMeta *m = (GstTxlLineMeta *)*meta;
+    MetaPart p = { m->flags, m->ref_nll };
+    g_array_append_val((GArray *)data, p);
+  }
   return TRUE;
 }
 
 typedef struct {
-  GArray *flags;
+  GArray *parts; /* MetaPart */
   guint at;
-} SetFlags;
+} SetParts;
 
 static gboolean
 set_meta(GstBuffer *buf, GstMeta **meta, gpointer data)
 {
-  SetFlags *f = data;
+  SetParts *f = data;
   if ((*meta)->info->api == GST_TXL_LINE_META_API_TYPE &&
-      f->at < f->flags->len)
-    ((GstTxlLineMeta *)*meta)->flags =
-        g_array_index(f->flags, guint32, f->at++);
+      f->at < f->parts->len) {
+    const MetaPart *p = &g_array_index(f->parts, MetaPart, f->at++);
+    ((GstTxlLineMeta *)*meta)->flags = p->flags;
+    ((GstTxlLineMeta *)*meta)->ref_nll = p->ref;
+  }
   return TRUE;
 }
 
-/* Version, the open line (weights, ids), the recent scores, the flags of
- * the undelivered buffer's line metas, then the learner's state bytes
- * (which wait for a round in flight). */
+/* Version, the open line (weights, ids), the recent scores, the flags and
+ * model file's costs of the undelivered buffer's line metas, then the
+ * learner's state bytes (which wait for a round in flight). */
 GBytes *
 gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered)
 {
@@ -313,13 +352,16 @@ gst_txl_learn_save(GstTxlLearn *l, GstBuffer *undelivered)
   const guint8 *bd = g_bytes_get_data(bl, &bn);
   txl_put_blob(b, bd, bn);
   g_bytes_unref(bl);
-  GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
+  GArray *parts = g_array_new(FALSE, FALSE, sizeof(MetaPart));
   if (undelivered)
-    gst_buffer_foreach_meta(undelivered, count_meta, flags);
-  txl_put_u32(b, flags->len);
-  for (guint i = 0; i < flags->len; i++)
-    txl_put_u32(b, g_array_index(flags, guint32, i));
-  g_array_unref(flags);
+    gst_buffer_foreach_meta(undelivered, count_meta, parts);
+  txl_put_u32(b, parts->len);
+  for (guint i = 0; i < parts->len; i++) {
+    const MetaPart *p = &g_array_index(parts, MetaPart, i);
+    txl_put_u32(b, p->flags);
+    txl_put_f64(b, p->ref);
+  }
+  g_array_unref(parts);
   gsize n = txl_learner_state_get_size(l->learner);
   guint at = b->len;
   txl_put_u64(b, n);
@@ -336,16 +378,17 @@ bad(GError **error)
   return FALSE;
 }
 
-/* The section's fields into l (a fresh one) and the flags. */
+/* The section's fields into l (a fresh one) and the metas' parts. */
 static gboolean
-parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
+parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *parts,
       GError **error)
 {
   TxlReader r;
   txl_reader_init(&r, section);
   guint32 version = txl_get_u32(&r), warm = txl_get_u32(&r),
           nids = txl_get_u32(&r);
-  if (!r.ok || version != SECTION_VERSION || warm > 1 || nids > MAX_LINE_IDS ||
+  if (!r.ok || version < 1 || version > SECTION_VERSION || warm > 1 ||
+      nids > MAX_LINE_IDS ||
       nids > txl_reader_left(&r) / 4)
     return bad(error);
   for (guint32 i = 0; i < nids; i++) {
@@ -357,13 +400,16 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *flags,
   gsize bn;
   const guint8 *bd = txl_get_blob(&r, &bn, G_MAXUINT32);
   guint32 nflags = r.ok ? txl_get_u32(&r) : 0;
-  if (!r.ok || nflags > txl_reader_left(&r) / 4)
+  gsize per = version >= 2 ? 12 : 4;
+  if (!r.ok || nflags > txl_reader_left(&r) / per)
     return bad(error);
   for (guint32 i = 0; i < nflags; i++) {
-    guint32 f = txl_get_u32(&r);
-    if (f & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS))
+    MetaPart p = { txl_get_u32(&r), version >= 2 ? txl_get_f64(&r) : NAN };
+    /* a cost is a finite number of nats, or none */
+    if (p.flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS) ||
+        isinf(p.ref) || p.ref < 0)
       return bad(error);
-    g_array_append_val(flags, f);
+    g_array_append_val(parts, p);
   }
   gsize ln;
   const guint8 *ld = txl_get_blob(&r, &ln, G_MAXSIZE);
@@ -394,8 +440,8 @@ gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
                                      warmup_seconds, primer, error);
   if (!l)
     return NULL;
-  GArray *flags = g_array_new(FALSE, FALSE, sizeof(guint32));
-  gboolean ok = parse(l, txl_model_config(base)->n_token, section, flags,
+  GArray *parts = g_array_new(FALSE, FALSE, sizeof(MetaPart));
+  gboolean ok = parse(l, txl_model_config(base)->n_token, section, parts,
                       error);
   if (ok) {
     TxlModel *m = txl_learner_model(l->learner);
@@ -404,18 +450,18 @@ gst_txl_learn_load(GstElement *owner, TxlModel *base, gint warmup_lines,
     txl_model_unref(m);
   }
   if (ok) {
-    /* one flag word per line meta of the buffer a failed push kept */
-    SetFlags f = { flags, 0 };
-    GArray *have = g_array_new(FALSE, FALSE, sizeof(guint32));
+    /* one part per line meta of the buffer a failed push kept */
+    SetParts f = { parts, 0 };
+    GArray *have = g_array_new(FALSE, FALSE, sizeof(MetaPart));
     if (undelivered)
       gst_buffer_foreach_meta(undelivered, count_meta, have);
-    if (have->len != flags->len)
+    if (have->len != parts->len)
       ok = bad(error);
     else if (undelivered)
       gst_buffer_foreach_meta(undelivered, set_meta, &f);
     g_array_unref(have);
   }
-  g_array_unref(flags);
+  g_array_unref(parts);
   if (!ok)
     g_clear_pointer(&l, gst_txl_learn_free);
   return l;

@@ -93,10 +93,11 @@ void gst_txl_learn_record(GstTxlLearn *l, const TxlScoreRecord *r,
  * element's own index of the line, reported back by gst_txl_learn_run()
  * if new weights land after it; pts, the timestamp of the buffer in which
  * it completed (its time for learn-warmup-seconds; GST_CLOCK_TIME_NONE:
- * none).  Returns its meta's TXL_LINE_* flags. */
+ * none).  Returns its meta's TXL_LINE_* flags, and in *ref_nll its meta's
+ * ref_nll (the model file's cost of the line; NaN for a warm-up line). */
 guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
                             const TxlLineScore *s, guint done_index,
-                            GstClockTime pts);
+                            GstClockTime pts, gdouble *ref_nll);
 /* A complete line of session key given whole (its n token ids, copied),
  * as record() and close() give it in two steps; a warm-up line when no
  * adapted weights are in use yet.  For a learning made with a primer
@@ -104,7 +105,7 @@ guint32 gst_txl_learn_close(GstTxlLearn *l, gint64 line,
 guint32 gst_txl_learn_line(GstTxlLearn *l, const gchar *key,
                            const int32_t *ids, guint n, gint64 line,
                            const TxlLineScore *s, guint done_index,
-                           GstClockTime pts);
+                           GstClockTime pts, gdouble *ref_nll);
 /* Session key ended (flagged by the session rule or not): queued after
  * the lines before it. */
 void gst_txl_learn_session_end(GstTxlLearn *l, const gchar *key,

@@ -160,6 +160,10 @@ typedef struct {
                    * (docs/line-scores.md); with nonfinite tokens neither
                    * is finite and the line is flagged */
   guint32 flags;  /* TXL_LINE_* */
+  gdouble ref_nll; /* learning: the model file's cost of the line alone,
+                    * nats (lib/anomaly/reference.h), which the line rule
+                    * judges it relative to; NaN: none (not learning, a
+                    * warm-up line) */
 } GstTxlLineMeta;
 
 /* flags of a GstTxlLineMeta (txlmodel learn=true, docs/learning.md) */

@@ -6,5 +6,6 @@
 
 #include "baseline.h"
 #include "lines.h"
+#include "reference.h"
 
 #endif

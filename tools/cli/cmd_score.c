@@ -177,6 +177,8 @@ typedef struct {
   TxlLearner *learner;
   const char *learn_out; /* the adapted model file, rewritten per round */
   TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
+  TxlLineRef *ref;       /* the model file's cost of a line, which a judged
+                          * line's score is taken relative to */
   int gen;               /* adapted weights in use (0: none yet) */
   gint64 warm;           /* lines marked warm-up */
   double now;            /* when the input being read arrived, seconds */
@@ -250,6 +252,18 @@ learn_line(TextScore *t, const Line *l, gboolean flag)
 /* One line's JSON: mean NLL per token (nats), perplexity, bits per
  * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
  * compares), lib/anomaly/lines.h; non-finite values are null. */
+/* What the line rule judges: with learning, the line's worst part less a
+ * quarter of the model file's cost of it (lib/anomaly/reference.h). */
+static double
+judged(TextScore *t, const Line *l)
+{
+  double ref = NAN;
+  if (t->ref && l->ids && l->ids->len > 0)
+    ref = txl_line_ref_nll(t->ref, (const int32_t *)l->ids->data,
+                           l->ids->len);
+  return txl_line_judged(&l->acc.s, ref);
+}
+
 static void
 print_line(TextScore *t, const Line *l)
 {
@@ -271,7 +285,7 @@ print_line(TextScore *t, const Line *l)
     if (t->learner && l->gen == 0)
       warm = TRUE; /* not the stream's weights yet: not its scores either */
     else if (s->tokens > 0)
-      warm = !txl_baseline_judge(t->recent, txl_line_worst(s), &flag);
+      warm = !txl_baseline_judge(t->recent, judged(t, l), &flag);
     t->flagged += flag;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
@@ -839,6 +853,8 @@ learn_start(TextScore *t, TxlModel *m, int warmup, double seconds,
   lo.warmup_seconds = seconds;
   t->learn_out = out;
   t->learner = txl_learner_new(m, &lo, &t->c.error);
+  if (t->learner)
+    t->ref = txl_line_ref_new(m, &t->c.error);
 }
 
 int
@@ -972,6 +988,7 @@ txl_cmd_score(int argc, char **argv)
   g_clear_error(&t.c.error);
   txl_scorer_free(t.c.scorer);
   txl_learner_free(t.learner);
+  txl_line_ref_free(t.ref);
   txl_baseline_free(t.recent);
   g_queue_clear_full(&t.lines, line_free);
   g_array_free(t.tok_line, TRUE);
