@@ -367,6 +367,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
   if (by_stream)
     g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
+  if (by_stream && l->has_meta)
+    txl_line_append_ref_json(o, sc, l->meta_ref); /* as txl score */
   if (sc->nonfinite)
     g_string_append_printf(o, ", \"nonfinite\": %u", sc->nonfinite);
   if (hdr) {

@@ -2,6 +2,7 @@
 /* A line's cost under the model file alone (reference.h). */
 #include "reference.h"
 #include "freeeach.h"
+#include "jsonstr.h"
 
 #include <math.h>
 
@@ -97,4 +98,14 @@ txl_line_judged(const TxlLineScore *s, double ref_nll)
     return worst;
   return worst - TXL_LINE_REF_WEIGHT * ref_nll / G_LN2 /
                      (double)s->norm_bytes;
+}
+
+void
+txl_line_append_ref_json(GString *o, const TxlLineScore *s, double ref_nll)
+{
+  if (isnan(ref_nll))
+    return;
+  g_string_append(o, ", \"ref_bpb\": ");
+  txl_json_append_double(o, "%.6f",
+                         ref_nll / G_LN2 / (double)MAX(s->norm_bytes, 1));
 }

@@ -32,5 +32,9 @@ double txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n);
  * in bits per normalised byte; the line's worst alone when ref_nll is NaN
  * (no reference: not learning, or a line restored without one). */
 double txl_line_judged(const TxlLineScore *s, double ref_nll);
+/* ", \"ref_bpb\": X", the reference in bits per normalised byte, for a
+ * line judged relative to one (nothing when ref_nll is NaN). */
+void txl_line_append_ref_json(GString *o, const TxlLineScore *s,
+                              double ref_nll);
 
 #endif

@@ -247,6 +247,17 @@ def main():
     again = os.path.join(tmp, 'again.jsonl')
     rc, _, err = run(launch(model, src, again))
     check('two runs write the same bytes', rc == 0 and open(again, 'rb').read() == ref, err)
+    # txl score --learn judges every line as the pipeline does: relative to
+    # the model file's cost of it (ref_bpb), with the same flags; its
+    # weights land one line later, so from after the window fills
+    q = subprocess.run([TXL, 'score', '-m', model, '--learn', '--learn-warmup', str(WARMUP), src],
+                       capture_output=True)
+    cli = [json.loads(l) for l in q.stdout.splitlines()]
+    judged = [(r['line'], r['flag'], r.get('ref_bpb')) for r in recs if r['line'] > WARMUP + 52]
+    check('txl score --learn: the same flags and model-file costs (ref_bpb) on every judged line',
+          q.returncode == 0 and len(judged) > 90 and all(x[2] is not None for x in judged) and
+          judged == [(r['line'], r['flag'], r.get('ref_bpb')) for r in cli
+                     if r['line'] > WARMUP + 52], q.stderr[-300:])
 
     snap = os.path.join(tmp, 's.snap')
     nl = [i + 1 for i, b in enumerate(data) if b == 10]

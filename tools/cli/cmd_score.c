@@ -252,16 +252,16 @@ learn_line(TextScore *t, const Line *l, gboolean flag)
 /* One line's JSON: mean NLL per token (nats), perplexity, bits per
  * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
  * compares), lib/anomaly/lines.h; non-finite values are null. */
-/* What the line rule judges: with learning, the line's worst part less a
- * quarter of the model file's cost of it (lib/anomaly/reference.h). */
+/* The model file's cost of a line that is judged while learning: the line
+ * rule judges its worst part less a quarter of it
+ * (lib/anomaly/reference.h).  NaN: none. */
 static double
-judged(TextScore *t, const Line *l)
+line_ref(TextScore *t, const Line *l)
 {
-  double ref = NAN;
-  if (t->ref && l->ids && l->ids->len > 0)
-    ref = txl_line_ref_nll(t->ref, (const int32_t *)l->ids->data,
-                           l->ids->len);
-  return txl_line_judged(&l->acc.s, ref);
+  if (!t->ref || !l->ids || l->ids->len == 0)
+    return NAN;
+  return txl_line_ref_nll(t->ref, (const int32_t *)l->ids->data,
+                          l->ids->len);
 }
 
 static void
@@ -274,6 +274,7 @@ print_line(TextScore *t, const Line *l)
                          ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
   txl_line_append_json(o, s);
   gboolean warm = FALSE, flag = FALSE;
+  double ref = NAN;
   if (t->flag_bpb > 0) {
     flag = txl_line_flag(s, t->flag_bpb);
     t->flagged += flag;
@@ -284,12 +285,15 @@ print_line(TextScore *t, const Line *l)
      * --learn, by the model file's weights) are warm-up, never flagged */
     if (t->learner && l->gen == 0)
       warm = TRUE; /* not the stream's weights yet: not its scores either */
-    else if (s->tokens > 0)
-      warm = !txl_baseline_judge(t->recent, judged(t, l), &flag);
+    else if (s->tokens > 0) {
+      ref = line_ref(t, l);
+      warm = !txl_baseline_judge(t->recent, txl_line_judged(s, ref), &flag);
+    }
     t->flagged += flag;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
                            flag ? "true" : "false", warm ? "true" : "false");
+    txl_line_append_ref_json(o, s, ref);
   }
   if (s->nonfinite)
     g_string_append_printf(o, ", \"nonfinite\": %u", s->nonfinite);
