@@ -201,11 +201,22 @@ def found_at_one_percent(pos, neg):
     return sum(1 for x in pos if x > cut)
 
 
+REF_WEIGHT = 0.25  # lib/anomaly/reference.h's TXL_LINE_REF_WEIGHT
+
+
+def judged(r):
+    """What txl's line rule judges: `worst`, less a quarter of the model
+    file's cost where the line was judged relative to it (`ref_bpb`,
+    learning)."""
+    w = r["worst"] if r["worst"] is not None else float("inf")
+    return w - REF_WEIGHT * r["ref_bpb"] if r.get("ref_bpb") is not None else w
+
+
 def best_at_one_percent(recs, lab, start):
     """Injected lines above the best threshold the labels allow at <= 1%
-    false alarms, by txl's `worst`."""
-    return found_at_one_percent([r["worst"] for r, y in zip(recs[start:], lab[start:]) if y],
-                                [r["worst"] for r, y in zip(recs[start:], lab[start:]) if not y])
+    false alarms, by what txl judges."""
+    return found_at_one_percent([judged(r) for r, y in zip(recs[start:], lab[start:]) if y],
+                                [judged(r) for r, y in zip(recs[start:], lab[start:]) if not y])
 
 
 def cmd_inject(a):
@@ -233,12 +244,13 @@ def quantile(v, q):
 
 def replay(recs, q, margin, floor, window=1000, warm=50):
     """lib/anomaly/baseline.h's rule (txl_baseline_judge) over recorded
-    scores, with other constants: every finite score joins the window,
+    scores (what txl judges: judged()), with other constants: every
+    finite score joins the window,
     and the threshold is the window's q-quantile plus margin times its
     distance from the median (at least floor)."""
     ring, flags = [], []
     for r in recs:
-        x = r["worst"] if r["worst"] is not None else float("inf")
+        x = judged(r)
         if r.get("_gen0", False):
             flags.append(False)
             continue

@@ -236,6 +236,11 @@ def test_line_candidates(tmp):
           abs(kept[0]['bundled_bpb'] - 1.0) < 1e-9 and kept[1]['bundled_bpb'] == 0.0 and
           kept[0]['worst'] == 0.5, kept)
 
+    check('judged: worst less a quarter of ref_bpb where a line has one, else worst',
+          quality.judged({'worst': 2.0, 'ref_bpb': 4.0}) == 1.0 and
+          quality.judged({'worst': 2.0}) == 2.0 and
+          quality.judged({'worst': None, 'ref_bpb': 1.0}) == float('inf'))
+
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
