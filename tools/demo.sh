@@ -51,10 +51,11 @@ recs = [json.loads(l) for l in open(sys.argv[1])]
 odd = {int(x) for x in open(sys.argv[2]).read().split()}
 warm = sum(r.get("warmup", False) for r in recs)
 flagged = [r for r in recs if r["flag"]]
-print("%d lines: %d warm-up, %d flagged (worst part, bits per normalised byte):"
-      % (len(recs), warm, len(flagged)))
+print("%d lines: %d warm-up, %d flagged (what is judged: the worst part, less a quarter"
+      " of the model file's cost; bits per normalised byte):" % (len(recs), warm, len(flagged)))
 for r in flagged:
-    print("  line %4d  %5.2f  %s%s" % (r["line"], r["worst"], r["text"][:100],
+    judged = float("inf") if r["worst"] is None else r["worst"] - 0.25 * (r.get("ref_bpb") or 0.0)
+    print("  line %4d  %5.2f  %s%s" % (r["line"], judged, r["text"][:100],
                                        "   <- put in" if r["line"] in odd else ""))
 print("put in: %d of %d found" % (sum(r["line"] in odd for r in flagged), len(odd)))
 EOF
