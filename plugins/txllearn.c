@@ -404,7 +404,12 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *parts,
   if (!r.ok || nflags > txl_reader_left(&r) / per)
     return bad(error);
   for (guint32 i = 0; i < nflags; i++) {
-    MetaPart p = { txl_get_u32(&r), version >= 2 ? txl_get_f64(&r) : NAN };
+    /* two statements: the fields are read in order (the expressions of
+     * an initializer list are not sequenced) */
+    MetaPart p = { .ref = NAN };
+    p.flags = txl_get_u32(&r);
+    if (version >= 2)
+      p.ref = txl_get_f64(&r);
     /* a cost is a finite number of nats, or none */
     if (p.flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS) ||
         isinf(p.ref) || p.ref < 0)
