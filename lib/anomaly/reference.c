@@ -7,8 +7,7 @@
 #include <math.h>
 
 struct _TxlLineRef {
-  TxlModel *model;
-  TxlStream *stream;
+  TxlStream *stream; /* holds the model */
   int seg;        /* the stream's largest segment */
   int n_token;
   GArray *in;     /* int32_t: the primer, then the line */
@@ -31,7 +30,6 @@ txl_line_ref_new(TxlModel *model, GError **error)
   if (!st)
     return NULL;
   TxlLineRef *r = g_new0(TxlLineRef, 1);
-  r->model = txl_model_ref(model);
   r->stream = st;
   r->seg = txl_stream_max_segment(st);
   r->n_token = txl_model_config(model)->n_token;
@@ -56,7 +54,6 @@ txl_line_ref_free(TxlLineRef *r)
   if (!r)
     return;
   txl_stream_free(r->stream);
-  txl_model_unref(r->model);
   g_array_unref(r->in);
   txl_free_each(g_free, r->lp, r);
 }

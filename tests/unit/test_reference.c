@@ -7,28 +7,18 @@
 #include "reference.h"
 
 #include <math.h>
+#include "testutil.h"
 #include "tu_test.h"
 
-typedef struct {
-  GArray *ids;
-} Ids;
-
-static void
-collect(int32_t id, gint64 line, gsize a, gsize b, gpointer data)
-{
-  (void)line, (void)a, (void)b;
-  g_array_append_val(((Ids *)data)->ids, id);
-}
-
+/* The ids of text, encoded whole (testutil.h's encoder). */
 static GArray *
 encode(TxlModel *m, const char *text)
 {
-  Ids d = { g_array_new(FALSE, FALSE, sizeof(int32_t)) };
-  TxlEncoder *enc = txl_encoder_new(txl_model_tokenizer(m), collect, &d);
-  txl_encoder_push(enc, text, strlen(text));
-  txl_encoder_finish(enc);
-  txl_encoder_free(enc);
-  return d.ids;
+  Toks t = tu_encode(txl_model_tokenizer(m), text, strlen(text),
+                     strlen(text) + 1, NULL);
+  GArray *ids = g_array_copy(t.ids);
+  toks_free(&t);
+  return ids;
 }
 
 static void
