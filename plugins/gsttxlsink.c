@@ -191,6 +191,19 @@ clock_times(GstTxlSink *self, GstClockTime *running, GstClockTime *stream)
   }
 }
 
+/* The scores every line structure carries (the txl-line signal, the
+ * txl-score and txl-anomaly messages); each adds its own fields. */
+static GstStructure *
+line_message(const char *name, gint64 line, double bpb, double worst,
+             double nll, double anomaly)
+{
+  return gst_structure_new(name, "line", G_TYPE_INT64, line,
+                           "bpb", G_TYPE_DOUBLE, bpb,
+                           "worst", G_TYPE_DOUBLE, worst,
+                           "nll", G_TYPE_DOUBLE, nll,
+                           "anomaly", G_TYPE_DOUBLE, anomaly, NULL);
+}
+
 /* Posts the line's element message m with its running and stream time,
  * then fields (may be NULL). */
 static void
@@ -397,17 +410,13 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   gchar *text = self->have_text ? g_utf8_make_valid(msg, (gssize)msg_len)
                                 : NULL;
   GstStructure *fields = record_fields(l->text->str, hdr);
-  GstStructure *s = gst_structure_new("txl-line",
-      "line", G_TYPE_INT64, l->line,
-      "tokens", G_TYPE_INT64, sc->tokens,
+  GstStructure *s = line_message("txl-line", l->line, bpb, worst, mean,
+                                  anomaly);
+  gst_structure_set(s, "tokens", G_TYPE_INT64, sc->tokens,
       "bytes", G_TYPE_UINT64, bytes,
       "norm-bytes", G_TYPE_UINT64, sc->norm_bytes,
-      "nll", G_TYPE_DOUBLE, mean,
       "ppl", G_TYPE_DOUBLE, exp(mean),
-      "bpb", G_TYPE_DOUBLE, bpb,
-      "worst", G_TYPE_DOUBLE, worst,
       "nonfinite", G_TYPE_UINT, sc->nonfinite,
-      "anomaly", G_TYPE_DOUBLE, anomaly,
       "flag", G_TYPE_BOOLEAN, flag,
       "warmup", G_TYPE_BOOLEAN, warm,
       "text", G_TYPE_STRING, text,
@@ -419,25 +428,20 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   GST_OBJECT_LOCK(self);
   gboolean post_scores = self->post_scores;
   GST_OBJECT_UNLOCK(self);
-  if (post_scores)
-    post_line(self, gst_structure_new("txl-score",
-        "line", G_TYPE_INT64, l->line,
-        "tokens", G_TYPE_INT64, sc->tokens,
-        "bpb", G_TYPE_DOUBLE, bpb,
-        "worst", G_TYPE_DOUBLE, worst,
-        "nll", G_TYPE_DOUBLE, mean,
-        "anomaly", G_TYPE_DOUBLE, anomaly,
-        "flag", G_TYPE_BOOLEAN, flag, NULL), NULL);
+  if (post_scores) {
+    GstStructure *m = line_message("txl-score", l->line, bpb, worst, mean,
+                                   anomaly);
+    gst_structure_set(m, "tokens", G_TYPE_INT64, sc->tokens,
+                      "flag", G_TYPE_BOOLEAN, flag, NULL);
+    post_line(self, m, NULL);
+  }
   if (flag) {
     GST_INFO_OBJECT(self, "line %" G_GINT64_FORMAT ": worst part %.3f "
                     "bits/byte", l->line, worst);
-    post_line(self, gst_structure_new("txl-anomaly",
-        "line", G_TYPE_INT64, l->line,
-        "bpb", G_TYPE_DOUBLE, bpb,
-        "worst", G_TYPE_DOUBLE, worst,
-        "nll", G_TYPE_DOUBLE, mean,
-        "anomaly", G_TYPE_DOUBLE, anomaly,
-        "text", G_TYPE_STRING, text, NULL), fields);
+    GstStructure *m = line_message("txl-anomaly", l->line, bpb, worst, mean,
+                                   anomaly);
+    gst_structure_set(m, "text", G_TYPE_STRING, text, NULL);
+    post_line(self, m, fields);
   }
   g_free(text);
   if (fields)
