@@ -13,6 +13,13 @@ struct _TxlLineRef {
   GArray *in;     /* int32_t: the primer, then the line */
   guint n_primer;
   float *lp;
+  /* A line's cost is a function of its ids alone, and logs repeat their
+   * line shapes (fields are placeholders): costs already computed are
+   * kept, ids -> double, within TXL_LINE_REF_CACHE_* (emptied when full,
+   * so a log whose shapes change refills it with its new ones). */
+  GHashTable *cache;
+  gsize cache_bytes;
+  guint64 hits;
 };
 
 static void
@@ -35,6 +42,8 @@ txl_line_ref_new(TxlModel *model, GError **error)
   r->n_token = txl_model_config(model)->n_token;
   r->in = g_array_new(FALSE, FALSE, sizeof(int32_t));
   r->lp = g_new(float, r->seg);
+  r->cache = g_hash_table_new_full(g_bytes_hash, g_bytes_equal,
+                                   (GDestroyNotify)g_bytes_unref, g_free);
   /* the tokens of a line end, as TxlSessions primes a session: the line
    * is scored as the start of a line; without a tokenizer (ids given
    * directly) its first token is scored after nothing but itself */
@@ -54,20 +63,16 @@ txl_line_ref_free(TxlLineRef *r)
   if (!r)
     return;
   txl_stream_free(r->stream);
+  g_hash_table_unref(r->cache);
   g_array_unref(r->in);
   txl_free_each(g_free, r->lp, r);
 }
 
-double
-txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n)
+/* The cost of in[0..total) from an empty memory: the line's tokens, those
+ * from n_primer on, summed. */
+static double
+forward(TxlLineRef *r)
 {
-  if (n == 0)
-    return NAN;
-  for (gsize i = 0; i < n; i++)
-    if (ids[i] < 0 || ids[i] >= r->n_token)
-      return NAN;
-  g_array_set_size(r->in, r->n_primer);
-  g_array_append_vals(r->in, ids, (guint)n);
   const int32_t *in = (const int32_t *)r->in->data;
   gsize total = r->in->len;
   txl_stream_reset(r->stream);
@@ -85,6 +90,48 @@ txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n)
     i += (gsize)k;
   }
   return isfinite(sum) ? sum : NAN;
+}
+
+double
+txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n)
+{
+  if (n == 0)
+    return NAN;
+  for (gsize i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= r->n_token)
+      return NAN;
+  gsize size = n * sizeof(int32_t);
+  GBytes *key = n <= TXL_LINE_REF_CACHE_LINE
+                    ? g_bytes_new(ids, size) : NULL;
+  const double *known = key ? g_hash_table_lookup(r->cache, key) : NULL;
+  if (known) {
+    r->hits++;
+    g_bytes_unref(key);
+    return *known;
+  }
+  g_array_set_size(r->in, r->n_primer);
+  g_array_append_vals(r->in, ids, (guint)n);
+  double nll = forward(r);
+  if (!key)
+    return nll;
+  if (isnan(nll)) {
+    g_bytes_unref(key);
+    return nll;
+  }
+  if (g_hash_table_size(r->cache) >= TXL_LINE_REF_CACHE_LINES ||
+      r->cache_bytes + size > TXL_LINE_REF_CACHE_BYTES) {
+    g_hash_table_remove_all(r->cache);
+    r->cache_bytes = 0;
+  }
+  g_hash_table_insert(r->cache, key, g_memdup2(&nll, sizeof nll));
+  r->cache_bytes += size;
+  return nll;
+}
+
+guint64
+txl_line_ref_hits(const TxlLineRef *r)
+{
+  return r->hits;
 }
 
 double

@@ -19,6 +19,14 @@
 /* How much of the model file's cost comes off the judged score. */
 #define TXL_LINE_REF_WEIGHT 0.25
 
+/* Costs already computed are kept for lines of at most CACHE_LINE ids, at
+ * most CACHE_LINES of them and CACHE_BYTES of ids together (with the
+ * table's own: 2.9 MB measured for 16,384 lines of 16 ids); the table is
+ * emptied when one more would not fit. */
+#define TXL_LINE_REF_CACHE_LINE 512
+#define TXL_LINE_REF_CACHE_LINES 16384
+#define TXL_LINE_REF_CACHE_BYTES (1 << 20)
+
 typedef struct _TxlLineRef TxlLineRef;
 
 /* On model (a reference is kept): the model the learning started from. */
@@ -28,6 +36,8 @@ void txl_line_ref_free(TxlLineRef *r);
  * line end, in nats; NaN when they cannot be scored (n == 0, an id out of
  * range, a non-finite cost). */
 double txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n);
+/* How many calls found their line's cost already computed. */
+guint64 txl_line_ref_hits(const TxlLineRef *r);
 /* What the line rule judges: worst - TXL_LINE_REF_WEIGHT x the reference
  * in bits per normalised byte; the line's worst alone when ref_nll is NaN
  * (no reference: not learning, or a line restored without one). */

@@ -76,9 +76,12 @@ TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
       first = ref;
     g_array_unref(ids);
   }
-  /* what came before does not matter: the memory starts empty */
+  /* what came before does not matter: the memory starts empty; a line
+   * seen before is not computed again */
+  g_assert_cmpuint(txl_line_ref_hits(r), ==, 0);
   GArray *ids = encode(m, lines[0]);
   g_assert_cmpfloat(txl_line_ref_nll(r, (const int32_t *)ids->data, ids->len), ==, first);
+  g_assert_cmpuint(txl_line_ref_hits(r), ==, 1);
   /* ids it cannot score */
   g_assert_true(isnan(txl_line_ref_nll(r, (const int32_t *)ids->data, 0)));
   int32_t bad[2] = { 1, c->n_token };
@@ -88,6 +91,35 @@ TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
   g_array_unref(ids);
   g_array_unref(primer);
   g_string_free(longer, TRUE);
+  txl_line_ref_free(r);
+  txl_model_unref(m);
+}
+
+/* The costs kept stay within TXL_LINE_REF_CACHE_LINES: one line more
+ * empties them, and a line kept before is computed again, to the same
+ * value. */
+TU_TEST("/reference/kept-costs-bounded", test_bounded)
+{
+  g_autoptr(GError) err = NULL;
+  TxlModel *m = txl_model_load(TXL_MODEL_SOURCE, &err);
+  g_assert_no_error(err);
+  TxlLineRef *r = txl_line_ref_new(m, &err);
+  g_assert_no_error(err);
+  int n_token = txl_model_config(m)->n_token;
+  double first = NAN;
+  for (int k = 0; k <= TXL_LINE_REF_CACHE_LINES; k++) {
+    int32_t ids[2] = { k % n_token, k / n_token };
+    double v = txl_line_ref_nll(r, ids, 2);
+    g_assert_true(isfinite(v));
+    if (k == 0)
+      first = v;
+  }
+  g_assert_cmpuint(txl_line_ref_hits(r), ==, 0);
+  int32_t ids[2] = { 0, 0 };
+  g_assert_cmpfloat(txl_line_ref_nll(r, ids, 2), ==, first);
+  g_assert_cmpuint(txl_line_ref_hits(r), ==, 0); /* computed again */
+  g_assert_cmpfloat(txl_line_ref_nll(r, ids, 2), ==, first);
+  g_assert_cmpuint(txl_line_ref_hits(r), ==, 1);
   txl_line_ref_free(r);
   txl_model_unref(m);
 }
