@@ -19,7 +19,7 @@ struct _TxlLineRef {
    * so a log whose shapes change refills it with its new ones). */
   GHashTable *cache;
   gsize cache_bytes;
-  guint64 hits;
+  guint64 hits, calls;
 };
 
 static void
@@ -62,6 +62,10 @@ txl_line_ref_free(TxlLineRef *r)
 {
   if (!r)
     return;
+  /* G_MESSAGES_DEBUG=txl shows it (docs/learning.md#bounds) */
+  g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
+        " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
+        r->calls);
   txl_stream_free(r->stream);
   g_hash_table_unref(r->cache);
   g_array_unref(r->in);
@@ -100,6 +104,7 @@ txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n)
   for (gsize i = 0; i < n; i++)
     if (ids[i] < 0 || ids[i] >= r->n_token)
       return NAN;
+  r->calls++;
   gsize size = n * sizeof(int32_t);
   GBytes *key = n <= TXL_LINE_REF_CACHE_LINE
                     ? g_bytes_new(ids, size) : NULL;

@@ -92,6 +92,9 @@ main(int argc, char **argv)
   /* numbers in JSON output must use '.', whatever the user's locale */
   setlocale(LC_ALL, "");
   setlocale(LC_NUMERIC, "C");
+  /* standard output is the scores: GLib's debug and info messages
+   * (G_MESSAGES_DEBUG) go to standard error with the rest */
+  g_log_writer_default_set_use_stderr(TRUE);
   if (argc < 2) {
     usage(stderr);
     return 2;
