@@ -141,18 +141,31 @@ gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint64 bytes,
   return m;
 }
 
-/* Snapshots of version 1 hold line scores per raw byte (before
- * docs/line-scores.md); their lines cannot be continued. */
-void
-gst_txl_line_scores_v1_error(GError **error, const gchar *element,
-                             const gchar *afresh)
+/* Snapshots of version 1 of the line-scoring elements hold line scores
+ * per raw byte (before docs/line-scores.md); their lines cannot be
+ * continued.  A newer version is refused by name, not as malformed: the
+ * user may have a newer txl to continue it with. */
+gboolean
+gst_txl_part_version(GError **error, const gchar *element, guint32 version,
+                     guint32 oldest, guint32 newest, const gchar *afresh)
 {
-  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-              "the snapshot's %s state is version 1, written by a txl that "
-              "scored lines per raw byte; this one scores them per "
-              "normalised byte with a worst part (docs/line-scores.md) and "
-              "cannot continue those lines: remove the snapshot to start "
-              "%s", element, afresh);
+  if (version >= oldest && version <= newest)
+    return TRUE;
+  if (version == 1)
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's %s state is version 1, written by a txl "
+                "that scored lines per raw byte; this one scores them per "
+                "normalised byte with a worst part (docs/line-scores.md) "
+                "and cannot continue those lines: remove the snapshot to "
+                "start %s", element, afresh);
+  else
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's %s state is version %u, written by %s txl "
+                "(this one reads versions %u to %u): continue it with that "
+                "txl, or remove the snapshot to start %s", element, version,
+                version > newest ? "a newer" : "an older", oldest, newest,
+                afresh);
+  return FALSE;
 }
 
 /* ---- pads -------------------------------------------------------------- */

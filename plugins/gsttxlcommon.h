@@ -30,10 +30,13 @@ const GstMetaInfo *gst_txl_line_meta_get_info(void);
 GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              guint64 bytes,
                                              const TxlLineScore *s);
-/* The error for an element's snapshot state of version 1, whose line
- * scores were per raw byte: "remove the snapshot to start <afresh>". */
-void gst_txl_line_scores_v1_error(GError **error, const gchar *element,
-                                  const gchar *afresh);
+/* Whether an element's part of a snapshot, of `version`, is one this
+ * build reads (oldest to newest); else FALSE with an error naming the
+ * version and what to do ("remove the snapshot to start <afresh>").  A
+ * version 1 below oldest held line scores per raw byte. */
+gboolean gst_txl_part_version(GError **error, const gchar *element,
+                              guint32 version, guint32 oldest,
+                              guint32 newest, const gchar *afresh);
 /* txlsink's JSON line (with its '\n') for an ended session's
  * "txl-session" structure (txlsessionjson.c). */
 GString *gst_txl_session_json(const GstStructure *s);

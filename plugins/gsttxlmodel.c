@@ -463,15 +463,16 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   guint64 want = npend > 1 ? (guint64)npend - 1 : 0;
   int n_ids = txl_model_config(base->model)->n_token;
   guint32 version = txl_get_u32(&r);
-  o->in_tokens = txl_get_u64(&r);
-  o->out_records = txl_get_u64(&r);
-  guint64 n = txl_get_u64(&r);
-  if (r.ok && version == 1) {
-    gst_txl_line_scores_v1_error(error, "txlmodel", "the stream afresh");
+  if (r.ok && !gst_txl_part_version(error, "txlmodel", version,
+                                    STATE_VERSION, STATE_VERSION,
+                                    "the stream afresh")) {
     g_free(o);
     return NULL;
   }
-  if (!r.ok || version != STATE_VERSION || n != want)
+  o->in_tokens = txl_get_u64(&r);
+  o->out_records = txl_get_u64(&r);
+  guint64 n = txl_get_u64(&r);
+  if (!r.ok || n != want)
     goto bad;
   o->pending = g_array_new(FALSE, FALSE, sizeof(TxlScoreRecord));
   for (guint64 i = 0; i < n; i++) {

@@ -321,22 +321,22 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   txl_reader_init(&r, bytes);
   int n_ids = txl_model_config(base->model)->n_token;
   guint32 version = txl_get_u32(&r);
+  if (r.ok && !gst_txl_part_version(error, "txlsessions", version, 2,
+                                    STATE_VERSION, "afresh")) {
+    g_free(o);
+    return NULL;
+  }
   o->in_tokens = txl_get_u64(&r);
   o->out_items = txl_get_u64(&r);
   o->pushed = (gint64)txl_get_u64(&r);
   o->now = txl_get_f64(&r);
   o->sl_seq0 = (gint64)txl_get_u64(&r);
   guint32 nsl = txl_get_u32(&r);
-  if (r.ok && version == 1) {
-    gst_txl_line_scores_v1_error(error, "txlsessions", "afresh");
-    g_free(o);
-    return NULL;
-  }
   GstTxlLearnLoaded *ld = loaded;
   gsize line_min = version >= 5   ? SLINE5_MIN_BYTES
                    : version >= 4 ? SLINE4_MIN_BYTES
                                   : SLINE_MIN_BYTES;
-  if (!r.ok || version < 2 || version > STATE_VERSION || o->pushed < 0 ||
+  if (!r.ok || o->pushed < 0 ||
       o->sl_seq0 < 1 || nsl > txl_reader_left(&r) / line_min ||
       o->sl_seq0 + (gint64)nsl - 1 != o->pushed)
     goto bad;

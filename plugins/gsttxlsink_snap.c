@@ -54,6 +54,9 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   TxlReader r;
   txl_reader_init(&r, state);
   guint32 version = txl_get_u32(&r);
+  if (r.ok && !gst_txl_part_version(error, "txlsink", version, 2,
+                                    STATE_VERSION, "afresh"))
+    return FALSE;
   guint64 records = txl_get_u64(&r);
   gint64 written = (gint64)txl_get_u64(&r), closed = (gint64)txl_get_u64(&r),
          text_line = (gint64)txl_get_u64(&r);
@@ -61,11 +64,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   GQueue lines = G_QUEUE_INIT;
   gsize bn = 0;
   const guint8 *bd = has_bl ? txl_get_blob(&r, &bn, G_MAXUINT32) : NULL;
-  if (r.ok && version == 1) {
-    gst_txl_line_scores_v1_error(error, "txlsink", "afresh");
-    return FALSE;
-  }
-  if (!r.ok || version < 2 || version > STATE_VERSION || have_text > 1 ||
+  if (!r.ok || have_text > 1 ||
       has_bl > 1 ||
       written < 0 || closed < 0 || text_line < 1)
     goto bad;

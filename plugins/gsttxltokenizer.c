@@ -395,6 +395,9 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
   TxlReader r;
   txl_reader_init(&r, state);
   guint32 version = txl_get_u32(&r);
+  if (r.ok && !gst_txl_part_version(error, "txltokenizer", version, 1,
+                                    STATE_VERSION, "afresh"))
+    return FALSE;
   gsize en, tn, rn;
   const guint8 *ed = txl_get_blob(&r, &en, G_MAXSIZE);
   gint64 line = (gint64)txl_get_u64(&r);
@@ -409,8 +412,7 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
     has_reader = txl_get_u32(&r);
     qd = txl_get_blob(&r, &qn, G_MAXUINT32);
   }
-  if (!txl_reader_done(&r) || version < 1 || version > STATE_VERSION ||
-      has_reader > 1 || line < 1 ||
+  if (!txl_reader_done(&r) || has_reader > 1 || line < 1 ||
       rn % TXL_TOKEN_RECORD_SIZE != 0 ||
       rn / TXL_TOKEN_RECORD_SIZE > n_tokens) {
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,

@@ -385,9 +385,12 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *parts,
 {
   TxlReader r;
   txl_reader_init(&r, section);
-  guint32 version = txl_get_u32(&r), warm = txl_get_u32(&r),
-          nids = txl_get_u32(&r);
-  if (!r.ok || version < 1 || version > SECTION_VERSION || warm > 1 ||
+  guint32 version = txl_get_u32(&r);
+  if (r.ok && !gst_txl_part_version(error, "learning", version, 1,
+                                    SECTION_VERSION, "afresh"))
+    return FALSE;
+  guint32 warm = txl_get_u32(&r), nids = txl_get_u32(&r);
+  if (!r.ok || warm > 1 ||
       nids > MAX_LINE_IDS ||
       nids > txl_reader_left(&r) / 4)
     return bad(error);

@@ -768,6 +768,13 @@ parse_state(TxlReader *r, TxlLearner *l, Parsed *ps, GError **error)
     version = version == STATE_VERSION_TIMED ? STATE_VERSION
                                              : STATE_VERSION_SESSIONS;
   guint32 want = l->tr ? STATE_VERSION_SESSIONS : STATE_VERSION;
+  if (magic == STATE_MAGIC && version > STATE_VERSION_SESSIONS_TIMED) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                "learner state: version %u, written by a newer txl (this "
+                "one reads versions 1 to %u): continue it with that txl, or "
+                "start afresh", version, STATE_VERSION_SESSIONS_TIMED);
+    return FALSE;
+  }
   if (magic != STATE_MAGIC ||
       (version != STATE_VERSION && version != STATE_VERSION_SESSIONS &&
        version != STATE_VERSION_SESSIONS_ALL))

@@ -555,6 +555,105 @@ test_lines_mismatch(Fixture *f, gconstpointer el)
   refused_then_good(p, b, a);
 }
 
+/* The snapshot a rewritten into b with the library's writer (the element
+ * under test's loader and saver, so the file is whole and its checksum
+ * good) after edit changed its sections. */
+static void
+rewrite(Fixture *f, const char *a, const char *b,
+        void (*edit)(GHashTable *sect, gpointer data), gpointer data)
+{
+  TxlModel *m = tu_test_load(f->model);
+  g_autoptr(GHashTable) sect = NULL;
+  g_autoptr(GError) err = NULL;
+  if (!strcmp(element, "txlsessions")) {
+    TxlSessionOptions o = txl_session_options_default();
+    o.key_regex = "(cat|sat|on)";
+    o.segment = 4;
+    o.prime = TRUE;
+    TxlSessions *s = txl_sessions_load(m, a, &o, NULL, NULL, NULL, &sect,
+                                       &err);
+    g_assert_no_error(err);
+    edit(sect, data);
+    g_assert_true(txl_sessions_save(s, b, NULL, sect, NULL, &err));
+    txl_sessions_free(s);
+  } else {
+    TxlScorer *sc = txl_scorer_load_full(m, a, nop_score, NULL, &sect, &err);
+    g_assert_no_error(err);
+    edit(sect, data);
+    g_assert_true(txl_scorer_save_full(sc, b, NULL, sect, NULL, &err));
+    txl_scorer_free(sc);
+  }
+  g_assert_no_error(err);
+}
+
+/* The section named data gets version 99. */
+static void
+bump_version(GHashTable *sect, gpointer data)
+{
+  gsize n;
+  const guint8 *src = g_bytes_get_data(g_hash_table_lookup(sect, data), &n);
+  g_assert_cmpuint(n, >=, 4);
+  guint8 *d = g_memdup2(src, n);
+  txl_le_put32(d, 99);
+  g_hash_table_insert(sect, g_strdup(data), g_bytes_new_take(d, n));
+}
+
+static void
+list_names(GHashTable *sect, gpointer data)
+{
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, sect);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    if (strcmp(k, TXL_SNAPSHOT_WRITER_SECTION))
+      g_ptr_array_add(data, g_strdup(k));
+}
+
+/* Each part of a learning pipeline's snapshot (the element's own, its
+ * learning, txltokenizer's, txlsink's) of a version newer than this build
+ * reads is refused at start with a message that names the version, not as
+ * malformed. */
+static void
+test_newer_version(Fixture *f, gconstpointer el)
+{
+  g_autofree char *a = g_build_filename(f->dir, "a.snap", NULL);
+  g_autofree char *b = g_build_filename(f->dir, "b.snap", NULL);
+  /* the fixture's word model, with the plain softmax that learning needs */
+  static const char *const base[] = { "<eos>", "<unk>", "the",
+                                      "cat",   "sat",   "on" };
+  TxlConfig c = tu_plain_config((TuDims){ .n_token = 300, .d_model = 16,
+      .n_head = 2, .d_head = 8, .d_inner = 32, .n_layer = 2, .mem_len = 12,
+      .tgt_len = 5 });
+  char *word = f->model;
+  f->model = tu_write_word_model_of(&c, base, 7, FALSE);
+  const char *learn = "learn=true learn-warmup=2";
+  g_autofree char *pa = g_strdup_printf("snapshot-location=\"%s\" %s", a,
+                                        learn);
+  GstElement *p = pipeline(f, pa);
+  char *err = NULL;
+  g_ptr_array_unref(run(p, NULL, &err));
+  if (err)
+    g_error("%s", err);
+  el_pipeline_free(p);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  rewrite(f, a, b, list_names, names);
+  g_assert_cmpuint(names->len, >=, 4);
+  g_autofree char *pb = g_strdup_printf("snapshot-location=\"%s\" %s", b,
+                                        learn);
+  for (guint i = 0; i < names->len; i++) {
+    rewrite(f, a, b, bump_version, g_ptr_array_index(names, i));
+    p = pipeline(f, pb);
+    g_ptr_array_unref(run(p, "txl-restore", &err));
+    if (!err || !strstr(err, "version 99, written by a newer txl"))
+      g_error("part %s: %s", (char *)g_ptr_array_index(names, i), err);
+    g_free(err);
+    el_pipeline_free(p);
+  }
+  tu_remove(f->model);
+  g_free(f->model);
+  f->model = word;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -571,6 +670,7 @@ main(int argc, char **argv)
     { "unterminated-then-resumed", test_unterminated_then_resumed },
     { "writer", test_writer },
     { "stale-temporaries", test_stale_temporaries },
+    { "newer-version", test_newer_version },
   };
   for (int i = 0; i < 2; i++)
     for (gsize t = 0; t < G_N_ELEMENTS(tests); t++) {

@@ -452,6 +452,14 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
   g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
   g_assert_nonnull(err);
   g_free(bad);
+  /* a newer version (after the magic): refused by its number */
+  bad = g_memdup2(d, n);
+  const guint8 v99[4] = { 99, 0, 0, 0 };
+  memcpy(bad + 4, v99, 4);
+  g_clear_error(&err);
+  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
+  g_assert_true(strstr(err->message, "version 99, written by a newer txl"));
+  g_free(bad);
   /* other options */
   TxlLearnOptions o2 = f.o;
   o2.window_lines++;

@@ -496,6 +496,13 @@ text_state_restore(TextScore *t, GBytes *state, GError **error)
                         "those lines: score the input again from its start");
     return FALSE;
   }
+  if (version > TEXT_STATE_VERSION) {
+    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
+                "the snapshot's text-scoring state is version %u, written by "
+                "a newer txl (this one reads versions 2 to %u): continue it "
+                "with that txl", (guint)version, TEXT_STATE_VERSION);
+    return FALSE;
+  }
   if ((version != 2 && version != TEXT_STATE_VERSION) ||
       !get_n(&p, end, 8, &cur) || !get_n(&p, end, 8, &base) ||
       !get_n(&p, end, 4, &n) || n > (guint64)(end - p) / 8 ||
