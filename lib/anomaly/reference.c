@@ -63,9 +63,10 @@ txl_line_ref_free(TxlLineRef *r)
   if (!r)
     return;
   /* G_MESSAGES_DEBUG=txl shows it (docs/learning.md#bounds) */
-  g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
+  if (r->calls)
+    g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
         " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
-        r->calls);
+          r->calls);
   txl_stream_free(r->stream);
   g_hash_table_unref(r->cache);
   g_array_unref(r->in);
