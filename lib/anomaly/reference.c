@@ -65,7 +65,7 @@ txl_line_ref_free(TxlLineRef *r)
   /* G_MESSAGES_DEBUG=txl shows it (docs/learning.md#bounds) */
   if (r->calls)
     g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
-        " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
+          " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
           r->calls);
   txl_stream_free(r->stream);
   g_hash_table_unref(r->cache);
