@@ -2,6 +2,7 @@
 /* txl score: per-token log-probs of an id stream, or per-line scores of a
  * text through the model's tokenizer. */
 #include "cmd.h"
+#include "score_text.h"
 #include "txl.h"
 #include "txl_formats.h"
 #include "txl_anomaly.h"
@@ -15,17 +16,6 @@
 #include <unistd.h>
 
 #define CHUNK 65536
-#define TEXT_CAP 4096 /* bytes of a line echoed in the JSON output */
-
-typedef struct {
-  TxlScorer *scorer;
-  const TxlSnapshotOptions *snap_opts;
-  GError *error;
-  gint64 scored;
-  gint64 nonfinite; /* scores that were NaN or infinite */
-  double nll_sum;
-  gsize bytes;
-} Common;
 
 /* txl score's snapshots name their writer, so that a pipeline's file is
  * not continued here nor ours in a pipeline (docs/snapshots.md) */
@@ -149,41 +139,6 @@ score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
 
 /* ---- text ------------------------------------------------------------ */
 
-typedef struct {
-  gint64 line;
-  GString *text;
-  gsize bytes;
-  gint64 pushed;   /* tokens of this line given to the scorer */
-  TxlLineAcc acc;  /* its scored tokens (lib/anomaly/lines.h) */
-  gboolean closed; /* its line end has been read */
-  GArray *ids;     /* --learn: its token ids */
-  int gen;         /* --learn: weights its first token was scored with
-                    * (0: the model file's, k: the k-th adapted ones) */
-  double arrived;  /* when its line end was read, seconds (NaN: unknown,
-                    * as for a line restored from a snapshot) */
-} Line;
-
-typedef struct {
-  Common c;
-  const TxlTokenizer *tok;
-  double flag_bpb;  /* > 0: mark lines above this many bits per byte */
-  gint64 flagged;
-  GQueue lines;     /* Line*, oldest first, not yet printed */
-  GArray *tok_line; /* line of each pushed, not yet scored token */
-  gint64 tok_base;  /* stream position of tok_line[0] */
-  gint64 cur_line;
-  gint64 last_scored;
-  /* --learn (docs/learning.md) */
-  TxlLearner *learner;
-  const char *learn_out; /* the adapted model file, rewritten per round */
-  TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
-  TxlLineRef *ref;       /* the model file's cost of a line, which a judged
-                          * line's score is taken relative to */
-  int gen;               /* adapted weights in use (0: none yet) */
-  gint64 warm;           /* lines marked warm-up */
-  double now;            /* when the input being read arrived, seconds */
-} TextScore;
-
 static Line *
 line_get(TextScore *t, gint64 line)
 {
@@ -206,16 +161,6 @@ line_get(TextScore *t, gint64 line)
   return l;
 }
 
-
-static void
-line_free(gpointer p)
-{
-  Line *l = p;
-  g_string_free(l->text, TRUE);
-  if (l->ids)
-    g_array_free(l->ids, TRUE);
-  g_free(l);
-}
 
 /* --learn: a printed line joins the recent scores (unless flagged or
  * warm-up) and the learner's lines; a round's weights take over here. */
@@ -314,7 +259,7 @@ print_ready_lines(TextScore *t, gboolean all)
          (all || (l->closed && l->acc.s.tokens >= l->pushed))) {
     g_queue_pop_head(&t->lines);
     print_line(t, l);
-    line_free(l);
+    txl_score_line_free(l);
   }
 }
 
@@ -392,182 +337,6 @@ read_some(FILE *in, char *buf, gsize n)
   }
 }
 
-/* ---- text-mode snapshot state ---------------------------------------- */
-
-/* Beside the scorer, a text snapshot keeps the tokenizer's state (section
- * "tokenizer") and this command's own (section "score-text"): the lines
- * not yet printed and the line of every token not yet scored, so that the
- * resumed run prints exactly the lines the uninterrupted one would. */
-#define TEXT_STATE_VERSION 3u /* 2: each line's TxlLineAcc (lib/anomaly/lines.h);
-                                 3: its weights generation and ids (--learn) */
-
-static void
-put_n(GByteArray *b, guint64 v, int n)
-{
-  guint8 x[8];
-  for (int i = 0; i < n; i++)
-    x[i] = (guint8)(v >> (8 * i));
-  g_byte_array_append(b, x, (guint)n);
-}
-
-static gboolean
-get_n(const guint8 **p, const guint8 *end, int n, guint64 *v)
-{
-  if (end - *p < n)
-    return FALSE;
-  *v = 0;
-  for (int i = 0; i < n; i++)
-    *v |= (guint64)(*p)[i] << (8 * i);
-  *p += n;
-  return TRUE;
-}
-
-static GBytes *
-text_state_save(TextScore *t)
-{
-  GByteArray *b = g_byte_array_new();
-  gint64 first = t->last_scored + 1; /* the oldest line still needed */
-  first = CLAMP(first, t->tok_base, t->tok_base + (gint64)t->tok_line->len);
-  put_n(b, TEXT_STATE_VERSION, 4);
-  put_n(b, (guint64)t->cur_line, 8);
-  put_n(b, (guint64)first, 8);
-  guint n = t->tok_line->len - (guint)(first - t->tok_base);
-  put_n(b, n, 4);
-  for (guint i = 0; i < n; i++)
-    put_n(b, (guint64)g_array_index(t->tok_line, gint64,
-                                    first - t->tok_base + i), 8);
-  put_n(b, t->lines.length, 4);
-  for (GList *it = t->lines.head; it; it = it->next) {
-    Line *l = it->data;
-    put_n(b, (guint64)l->line, 8);
-    put_n(b, l->bytes, 8);
-    put_n(b, (guint64)l->pushed, 8);
-    put_n(b, l->closed, 4);
-    put_n(b, l->text->len, 4);
-    g_byte_array_append(b, (const guint8 *)l->text->str, (guint)l->text->len);
-    txl_line_acc_put(b, &l->acc);
-    put_n(b, (guint64)l->gen, 4);
-    put_n(b, l->ids ? l->ids->len : 0, 4);
-    for (guint i = 0; l->ids && i < l->ids->len; i++)
-      put_n(b, (guint32)g_array_index(l->ids, int32_t, i), 4);
-  }
-  return g_byte_array_free_to_bytes(b);
-}
-
-/* A line's weights generation and ids (text state 3); ids only when
- * learning, and then at most the tokens the line has pushed. */
-static gboolean
-line_ids_restore(TextScore *t, Line *l, const guint8 **p, const guint8 *end)
-{
-  guint64 gen, n;
-  if (!get_n(p, end, 4, &gen) || !get_n(p, end, 4, &n) ||
-      gen > G_MAXINT32 || n > (guint64)(end - *p) / 4 ||
-      n > (guint64)l->pushed + 1 || (n && !t->learner))
-    return FALSE;
-  l->gen = (int)gen;
-  if (t->learner)
-    l->ids = g_array_new(FALSE, FALSE, sizeof(int32_t));
-  for (guint64 i = 0; i < n; i++) {
-    guint64 v = 0;
-    get_n(p, end, 4, &v);
-    int32_t id = (int32_t)(guint32)v;
-    g_array_append_val(l->ids, id);
-  }
-  return TRUE;
-}
-
-static gboolean
-text_state_restore(TextScore *t, GBytes *state, GError **error)
-{
-  gsize len;
-  static const guint8 none[1];
-  const guint8 *p = g_bytes_get_data(state, &len);
-  if (!p)
-    p = none;
-  const guint8 *end = p + len;
-  guint64 version = 0, cur, base, n, nlines;
-  gint64 seen = txl_scorer_tokens_seen(t->c.scorer);
-  if (get_n(&p, end, 4, &version) && version == 1) {
-    g_set_error_literal(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                        "the snapshot's text-scoring state is version 1, "
-                        "written by a txl that scored lines per raw byte; "
-                        "this txl scores them per normalised byte with a "
-                        "worst part (docs/line-scores.md) and cannot continue "
-                        "those lines: score the input again from its start");
-    return FALSE;
-  }
-  if (version > TEXT_STATE_VERSION) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-                "the snapshot's text-scoring state is version %u, written by "
-                "a newer txl (this one reads versions 2 to %u): continue it "
-                "with that txl", (guint)version, TEXT_STATE_VERSION);
-    return FALSE;
-  }
-  if ((version != 2 && version != TEXT_STATE_VERSION) ||
-      !get_n(&p, end, 8, &cur) || !get_n(&p, end, 8, &base) ||
-      !get_n(&p, end, 4, &n) || n > (guint64)(end - p) / 8 ||
-      cur < 1 || cur > G_MAXINT64 / 2 || base + n != (guint64)seen)
-    goto bad;
-  GArray *tl = g_array_new(FALSE, FALSE, sizeof(gint64));
-  for (guint64 i = 0; i < n; i++) {
-    guint64 v = 0;
-    get_n(&p, end, 8, &v);
-    gint64 line = (gint64)v;
-    if (line < 1 || line > (gint64)cur) {
-      g_array_free(tl, TRUE);
-      goto bad;
-    }
-    g_array_append_val(tl, line);
-  }
-  GQueue lines = G_QUEUE_INIT;
-  gint64 prev = 0;
-  if (!get_n(&p, end, 4, &nlines))
-    goto bad_tl;
-  for (guint64 i = 0; i < nlines; i++) {
-    guint64 f[3], closed, tlen;
-    for (int k = 0; k < 3; k++)
-      if (!get_n(&p, end, 8, &f[k]))
-        goto bad_lines;
-    if (!get_n(&p, end, 4, &closed) || !get_n(&p, end, 4, &tlen) ||
-        closed > 1 || tlen > TEXT_CAP || tlen > (guint64)(end - p) ||
-        (gint64)f[0] <= prev || (gint64)f[0] > (gint64)cur ||
-        (gint64)f[2] < 0)
-      goto bad_lines;
-    Line *l = g_new0(Line, 1);
-    l->line = prev = (gint64)f[0];
-    l->bytes = f[1];
-    l->pushed = (gint64)f[2];
-    l->closed = closed != 0;
-    l->text = g_string_new_len((const char *)p, (gssize)tlen);
-    p += tlen;
-    g_queue_push_tail(&lines, l);
-    TxlReader r = { p, end, TRUE };
-    if (!txl_line_acc_get(&r, &l->acc) || l->acc.s.tokens > l->pushed)
-      goto bad_lines;
-    p = r.p;
-    if (version >= 3 && !line_ids_restore(t, l, &p, end))
-      goto bad_lines;
-  }
-  if (p != end)
-    goto bad_lines;
-  g_queue_clear_full(&t->lines, line_free);
-  t->lines = lines;
-  g_array_free(t->tok_line, TRUE);
-  t->tok_line = tl;
-  t->tok_base = (gint64)base;
-  t->last_scored = (gint64)base - 1;
-  t->cur_line = (gint64)cur;
-  return TRUE;
-bad_lines:
-  g_queue_clear_full(&lines, line_free);
-bad_tl:
-  g_array_free(tl, TRUE);
-bad:
-  g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
-              "the snapshot's text-scoring state is malformed");
-  return FALSE;
-}
-
 /* --learn in snapshots: the learner's state bytes (lib/train/learner.h)
  * in section "learner"; a snapshot continues with --learn exactly when it
  * was written with it. */
@@ -614,7 +383,7 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
                   "the snapshot was written %s --learn; continue it %s "
                   "--learn", ls ? "with" : "without", ls ? "with" : "without");
     else if (txl_encoder_restore(enc, es, &t->c.error) &&
-             text_state_restore(t, ts, &t->c.error)) {
+             txl_score_state_restore(t, ts, &t->c.error)) {
       /* the recent scores that set the threshold (absent in snapshots of
        * txl before 2026-11-25: it starts again) */
       GBytes *rs = g_hash_table_lookup(loaded, "score-recent");
@@ -657,7 +426,7 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
      * the lines already complete are printed */
     GHashTable *sect = writer_sections();
     g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
-    g_hash_table_insert(sect, "score-text", text_state_save(t));
+    g_hash_table_insert(sect, "score-text", txl_score_state_save(t));
     g_hash_table_insert(sect, "score-recent", txl_baseline_save(t->recent));
     if (t->learner)
       g_hash_table_insert(sect, "learner", learn_save(t));
@@ -1001,7 +770,7 @@ txl_cmd_score(int argc, char **argv)
   txl_learner_free(t.learner);
   txl_line_ref_free(t.ref);
   txl_baseline_free(t.recent);
-  g_queue_clear_full(&t.lines, line_free);
+  g_queue_clear_full(&t.lines, txl_score_line_free);
   g_array_free(t.tok_line, TRUE);
   txl_model_unref(m);
   if (in != stdin)
