@@ -57,16 +57,23 @@ txl_line_ref_new(TxlModel *model, GError **error)
   return r;
 }
 
+/* How many costs were found kept, as a debug message at the end
+ * (G_MESSAGES_DEBUG=txl shows it: docs/learning.md#bounds). */
+static void
+report(const TxlLineRef *r)
+{
+  if (r->calls)
+    g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
+          " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
+          r->calls);
+}
+
 void
 txl_line_ref_free(TxlLineRef *r)
 {
   if (!r)
     return;
-  /* G_MESSAGES_DEBUG=txl shows it (docs/learning.md#bounds) */
-  if (r->calls)
-    g_log("txl", G_LOG_LEVEL_DEBUG, "line reference: %" G_GUINT64_FORMAT
-          " of %" G_GUINT64_FORMAT " lines' costs were kept", r->hits,
-          r->calls);
+  report(r);
   txl_stream_free(r->stream);
   g_hash_table_unref(r->cache);
   g_array_unref(r->in);
