@@ -146,12 +146,15 @@ gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line, guint64 bytes,
  * continued.  A newer version is refused by name, not as malformed: the
  * user may have a newer txl to continue it with. */
 gboolean
-gst_txl_part_version(GError **error, const gchar *element, guint32 version,
-                     guint32 oldest, guint32 newest, const gchar *afresh)
+gst_txl_part_begin(TxlReader *r, GBytes *bytes, guint32 *version,
+                   const gchar *element, guint32 oldest, guint32 newest,
+                   const gchar *afresh, GError **error)
 {
-  if (version >= oldest && version <= newest)
+  txl_reader_init(r, bytes);
+  *version = txl_get_u32(r);
+  if (!r->ok || (*version >= oldest && *version <= newest))
     return TRUE;
-  if (version == 1)
+  if (*version == 1)
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "the snapshot's %s state is version 1, written by a txl "
                 "that scored lines per raw byte; this one scores them per "
@@ -162,8 +165,8 @@ gst_txl_part_version(GError **error, const gchar *element, guint32 version,
     g_set_error(error, TXL_ERROR, TXL_ERROR_FORMAT,
                 "the snapshot's %s state is version %u, written by %s txl "
                 "(this one reads versions %u to %u): continue it with that "
-                "txl, or remove the snapshot to start %s", element, version,
-                version > newest ? "a newer" : "an older", oldest, newest,
+                "txl, or remove the snapshot to start %s", element, *version,
+                *version > newest ? "a newer" : "an older", oldest, newest,
                 afresh);
   return FALSE;
 }

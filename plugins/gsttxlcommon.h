@@ -7,6 +7,7 @@
 #include <gst/gst.h>
 
 #include "txl_anomaly.h"
+#include "txl_formats.h"
 #include "txl.h"
 #include "txltokens.h"
 
@@ -30,13 +31,16 @@ const GstMetaInfo *gst_txl_line_meta_get_info(void);
 GstTxlLineMeta *gst_buffer_add_txl_line_meta(GstBuffer *buffer, gint64 line,
                                              guint64 bytes,
                                              const TxlLineScore *s);
-/* Whether an element's part of a snapshot, of `version`, is one this
- * build reads (oldest to newest); else FALSE with an error naming the
- * version and what to do ("remove the snapshot to start <afresh>").  A
- * version 1 below oldest held line scores per raw byte. */
-gboolean gst_txl_part_version(GError **error, const gchar *element,
-                              guint32 version, guint32 oldest,
-                              guint32 newest, const gchar *afresh);
+/* Starts reading an element's part of a snapshot: r over bytes, its
+ * leading version in *version.  FALSE when that version is not one this
+ * build reads (oldest to newest), with an error naming it and what to do
+ * ("remove the snapshot to start <afresh>"; a version 1 below oldest held
+ * line scores per raw byte).  A part too short for a version is left to
+ * the caller's checks (r->ok is FALSE). */
+gboolean gst_txl_part_begin(TxlReader *r, GBytes *bytes, guint32 *version,
+                            const gchar *element, guint32 oldest,
+                            guint32 newest, const gchar *afresh,
+                            GError **error);
 /* txlsink's JSON line (with its '\n') for an ended session's
  * "txl-session" structure (txlsessionjson.c). */
 GString *gst_txl_session_json(const GstStructure *s);

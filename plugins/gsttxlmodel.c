@@ -456,16 +456,14 @@ parse_own(GstTxlScorerBase *base, GBytes *bytes, gpointer loaded,
   TxlScorer *sc = ld->state;
   OwnState *o = g_new0(OwnState, 1);
   TxlReader r;
-  txl_reader_init(&r, bytes);
+  guint32 version;
   gint64 seen = txl_scorer_tokens_seen(sc);
   int npend;
   const int32_t *pend = txl_scorer_pending(sc, &npend);
   guint64 want = npend > 1 ? (guint64)npend - 1 : 0;
   int n_ids = txl_model_config(base->model)->n_token;
-  guint32 version = txl_get_u32(&r);
-  if (r.ok && !gst_txl_part_version(error, "txlmodel", version,
-                                    STATE_VERSION, STATE_VERSION,
-                                    "the stream afresh")) {
+  if (!gst_txl_part_begin(&r, bytes, &version, "txlmodel", STATE_VERSION,
+                          STATE_VERSION, "the stream afresh", error)) {
     g_free(o);
     return NULL;
   }

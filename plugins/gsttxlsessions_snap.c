@@ -318,11 +318,10 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   OwnState *o = g_new0(OwnState, 1);
   g_queue_init(&o->ended);
   TxlReader r;
-  txl_reader_init(&r, bytes);
+  guint32 version;
   int n_ids = txl_model_config(base->model)->n_token;
-  guint32 version = txl_get_u32(&r);
-  if (r.ok && !gst_txl_part_version(error, "txlsessions", version, 2,
-                                    STATE_VERSION, "afresh")) {
+  if (!gst_txl_part_begin(&r, bytes, &version, "txlsessions", 2,
+                          STATE_VERSION, "afresh", error)) {
     g_free(o);
     return NULL;
   }

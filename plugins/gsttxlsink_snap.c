@@ -52,10 +52,9 @@ static gboolean
 restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
 {
   TxlReader r;
-  txl_reader_init(&r, state);
-  guint32 version = txl_get_u32(&r);
-  if (r.ok && !gst_txl_part_version(error, "txlsink", version, 2,
-                                    STATE_VERSION, "afresh"))
+  guint32 version;
+  if (!gst_txl_part_begin(&r, state, &version, "txlsink", 2, STATE_VERSION,
+                          "afresh", error))
     return FALSE;
   guint64 records = txl_get_u64(&r);
   gint64 written = (gint64)txl_get_u64(&r), closed = (gint64)txl_get_u64(&r),

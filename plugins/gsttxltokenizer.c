@@ -393,10 +393,9 @@ restore_state(GstTxlTokenizer *self, GBytes *state, gboolean apply,
               GError **error)
 {
   TxlReader r;
-  txl_reader_init(&r, state);
-  guint32 version = txl_get_u32(&r);
-  if (r.ok && !gst_txl_part_version(error, "txltokenizer", version, 1,
-                                    STATE_VERSION, "afresh"))
+  guint32 version;
+  if (!gst_txl_part_begin(&r, state, &version, "txltokenizer", 1,
+                          STATE_VERSION, "afresh", error))
     return FALSE;
   gsize en, tn, rn;
   const guint8 *ed = txl_get_blob(&r, &en, G_MAXSIZE);

@@ -384,10 +384,9 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *parts,
       GError **error)
 {
   TxlReader r;
-  txl_reader_init(&r, section);
-  guint32 version = txl_get_u32(&r);
-  if (r.ok && !gst_txl_part_version(error, "learning", version, 1,
-                                    SECTION_VERSION, "afresh"))
+  guint32 version;
+  if (!gst_txl_part_begin(&r, section, &version, "learning", 1,
+                          SECTION_VERSION, "afresh", error))
     return FALSE;
   guint32 warm = txl_get_u32(&r), nids = txl_get_u32(&r);
   if (!r.ok || warm > 1 ||

@@ -485,6 +485,91 @@ refused_then_good(GstElement *p, const char *bad, const char *good)
   el_pipeline_free(p);
 }
 
+/* The snapshot a rewritten into b with the library's writer (the element
+ * under test's loader and saver, so the file is whole and its checksum
+ * good) after edit changed its sections. */
+typedef void (*EditFunc)(GHashTable *sect, gpointer loaded, gpointer data);
+
+static void
+rewrite(Fixture *f, const char *a, const char *b, EditFunc edit,
+        gpointer data)
+{
+  TxlModel *m = tu_test_load(f->model);
+  g_autoptr(GHashTable) sect = NULL;
+  g_autoptr(GError) err = NULL;
+  if (!strcmp(element, "txlsessions")) {
+    TxlSessionOptions o = txl_session_options_default();
+    o.key_regex = "(cat|sat|on)";
+    o.segment = 4;
+    o.prime = TRUE;
+    TxlSessions *s = txl_sessions_load(m, a, &o, NULL, NULL, NULL, &sect,
+                                       &err);
+    g_assert_no_error(err);
+    edit(sect, s, data);
+    g_assert_true(txl_sessions_save(s, b, NULL, sect, NULL, &err));
+    txl_sessions_free(s);
+  } else {
+    TxlScorer *sc = txl_scorer_load_full(m, a, nop_score, NULL, &sect, &err);
+    g_assert_no_error(err);
+    edit(sect, sc, data);
+    g_assert_true(txl_scorer_save_full(sc, b, NULL, sect, NULL, &err));
+    txl_scorer_free(sc);
+  }
+  g_assert_no_error(err);
+}
+
+/* A copy of section name's bytes (*n of them, at least min), for an edit
+ * to put back with put_section. */
+static guint8 *
+section_copy(GHashTable *sect, const char *name, gsize *n, gsize min)
+{
+  const guint8 *src = g_bytes_get_data(g_hash_table_lookup(sect, name), n);
+  g_assert_cmpuint(*n, >=, min);
+  return g_memdup2(src, *n);
+}
+
+static void
+put_section(GHashTable *sect, const char *name, guint8 *d, gsize n)
+{
+  g_hash_table_insert(sect, g_strdup(name), g_bytes_new_take(d, n));
+}
+
+/* The section named data gets version 99. */
+static void
+bump_version(GHashTable *sect, gpointer loaded, gpointer data)
+{
+  gsize n;
+  guint8 *d = section_copy(sect, data, &n, 4);
+  txl_le_put32(d, 99);
+  put_section(sect, data, d, n);
+}
+
+static void
+list_names(GHashTable *sect, gpointer loaded, gpointer data)
+{
+  GHashTableIter it;
+  gpointer k;
+  g_hash_table_iter_init(&it, sect);
+  while (g_hash_table_iter_next(&it, &k, NULL))
+    if (strcmp(k, TXL_SNAPSHOT_WRITER_SECTION))
+      g_ptr_array_add(data, g_strdup(k));
+}
+
+/* version, tokens in, records out, pending records, then the records:
+ * the first pending record's id moved */
+static void
+shift_pending_id(GHashTable *sect, gpointer loaded, gpointer data)
+{
+  gsize n;
+  guint8 *d = section_copy(sect, "txlmodel", &n, 29 + TXL_SCORE_RECORD_SIZE);
+  g_assert_cmpuint(d[20], >, 0); /* a pending record at least */
+  TxlScoreRecord rec;
+  txl_score_record_read(d + 28, &rec);
+  rec.id = (rec.id + 1) % 300;
+  txl_score_record_write(d + 28, &rec);
+  put_section(sect, "txlmodel", d, n);
+}
+
 /* txlmodel: a snapshot whose section gives a pending token another id than
  * the scorer's (a file rewritten with the library's writer, its checksum
  * good) is refused and leaves the stream as it was.  fuzz_elements found
@@ -495,27 +580,21 @@ test_pending_id_mismatch(Fixture *f, gconstpointer el)
 {
   g_autofree char *a = NULL, *b = NULL;
   GstElement *p = held_snapshot(f, &a, &b);
-  TxlModel *m = tu_test_load(f->model);
-  g_autoptr(GHashTable) sect = NULL;
-  g_autoptr(GError) err = NULL;
-  TxlScorer *sc = txl_scorer_load_full(m, a, nop_score, NULL, &sect, &err);
-  g_assert_no_error(err);
-  /* version, tokens in, records out, pending records, then the records */
-  GBytes *own = g_hash_table_lookup(sect, "txlmodel");
-  gsize n;
-  const guint8 *src = g_bytes_get_data(own, &n); /* n set before it is read */
-  guint8 *d = g_memdup2(src, n);
-  g_assert_cmpuint(n, >, 28 + TXL_SCORE_RECORD_SIZE);
-  g_assert_cmpuint(d[20], >, 0); /* a pending record at least */
-  TxlScoreRecord rec;
-  txl_score_record_read(d + 28, &rec);
-  rec.id = (rec.id + 1) % 300;
-  txl_score_record_write(d + 28, &rec);
-  g_hash_table_insert(sect, g_strdup("txlmodel"), g_bytes_new_take(d, n));
-  g_assert_true(txl_scorer_save_full(sc, b, NULL, sect, NULL, &err));
-  g_assert_no_error(err);
-  txl_scorer_free(sc);
+  rewrite(f, a, b, shift_pending_id, NULL);
   refused_then_good(p, b, a);
+}
+
+/* version, tokens in, records out, then the lines pushed (at 20) and,
+ * after the clock, the number of the first line held (at 36): both moved */
+static void
+move_lines(GHashTable *sect, gpointer loaded, gpointer data)
+{
+  gsize n;
+  guint8 *d = section_copy(sect, "txlsessions", &n, 45);
+  g_assert_cmpuint(txl_le_get64(d + 20), ==, txl_sessions_lines(loaded));
+  txl_le_put64(d + 20, txl_le_get64(d + 20) + 1000);
+  txl_le_put64(d + 36, txl_le_get64(d + 36) + 1000);
+  put_section(sect, "txlsessions", d, n);
 }
 
 /* txlsessions: a snapshot whose section numbers the lines differently
@@ -529,84 +608,8 @@ test_lines_mismatch(Fixture *f, gconstpointer el)
 {
   g_autofree char *a = NULL, *b = NULL;
   GstElement *p = held_snapshot(f, &a, &b);
-  TxlModel *m = tu_test_load(f->model);
-  TxlSessionOptions o = txl_session_options_default();
-  o.key_regex = "(cat|sat|on)";
-  o.segment = 4;
-  o.prime = TRUE;
-  g_autoptr(GHashTable) sect = NULL;
-  g_autoptr(GError) err = NULL;
-  TxlSessions *s = txl_sessions_load(m, a, &o, NULL, NULL, NULL, &sect, &err);
-  g_assert_no_error(err);
-  /* version, tokens in, records out, then the lines pushed (at 20) and,
-   * after the clock, the number of the first line held (at 36) */
-  GBytes *own = g_hash_table_lookup(sect, "txlsessions");
-  gsize n;
-  const guint8 *src = g_bytes_get_data(own, &n);
-  guint8 *d = g_memdup2(src, n);
-  g_assert_cmpuint(n, >, 44);
-  g_assert_cmpuint(txl_le_get64(d + 20), ==, txl_sessions_lines(s));
-  txl_le_put64(d + 20, txl_le_get64(d + 20) + 1000);
-  txl_le_put64(d + 36, txl_le_get64(d + 36) + 1000);
-  g_hash_table_insert(sect, g_strdup("txlsessions"), g_bytes_new_take(d, n));
-  g_assert_true(txl_sessions_save(s, b, NULL, sect, NULL, &err));
-  g_assert_no_error(err);
-  txl_sessions_free(s);
+  rewrite(f, a, b, move_lines, NULL);
   refused_then_good(p, b, a);
-}
-
-/* The snapshot a rewritten into b with the library's writer (the element
- * under test's loader and saver, so the file is whole and its checksum
- * good) after edit changed its sections. */
-static void
-rewrite(Fixture *f, const char *a, const char *b,
-        void (*edit)(GHashTable *sect, gpointer data), gpointer data)
-{
-  TxlModel *m = tu_test_load(f->model);
-  g_autoptr(GHashTable) sect = NULL;
-  g_autoptr(GError) err = NULL;
-  if (!strcmp(element, "txlsessions")) {
-    TxlSessionOptions o = txl_session_options_default();
-    o.key_regex = "(cat|sat|on)";
-    o.segment = 4;
-    o.prime = TRUE;
-    TxlSessions *s = txl_sessions_load(m, a, &o, NULL, NULL, NULL, &sect,
-                                       &err);
-    g_assert_no_error(err);
-    edit(sect, data);
-    g_assert_true(txl_sessions_save(s, b, NULL, sect, NULL, &err));
-    txl_sessions_free(s);
-  } else {
-    TxlScorer *sc = txl_scorer_load_full(m, a, nop_score, NULL, &sect, &err);
-    g_assert_no_error(err);
-    edit(sect, data);
-    g_assert_true(txl_scorer_save_full(sc, b, NULL, sect, NULL, &err));
-    txl_scorer_free(sc);
-  }
-  g_assert_no_error(err);
-}
-
-/* The section named data gets version 99. */
-static void
-bump_version(GHashTable *sect, gpointer data)
-{
-  gsize n;
-  const guint8 *src = g_bytes_get_data(g_hash_table_lookup(sect, data), &n);
-  g_assert_cmpuint(n, >=, 4);
-  guint8 *d = g_memdup2(src, n);
-  txl_le_put32(d, 99);
-  g_hash_table_insert(sect, g_strdup(data), g_bytes_new_take(d, n));
-}
-
-static void
-list_names(GHashTable *sect, gpointer data)
-{
-  GHashTableIter it;
-  gpointer k;
-  g_hash_table_iter_init(&it, sect);
-  while (g_hash_table_iter_next(&it, &k, NULL))
-    if (strcmp(k, TXL_SNAPSHOT_WRITER_SECTION))
-      g_ptr_array_add(data, g_strdup(k));
 }
 
 /* Each part of a learning pipeline's snapshot (the element's own, its

@@ -405,6 +405,23 @@ TU_TEST("/learner/warmup-seconds", test_warmup_seconds)
   fx_done(&f);
 }
 
+/* The state d (n bytes) with the vn bytes at `at` replaced by v: refused
+ * by l, with a message (returned, to g_free). */
+static char *
+refused_with(TxlLearner *l, const guint8 *d, gsize n, gsize at,
+             const void *v, gsize vn)
+{
+  guint8 *bad = g_memdup2(d, n);
+  memcpy(bad + at, v, vn);
+  GError *err = NULL;
+  g_assert_false(txl_learner_state_set_data(l, bad, n, &err));
+  g_assert_nonnull(err);
+  char *msg = g_strdup(err->message);
+  g_error_free(err);
+  g_free(bad);
+  return msg;
+}
+
 /* Truncated, corrupted or foreign state is refused and changes nothing. */
 TU_TEST("/learner/hostile-state", test_hostile_state)
 {
@@ -423,43 +440,24 @@ TU_TEST("/learner/hostile-state", test_hostile_state)
     g_assert_nonnull(err);
   }
   /* a NaN among the weights, a window longer than its ids */
-  guint8 *bad = g_memdup2(d, n);
   float nan = NAN;
-  memcpy(bad + 200, &nan, 4);
-  g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
-  g_free(bad);
+  g_free(refused_with(f.l, d, n, 200, &nan, 4));
   /* a window id outside the vocabulary (its ids end the state; the next
    * round would train on it: found by fuzz_elements) */
-  bad = g_memdup2(d, n);
   gint32 out = txl_model_config(f.base)->n_token;
   guint8 le[4] = { (guint8)out, (guint8)(out >> 8), (guint8)(out >> 16),
                    (guint8)(out >> 24) };
-  memcpy(bad + n - 4, le, 4);
-  g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
-  g_assert_nonnull(err);
-  g_free(bad);
+  g_free(refused_with(f.l, d, n, n - 4, le, 4));
   /* rounds and failed rounds whose sum overflows an int (it wrapped to
    * below the rounds started: found by fuzz_elements); they lie after the
    * magic, version, 8 option ints, 3 doubles, lines, next round, due (8
    * bytes each), started (4) and lines learnt (8) */
-  bad = g_memdup2(d, n);
-  const guint8 big[4] = { 0, 0, 0xff, 0x7f };
-  memcpy(bad + 8 + 11 * 8 + 3 * 8 + 4 + 8, big, 4);
-  memcpy(bad + 8 + 11 * 8 + 3 * 8 + 4 + 8 + 4, big, 4);
-  g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
-  g_assert_nonnull(err);
-  g_free(bad);
+  const guint8 big[8] = { 0, 0, 0xff, 0x7f, 0, 0, 0xff, 0x7f };
+  g_free(refused_with(f.l, d, n, 8 + 11 * 8 + 3 * 8 + 4 + 8, big, 8));
   /* a newer version (after the magic): refused by its number */
-  bad = g_memdup2(d, n);
   const guint8 v99[4] = { 99, 0, 0, 0 };
-  memcpy(bad + 4, v99, 4);
-  g_clear_error(&err);
-  g_assert_false(txl_learner_state_set_data(f.l, bad, n, &err));
-  g_assert_true(strstr(err->message, "version 99, written by a newer txl"));
-  g_free(bad);
+  g_autofree char *newer = refused_with(f.l, d, n, 4, v99, 4);
+  g_assert_true(strstr(newer, "version 99, written by a newer txl"));
   /* other options */
   TxlLearnOptions o2 = f.o;
   o2.window_lines++;

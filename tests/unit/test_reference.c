@@ -44,13 +44,19 @@ scored_fresh(TxlModel *m, GArray *primer, GArray *line)
   return acc[1];
 }
 
-TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
+static TxlLineRef *
+ref_new(TxlModel *m)
 {
   g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(TXL_MODEL_SOURCE, &err);
-  g_assert_no_error(err);
   TxlLineRef *r = txl_line_ref_new(m, &err);
   g_assert_no_error(err);
+  return r;
+}
+
+TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
+{
+  TxlModel *m = tu_test_load(TXL_MODEL_SOURCE);
+  TxlLineRef *r = ref_new(m);
   GArray *primer = encode(m, "\n");
   g_assert_cmpuint(primer->len, >=, 1);
   GString *longer = g_string_new("Nov 28 06:30:01 host sshd[4242]: Accepted publickey for");
@@ -92,7 +98,6 @@ TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
   g_array_unref(primer);
   g_string_free(longer, TRUE);
   txl_line_ref_free(r);
-  txl_model_unref(m);
 }
 
 /* The costs kept stay within TXL_LINE_REF_CACHE_LINES: one line more
@@ -100,11 +105,8 @@ TU_TEST("/reference/a-fresh-primed-stream", test_fresh)
  * value. */
 TU_TEST("/reference/kept-costs-bounded", test_bounded)
 {
-  g_autoptr(GError) err = NULL;
-  TxlModel *m = txl_model_load(TXL_MODEL_SOURCE, &err);
-  g_assert_no_error(err);
-  TxlLineRef *r = txl_line_ref_new(m, &err);
-  g_assert_no_error(err);
+  TxlModel *m = tu_test_load(TXL_MODEL_SOURCE);
+  TxlLineRef *r = ref_new(m);
   int n_token = txl_model_config(m)->n_token;
   double first = NAN;
   for (int k = 0; k <= TXL_LINE_REF_CACHE_LINES; k++) {
@@ -121,7 +123,6 @@ TU_TEST("/reference/kept-costs-bounded", test_bounded)
   g_assert_cmpfloat(txl_line_ref_nll(r, ids, 2), ==, first);
   g_assert_cmpuint(txl_line_ref_hits(r), ==, 1);
   txl_line_ref_free(r);
-  txl_model_unref(m);
 }
 
 TU_TEST("/reference/judged", test_judged)
