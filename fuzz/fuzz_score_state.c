@@ -58,15 +58,7 @@ text_score_init(TextScore *t, gboolean learn)
   memset(t, 0, sizeof *t);
   t->c.scorer = scorer;
   t->learner = learn ? learner : NULL;
-  t->tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_queue_init(&t->lines);
-}
-
-static void
-text_score_clear(TextScore *t)
-{
-  g_queue_clear_full(&t->lines, txl_score_line_free);
-  g_array_free(t->tok_line, TRUE);
+  txl_score_lines_init(t);
 }
 
 int
@@ -93,7 +85,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   text_score_init(&t, TRUE);
   CHECK(txl_score_state_restore(&t, real, &err) && !err);
   CHECK(t.lines.length > 0);
-  text_score_clear(&t);
+  txl_score_lines_clear(&t);
   const char *dir = getenv("FUZZ_SCORE_STATE_SEEDS");
   if (dir) {
     seed(dir, "real", 0x00, real);
@@ -156,12 +148,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(g_bytes_equal(again, third));
     g_bytes_unref(third);
     g_bytes_unref(again);
-    text_score_clear(&t2);
+    txl_score_lines_clear(&t2);
   } else {
     check_txl_refusal(err, TXL_ERROR_FORMAT, -1);
     CHECK(t.lines.length == 0 && t.tok_line->len == 0);
   }
-  text_score_clear(&t);
+  txl_score_lines_clear(&t);
   g_bytes_unref(in);
   return 0;
 }

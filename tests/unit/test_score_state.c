@@ -59,15 +59,7 @@ text_init(TextScore *t, Fx *f, gboolean learn)
   memset(t, 0, sizeof *t);
   t->c.scorer = f->sc;
   t->learner = learn ? f->learner : NULL;
-  t->tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
-  g_queue_init(&t->lines);
-}
-
-static void
-text_clear(TextScore *t)
-{
-  g_queue_clear_full(&t->lines, txl_score_line_free);
-  g_array_free(t->tok_line, TRUE);
+  txl_score_lines_init(t);
 }
 
 /* The part with its version set to v: refused, and the message holds
@@ -88,7 +80,7 @@ refused_at_version(Fx *f, guint32 v, const char *want)
   if (!strstr(err->message, want))
     g_error("version %u: %s", v, err->message);
   g_assert_cmpuint(t.lines.length, ==, 0);
-  text_clear(&t);
+  txl_score_lines_clear(&t);
 }
 
 TU_TEST("/score-state/older-part", test_older_part)
@@ -102,13 +94,13 @@ TU_TEST("/score-state/older-part", test_older_part)
   g_assert_cmpuint(t.lines.length, >, 0);
   g_autoptr(GBytes) again = txl_score_state_save(&t);
   g_assert_true(g_bytes_equal(again, f.part));
-  text_clear(&t);
+  txl_score_lines_clear(&t);
   /* lines with ids are for a run that learns */
   text_init(&t, &f, FALSE);
   g_assert_false(txl_score_state_restore(&t, f.part, &err));
   g_assert_nonnull(err);
   g_clear_error(&err);
-  text_clear(&t);
+  txl_score_lines_clear(&t);
   refused_at_version(&f, 1, "version 1, written by a txl that scored lines "
                      "per raw byte");
   refused_at_version(&f, 99, "version 99, written by a newer txl");

@@ -749,9 +749,7 @@ txl_cmd_score(int argc, char **argv)
   t.tok = tok;
   t.flag_bpb = flag_bpb;
   t.c.snap_opts = &snap_opts;
-  g_queue_init(&t.lines);
-  t.tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
-  t.cur_line = 1;
+  txl_score_lines_init(&t);
   t.recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                               TXL_STREAM_RULE_WARMUP, 0, NULL);
   gboolean ok = FALSE;
@@ -770,8 +768,7 @@ txl_cmd_score(int argc, char **argv)
   txl_learner_free(t.learner);
   txl_line_ref_free(t.ref);
   txl_baseline_free(t.recent);
-  g_queue_clear_full(&t.lines, txl_score_line_free);
-  g_array_free(t.tok_line, TRUE);
+  txl_score_lines_clear(&t);
   txl_model_unref(m);
   if (in != stdin)
     fclose(in);

@@ -17,6 +17,21 @@ txl_score_line_free(gpointer p)
   g_free(l);
 }
 
+void
+txl_score_lines_init(TextScore *t)
+{
+  g_queue_init(&t->lines);
+  t->tok_line = g_array_new(FALSE, FALSE, sizeof(gint64));
+  t->cur_line = 1;
+}
+
+void
+txl_score_lines_clear(TextScore *t)
+{
+  g_queue_clear_full(&t->lines, txl_score_line_free);
+  g_array_free(t->tok_line, TRUE);
+}
+
 GBytes *
 txl_score_state_save(TextScore *t)
 {

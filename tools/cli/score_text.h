@@ -58,6 +58,10 @@ typedef struct {
 } TextScore;
 
 void txl_score_line_free(gpointer line);
+/* A run's lines: none yet, the line being read the first; what they hold
+ * goes with txl_score_lines_clear. */
+void txl_score_lines_init(TextScore *t);
+void txl_score_lines_clear(TextScore *t);
 
 /* The text state of a snapshot (section "score-text"): the lines not yet
  * printed and the line of every token not yet scored, so that the resumed
