@@ -241,7 +241,7 @@ get_lines(TxlReader *r, guint32 version, guint32 nsl, int n_ids,
         x.ref_nll = txl_get_f64(r);
         /* a cost in nats, or none; only a scored line while learning
          * has one */
-        if (isinf(x.ref_nll) || x.ref_nll < 0 ||
+        if (!txl_line_ref_valid(x.ref_nll) ||
             (!isnan(x.ref_nll) && (!learning || !done)))
           r->ok = FALSE;
       }

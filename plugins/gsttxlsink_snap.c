@@ -91,8 +91,8 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
     txl_line_score_get(&r, &l->meta);
     l->meta_flags = version > 2 ? txl_get_u32(&r) : 0;
     l->meta_ref = version > 3 ? txl_get_f64(&r) : NAN;
-    if (cl > 1 || hm > 1 || l->line <= prev || isinf(l->meta_ref) ||
-        l->meta_ref < 0 || (!isnan(l->meta_ref) && !hm) ||
+    if (cl > 1 || hm > 1 || l->line <= prev ||
+        !txl_line_ref_valid(l->meta_ref) || (!isnan(l->meta_ref) && !hm) ||
         (l->meta_flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS)))
       r.ok = FALSE;
     prev = l->line;

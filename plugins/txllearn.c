@@ -412,9 +412,8 @@ parse(GstTxlLearn *l, int n_token, GBytes *section, GArray *parts,
     p.flags = txl_get_u32(&r);
     if (version >= 2)
       p.ref = txl_get_f64(&r);
-    /* a cost is a finite number of nats, or none */
     if (p.flags & ~(guint32)(TXL_LINE_WARMUP | TXL_LINE_NEW_WEIGHTS) ||
-        isinf(p.ref) || p.ref < 0)
+        !txl_line_ref_valid(p.ref))
       return bad(error);
     g_array_append_val(parts, p);
   }

@@ -114,29 +114,29 @@ txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n)
       return NAN;
   r->calls++;
   gsize size = n * sizeof(int32_t);
-  GBytes *key = n <= TXL_LINE_REF_CACHE_LINE
-                    ? g_bytes_new(ids, size) : NULL;
-  const double *known = key ? g_hash_table_lookup(r->cache, key) : NULL;
-  if (known) {
-    r->hits++;
-    g_bytes_unref(key);
-    return *known;
+  gboolean keep = n <= TXL_LINE_REF_CACHE_LINE;
+  if (keep) {
+    /* looked up over the caller's ids; copied only when kept */
+    GBytes *probe = g_bytes_new_static(ids, size);
+    const double *known = g_hash_table_lookup(r->cache, probe);
+    g_bytes_unref(probe);
+    if (known) {
+      r->hits++;
+      return *known;
+    }
   }
   g_array_set_size(r->in, r->n_primer);
   g_array_append_vals(r->in, ids, (guint)n);
   double nll = forward(r);
-  if (!key)
+  if (!keep || isnan(nll))
     return nll;
-  if (isnan(nll)) {
-    g_bytes_unref(key);
-    return nll;
-  }
   if (g_hash_table_size(r->cache) >= TXL_LINE_REF_CACHE_LINES ||
       r->cache_bytes + size > TXL_LINE_REF_CACHE_BYTES) {
     g_hash_table_remove_all(r->cache);
     r->cache_bytes = 0;
   }
-  g_hash_table_insert(r->cache, key, g_memdup2(&nll, sizeof nll));
+  g_hash_table_insert(r->cache, g_bytes_new(ids, size),
+                      g_memdup2(&nll, sizeof nll));
   r->cache_bytes += size;
   return nll;
 }

@@ -16,6 +16,8 @@
 #include "lines.h"
 #include "txl.h"
 
+#include <math.h>
+
 /* How much of the model file's cost comes off the judged score. */
 #define TXL_LINE_REF_WEIGHT 0.25
 
@@ -36,6 +38,13 @@ void txl_line_ref_free(TxlLineRef *r);
  * line end, in nats; NaN when they cannot be scored (n == 0, an id out of
  * range, a non-finite cost). */
 double txl_line_ref_nll(TxlLineRef *r, const int32_t *ids, gsize n);
+/* Whether a cost read from a snapshot can be one: a finite number of nats
+ * (>= 0), or NaN for none. */
+static inline gboolean
+txl_line_ref_valid(double ref_nll)
+{
+  return isnan(ref_nll) || (isfinite(ref_nll) && ref_nll >= 0);
+}
 /* How many calls found their line's cost already computed. */
 guint64 txl_line_ref_hits(const TxlLineRef *r);
 /* What the line rule judges: worst - TXL_LINE_REF_WEIGHT x the reference

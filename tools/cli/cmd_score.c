@@ -194,9 +194,6 @@ learn_line(TextScore *t, const Line *l, gboolean flag)
   txl_model_unref(m);
 }
 
-/* One line's JSON: mean NLL per token (nats), perplexity, bits per
- * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
- * compares), lib/anomaly/lines.h; non-finite values are null. */
 /* The model file's cost of a line that is judged while learning: the line
  * rule judges its worst part less a quarter of it
  * (lib/anomaly/reference.h).  NaN: none. */
@@ -209,6 +206,9 @@ line_ref(TextScore *t, const Line *l)
                           l->ids->len);
 }
 
+/* One line's JSON: mean NLL per token (nats), perplexity, bits per
+ * normalised byte (bpb) and its worst part ("worst", what --flag-bpb
+ * compares), lib/anomaly/lines.h; non-finite values are null. */
 static void
 print_line(TextScore *t, const Line *l)
 {
