@@ -17,7 +17,7 @@ from checks import check, finish, write_text
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUALITY = os.path.join(HERE, '..', '..', 'tools', 'quality.py')
 sys.path.insert(0, os.path.dirname(QUALITY))
-import quality  # noqa: E402  (the tool's functions, for the splits)
+from qualitylib import common, hdfs, hdfs_live, inject  # noqa: E402  (the tool's functions)
 
 # an HDFS-like line: date, time, thread, level, component, message
 A = '081109 2036%02d 1 INFO dfs.DataNode: Receiving block %s src: /10.0.0.1:1'
@@ -41,8 +41,8 @@ def slice_dir(tmp):
             t += 1
     d = os.path.join(tmp, 'hdfs')
     os.makedirs(d)
-    write_text(os.path.join(d, quality.HDFS_LOG), '\n'.join(lines) + '\n')
-    write_text(os.path.join(d, quality.HDFS_LABELS), 'BlockId,Label\n' + ''.join(
+    write_text(os.path.join(d, hdfs.HDFS_LOG), '\n'.join(lines) + '\n')
+    write_text(os.path.join(d, hdfs.HDFS_LABELS), 'BlockId,Label\n' + ''.join(
         '%s,%s\n' % (b, 'Anomaly' if lab else 'Normal') for b, lab, _ in blocks))
     return d, blocks
 
@@ -111,8 +111,8 @@ def test_either(tmp):
 
 def test_splits(tmp):
     d, blocks = slice_dir(tmp)
-    log = os.path.join(d, quality.HDFS_LOG)
-    lab = os.path.join(d, quality.HDFS_LABELS)
+    log = os.path.join(d, hdfs.HDFS_LOG)
+    lab = os.path.join(d, hdfs.HDFS_LABELS)
     out = os.path.join(tmp, 'split')
     os.makedirs(out)
     first = {b for b, _, _ in blocks[:4]}
@@ -120,7 +120,7 @@ def test_splits(tmp):
     def keys(path):
         with open(path) as f:
             return [re.search(r'blk_-?\d+', line).group(0) for line in f]
-    slog, slab = quality.hdfs_split(log, lab, out)
+    slog, slab = hdfs.hdfs_split(log, lab, out)
     got = keys(slog)
     check('hdfs --dev: the first half\'s blocks, all their lines, in order',
           set(got) == first and len(got) == 9, got)
@@ -128,12 +128,12 @@ def test_splits(tmp):
         check('hdfs --dev: their labels only', sorted(f.read().split()) == sorted(
             ['BlockId,Label'] + ['%s,%s' % (b, 'Anomaly' if l else 'Normal')
                                  for b, l, _ in blocks[:4]]))
-    rlog, rlab = quality.hdfs_split(log, lab, out, reversed_=True)
+    rlog, rlab = hdfs.hdfs_split(log, lab, out, reversed_=True)
     got = keys(rlog)
     check('hdfs --reversed: every line, the second half\'s blocks first',
           len(got) == 18 and set(got[:9]).isdisjoint(first) and set(got[9:]) == first, got)
     check('hdfs --reversed: every label', rlab == lab)
-    llog, llab = quality.hdfs_split(log, lab, out, late=True)
+    llog, llab = hdfs.hdfs_split(log, lab, out, late=True)
     got = keys(llog)
     check('hdfs-live --late: the second half\'s blocks, all their lines, in order',
           len(got) == 9 and set(got).isdisjoint(first) and got == [
@@ -142,7 +142,7 @@ def test_splits(tmp):
         check('hdfs-live --late: their labels only', sorted(f.read().split()) == sorted(
             ['BlockId,Label'] + ['%s,%s' % (b, 'Anomaly' if l else 'Normal')
                                  for b, l, _ in blocks[4:]]))
-    qlog, qlab = quality.hdfs_split(log, lab, out, reversed_=True, dev=True)
+    qlog, qlab = hdfs.hdfs_split(log, lab, out, reversed_=True, dev=True)
     got = keys(qlog)
     check('hdfs-live --dev --reversed: the first half\'s blocks, its second half\'s lines first',
           got == [k for k in keys(log) if k in ('blk_3', 'blk_-4')] +
@@ -151,7 +151,7 @@ def test_splits(tmp):
         check('hdfs-live --dev --reversed: their labels only',
               sorted(f.read().split()) == sorted(['BlockId,Label'] + [
                   '%s,%s' % (b, 'Anomaly' if l else 'Normal') for b, l, _ in blocks[:4]]))
-    qlog, _ = quality.hdfs_split(log, lab, out, reversed_=True, late=True)
+    qlog, _ = hdfs.hdfs_split(log, lab, out, reversed_=True, late=True)
     got = keys(qlog)
     check('hdfs-live --late --reversed: the second half\'s blocks, its second half\'s lines first',
           got == [k for k in keys(log) if k in ('blk_7', 'blk_8')] +
@@ -169,16 +169,16 @@ def test_replay(tmp):
     the last three, 1.75, and 2 is flagged (Q95 of all six: 5)."""
     recs = [{'session': 's%d' % i, 'score': x}
             for i, x in enumerate([0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 0.9, 0.83])]
-    got = quality.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5)
+    got = hdfs_live.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5)
     check('replay: a flagged session stays out of the window', got == {'s5', 's6'}, got)
     recs = [{'session': 's%d' % i, 'score': x} for i, x in enumerate([5, 5, 5, 1, 1, 1, 2])]
-    got = quality.replay_sessions(recs, 0.95, 0.75, window=3, warm=3)
+    got = hdfs_live.replay_sessions(recs, 0.95, 0.75, window=3, warm=3)
     check('replay: the bar comes from the last `window` passed', got == {'s6'}, got)
     # every session in the window: the first 0.9 joins, the bar for the
     # second is 1.75 x 0.8 = 1.4, so only the first is flagged
     recs = [{'session': 's%d' % i, 'score': x}
             for i, x in enumerate([0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 0.9, 0.83])]
-    got = quality.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5, every=True)
+    got = hdfs_live.replay_sessions(recs, 0.95, 0.75, window=1000, warm=5, every=True)
     check('replay, every session: a flagged one joins the window', got == {'s5'}, got)
     d, blocks = slice_dir(tmp)
     # first lines in block order; test half: blk_5 .. blk_8 (blk_8 anomalous)
@@ -215,20 +215,20 @@ def test_line_candidates(tmp):
     over 10 normalised bytes: 11 / ln 2 / 10 bits per byte; the costliest
     token 5; the three costliest 5 + 3 + 2; runs of 4: 1+5+2+0 = 8 and
     5+2+0+3 = 10; a run of 8 longer than the line: the whole line."""
-    c = quality.line_candidates([1, 5, 2, 0, 3], 10)
+    c = inject.line_candidates([1, 5, 2, 0, 3], 10)
     want = {'bits per byte': 11 / 0.6931471805599453 / 10, 'costliest token': 5,
             'three costliest': 10, 'line total': 11, 'costliest 4 tokens': 10,
             'costliest 8 tokens': 11}
     check('line-costs: the candidates of a line', c.keys() == want.keys() and all(
         abs(c[k] - want[k]) < 1e-9 for k in want), c)
-    c = quality.line_candidates([], 0)
+    c = inject.line_candidates([], 0)
     check('line-costs: a line with no scored token costs nothing',
           all(v == 0 for v in c.values()), c)
 
     import json
     keep = os.path.join(tmp, 'kept.jsonl')
     recs = [{'line': 1, 'norm_bytes': 4, 'worst': 0.5}, {'line': 2, 'norm_bytes': 0, 'worst': None}]
-    quality.keep_line_costs(keep, recs, [0, 1], {1: [1.0, 1.7725887222397811]})
+    inject.keep_line_costs(keep, recs, [0, 1], {1: [1.0, 1.7725887222397811]})
     with open(keep) as f:
         kept = [json.loads(l) for l in f]
     check('line-costs --keep: each record with its label and the bundled bits per byte',
@@ -237,9 +237,9 @@ def test_line_candidates(tmp):
           kept[0]['worst'] == 0.5, kept)
 
     check('judged: worst less a quarter of ref_bpb where a line has one, else worst',
-          quality.judged({'worst': 2.0, 'ref_bpb': 4.0}) == 1.0 and
-          quality.judged({'worst': 2.0}) == 2.0 and
-          quality.judged({'worst': None, 'ref_bpb': 1.0}) == float('inf'))
+          common.judged({'worst': 2.0, 'ref_bpb': 4.0}) == 1.0 and
+          common.judged({'worst': 2.0}) == 2.0 and
+          common.judged({'worst': None, 'ref_bpb': 1.0}) == float('inf'))
 
 
 def main():
