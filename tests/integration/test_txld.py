@@ -23,7 +23,6 @@ skipped, with a message, on a plugin without it; the Chromium check is
 skipped when chromium is not installed."""
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -32,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import urllib.error
 import urllib.request
 
@@ -391,23 +391,33 @@ def check_failures(d, state, blocker, flaky_port, offset):
 
 
 def run(tmp, conf, state):
+    x = configure(tmp, conf, state)
+    first_life(x)
+    second_life(x)
+    third_life(x)
+
+
+def configure(tmp, conf, state):
+    """The streams and the configuration directory the three lives share
+    (x: what one life leaves the next)."""
+    x = types.SimpleNamespace(tmp=tmp, conf=conf, state=state)
     # the stream: A before SIGTERM, B after it, C across the kill -9
-    A = make_lines(120, 5, anomalies=(60, 95))
-    B = make_lines(80, 6, anomalies=(40,))
-    C = make_lines(200, 7)
+    x.A = A = make_lines(120, 5, anomalies=(60, 95))
+    x.B = B = make_lines(80, 6, anomalies=(40,))
+    x.C = make_lines(200, 7)
     with open(os.path.join(tmp, 'ab.log'), 'w') as f:
         f.write(''.join(l + '\n' for l in A + B))
-    port = free_port()
-    out = os.path.join(state, 'tcp.jsonl')
+    x.port = free_port()
+    x.out = os.path.join(state, 'tcp.jsonl')
     write(os.path.join(conf, 'tcp.conf'), tcp_conf(
-        port, 'output = tcp.jsonl\nsnapshot-interval = 0\nsnapshot-tokens = %d\n'
+        x.port, 'output = tcp.jsonl\nsnapshot-interval = 0\nsnapshot-tokens = %d\n'
         'restart-delay = 0.2\n' % SNAP_TOKENS))
     write(os.path.join(conf, 'ref.conf'),
           file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'ref.jsonl')))
-    sport = free_port()
-    sout = os.path.join(state, 'sess.jsonl')
+    x.sport = free_port()
+    x.sout = os.path.join(state, 'sess.jsonl')
     write(os.path.join(conf, 'sess.conf'), tcp_conf(
-        sport, 'output = sess.jsonl\nsnapshot-interval = 0\n', SESS_CHAIN))
+        x.sport, 'output = sess.jsonl\nsnapshot-interval = 0\n', SESS_CHAIN))
     write(os.path.join(conf, 'sessref.conf'),
           file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'sessref.jsonl'),
                     SESS_CHAIN))
@@ -415,9 +425,13 @@ def run(tmp, conf, state):
           'snapshot-intervall = 5\n')
     write(os.path.join(conf, 'broken.pipeline'), '[pipeline]\nlaunch = txlnosuch ! fakesink\n')
     write(os.path.join(conf, 'README'), 'not a pipeline file: ignored\n')
+    return x
 
-    # ---- 1: errors, offline equality, HTTP, page, SIGTERM -----------------
-    d = Daemon(tmp, '1')
+
+def first_life(x):
+    """1: errors, offline equality, HTTP, page, SIGTERM."""
+    A, B, state = x.A, x.B, x.state
+    d = Daemon(x.tmp, '1')
     info = d.pipelines()
     errs = info['config_errors']
     check('bad file reported with its file and key',
@@ -429,71 +443,29 @@ def run(tmp, conf, state):
     check('the good pipelines run beside the bad ones',
           d.pipeline('tcp')['state'] == 'running' and d.pipeline('typo') is None)
     check('bad files are logged', "typo.conf: key 'snapshot-intervall'" in d.logtext())
-    supported = d.pipeline('tcp')['snapshot']['supported']
+    x.supported = supported = d.pipeline('tcp')['snapshot']['supported']
     if not supported:
         skip('snapshot checks', 'this txlmodel has no snapshot-location property '
              '(the element snapshot support has not landed): resume checks skipped')
 
-    ref = wait_rows(os.path.join(state, 'ref.jsonl'), len(A) + len(B))
+    x.ref = ref = wait_rows(os.path.join(state, 'ref.jsonl'), len(A) + len(B))
     check('offline reference: the filesrc pipeline scored every line and finished',
           len(ref) == len(A) + len(B) and
           wait_for(lambda: d.pipeline('ref')['state'] == 'finished'),
           (len(ref), d.pipeline('ref')['state']))
 
-    s = connect(port)
+    s = connect(x.port)
     send_lines(s, A)
-    got = wait_rows(out, len(A))
+    x.got = got = wait_rows(x.out, len(A))
     check('tcp: every line of A scored, in order', [r['text'] for r in got] == A,
           '%d of %d' % (len(got), len(A)))
     mm = first_mismatch(scores(got), scores(ref[:len(A)]))
     check('tcp: scores equal the offline run of the same chain', mm is None, mm)
-
-    p = d.pipeline('tcp')
-    check('GET /pipelines/tcp: counts', p['lines'] == len(A) and
-          p['tokens'] == sum(r['tokens'] for r in got) and p['anomalies'] ==
-          sum(r['flag'] for r in got) and p['runs'] == 1, p)
-    st, ctype, body = d.http('/pipelines/tcp')
-    check('GET /pipelines/NAME: JSON', st == 200 and ctype.startswith('application/json')
-          and json.loads(body)['name'] == 'tcp')
-    check('GET /pipelines/nosuch: 404', d.http('/pipelines/nosuch')[0] == 404)
-    check('GET /nosuch: 404', d.http('/nosuch')[0] == 404)
-    check('GET /pipelines/tcp/snapshot: 405', d.http('/pipelines/tcp/snapshot')[0] == 405)
-    time.sleep(1.2)  # one tick: the rate and the state size
-    values = check_metrics(d, ['tcp', 'broken', 'ref'])
-    check('/metrics: lines and tokens of tcp',
-          values.get('txld_pipeline_lines_total{pipeline="tcp"}') == len(A) and
-          values.get('txld_pipeline_up{pipeline="tcp"}') == 1 and
-          values.get('txld_pipeline_up{pipeline="broken"}') == 0 and
-          values.get('txld_config_errors') == 1, values)
-    st, _, body = d.http('/pipelines/tcp/snapshot', 'POST')
-    if supported:
-        snap = json.loads(body)
-        check('POST /pipelines/tcp/snapshot: written', st == 200 and snap['ok'] and
-              snap['bytes'] > 0 and os.path.exists(snap['path']), body)
-        time.sleep(1.1)
-        p = d.pipeline('tcp')
-        check('state memory and snapshot age reported', p['state_memory_bytes'] > 0 and
-              p['snapshot']['seconds_since'] < 5, p)
-    else:
-        check('POST /pipelines/tcp/snapshot without element support: 409, says why',
-              st == 409 and 'snapshot' in json.loads(body)['error'], (st, body))
+    check_http(d, got, len(A), supported)
     flagged = [r['text'] for r in got if r['flag']]
     check('tcp: the injected anomalies are flagged', {A[60], A[95]} <= set(flagged), flagged)
 
-    # txlsessions under txld: one memory per host, snapshotted like txlmodel
-    sref = wait_line_rows(os.path.join(state, 'sessref.jsonl'), len(A) + len(B))
-    ss = connect(sport)
-    send_lines(ss, A)
-    sgot = wait_line_rows(sout, len(A))
-    check('sessions: every line of A scored, in order, as offline',
-          [r['text'] for r in sgot] == A and
-          first_mismatch(scores(sgot), scores(sref[:len(A)])) is None,
-          (len(sgot), first_mismatch(scores(sgot), scores(sref[:len(A)]))))
-    # txld reads the state memory on its once-a-second tick
-    wait_for(lambda: d.pipeline('sess')['state_memory_bytes'] > 0)
-    sp = d.pipeline('sess')
-    check('sessions: snapshots supported, state memory reported',
-          sp['snapshot']['supported'] and sp['state_memory_bytes'] > 0, sp)
+    ss = first_sessions(x, d)
     check_page(d, flagged[-3:])
 
     rc = d.stop()
@@ -512,12 +484,68 @@ def run(tmp, conf, state):
         check('SIGTERM: the last snapshot logged holds the whole stream',
               logged and int(logged[-1]) - n_tok in (0, 1), (logged[-1:], n_tok))
 
-    # ---- 2: restore, bit-exact resume, SIGHUP ------------------------------
+
+def check_http(d, got, n, supported):
+    """The first life's HTTP answers and metrics, A (n lines) scored on tcp."""
+    p = d.pipeline('tcp')
+    check('GET /pipelines/tcp: counts', p['lines'] == n and
+          p['tokens'] == sum(r['tokens'] for r in got) and p['anomalies'] ==
+          sum(r['flag'] for r in got) and p['runs'] == 1, p)
+    st, ctype, body = d.http('/pipelines/tcp')
+    check('GET /pipelines/NAME: JSON', st == 200 and ctype.startswith('application/json')
+          and json.loads(body)['name'] == 'tcp')
+    check('GET /pipelines/nosuch: 404', d.http('/pipelines/nosuch')[0] == 404)
+    check('GET /nosuch: 404', d.http('/nosuch')[0] == 404)
+    check('GET /pipelines/tcp/snapshot: 405', d.http('/pipelines/tcp/snapshot')[0] == 405)
+    time.sleep(1.2)  # one tick: the rate and the state size
+    values = check_metrics(d, ['tcp', 'broken', 'ref'])
+    check('/metrics: lines and tokens of tcp',
+          values.get('txld_pipeline_lines_total{pipeline="tcp"}') == n and
+          values.get('txld_pipeline_up{pipeline="tcp"}') == 1 and
+          values.get('txld_pipeline_up{pipeline="broken"}') == 0 and
+          values.get('txld_config_errors') == 1, values)
+    st, _, body = d.http('/pipelines/tcp/snapshot', 'POST')
+    if supported:
+        snap = json.loads(body)
+        check('POST /pipelines/tcp/snapshot: written', st == 200 and snap['ok'] and
+              snap['bytes'] > 0 and os.path.exists(snap['path']), body)
+        time.sleep(1.1)
+        p = d.pipeline('tcp')
+        check('state memory and snapshot age reported', p['state_memory_bytes'] > 0 and
+              p['snapshot']['seconds_since'] < 5, p)
+    else:
+        check('POST /pipelines/tcp/snapshot without element support: 409, says why',
+              st == 409 and 'snapshot' in json.loads(body)['error'], (st, body))
+
+
+def first_sessions(x, d):
+    """txlsessions under txld: one memory per host, snapshotted like
+    txlmodel.  Returns the connection, open."""
+    A, B = x.A, x.B
+    x.sref = sref = wait_line_rows(os.path.join(x.state, 'sessref.jsonl'), len(A) + len(B))
+    ss = connect(x.sport)
+    send_lines(ss, A)
+    sgot = wait_line_rows(x.sout, len(A))
+    check('sessions: every line of A scored, in order, as offline',
+          [r['text'] for r in sgot] == A and
+          first_mismatch(scores(sgot), scores(sref[:len(A)])) is None,
+          (len(sgot), first_mismatch(scores(sgot), scores(sref[:len(A)]))))
+    # txld reads the state memory on its once-a-second tick
+    wait_for(lambda: d.pipeline('sess')['state_memory_bytes'] > 0)
+    sp = d.pipeline('sess')
+    check('sessions: snapshots supported, state memory reported',
+          sp['snapshot']['supported'] and sp['state_memory_bytes'] > 0, sp)
+    return ss
+
+
+def second_life(x):
+    """2: restore, bit-exact resume, SIGHUP, failures."""
+    A, B, conf, state, supported = x.A, x.B, x.conf, x.state, x.supported
     os.remove(os.path.join(conf, 'ref.conf'))
     os.remove(os.path.join(conf, 'sessref.conf'))
-    xport, yport, zport = free_port(), free_port(), free_port()
-    write(os.path.join(conf, 'x.conf'), tcp_conf(xport, 'snapshot = none\n'))
-    write(os.path.join(conf, 'y.conf'), tcp_conf(yport, 'snapshot = none\n'))
+    ports = free_port(), free_port(), free_port()
+    write(os.path.join(conf, 'x.conf'), tcp_conf(ports[0], 'snapshot = none\n'))
+    write(os.path.join(conf, 'y.conf'), tcp_conf(ports[1], 'snapshot = none\n'))
     busy_port, flaky_port = free_port(), free_port()
     blocker = socket.socket()
     blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -528,39 +556,48 @@ def run(tmp, conf, state):
     write(os.path.join(conf, 'flaky.conf'), tcp_conf(
         flaky_port, 'restart-delay = 0.2\noutput = flaky.jsonl\n',
         'identity error-after=%d ! ' % FLAKY_AFTER + CHAIN))
-    d = Daemon(tmp, '2')
+    x.d = d = Daemon(x.tmp, '2')
     p = d.pipeline('tcp')
+    got = x.got
     # the snapshot's token count against the scored tokens of the lines
     # before it: 1 when the stream's first (unscored) token counts
-    offset = 1
+    x.offset = 1
     if supported:
         check('restart: the snapshot is restored', p['restored_tokens'] is not None and
               abs(p['restored_tokens'] - sum(r['tokens'] for r in got) - 0.5) <= 0.5, p)
-        offset = (p['restored_tokens'] or 0) - sum(r['tokens'] for r in got)
-    s = connect(port)
-    send_lines(s, B)
-    got = wait_rows(out, len(A) + len(B))
+        x.offset = (p['restored_tokens'] or 0) - sum(r['tokens'] for r in got)
+    # open until the third life's kill -9
+    x.s = connect(x.port)
+    send_lines(x.s, B)
+    x.got = got = wait_rows(x.out, len(A) + len(B))
     check('after SIGTERM and restart: every line of B scored',
           [r['text'] for r in got] == A + B, len(got))
     if supported:
-        mm = first_mismatch(scores(got), scores(ref))
+        mm = first_mismatch(scores(got), scores(x.ref))
         check('after SIGTERM and restart: A+B bit for bit the uninterrupted run',
               mm is None, mm)
         check('after SIGTERM and restart: line numbers continue (the sink\'s count is '
-              'in the snapshot)', [r['line'] for r in got] == [r['line'] for r in ref])
+              'in the snapshot)', [r['line'] for r in got] == [r['line'] for r in x.ref])
 
     check('sessions: the snapshot is restored at start',
           d.pipeline('sess')['restored_tokens'], d.pipeline('sess'))
-    ss = connect(sport)
+    ss = connect(x.sport)
     send_lines(ss, B)
-    sgot = wait_line_rows(sout, len(A) + len(B))
+    sgot = wait_line_rows(x.sout, len(A) + len(B))
     check('sessions: after SIGTERM and restart, A+B bit for bit the uninterrupted run '
           '(every host\'s memory restored)',
-          [r['text'] for r in sgot] == A + B and first_mismatch(scores(sgot), scores(sref)) is None,
-          (len(sgot), first_mismatch(scores(sgot), scores(sref))))
+          [r['text'] for r in sgot] == A + B and first_mismatch(scores(sgot), scores(x.sref)) is None,
+          (len(sgot), first_mismatch(scores(sgot), scores(x.sref))))
     ss.close()
+    check_sighup(d, conf, ports)
+    check_failures(d, state, blocker, flaky_port, x.offset)
+    for n in ('x', 'y', 'z', 'busy', 'flaky'):
+        os.remove(os.path.join(conf, n + '.conf'))
 
-    # SIGHUP: x unchanged, y changed, ref gone (already), z new
+
+def check_sighup(d, conf, ports):
+    """SIGHUP: x unchanged, y changed, ref gone (already), z new."""
+    xport, yport, zport = ports
     sx, sy = connect(xport), connect(yport)
     send_lines(sx, ['x one'])
     send_lines(sy, ['y one'])
@@ -595,13 +632,12 @@ def run(tmp, conf, state):
           wait_for(lambda: d.pipeline('x')['lines'] == 3) and d.pipeline('x')['runs'] == 1)
     sx.close()
     sy.close()
-    check_failures(d, state, blocker, flaky_port, offset)
-    for n in ('x', 'y', 'z', 'busy', 'flaky'):
-        os.remove(os.path.join(conf, n + '.conf'))
 
-    # ---- 3: kill -9 mid-stream, restart from the last snapshot -------------
-    base = len(got)
-    tokens_before = offset + sum(r['tokens'] for r in got)
+
+def kill_mid_stream(x):
+    """3, first half: kill -9 while lines stream in (after a POSTed
+    snapshot).  Returns how many lines of C were scored before the kill."""
+    d, s, out, C, base = x.d, x.s, x.out, x.C, len(x.got)
     stop = threading.Event()
 
     def feed():
@@ -623,13 +659,13 @@ def run(tmp, conf, state):
     t.start()
     before = wait_rows(out, base + 40)
     st, _, body = d.http('/pipelines/tcp/snapshot', 'POST')
-    if supported:
+    if x.supported:
         # while lines stream in, the element defers the snapshot to the end
         # of its current buffer; the answer waits for it
         snap = json.loads(body)
         check('POST snapshot while streaming: answered with the fresh snapshot',
               st == 200 and snap['reason'] == 'signal' and
-              snap['tokens'] >= offset + sum(r['tokens'] for r in before), body)
+              snap['tokens'] >= x.offset + sum(r['tokens'] for r in before), body)
     wait_rows(out, base + 90)
     d.p.kill()
     d.p.wait()
@@ -640,12 +676,21 @@ def run(tmp, conf, state):
     K = len(got) - base
     check('kill -9: lines were scored before the kill', 0 < K < len(C), K)
     check('kill -9: the output holds whole lines only, in order',
-          [r['text'] for r in got] == A + B + C[:K])
-    d = Daemon(tmp, '3')
+          [r['text'] for r in got] == x.A + x.B + C[:K])
+    return K
+
+
+def third_life(x):
+    """3: kill -9 mid-stream, restart from the last snapshot."""
+    A, B, C, out, base = x.A, x.B, x.C, x.out, len(x.got)
+    tokens_before = x.offset + sum(r['tokens'] for r in x.got)
+    K = kill_mid_stream(x)
+    got = rows(out)
+    d = Daemon(x.tmp, '3')
     p = d.pipeline('tcp')
-    if not supported:
+    if not x.supported:
         skip('kill -9 resume', 'no snapshot support in txlmodel')
-        s = connect(port)
+        s = connect(x.port)
         send_lines(s, C[K:])
         got = wait_rows(out, base + len(C))
         check('kill -9: scoring continues after the restart',
@@ -655,7 +700,7 @@ def run(tmp, conf, state):
         return
     T = p['restored_tokens']
     # lines wholly in the restored state
-    cum, S = offset, 0
+    cum, S = x.offset, 0
     for r in got:
         if cum + r['tokens'] > T:
             break
@@ -670,7 +715,7 @@ def run(tmp, conf, state):
     check('kill -9: the restored state is no older than one snapshot interval',
           T >= tokens_before and 0 <= lost <= bound, (T, S, lost, bound))
     # the client resends every line not in the output: none lost, none twice
-    s = connect(port)
+    s = connect(x.port)
     send_lines(s, C[K:])
     got = wait_rows(out, base + len(C))
     texts = [r['text'] for r in got]
@@ -680,12 +725,12 @@ def run(tmp, conf, state):
         # what the state holds (lines [0, S)) followed by the resent lines,
         # offline: the scores after the restart must be exactly these
         held = (A + B + C)[:S]
-        with open(os.path.join(tmp, 'resume.log'), 'w') as f:
+        with open(os.path.join(x.tmp, 'resume.log'), 'w') as f:
             f.write(''.join(l + '\n' for l in held + C[K:]))
-        write(os.path.join(conf, 'ref3.conf'), file_conf(
-            os.path.join(tmp, 'resume.log'), os.path.join(state, 'ref3.jsonl')))
+        write(os.path.join(x.conf, 'ref3.conf'), file_conf(
+            os.path.join(x.tmp, 'resume.log'), os.path.join(x.state, 'ref3.jsonl')))
         d.signal(signal.SIGHUP)
-        ref3 = wait_rows(os.path.join(state, 'ref3.jsonl'), S + len(C) - K, 90)
+        ref3 = wait_rows(os.path.join(x.state, 'ref3.jsonl'), S + len(C) - K, 90)
         mm = first_mismatch(scores(got[base + K:]), scores(ref3[S:]))
         check('kill -9: the scores after the restart continue the snapshot bit for bit',
               len(ref3) == S + len(C) - K and mm is None, mm)
