@@ -69,6 +69,33 @@ on_end(const TxlSessionResult *r, gpointer p)
   g_string_append_c(o, '\n');
 }
 
+/* got and want, record for record, the same but for the numbers written by
+ * bits(), which may differ by rel of the larger (NaN only with NaN). */
+static void
+assert_close(const char *got, const char *want, double rel)
+{
+  g_auto(GStrv) a = g_strsplit_set(got, " \n", -1);
+  g_auto(GStrv) b = g_strsplit_set(want, " \n", -1);
+  g_assert_cmpuint(g_strv_length(a), ==, g_strv_length(b));
+  for (guint i = 0; a[i]; i++) {
+    if (strlen(a[i]) != 16 || strlen(b[i]) != 16 ||
+        !g_ascii_isxdigit(a[i][0])) {
+      g_assert_cmpstr(a[i], ==, b[i]);
+      continue;
+    }
+    guint64 ua = g_ascii_strtoull(a[i], NULL, 16);
+    guint64 ub = g_ascii_strtoull(b[i], NULL, 16);
+    double x, y;
+    memcpy(&x, &ua, 8);
+    memcpy(&y, &ub, 8);
+    if (isnan(x) || isnan(y)) {
+      g_assert_true(isnan(x) && isnan(y));
+      continue;
+    }
+    g_assert_cmpfloat(fabs(x - y), <=, rel * MAX(fabs(x), fabs(y)));
+  }
+}
+
 typedef struct {
   const char *name;
   TxlSessionOptions o;
@@ -276,7 +303,12 @@ TU_TEST("/sessions-snapshot/version-2", test_version_2)
     /* sessions ended both before and after the cut */
     g_assert_nonnull(strstr(want->str, "S k2 "));
     g_assert_nonnull(strstr(want->str, "S k6 "));
-    g_assert_cmpstr(got->str, ==, want->str);
+    /* The seed's memory and pending scores were computed by the machine
+     * that wrote it; this CPU's kernels may round the same sums in the
+     * last bits (an Intel Xeon with AVX-512 FP16 against the AMD EPYC that
+     * wrote it: 3e-8 of a line's cost, 2026-11-28). Bit for bit holds for
+     * a snapshot written and resumed on one kind of CPU (test_resume). */
+    assert_close(got->str, want->str, 1e-6);
     g_string_free(want, TRUE);
     g_string_free(got, TRUE);
   }
