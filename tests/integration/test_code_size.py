@@ -21,11 +21,12 @@ MAX_FUNCTION_LINES = 150
 
 
 def sources():
-    """Every source file below FOLDERS, test data left out."""
+    """Every source file below FOLDERS (the fuzzers' seed folders, corpus-*,
+    hold inputs, not sources)."""
     for top in FOLDERS:
         for d, subdirs, files in os.walk(os.path.join(ROOT, top)):
-            subdirs[:] = sorted(s for s in subdirs if s not in ('data', '__pycache__')
-                                and not s.startswith(('build', 'corpus')))
+            subdirs[:] = sorted(s for s in subdirs if s != '__pycache__'
+                                and not s.startswith(('build', 'corpus-')))
             for f in sorted(files):
                 if f.endswith(SOURCE):
                     yield os.path.join(d, f)

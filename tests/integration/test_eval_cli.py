@@ -162,9 +162,8 @@ def main():
         first = first_eval(tmp, log, labels, sess_lab)
         if first is None:
             return
-        out, ses, rows = first
+        out, ses, rows, cal = first
         model = os.path.join(out, 'model.gguf')
-        cal = model_calibration(model)
         check_odd_session(tmp, log, labels, rows, model)
         check_calibrate(tmp, model, cal)
         check_saved_model(tmp, log, labels, model, ses, rows)
@@ -177,7 +176,7 @@ def main():
 def first_eval(tmp, log, labels, sess_lab):
     """txl eval with margin 0 on the made log: its outputs and the
     calibration in its model.  (out dir, session summary, sessions.csv
-    rows), or None when it did not run."""
+    rows, the model's calibration), or None when it did not run."""
     out = os.path.join(tmp, 'out')
     lines = os.path.join(tmp, 'lines.jsonl')
     rc, so, se = run(['eval', log, '--labels', labels, '-o', out, '--key', 'sid=(S[0-9]+)',
@@ -224,19 +223,20 @@ def first_eval(tmp, log, labels, sess_lab):
     check('stdout has the table', 'session' in so and 'AUROC' in so and 'lines/s' in so, so)
     check('all four session scores reported', len(s['all_scores']) >= 4 and
           {a['score'] for a in s['all_scores']} == {'max-line', 'max-line-sum', 'max-token', 'mean'})
-    check_model_calibration(out, ses, [l['worst'] for l in lj if l['split'] == 'calibration'])
+    cal = check_model_calibration(out, ses, [l['worst'] for l in lj if l['split'] == 'calibration'])
     # the validation scores' max and median, in the summary
     vs = s.get('validation_scores', {})
     check('summary: validation max and median',
           abs(vs.get('max', 0) - max(val)) < 1e-5 * max(val) and
           abs(vs.get('median', 0) - statistics.median(val)) < 1e-5 * max(val), vs)
-    return out, ses, rows
+    return out, ses, rows, cal
 
 
 def check_model_calibration(out, ses, vbpb):
     """The model file carries the calibration (txl info shows it).  vbpb:
     the validation lines' `worst`, the line score every element compares
-    (the worst part in bits per normalised byte, lib/anomaly/lines.h)."""
+    (the worst part in bits per normalised byte, lib/anomaly/lines.h).
+    Returns the calibration."""
     cal = model_calibration(os.path.join(out, 'model.gguf'))
     check('model file carries the session calibration',
           cal is not None and cal['mode'] == 'sessions' and
@@ -248,6 +248,7 @@ def check_model_calibration(out, ses, vbpb):
           cal is not None and
           abs(cal['line_threshold_bpb'] - quantile(vbpb, 0.95)) < 1e-4 * max(vbpb),
           (cal and cal['line_threshold_bpb'], quantile(vbpb, 0.95)))
+    return cal
 
 
 def check_odd_session(tmp, log, labels, rows, model):

@@ -304,10 +304,12 @@ TU_TEST("/sessions-snapshot/version-2", test_version_2)
     g_assert_nonnull(strstr(want->str, "S k2 "));
     g_assert_nonnull(strstr(want->str, "S k6 "));
     /* The seed's memory and pending scores were computed by the machine
-     * that wrote it; this CPU's kernels may round the same sums in the
-     * last bits (an Intel Xeon with AVX-512 FP16 against the AMD EPYC that
-     * wrote it: 3e-8 of a line's cost, 2026-11-28). Bit for bit holds for
-     * a snapshot written and resumed on one kind of CPU (test_resume). */
+     * that wrote it; OpenBLAS picks its kernels by CPU, and another kind
+     * may round the same sums in the last bits (2026-11-28, an Intel Xeon
+     * with AVX-512 FP16: at most 1.7e-8 of a value; bit for bit with
+     * OPENBLAS_CORETYPE=SkylakeX or Haswell, whatever TXL_CPU says). Bit
+     * for bit holds for a snapshot written and resumed on one kind of CPU
+     * (test_resume). */
     assert_close(got->str, want->str, 1e-6);
     g_string_free(want, TRUE);
     g_string_free(got, TRUE);
