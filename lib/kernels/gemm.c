@@ -44,7 +44,8 @@ run_generic(const TxlGemm *g)
     for (int i = 0; i < g->M; i++)
       memcpy(g->C + (gsize)i * g->ldc, g->bias, sizeof(float) * g->N);
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans,
+  cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+              trans ? CblasTrans : CblasNoTrans,
               g->M, g->N, g->K, 1.0f, g->A, g->lda, g->B, ldb,
               g->init == TXL_GEMM_ZERO ? 0.0f : 1.0f, g->C, g->ldc);
   if (g->relu) {
@@ -85,19 +86,25 @@ void
 txl_gemm_pack_at(const float *W, int n, int k, int ldw, int first,
                  float *out)
 {
+  /* k in blocks, so that the part of a panel written stays in L1 while its
+   * NR rows of W are read */
+  enum { KB = 64 };
   const int NR = txl_gemm_nr();
   const int np = (first + n + NR - 1) / NR;
   for (int p = 0; p < np; p++) {
     float *panel = out + (gsize)p * NR * k;
-    for (int j = 0; j < NR; j++) {
-      int row = p * NR + j - first;
-      if (row >= 0 && row < n) {
-        const float *w = W + (gsize)row * ldw;
-        for (int kk = 0; kk < k; kk++)
-          panel[(gsize)kk * NR + j] = w[kk];
-      } else {
-        for (int kk = 0; kk < k; kk++)
-          panel[(gsize)kk * NR + j] = 0.0f;
+    for (int k0 = 0; k0 < k; k0 += KB) {
+      const int k1 = MIN(k, k0 + KB);
+      for (int j = 0; j < NR; j++) {
+        int row = p * NR + j - first;
+        if (row >= 0 && row < n) {
+          const float *w = W + (gsize)row * ldw;
+          for (int kk = k0; kk < k1; kk++)
+            panel[(gsize)kk * NR + j] = w[kk];
+        } else {
+          for (int kk = k0; kk < k1; kk++)
+            panel[(gsize)kk * NR + j] = 0.0f;
+        }
       }
     }
   }
@@ -127,12 +134,114 @@ typedef struct {
   int n;
 } Batch;
 
+/* One thread's scratch for own_slice(): B^T packed.  Freed when the
+ * thread ends (the pool's threads) or kept for the process (the
+ * caller's). */
+typedef struct {
+  gsize floats;
+  float f[];
+} Scratch;
+
+static GPrivate scratch_key = G_PRIVATE_INIT(g_free);
+
+static float *
+scratch(gsize floats)
+{
+  Scratch *s = g_private_get(&scratch_key);
+  if (!s || s->floats < floats) {
+    s = g_malloc(sizeof(Scratch) + sizeof(float) * MAX(floats, 1));
+    s->floats = MAX(floats, 1);
+    g_private_replace(&scratch_key, s);
+  }
+  return s->f;
+}
+
+/* OpenBLAS's kernels that use AVX2 or AVX-512 (its names, lower case). */
+static gboolean
+openblas_core_is_vector(const char *core)
+{
+  static const char *const vector_cores[] = {
+    "haswell", "zen", "skylakex", "cooperlake", "sapphirerapids",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(vector_cores); i++) {
+    if (core && g_ascii_strcasecmp(core, vector_cores[i]) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gboolean
+choose_tiles(void)
+{
+  if (txl_cpu_level() == TXL_CPU_GENERIC)
+    return FALSE;
+  const char *env = g_getenv("TXL_GEMM");
+  if (env && g_ascii_strcasecmp(env, "tiles") == 0)
+    return TRUE;
+  if (env && g_ascii_strcasecmp(env, "openblas") == 0)
+    return FALSE;
+  if (env && *env)
+    g_warning("TXL_GEMM=%s is not one of tiles, openblas: choosing by CPU",
+              env);
+  return !openblas_core_is_vector(openblas_get_corename());
+}
+
+gboolean
+txl_gemm_uses_tiles(void)
+{
+  static gsize once;
+  static gboolean tiles;
+  if (g_once_init_enter(&once)) {
+    tiles = choose_tiles();
+    g_once_init_leave(&once, 1);
+  }
+  return tiles;
+}
+
+/* Whether this product runs on the own tiles: the C = A'B' and C += A'B'
+ * that the engine and training ask for, where txl_gemm_uses_tiles(). */
+static gboolean
+own_kernel_takes(const TxlGemmArgs *g)
+{
+  return txl_gemm_uses_tiles() && g->alpha == 1.0f &&
+         (g->beta == 0.0f || g->beta == 1.0f);
+}
+
+/* Columns a..b-1 of the product on the own tiles: A is read in place,
+ * transposed or not; B' in place too (row-major, masked last panel) or,
+ * when it is B^T, packed into panels in scratch. */
+static void
+own_slice(const TxlGemmArgs *g, int a, int b)
+{
+  const int NR = txl_gemm_nr();
+  const int n = b - a;
+  TxlGemm t = {
+    .M = g->M, .N = n, .K = g->K, .A = g->A, .lda = g->lda,
+    .trans_a = g->trans_a, .B = g->B + a, .ldb = g->ldb,
+    .panel_stride = NR, .padded = FALSE, .C = g->C + a, .ldc = g->ldc,
+    .init = g->beta == 0.0f ? TXL_GEMM_ZERO : TXL_GEMM_ACC,
+  };
+  if (g->trans_b) {
+    float *panels = scratch(txl_gemm_packed_floats(n, g->K));
+    txl_gemm_pack(g->B + (gsize)a * g->ldb, n, g->K, g->ldb, panels);
+    t.B = panels;
+    t.ldb = NR;
+    t.panel_stride = (gsize)NR * g->K;
+    t.padded = TRUE;
+  }
+  txl_gemm_run(&t);
+}
+
 static void
 slice_run(const TxlGemmArgs *g, int step, int slice)
 {
   int a = slice * step, b = MIN(g->N, a + step);
   if (a >= b)
     return;
+  if (own_kernel_takes(g)) {
+    own_slice(g, a, b);
+    return;
+  }
   const float *B = g->trans_b ? g->B + (gsize)a * g->ldb : g->B + a;
   cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
               g->trans_b ? CblasTrans : CblasNoTrans, g->M, b - a, g->K,

@@ -49,6 +49,21 @@ void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
               float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
 
+/* Whether txl_gemm() runs on txl's own tiles (below) rather than
+ * cblas_sgemm; chosen once per process.  OpenBLAS picks its kernel from a
+ * table of CPUs it knows, and Debian 12's (0.3.21) falls back to its SSE3
+ * kernel ("Prescott") on newer ones: on a 2-core AVX-512 Xeon it ran
+ * training's products at a quarter of the speed of its own AVX-512 kernel
+ * and made a learning round 2.3 times as long.  So where OpenBLAS's kernel
+ * uses neither AVX2 nor AVX-512 and the CPU has one of them, the own tiles
+ * take the products (about 0.85 of OpenBLAS's AVX-512 kernel's speed on
+ * training, so not where OpenBLAS knows the CPU).  TXL_GEMM=tiles or
+ * openblas in the environment decides instead (tests run both; tiles
+ * still need AVX2, see TXL_CPU).  Bits: the tiles make every element one
+ * multiply-add chain in k order, so AVX-512 and AVX2 train alike; OpenBLAS
+ * sums in its own kernel's order. */
+gboolean txl_gemm_uses_tiles(void);
+
 /* One product of txl_gemm()'s arguments. */
 typedef struct {
   gboolean trans_a, trans_b;
@@ -87,7 +102,7 @@ typedef enum {
 } TxlGemmInit;
 
 /* C (M x N, ldc) = init + A (M x K, lda) B (K x N), then max(0, .) when
- * relu.  B's column block p (columns p*NR ..) starts at B + p * panel_stride
+ * relu; with trans_a, A is stored as its transpose (K x M, lda).  B's column block p (columns p*NR ..) starts at B + p * panel_stride
  * and its row k at + k * ldb; `padded` says that a partial last block may be
  * read whole (packed panels are zero padded), otherwise it is read masked.
  * Packed panels: ldb = NR, panel_stride = NR * K_total.  A row-major matrix
@@ -96,6 +111,7 @@ typedef struct {
   int M, N, K;
   const float *A;
   int lda;
+  gboolean trans_a;
   const float *B;
   int ldb;
   gsize panel_stride;

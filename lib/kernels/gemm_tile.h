@@ -57,11 +57,15 @@ lanes(int n)
 #define MR TILE_MR
 #define NV (NR / VL) /* vectors per panel row: 2 */
 
-/* One mr x NR tile of C over K.  mr and masked are constants at every call
- * site, so the loops unroll and the accumulators live in registers.
- * masked: only the first `nvalid` columns exist (last panel). */
+/* One mr x NR tile of C over K.  mr, masked and ta are constants at every
+ * call site, so the loops unroll and the accumulators live in registers.
+ * masked: only the first `nvalid` columns exist (last panel).  ta: A is
+ * stored transposed (element i, k at A[k * lda + i]), as training's weight
+ * gradients have it: the tile's MR elements of one k are then next to each
+ * other, so A is read in place either way. */
 static inline __attribute__((always_inline)) void
-tile(const int mr, const int masked, int K, const float *A, int lda,
+tile(const int mr, const int masked, const int ta, int K, const float *A,
+     int lda,
      const float *B, int ldb, float *C, int ldc, TxlGemmInit init,
      const float *bias, gboolean relu, int nvalid)
 {
@@ -85,7 +89,7 @@ tile(const int mr, const int masked, int K, const float *A, int lda,
   const float *a[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < mr; i++)
-    a[i] = A + (gsize)i * lda;
+    a[i] = ta ? A + i : A + (gsize)i * lda;
   for (int k = 0; k < K; k++) {
     vf b[NV];
 #pragma GCC unroll 4
@@ -94,7 +98,7 @@ tile(const int mr, const int masked, int K, const float *A, int lda,
     B += ldb;
 #pragma GCC unroll 8
     for (int i = 0; i < mr; i++) {
-      vf x = V_SET1(a[i][k]);
+      vf x = V_SET1(ta ? a[i][(gsize)k * lda] : a[i][k]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; v++)
         acc[i][v] = V_FMA(x, b[v], acc[i][v]);
@@ -114,22 +118,26 @@ tile(const int mr, const int masked, int K, const float *A, int lda,
 }
 
 #define TILE_FN(R)                                                           \
-  static void tile_##R(int masked, int K, const float *A, int lda,           \
+  static void tile_##R(int masked, int ta, int K, const float *A, int lda,   \
                        const float *B, int ldb, float *C, int ldc,           \
                        TxlGemmInit init, const float *bias, gboolean relu,   \
                        int nvalid)                                           \
   {                                                                          \
-    if (masked)                                                              \
-      tile(R, 1, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);       \
+    if (ta && masked)                                                        \
+      tile(R, 1, 1, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);    \
+    else if (ta)                                                             \
+      tile(R, 0, 1, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);    \
+    else if (masked)                                                         \
+      tile(R, 1, 0, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);    \
     else                                                                     \
-      tile(R, 0, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);       \
+      tile(R, 0, 0, K, A, lda, B, ldb, C, ldc, init, bias, relu, nvalid);    \
   }
 TILE_FN(1) TILE_FN(2) TILE_FN(3) TILE_FN(4) TILE_FN(5) TILE_FN(6)
 #if MR > 6
 TILE_FN(7) TILE_FN(8)
 #endif
 
-typedef void (*TileFn)(int, int, const float *, int, const float *, int,
+typedef void (*TileFn)(int, int, int, const float *, int, const float *, int,
                        float *, int, TxlGemmInit, const float *, gboolean,
                        int);
 static const TileFn tiles[MR + 1] = {
@@ -150,7 +158,8 @@ TILE_RUN(const TxlGemm *g)
     const float *bias = g->bias ? g->bias + p * NR : NULL;
     for (int i = 0; i < g->M; i += MR) {
       int mr = MIN(MR, g->M - i);
-      tiles[mr](masked, g->K, g->A + (gsize)i * g->lda, g->lda, B, g->ldb,
+      const float *A = g->trans_a ? g->A + i : g->A + (gsize)i * g->lda;
+      tiles[mr](masked, g->trans_a, g->K, A, g->lda, B, g->ldb,
                 g->C + (gsize)i * g->ldc + p * NR, g->ldc, g->init,
                 bias, g->relu, nvalid);
     }

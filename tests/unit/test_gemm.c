@@ -255,6 +255,80 @@ TU_TEST("/gemm/batch-same-bits", test_batch_same_bits)
   g_rand_free(r);
 }
 
+/* TXL_GEMM decides where txl_gemm() goes; without it, OpenBLAS's kernel
+ * does (the tiles take over where it is not an AVX2 or AVX-512 one). */
+TU_TEST("/gemm/path", test_path)
+{
+  const char *env = g_getenv("TXL_GEMM");
+  if (txl_gemm_nr() == 1)
+    g_assert_false(txl_gemm_uses_tiles()); /* no tiles without AVX2 */
+  else if (env && strcmp(env, "tiles") == 0)
+    g_assert_true(txl_gemm_uses_tiles());
+  else if (env && strcmp(env, "openblas") == 0)
+    g_assert_false(txl_gemm_uses_tiles());
+  else {
+    const char *core = openblas_get_corename();
+    g_test_message("OpenBLAS kernel %s: txl_gemm on %s", core,
+                   txl_gemm_uses_tiles() ? "the tiles" : "OpenBLAS");
+    gboolean vector = g_regex_match_simple(
+        "^(haswell|zen|skylakex|cooperlake|sapphirerapids)$", core,
+        G_REGEX_CASELESS, 0);
+    g_assert_cmpint(txl_gemm_uses_tiles(), ==, !vector);
+  }
+}
+
+/* txl_gemm() in every form training and the engine call it: both
+ * transposes, beta 0 and 1, operands with row strides wider than their
+ * rows, products of one and of several column slices, K = 0; against the
+ * double reference.  On the own tiles (AVX2 or AVX-512) each row's bits do
+ * not depend on the rows computed with it either. */
+TU_TEST("/gemm/general", test_general)
+{
+  GRand *r = g_rand_new_with_seed(11);
+  const int shapes[][3] = { { 1, 1, 1 },     { 7, 33, 65 },
+                            { 70, 300, 17 }, { 64, 600, 128 },
+                            { 513, 40, 96 }, { 5, 31, 0 } };
+  for (guint s = 0; s < G_N_ELEMENTS(shapes); s++) {
+    for (int form = 0; form < 8; form++) {
+      gboolean ta = form & 1, tb = (form >> 1) & 1;
+      float beta = (form >> 2) & 1 ? 1.0f : 0.0f;
+      int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+      /* row strides 3 wider than needed: the product must not read or
+       * write past a row */
+      int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 3, ldc = N + 3;
+      gsize na = (gsize)(ta ? K : M) * lda, nb = (gsize)(tb ? N : K) * ldb;
+      float *A = g_new(float, na + 1), *B = g_new(float, nb + 1);
+      float *C = g_new(float, (gsize)M * ldc), *C1 = g_new(float, (gsize)M * ldc);
+      float *At = g_new(float, (gsize)M * K + 1);
+      double *ref = g_new(double, (gsize)M * N);
+      fill(A, na + 1, r);
+      fill(B, nb + 1, r);
+      fill(C, (gsize)M * ldc, r);
+      memcpy(C1, C, sizeof(float) * M * ldc);
+      /* the reference reads A as M x K */
+      for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+          At[(gsize)i * K + k] = ta ? A[(gsize)k * lda + i] : A[(gsize)i * lda + k];
+      reference(M, N, K, At, K, B, tb, ldb, C, ldc,
+                beta == 0.0f ? TXL_GEMM_ZERO : TXL_GEMM_ACC, NULL, FALSE, ref);
+      txl_gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+      check(M, N, K, C, ldc, ref, At, K);
+      for (int i = 0; i < M; i++) /* past each row: untouched */
+        for (int j = N; j < ldc; j++)
+          g_assert_cmpfloat(C[(gsize)i * ldc + j], ==, C1[(gsize)i * ldc + j]);
+      if (txl_gemm_uses_tiles()) {
+        for (int i = 0; i < M; i++)
+          txl_gemm(ta, tb, 1, N, K, 1.0f, ta ? A + i : A + (gsize)i * lda, lda,
+                   B, ldb, beta, C1 + (gsize)i * ldc, ldc);
+        g_assert_cmpmem(C, sizeof(float) * M * ldc, C1,
+                        sizeof(float) * M * ldc);
+      }
+      g_free(A); g_free(B); g_free(C); g_free(C1); g_free(At); g_free(ref);
+    }
+  }
+  g_rand_free(r);
+}
+
 static void
 mark(gsize lo, gsize hi, gpointer ctx)
 {
