@@ -8,7 +8,9 @@ runs `txl score` on each level the CPU has:
   bit for bit;
 - OpenBLAS (generic: a CPU without AVX2) rounds differently, by at most a
   a ten-thousandth of a bit per byte on a line at most;
-- `txl bench` reports the kernel in use; TXL_CPU above what the CPU has, or
+- learning on the stream, with training's products on txl's own tiles
+  (TXL_GEMM=tiles), prints the same bytes on AVX-512 and AVX2 too;
+- `txl bench` reports the kernel in use and where txl_gemm goes; TXL_CPU above what the CPU has, or
   not a level at all, falls back to the CPU's best (the latter with a
   warning) instead of failing."""
 import json
@@ -26,24 +28,31 @@ MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 LEVELS = ['generic', 'avx2', 'avx512']
 
 
-def txl(args, level=None, stdin=None):
+def txl(args, level=None, stdin=None, gemm=None):
     env = dict(os.environ)
     env.pop('TXL_CPU', None)
+    env.pop('TXL_GEMM', None)
     if level is not None:
         env['TXL_CPU'] = level
+    if gemm is not None:
+        env['TXL_GEMM'] = gemm
     p = subprocess.run([TXL] + args, input=stdin, capture_output=True, env=env,
                        timeout=300)
     return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace')
 
 
-def kernel(level):
+def bench(level, gemm=None):
     rc, out, err = txl(['bench', '-m', MODEL, '--json', '--segments', '1',
-                        '--peak-size', '64'], level)
+                        '--peak-size', '64'], level, gemm=gemm)
     if rc != 0:
         sys.stderr.write(err)
-        return None, None
-    j = json.loads(out)
-    return j['kernel'], j['cpu']
+        return {}
+    return json.loads(out)
+
+
+def kernel(level):
+    j = bench(level)
+    return j.get('kernel'), j.get('cpu')
 
 
 def bpb(out):
@@ -91,6 +100,22 @@ def main():
         rc2, p2, e2 = txl(['score', '-m', MODEL, '--load-snapshot', snap], 'avx2', text[cut:])
         check('a snapshot saved on AVX-512 continues on AVX2 bit for bit',
               rc1 == 0 and rc2 == 0 and p1 + p2 == outs['avx512'], e1 + e2)
+
+        # learning: a short warm-up, so that a round runs and scores lines
+        learn = ['score', '-m', MODEL, '--learn', '--learn-warmup', '60', log]
+        rl1, l1, e1 = txl(learn, 'avx512', gemm='tiles')
+        rl2, l2, e2 = txl(learn, 'avx2', gemm='tiles')
+        check('learning on the tiles: a round ran on each kernel',
+              rl1 == 0 and rl2 == 0 and 'learnt round 1' in e1 and 'learnt round 1' in e2,
+              e1 + e2)
+        check('learning on the tiles prints the same bytes on AVX-512 and AVX2',
+              l1 == l2 and l1.count(b'\n') == 400)
+
+    for gemm in ['tiles', 'openblas']:
+        j = bench(None, gemm)
+        want = gemm if cpu != 'generic' else 'openblas'
+        check('TXL_GEMM=%s: txl bench says txl_gemm goes to %s' % (gemm, want),
+              j.get('gemm') == want and j.get('openblas_core'), j)
 
     if 'generic' in outs and len(have) > 1:
         a, b = bpb(outs['generic']), bpb(outs[have[-1]])

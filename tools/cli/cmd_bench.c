@@ -204,12 +204,15 @@ txl_cmd_bench(int argc, char **argv)
            "\"sgemm_peak_gflops\": %.2f, \"blas_peak_gflops\": %.2f, "
            "\"own_gemm_peak_gflops\": %.2f, \"peak_ratio\": %.3f, \"segment\": %d, "
            "\"mem_len\": %d, \"segments\": %d, \"threads\": %d, \"memory\": \"%s\", "
-           "\"state_bytes\": %zu, \"kernel\": \"%s\", \"cpu\": \"%s\"}\n",
+           "\"state_bytes\": %zu, \"kernel\": \"%s\", \"cpu\": \"%s\", "
+           "\"gemm\": \"%s\", \"openblas_core\": \"%s\"}\n",
            tps, gflops, naive, peak, blas_peak, own_peak, gflops / peak, seg, ml,
            done, nthreads,
            hidden ? "hidden" : "kv", txl_stream_state_bytes(s),
            txl_cpu_level_name(txl_cpu_level()),
-           txl_cpu_level_name(txl_cpu_detected()));
+           txl_cpu_level_name(txl_cpu_detected()),
+           txl_gemm_uses_tiles() ? "tiles" : "openblas",
+           openblas_get_corename());
   } else {
     printf("model        %s (d_model %d, %d layers, %d heads, d_inner %d, vocab %d)\n",
            model_path, c->d_model, c->n_layer, c->n_head, c->d_inner, c->n_token);
@@ -224,6 +227,10 @@ txl_cmd_bench(int argc, char **argv)
       printf("kernel       %s (TXL_CPU; this CPU offers %s)\n",
              txl_cpu_level_name(txl_cpu_level()),
              txl_cpu_level_name(txl_cpu_detected()));
+    /* training's products and the engine's unpacked ones (gemm.h) */
+    printf("products     %s (OpenBLAS's kernel on this CPU: %s)\n",
+           txl_gemm_uses_tiles() ? "txl's tiles" : "OpenBLAS",
+           openblas_get_corename());
     printf("throughput   %.1f tokens/s\n", tps);
     printf("achieved     %.2f GFLOPS executed (%.2f GFLOPS counting the work the "
            "official code does)\n", gflops, naive);
