@@ -479,7 +479,8 @@ refused_then_good(GstElement *p, const char *bad, const char *good)
   /* The streaming thread can still be finishing the EOS the test waited
    * for; a restore asked for meanwhile is checked for its container only
    * and queued (TRUE), so wait for the thread to let go of the stream.
-   * Seen on a loaded 2-core machine: 1 run in about 15. */
+   * Seen twice on a loaded 2-core machine: a suite run, and 1 of 42 runs
+   * beside two busy loops. */
   GstPad *sink = gst_element_get_static_pad(e, "sink");
   GST_PAD_STREAM_LOCK(sink);
   GST_PAD_STREAM_UNLOCK(sink);
