@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include "cpu.h"
+#include "gemm.h"
 
+#include <cblas.h>
 #include <glib.h>
 
 static const char *const names[] = { "generic", "avx2", "avx512" };
@@ -44,14 +46,64 @@ choose(void)
   return have;
 }
 
+/* OpenBLAS's kernels that use AVX2 or AVX-512 (its names, lower case). */
+static gboolean
+openblas_core_is_vector(const char *core)
+{
+  static const char *const vector_cores[] = {
+    "haswell", "zen", "skylakex", "cooperlake", "sapphirerapids",
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(vector_cores); i++) {
+    if (core && g_ascii_strcasecmp(core, vector_cores[i]) == 0)
+      return TRUE;
+  }
+  return FALSE;
+}
+
+static gboolean
+choose_tiles(TxlCpuLevel level)
+{
+  if (level == TXL_CPU_GENERIC)
+    return FALSE;
+  const char *env = g_getenv("TXL_GEMM");
+  if (env && g_ascii_strcasecmp(env, "tiles") == 0)
+    return TRUE;
+  if (env && g_ascii_strcasecmp(env, "openblas") == 0)
+    return FALSE;
+  if (env && *env)
+    g_warning("TXL_GEMM=%s is not one of tiles, openblas: choosing by CPU",
+              env);
+  return !openblas_core_is_vector(openblas_get_corename());
+}
+
+/* What this process's kernels are, chosen once: packed weights are laid
+ * out for the level, and a product's bits depend on where it runs. */
+typedef struct {
+  TxlCpuLevel level;
+  gboolean tiles;
+} Choice;
+
+static const Choice *
+choice(void)
+{
+  static gsize once;
+  static Choice c;
+  if (g_once_init_enter(&once)) {
+    c.level = choose();
+    c.tiles = choose_tiles(c.level);
+    g_once_init_leave(&once, 1);
+  }
+  return &c;
+}
+
 TxlCpuLevel
 txl_cpu_level(void)
 {
-  static gsize once;
-  static TxlCpuLevel level;
-  if (g_once_init_enter(&once)) {
-    level = choose();
-    g_once_init_leave(&once, 1);
-  }
-  return level;
+  return choice()->level;
+}
+
+gboolean
+txl_gemm_uses_tiles(void)
+{
+  return choice()->tiles;
 }

@@ -5,7 +5,8 @@
  *
  * TXL_CPU=generic|avx2|avx512 in the environment lowers the choice (tests
  * run every kernel on one machine; a user can rule a kernel out); it never
- * raises it above what the CPU offers. */
+ * raises it above what the CPU offers.  Where txl_gemm() goes (the tiles or
+ * OpenBLAS, gemm.h) is chosen here too, at the same time. */
 #ifndef TXL_CPU_H
 #define TXL_CPU_H
 

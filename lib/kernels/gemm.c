@@ -156,48 +156,6 @@ scratch(gsize floats)
   return s->f;
 }
 
-/* OpenBLAS's kernels that use AVX2 or AVX-512 (its names, lower case). */
-static gboolean
-openblas_core_is_vector(const char *core)
-{
-  static const char *const vector_cores[] = {
-    "haswell", "zen", "skylakex", "cooperlake", "sapphirerapids",
-  };
-  for (guint i = 0; i < G_N_ELEMENTS(vector_cores); i++) {
-    if (core && g_ascii_strcasecmp(core, vector_cores[i]) == 0)
-      return TRUE;
-  }
-  return FALSE;
-}
-
-static gboolean
-choose_tiles(void)
-{
-  if (txl_cpu_level() == TXL_CPU_GENERIC)
-    return FALSE;
-  const char *env = g_getenv("TXL_GEMM");
-  if (env && g_ascii_strcasecmp(env, "tiles") == 0)
-    return TRUE;
-  if (env && g_ascii_strcasecmp(env, "openblas") == 0)
-    return FALSE;
-  if (env && *env)
-    g_warning("TXL_GEMM=%s is not one of tiles, openblas: choosing by CPU",
-              env);
-  return !openblas_core_is_vector(openblas_get_corename());
-}
-
-gboolean
-txl_gemm_uses_tiles(void)
-{
-  static gsize once;
-  static gboolean tiles;
-  if (g_once_init_enter(&once)) {
-    tiles = choose_tiles();
-    g_once_init_leave(&once, 1);
-  }
-  return tiles;
-}
-
 /* Whether this product runs on the own tiles: the C = A'B' and C += A'B'
  * that the engine and training ask for, where txl_gemm_uses_tiles(). */
 static gboolean
