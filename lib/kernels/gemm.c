@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* txl_gemm() on OpenBLAS, and small-M matrix products on pre-packed right
- * operands (see gemm.h): the register-tiled kernels of gemm_tile.h where the
- * CPU has AVX-512 or AVX2 (chosen at run time, cpu.h), cblas_sgemm on any
- * other. */
+/* txl_gemm() on OpenBLAS or on the tiles (txl_gemm_uses_tiles()), and
+ * small-M matrix products on pre-packed right operands (see gemm.h): the
+ * register-tiled kernels of gemm_tile.h where the CPU has AVX-512 or AVX2
+ * (chosen at run time, cpu.h), cblas_sgemm on any other. */
 #include "gemm.h"
 #include "cpu.h"
 #include "gemm_isa.h"

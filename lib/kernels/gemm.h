@@ -43,8 +43,9 @@
  * B^T, as cblas_sgemm in row-major order.  A large product is cut into
  * column slices of a fixed width, spread over the thread pool: the result
  * depends on the shape only, never on the thread count.  Called from a
- * pool task (the training attention's heads) it is one cblas_sgemm on the
- * calling thread: the pool is busy with that task's siblings already. */
+ * pool task (the training attention's heads) it is one product on the
+ * calling thread: the pool is busy with that task's siblings already.
+ * Runs on cblas_sgemm or on the tiles below (txl_gemm_uses_tiles()). */
 void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
               float alpha, const float *A, int lda, const float *B, int ldb,
               float beta, float *C, int ldc);
