@@ -103,8 +103,9 @@ typedef enum {
 } TxlGemmInit;
 
 /* C (M x N, ldc) = init + A (M x K, lda) B (K x N), then max(0, .) when
- * relu; with trans_a, A is stored as its transpose (K x M, lda).  B's column block p (columns p*NR ..) starts at B + p * panel_stride
- * and its row k at + k * ldb; `padded` says that a partial last block may be
+ * relu; with trans_a, A is stored as its transpose (K x M, lda).  B's
+ * column block p (columns p*NR ..) starts at B + p * panel_stride and its
+ * row k at + k * ldb; `padded` says that a partial last block may be
  * read whole (packed panels are zero padded), otherwise it is read masked.
  * Packed panels: ldb = NR, panel_stride = NR * K_total.  A row-major matrix
  * read in place: ldb = its row stride, panel_stride = NR. */
