@@ -57,8 +57,9 @@ void txl_gemm(gboolean trans_a, gboolean trans_b, int M, int N, int K,
  * training's products at a quarter of the speed of its own AVX-512 kernel
  * and made a learning round 2.3 times as long.  So where OpenBLAS's kernel
  * uses neither AVX2 nor AVX-512 and the CPU has one of them, the own tiles
- * take the products (about 0.85 of OpenBLAS's AVX-512 kernel's speed on
- * training, so not where OpenBLAS knows the CPU).  TXL_GEMM=tiles or
+ * take the products (a learning round takes 1.05 to 1.29 times as long on
+ * them as on OpenBLAS's AVX-512 kernel, so not where OpenBLAS knows the
+ * CPU).  TXL_GEMM=tiles or
  * openblas in the environment decides instead (tests run both; tiles
  * still need AVX2, see TXL_CPU).  Bits: the tiles make every element one
  * multiply-add chain in k order, so AVX-512 and AVX2 train alike; OpenBLAS

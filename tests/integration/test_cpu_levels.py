@@ -10,9 +10,9 @@ runs `txl score` on each level the CPU has:
   a ten-thousandth of a bit per byte on a line at most;
 - learning on the stream, with training's products on txl's own tiles
   (TXL_GEMM=tiles), prints the same bytes on AVX-512 and AVX2 too;
-- `txl bench` reports the kernel in use and where txl_gemm goes; TXL_CPU above what the CPU has, or
-  not a level at all, falls back to the CPU's best (the latter with a
-  warning) instead of failing."""
+- `txl bench` reports the kernel in use and where txl_gemm goes; TXL_CPU
+  above what the CPU has, or not a level at all, falls back to the CPU's
+  best (the latter with a warning) instead of failing."""
 import json
 import os
 import subprocess
