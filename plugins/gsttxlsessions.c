@@ -164,6 +164,16 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
                   r->nonfinite > 0;
   if (self->recent && r->nonfinite == 0)
     txl_baseline_add(self->recent, r->score); /* a non-finite one is not */
+  /* and a session far shorter than the stream's: its lines may all be
+   * normal, the anomaly is what is missing (lib/anomaly/baseline.h) */
+  gboolean is_short = FALSE;
+  if (self->lengths) {
+    double bar;
+    is_short = !warm && txl_baseline_short_session_bar(self->lengths, &bar) &&
+               (double)r->lines < bar;
+    txl_baseline_add(self->lengths, (double)r->lines);
+    flag = flag || is_short;
+  }
   if (B(self)->learning)
     gst_txl_learn_session_end(B(self)->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",
@@ -185,7 +195,8 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
       "nonfinite", G_TYPE_INT64, r->nonfinite,
       "flag", G_TYPE_BOOLEAN, flag, NULL);
   if (self->recent)
-    gst_structure_set(s, "warmup", G_TYPE_BOOLEAN, warm, NULL);
+    gst_structure_set(s, "warmup", G_TYPE_BOOLEAN, warm, "short",
+                      G_TYPE_BOOLEAN, is_short, NULL);
   if (sp)
     g_hash_table_remove(self->spans, r->key);
   /* an evicted session that comes back starts with an empty memory, and
@@ -251,6 +262,7 @@ free_stream(GstTxlScorerBase *base)
   g_clear_pointer(&self->idle_after, g_array_unref);
   g_clear_pointer(&self->open_thr, g_array_unref);
   g_clear_pointer(&self->recent, txl_baseline_free);
+  g_clear_pointer(&self->lengths, txl_baseline_free);
   g_clear_pointer(&self->tfmt, g_free);
   g_clear_pointer(&self->opts_key, g_free);
   g_queue_clear_full(&self->ended, gst_txl_sessions_ended_free);
@@ -342,9 +354,12 @@ new_stream(GstTxlScorerBase *base, GError **error)
     return FALSE;
   }
   self->now = 0;
-  if (running)
+  if (running) {
     self->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
                                     TXL_SESSION_RULE_WARMUP, 0, NULL);
+    self->lengths = txl_baseline_new(TXL_BASELINE_MAD,
+        TXL_SESSION_RULE_WINDOW, TXL_SESSION_RULE_WARMUP, 0, NULL);
+  }
   if (self->idle_after->len > 0) {
     o.idle_after = (const double *)self->idle_after->data;
     o.n_idle_after = self->idle_after->len;

@@ -89,6 +89,8 @@ struct _GstTxlSessions {
    * application nor the model file sets a threshold: the scores of the
    * last ended sessions; NULL otherwise */
   TxlBaseline *recent;
+  /* with it, the window of ended sessions' line counts (short sessions) */
+  TxlBaseline *lengths;
 };
 
 /* gsttxlsessions.c */

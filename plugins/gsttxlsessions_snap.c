@@ -24,8 +24,10 @@
  * line's meta flags and, learning, the ids of those not yet scored (older
  * versions have neither: they resume only without learning); 5: the model
  * file's cost of each pending line (learning, once scored; a version 4
- * line has none and is judged by its worst part alone) */
-#define STATE_VERSION 5u
+ * line has none and is judged by its worst part alone); 6: the window of
+ * ended sessions' line counts, for short sessions (an older snapshot
+ * resumes with an empty one: the rule waits for 50 sessions again) */
+#define STATE_VERSION 6u
 /* a pending line's bytes at least, before and from version 4 */
 #define SLINE_MIN_BYTES (20 + TXL_LINE_SCORE_SAVED_BYTES)
 #define SLINE4_MIN_BYTES (SLINE_MIN_BYTES + 8)
@@ -177,6 +179,15 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
     txl_put_blob(b, rb, rn);
     g_free(rb);
   }
+  /* and its window of line counts (version 6) */
+  txl_put_u32(b, self->lengths ? 1 : 0);
+  if (self->lengths) {
+    gsize ln = txl_baseline_state_get_size(self->lengths);
+    guint8 *lb = g_malloc(ln);
+    txl_baseline_state_get_data(self->lengths, lb, ln);
+    txl_put_blob(b, lb, ln);
+    g_free(lb);
+  }
   return g_byte_array_free_to_bytes(b);
 }
 
@@ -191,6 +202,7 @@ typedef struct {
   GQueue ended;
   GstTxlText text;
   TxlBaseline *recent; /* the running session rule's window, or NULL */
+  TxlBaseline *lengths; /* its window of line counts, or NULL */
   GstTxlLearn *learning; /* learn=true: its section, checked */
 } OwnState;
 
@@ -213,6 +225,7 @@ gst_txl_sessions_drop_own(gpointer p)
   gst_txl_text_clear(&o->text);
   g_queue_clear_full(&o->ended, gst_txl_sessions_ended_free);
   g_clear_pointer(&o->recent, txl_baseline_free);
+  g_clear_pointer(&o->lengths, txl_baseline_free);
   g_clear_pointer(&o->learning, gst_txl_learn_free);
   g_free(o);
 }
@@ -391,6 +404,14 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
     if (!r.ok || !txl_baseline_state_set_data(o->recent, rd, rn, NULL))
       goto bad;
   }
+  if (version >= 6 && txl_get_u32(&r) == 1) {
+    gsize ln;
+    const guint8 *ld_ = txl_get_blob(&r, &ln, MAX_STATE_TEXT);
+    o->lengths = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
+                                  TXL_SESSION_RULE_WARMUP, 0, NULL);
+    if (!r.ok || !txl_baseline_state_set_data(o->lengths, ld_, ln, NULL))
+      goto bad;
+  }
   if (!txl_reader_done(&r))
     goto bad;
   if (!lines_agree(o, ld->state)) {
@@ -448,6 +469,15 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
     txl_baseline_reset(self->recent);
     GST_INFO_OBJECT(self, "the snapshot has no session window: the running "
                     "session rule warms up again");
+  }
+  if (self->lengths && o->lengths) {
+    txl_baseline_free(self->lengths);
+    self->lengths = g_steal_pointer(&o->lengths);
+  } else if (self->lengths) {
+    txl_baseline_reset(self->lengths);
+    GST_INFO_OBJECT(self, "the snapshot has no window of session lengths "
+                    "(written before version 6): the short-session rule "
+                    "waits for 50 sessions again");
   }
   gst_txl_sessions_drop_own(o);
 }

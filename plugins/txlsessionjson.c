@@ -62,6 +62,10 @@ gst_txl_session_json(const GstStructure *s)
   gboolean warm = FALSE;
   if (gst_structure_get_boolean(s, "warmup", &warm))
     g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
+  gboolean is_short = FALSE;
+  if (gst_structure_get_boolean(s, "short", &is_short))
+    g_string_append_printf(o, ", \"short\": %s",
+                           is_short ? "true" : "false");
   g_string_append_printf(o, ", \"flag\": %s, \"reason\": \"%s\"}\n",
                          flag ? "true" : "false", reason ? reason : "ended");
   return o;

@@ -214,6 +214,17 @@ txl_baseline_session_threshold(TxlBaseline *b, double *threshold)
   return TRUE;
 }
 
+gboolean
+txl_baseline_short_session_bar(TxlBaseline *b, double *bar)
+{
+  int n = judging_values(b);
+  if (n < 0)
+    return FALSE;
+  *bar = TXL_SHORT_SESSION_FRACTION *
+         quantile(b->scratch, n, TXL_SHORT_SESSION_Q);
+  return TRUE;
+}
+
 double
 txl_stream_rule_threshold(double *v, gsize n)
 {

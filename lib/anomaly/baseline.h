@@ -70,6 +70,21 @@ double txl_stream_rule_threshold(double *v, gsize n);
 double txl_session_rule_threshold(double *v, gsize n, double margin);
 /* over b's window (values: session scores); FALSE during warm-up */
 gboolean txl_baseline_session_threshold(TxlBaseline *b, double *threshold);
+
+/* The label-free rule for a session that ends far shorter than the
+ * stream's sessions (a block that stops after two lines where blocks have
+ * thirteen or more): flagged when its line count is under FRACTION of the
+ * quantile Q of the line counts of the last WINDOW ended sessions (every
+ * one joins, flagged or not; a count does not depend on the weights, so
+ * the window goes on across rounds).  Q is the session rule's 1 - Q: up to
+ * that share of the sessions may be short without moving it, and a stream
+ * whose sessions are often one line never trips it.  Neither constant was
+ * fitted (docs/notes/2026-11-28-short-sessions.md). */
+#define TXL_SHORT_SESSION_Q 0.05
+#define TXL_SHORT_SESSION_FRACTION 0.5
+/* the bar over b's window (values: line counts), in lines; FALSE during
+ * warm-up */
+gboolean txl_baseline_short_session_bar(TxlBaseline *b, double *bar);
 /* The rule applied to one value: *flag = x above the threshold (or not
  * finite); x then joins the window.  Returns FALSE, flag FALSE, during
  * warm-up. */

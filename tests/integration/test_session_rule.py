@@ -8,7 +8,10 @@ between order statistics; the flagged foreign blocks move the percentile
 by their count, so the thresholds after them tell the two windows apart).  A few sessions of foreign lines among HDFS-like ones are flagged; a
 snapshot cut anywhere resumes the rule's window, so the output equals one
 uninterrupted run byte for byte; a set session-threshold turns the rule
-off.  gst-launch-1.0 and the bundled model."""
+off.  With it runs the short-session rule: a session is also flagged
+("short": true) when it has fewer lines than half the 5th percentile of the
+line counts of the last 1,000 ended sessions; the three blocks that stop
+after their first line are.  gst-launch-1.0 and the bundled model."""
 import json
 import os
 import random
@@ -21,6 +24,7 @@ from gstlaunch import cut_and_resume, run, through, whole_run
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, '..', '..', 'models', 'default.gguf')
 ODD = (62, 75, 91)
+SHORT = (70, 85, 100)
 
 
 def launch(src, out, snap=None, extra=''):
@@ -30,7 +34,8 @@ def launch(src, out, snap=None, extra=''):
 
 def log_text():
     """110 blocks of 4 to 7 HDFS-like lines, two open at a time; blocks
-    62, 75 and 91 are lines of another program."""
+    62, 75 and 91 are lines of another program, blocks 70, 85 and 100
+    stop after their first line."""
     r = random.Random(5)
     lines = []
     for k in range(0, 110, 2):
@@ -50,7 +55,7 @@ def log_text():
                           % (b, r.randrange(255), r.randrange(255), r.randrange(30000, 60000)))
             ls.append('INFO dfs.DataNode$PacketResponder: PacketResponder %d for block %s terminating'
                       % (r.randrange(3), b))
-            pair.append(ls)
+            pair.append(ls[:1] if j in SHORT else ls)
         while pair[0] or pair[1]:
             side = r.choice([s for s in (0, 1) if pair[s]])
             lines.append('081109 2035%02d 1%d INFO ' % (r.randrange(60), r.randrange(99)) +
@@ -76,6 +81,13 @@ def rule(prev):
     return 1.75 * q(0.95)
 
 
+def quantile(v, f):
+    v = sorted(v)
+    pos = f * (len(v) - 1)
+    k = int(pos)
+    return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-sessrule-')
     data = log_text()
@@ -93,9 +105,16 @@ def main():
     for i, s in enumerate(ss[50:], 50):
         window = [x['score'] for x in ss[:i]][-1000:]
         thr = rule(window)
-        if s['warmup'] or abs(s['threshold'] - thr) > 1e-5 * thr or s['flag'] != (s['score'] > thr):
-            bad.append((i, s['score'], s['threshold'], thr, s['flag']))
+        short = s['lines'] < 0.5 * quantile([x['lines'] for x in ss[:i]][-1000:], 0.05)
+        if (s['warmup'] or abs(s['threshold'] - thr) > 1e-5 * thr or s['short'] != short or
+                s['flag'] != (s['score'] > thr or short)):
+            bad.append((i, s['score'], s['threshold'], thr, s['lines'], s['short'], s['flag']))
     check('after it, each session judged by the rule over those that ended before', not bad, bad[:5])
+    short_keys = {s['session'] for s in keyed if s['lines'] == 1}
+    check('the three blocks cut after one line are flagged as short', len(short_keys) == 3 and
+          all(s['short'] and s['flag'] for s in keyed if s['session'] in short_keys) and
+          not any(s['short'] for s in ss if s['session'] not in short_keys),
+          [(s['session'], s['lines'], s['short']) for s in ss if s['short'] or s['lines'] == 1])
     # which blocks are the odd ones: their lines are the kernel's
     odd_keys = set()
     text = data.decode().split('\n')
@@ -105,7 +124,8 @@ def main():
     flagged = {s['session'] for s in ss if s['flag']}
     check('the three blocks of foreign lines are flagged', odd_keys and odd_keys <= flagged,
           (sorted(odd_keys), sorted(flagged)))
-    check('few normal blocks are', len(flagged - odd_keys) <= 2, sorted(flagged - odd_keys))
+    check('few normal blocks are', len(flagged - odd_keys - short_keys) <= 2,
+          sorted(flagged - odd_keys - short_keys))
     ref = open(whole, 'rb').read()
     # a snapshot cut anywhere carries the rule's window
     nls = [i for i, b in enumerate(data) if b == 10]
@@ -117,7 +137,8 @@ def main():
     rc, err = run(launch(src, fixed, extra='session-threshold=1e9'))
     fs = [s for s in sessions(fixed) if s['session']] if rc == 0 else []
     check('session-threshold set: the rule is off', rc == 0 and len(fs) == 110 and
-          all('warmup' not in s and s['threshold'] == 1e9 and not s['flag'] for s in fs), err[-300:])
+          all('warmup' not in s and 'short' not in s and s['threshold'] == 1e9 and not s['flag']
+              for s in fs), err[-300:])
     return 1 if tally() else 0
 
 
