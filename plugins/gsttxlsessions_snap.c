@@ -117,6 +117,54 @@ get_structure(TxlReader *r)
   return s;
 }
 
+/* A window of the running session rule (lib/anomaly/baseline.h), or its
+ * absence: a flag, then the window's state bytes. */
+static void
+put_window(GByteArray *b, TxlBaseline *w)
+{
+  txl_put_u32(b, w ? 1 : 0);
+  if (!w)
+    return;
+  gsize n = txl_baseline_state_get_size(w);
+  guint8 *d = g_malloc(n);
+  txl_baseline_state_get_data(w, d, n);
+  txl_put_blob(b, d, n);
+  g_free(d);
+}
+
+/* Reads what put_window wrote into *w (left NULL for an absent one); FALSE
+ * when it is malformed. */
+static gboolean
+get_window(TxlReader *r, TxlBaseline **w)
+{
+  if (txl_get_u32(r) != 1)
+    return r->ok;
+  gsize n;
+  const guint8 *d = txl_get_blob(r, &n, MAX_STATE_TEXT);
+  *w = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
+                        TXL_SESSION_RULE_WARMUP, 0, NULL);
+  return r->ok && txl_baseline_state_set_data(*w, d, n, NULL);
+}
+
+/* A restored window replaces the element's; where the snapshot has none
+ * (an older one, or the rule did not run then), the element's starts
+ * again, and the rule waits for 50 sessions. */
+static void
+take_window(GstTxlSessions *self, TxlBaseline **mine, TxlBaseline **loaded,
+            const char *what)
+{
+  if (!*mine)
+    return;
+  if (*loaded) {
+    txl_baseline_free(*mine);
+    *mine = g_steal_pointer(loaded);
+    return;
+  }
+  txl_baseline_reset(*mine);
+  GST_INFO_OBJECT(self, "the snapshot has no window of %s: the running "
+                  "session rule waits for 50 sessions again", what);
+}
+
 GBytes *
 gst_txl_sessions_save_own(GstTxlScorerBase *base)
 {
@@ -170,24 +218,10 @@ gst_txl_sessions_save_own(GstTxlScorerBase *base)
     gst_structure_foreach(e->s, put_field, b);
   }
   gst_txl_text_put(b, &base->text);
-  /* the running session rule's window, if it runs */
-  gsize rn = self->recent ? txl_baseline_state_get_size(self->recent) : 0;
-  txl_put_u32(b, self->recent ? 1 : 0);
-  if (self->recent) {
-    guint8 *rb = g_malloc(rn);
-    txl_baseline_state_get_data(self->recent, rb, rn);
-    txl_put_blob(b, rb, rn);
-    g_free(rb);
-  }
-  /* and its window of line counts (version 6) */
-  txl_put_u32(b, self->lengths ? 1 : 0);
-  if (self->lengths) {
-    gsize ln = txl_baseline_state_get_size(self->lengths);
-    guint8 *lb = g_malloc(ln);
-    txl_baseline_state_get_data(self->lengths, lb, ln);
-    txl_put_blob(b, lb, ln);
-    g_free(lb);
-  }
+  /* the running session rule's windows, if it runs: the scores, then
+   * (version 6) the line counts */
+  put_window(b, self->recent);
+  put_window(b, self->lengths);
   return g_byte_array_free_to_bytes(b);
 }
 
@@ -396,22 +430,9 @@ gst_txl_sessions_parse_own(GstTxlScorerBase *base, GBytes *bytes,
   }
   if (!gst_txl_text_get(&r, &o->text))
     goto bad;
-  if (version >= 3 && txl_get_u32(&r) == 1) {
-    gsize rn;
-    const guint8 *rd = txl_get_blob(&r, &rn, MAX_STATE_TEXT);
-    o->recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
-                                 TXL_SESSION_RULE_WARMUP, 0, NULL);
-    if (!r.ok || !txl_baseline_state_set_data(o->recent, rd, rn, NULL))
-      goto bad;
-  }
-  if (version >= 6 && txl_get_u32(&r) == 1) {
-    gsize ln;
-    const guint8 *ld_ = txl_get_blob(&r, &ln, MAX_STATE_TEXT);
-    o->lengths = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,
-                                  TXL_SESSION_RULE_WARMUP, 0, NULL);
-    if (!r.ok || !txl_baseline_state_set_data(o->lengths, ld_, ln, NULL))
-      goto bad;
-  }
+  if ((version >= 3 && !get_window(&r, &o->recent)) ||
+      (version >= 6 && !get_window(&r, &o->lengths)))
+    goto bad;
   if (!txl_reader_done(&r))
     goto bad;
   if (!lines_agree(o, ld->state)) {
@@ -460,24 +481,9 @@ gst_txl_sessions_apply(GstTxlScorerBase *base, gpointer loaded, gpointer own)
   g_queue_init(&o->ended);
   g_array_set_size(self->done_lines, 0);
   self->failed = FALSE;
-  /* the running rule's window goes on where it was; where the rule does
-   * not run now (a threshold was set since), it is not needed */
-  if (self->recent && o->recent) {
-    txl_baseline_free(self->recent);
-    self->recent = g_steal_pointer(&o->recent);
-  } else if (self->recent) {
-    txl_baseline_reset(self->recent);
-    GST_INFO_OBJECT(self, "the snapshot has no session window: the running "
-                    "session rule warms up again");
-  }
-  if (self->lengths && o->lengths) {
-    txl_baseline_free(self->lengths);
-    self->lengths = g_steal_pointer(&o->lengths);
-  } else if (self->lengths) {
-    txl_baseline_reset(self->lengths);
-    GST_INFO_OBJECT(self, "the snapshot has no window of session lengths "
-                    "(written before version 6): the short-session rule "
-                    "waits for 50 sessions again");
-  }
+  /* the running rule's windows go on where they were; where the rule does
+   * not run now (a threshold was set since), they are not needed */
+  take_window(self, &self->recent, &o->recent, "session scores");
+  take_window(self, &self->lengths, &o->lengths, "session lengths");
   gst_txl_sessions_drop_own(o);
 }
