@@ -133,12 +133,15 @@ put_window(GByteArray *b, TxlBaseline *w)
 }
 
 /* Reads what put_window wrote into *w (left NULL for an absent one); FALSE
- * when it is malformed. */
+ * when it is malformed (a flag other than 0 or 1 included). */
 static gboolean
 get_window(TxlReader *r, TxlBaseline **w)
 {
-  if (txl_get_u32(r) != 1)
-    return r->ok;
+  guint32 has = txl_get_u32(r);
+  if (!r->ok || has > 1)
+    return FALSE;
+  if (has == 0)
+    return TRUE;
   gsize n;
   const guint8 *d = txl_get_blob(r, &n, MAX_STATE_TEXT);
   *w = txl_baseline_new(TXL_BASELINE_MAD, TXL_SESSION_RULE_WINDOW,

@@ -70,22 +70,18 @@ def sessions(path):
         return [json.loads(l) for l in f if l.startswith('{"session"')]
 
 
-def rule(prev):
-    """lib/anomaly/baseline.h's session rule over the window prev."""
-    v = sorted(prev)
-
-    def q(f):
-        pos = f * (len(v) - 1)
-        k = int(pos)
-        return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
-    return 1.75 * q(0.95)
-
-
 def quantile(v, f):
+    """v's quantile f, interpolated between order statistics (as
+    lib/anomaly/baseline.c)."""
     v = sorted(v)
     pos = f * (len(v) - 1)
     k = int(pos)
     return v[k] if k + 1 >= len(v) else v[k] + (pos - k) * (v[k + 1] - v[k])
+
+
+def rule(prev):
+    """lib/anomaly/baseline.h's session rule over the window prev."""
+    return 1.75 * quantile(prev, 0.95)
 
 
 def main():
