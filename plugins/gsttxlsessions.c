@@ -167,13 +167,22 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
   /* and a session far shorter than the stream's: its lines may all be
    * normal, the anomaly is what is missing (lib/anomaly/baseline.h) */
   gboolean is_short = FALSE;
+  /* how far past its bar: the score over the threshold, or the bar of
+   * lines over the session's, whichever is larger; above 1 exactly when
+   * flagged, so sorting by it puts what was flagged first
+   * (docs/notes/2026-11-29-session-level.md) */
+  gdouble level = thr > 0 ? r->score / thr : NAN;
   if (self->lengths) {
     double bar;
-    is_short = !warm && txl_baseline_short_session_bar(self->lengths, &bar) &&
-               (double)r->lines < bar;
+    if (!warm && txl_baseline_short_session_bar(self->lengths, &bar)) {
+      is_short = (double)r->lines < bar;
+      level = fmax(level, bar / (double)MAX(r->lines, 1));
+    }
     txl_baseline_add(self->lengths, (double)r->lines);
     flag = flag || is_short;
   }
+  if (r->nonfinite > 0 || !isfinite(r->score))
+    level = NAN; /* flagged, and no number to rank it by */
   if (B(self)->learning)
     gst_txl_learn_session_end(B(self)->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",
@@ -192,6 +201,7 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
       "max-token", G_TYPE_DOUBLE, r->max_token,
       "end-nll", G_TYPE_DOUBLE, r->end_nll,
       "threshold", G_TYPE_DOUBLE, thr,
+      "level", G_TYPE_DOUBLE, level,
       "nonfinite", G_TYPE_INT64, r->nonfinite,
       "flag", G_TYPE_BOOLEAN, flag, NULL);
   if (self->recent)

@@ -59,6 +59,11 @@ gst_txl_session_json(const GstStructure *s)
     g_string_append_printf(o, ", \"threshold\": %.6f", thr);
   else
     g_string_append(o, ", \"threshold\": null");
+  gdouble level = NAN;
+  if (gst_structure_get_double(s, "level", &level)) {
+    g_string_append(o, ", \"level\": ");
+    txl_json_append_double(o, "%.6f", level);
+  }
   gboolean warm = FALSE;
   if (gst_structure_get_boolean(s, "warmup", &warm))
     g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");

@@ -11,7 +11,9 @@ uninterrupted run byte for byte; a set session-threshold turns the rule
 off.  With it runs the short-session rule: a session is also flagged
 ("short": true) when it has fewer lines than half the 5th percentile of the
 line counts of the last 1,000 ended sessions; the three blocks that stop
-after their first line are.  gst-launch-1.0 and the bundled model."""
+after their first line are.  Each session's "level" is the larger of its
+score over the threshold and that bar over its lines: above 1 exactly when
+it is flagged.  gst-launch-1.0 and the bundled model."""
 import json
 import os
 import random
@@ -95,16 +97,22 @@ def main():
     keyed = [s for s in ss if s['session']]
     check('every block ends, by idleness', len(keyed) == 110 and
           all(s['reason'] == 'idle' for s in keyed), [(s['session'], s['reason']) for s in ss][-5:])
-    warm_ok = all(s['warmup'] and not s['flag'] and s['threshold'] is None for s in ss[:50])
+    warm_ok = all(s['warmup'] and not s['flag'] and s['threshold'] is None and s['level'] is None
+                  for s in ss[:50])
     check('the first 50 sessions: warm-up, no threshold, no flag', warm_ok, ss[:2])
     bad = []
     for i, s in enumerate(ss[50:], 50):
         window = [x['score'] for x in ss[:i]][-1000:]
         thr = rule(window)
-        short = s['lines'] < 0.5 * quantile([x['lines'] for x in ss[:i]][-1000:], 0.05)
+        bar = 0.5 * quantile([x['lines'] for x in ss[:i]][-1000:], 0.05)
+        short = s['lines'] < bar
+        # the level: how far past its bar, above 1 exactly when flagged
+        level = max(s['score'] / thr, bar / s['lines'])
         if (s['warmup'] or abs(s['threshold'] - thr) > 1e-5 * thr or s['short'] != short or
-                s['flag'] != (s['score'] > thr or short)):
-            bad.append((i, s['score'], s['threshold'], thr, s['lines'], s['short'], s['flag']))
+                s['flag'] != (s['score'] > thr or short) or
+                abs(s['level'] - level) > 1e-5 * level + 1e-6 or s['flag'] != (s['level'] > 1)):
+            bad.append((i, s['score'], s['threshold'], thr, s['lines'], s['short'], s['flag'],
+                        s['level'], level))
     check('after it, each session judged by the rule over those that ended before', not bad, bad[:5])
     short_keys = {s['session'] for s in keyed if s['lines'] == 1}
     check('the three blocks cut after one line are flagged as short', len(short_keys) == 3 and
@@ -133,8 +141,8 @@ def main():
     rc, err = run(launch(src, fixed, extra='session-threshold=1e9'))
     fs = [s for s in sessions(fixed) if s['session']] if rc == 0 else []
     check('session-threshold set: the rule is off', rc == 0 and len(fs) == 110 and
-          all('warmup' not in s and 'short' not in s and s['threshold'] == 1e9 and not s['flag']
-              for s in fs), err[-300:])
+          all('warmup' not in s and 'short' not in s and s['threshold'] == 1e9 and not s['flag'] and
+              abs(s['level'] - s['score'] / 1e9) < 1e-6 for s in fs), err[-300:])
     return 1 if tally() else 0
 
 

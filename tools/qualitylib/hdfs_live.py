@@ -106,9 +106,17 @@ def cmd_hdfs_live(a):
     # the ranking the pipeline acts on: each session's score over the
     # threshold it was judged by (weights and window change as it learns)
     judged = [s for s in test if not s.get("warmup") and (s.get("threshold") or 0) > 0]
-    print("judged by the running rule: %d; AUROC of score / threshold %.3f" % (
+    print("judged by the running rule: %d; AUROC of score / threshold %.4f" % (
         len(judged), auroc([s["score"] / s["threshold"] for s in judged if labels[s["session"]]],
                            [s["score"] / s["threshold"] for s in judged if not labels[s["session"]]])))
+    # and of the level the pipeline writes (score over threshold, or the
+    # short-session bar over the lines: above 1 exactly when flagged); a
+    # null level (warm-up, a broken score) ranks first if flagged, else last
+    if all("level" in s for s in test):
+        lv = [(float("inf") if s["flag"] else 0.0) if s["level"] is None else s["level"]
+              for s in test]
+        print("AUROC of the level %.4f" % auroc([x for x, s in zip(lv, test) if labels[s["session"]]],
+                                                [x for x, s in zip(lv, test) if not labels[s["session"]]]))
     breakdown("pipeline", [(labels[s["session"]], s["lines"], s["score"], s["flag"]) for s in test])
     if a.q:
         # other constants of the running session rule, replayed over the
