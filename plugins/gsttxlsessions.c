@@ -166,23 +166,19 @@ gst_txl_sessions_on_session(const TxlSessionResult *r, gpointer data)
     txl_baseline_add(self->recent, r->score); /* a non-finite one is not */
   /* and a session far shorter than the stream's: its lines may all be
    * normal, the anomaly is what is missing (lib/anomaly/baseline.h) */
-  gboolean is_short = FALSE;
-  /* how far past its bar: the score over the threshold, or the bar of
-   * lines over the session's, whichever is larger; above 1 exactly when
-   * flagged, so sorting by it puts what was flagged first
-   * (docs/notes/2026-11-29-session-level.md) */
-  gdouble level = thr > 0 ? r->score / thr : NAN;
+  double bar = 0;
   if (self->lengths) {
-    double bar;
-    if (!warm && txl_baseline_short_session_bar(self->lengths, &bar)) {
-      is_short = (double)r->lines < bar;
-      level = fmax(level, bar / (double)MAX(r->lines, 1));
-    }
+    if (warm || !txl_baseline_short_session_bar(self->lengths, &bar))
+      bar = 0;
     txl_baseline_add(self->lengths, (double)r->lines);
-    flag = flag || is_short;
   }
-  if (r->nonfinite > 0 || !isfinite(r->score))
-    level = NAN; /* flagged, and no number to rank it by */
+  gboolean is_short = bar > 0 && (double)r->lines < bar;
+  flag = flag || is_short;
+  /* how far past its bars: above 1 exactly when flagged, so sorting by it
+   * puts what was flagged first (docs/notes/2026-11-29-session-level.md);
+   * a session with non-finite costs is flagged with no number to rank */
+  gdouble level = r->nonfinite > 0 ? NAN
+                  : txl_session_level(r->score, thr, r->lines, bar);
   if (B(self)->learning)
     gst_txl_learn_session_end(B(self)->learning, r->key, flag);
   GstStructure *s = gst_structure_new("txl-session",

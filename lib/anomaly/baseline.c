@@ -226,6 +226,17 @@ txl_baseline_short_session_bar(TxlBaseline *b, double *bar)
 }
 
 double
+txl_session_level(double score, double threshold, gint64 lines, double bar)
+{
+  if (!isfinite(score))
+    return NAN;
+  double level = threshold > 0 ? score / threshold : NAN;
+  if (bar > 0)
+    level = fmax(level, bar / (double)MAX(lines, 1));
+  return level;
+}
+
+double
 txl_stream_rule_threshold(double *v, gsize n)
 {
   if (n == 0)

@@ -85,6 +85,12 @@ gboolean txl_baseline_session_threshold(TxlBaseline *b, double *threshold);
 /* the bar over b's window (values: line counts), in lines; FALSE during
  * warm-up */
 gboolean txl_baseline_short_session_bar(TxlBaseline *b, double *bar);
+/* How far past its bars a session is: score / threshold, or bar / lines
+ * when bar > 0, whichever is larger; above 1 exactly when the rules flag
+ * it.  NAN without a positive threshold or bar, or for a score that is
+ * not finite. */
+double txl_session_level(double score, double threshold, gint64 lines,
+                         double bar);
 /* The rule applied to one value: *flag = x above the threshold (or not
  * finite); x then joins the window.  Returns FALSE, flag FALSE, during
  * warm-up. */

@@ -128,6 +128,21 @@ TU_TEST("/baseline/bad-parameters", test_bad_parameters)
   g_clear_error(&err);
 }
 
+/* A session's level: the larger of its two ratios, above 1 exactly when
+ * a rule flags it; NAN where there is nothing to rank by. */
+TU_TEST("/baseline/session-level", test_session_level)
+{
+  g_assert_cmpfloat(txl_session_level(3.0, 2.0, 10, 0), ==, 1.5);
+  g_assert_cmpfloat(txl_session_level(1.0, 2.0, 10, 5.0), ==, 0.5);
+  g_assert_cmpfloat(txl_session_level(1.0, 2.0, 2, 5.0), ==, 2.5);
+  g_assert_cmpfloat(txl_session_level(9.0, 2.0, 2, 5.0), ==, 4.5);
+  g_assert_cmpfloat(txl_session_level(1.0, 0, 4, 2.0), ==, 0.5);
+  g_assert_cmpfloat(txl_session_level(1.0, 2.0, 0, 3.0), ==, 3.0);
+  g_assert_true(isnan(txl_session_level(1.0, 0, 4, 0)));
+  g_assert_true(isnan(txl_session_level(NAN, 2.0, 1, 5.0)));
+  g_assert_true(isnan(txl_session_level(INFINITY, 2.0, 1, 5.0)));
+}
+
 /* The label-free rule (txl_baseline_judge): warm-up, few false alarms on
  * skewed two-mode scores, anomalies flagged without lifting the bar, a
  * lasting change absorbed. */
