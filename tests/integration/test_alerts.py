@@ -4,7 +4,8 @@ anomaly and sends it to Debian's prometheus-alertmanager (API v2) and to a
 webhook; Debian's prometheus scrapes txld's /metrics, and an alert rule
 over them fires into the same Alertmanager.  Also /healthz, /readyz, the
 score histogram, process metrics and build_info, and an end of input that
-is not counted as a restart.  Exits 77 (skipped) without the two
+is not counted as a restart.  A txlsessions pipeline's flagged session
+reaches Alertmanager, the webhook, the metrics and the output file.  Exits 77 (skipped) without the two
 programs (tools/install-deps.sh installs them)."""
 import http.server
 import json
@@ -105,6 +106,19 @@ def run(tmp, am_bin, prom_bin, procs):
                 '! txlsink location=/dev/null threshold-mode=fixed threshold=6.0\n'
                 'restart = never\nsnapshot = none\nalertmanager = %s\n'
                 'webhook = http://127.0.0.1:%d/hook\n' % (log, MODEL, MODEL, am, hook_port))
+    # sessions: twelve of normal lines, one of the anomaly, one more normal
+    slog = os.path.join(tmp, 'sessions.log')
+    with open(slog, 'w') as f:
+        for k in range(12):
+            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(6)))
+        f.write(''.join('%s sid=S99\n' % ANOMALY for _ in range(3)))
+        f.write(''.join('%s sid=S12\n' % g.normal() for _ in range(6)))
+    with open(os.path.join(conf, 'sessions.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlsessions model=%s '
+                'session-key=sid=S[0-9]+ session-threshold=3.5 ! txlsink location=/dev/null '
+                'threshold-mode=fixed threshold=100\nrestart = never\nsnapshot = none\n'
+                'alertmanager = %s\nwebhook = http://127.0.0.1:%d/hook\noutput = sessions.jsonl\n'
+                % (slog, MODEL, MODEL, am, hook_port))
     sys_port = free_port()
     with open(os.path.join(conf, 'live.conf'), 'w') as f:
         f.write('[pipeline]\nlaunch = txlsyslogsrc port=%d ! txltokenizer model=%s ! txlmodel model=%s '
@@ -181,6 +195,34 @@ def run(tmp, am_bin, prom_bin, procs):
     hit = [h for h in Hook.got if ANOMALY[:10] in h.get('text', '')]
     check('the webhook got the anomaly with its fields', hit and hit[0]['pipeline'] == 'shop' and
           hit[0]['fields'] == {'host': 'web-1', 'app': 'shop'} and hit[0]['worst'] > 6.0, Hook.got[:2])
+    # the flagged session: its own alert, the webhook's session object,
+    # counted, and every session in the output file
+    got = wait_for(lambda: am_alert('TxlAnomalousSession'), 30)
+    check('Alertmanager holds the flagged session, its key a label',
+          got and len(got) == 1 and got[0]['labels'].get('pipeline') == 'sessions' and
+          got[0]['labels'].get('session') == 'sid=S99' and
+          got[0]['annotations'].get('lines') == '3' and
+          float(got[0]['annotations'].get('level', 0)) > 1 and
+          'sid=S99: 3 lines' in got[0]['annotations'].get('summary', ''), got)
+    wait_for(lambda: any('session' in h for h in Hook.got), 30)
+    hit = [h['session'] for h in Hook.got if 'session' in h]
+    check('the webhook got the flagged session as txlsink writes it',
+          len(hit) == 1 and hit[0]['session'] == 'sid=S99' and hit[0]['flag'] and
+          hit[0]['lines'] == 3 and hit[0]['level'] > 1 and hit[0]['threshold'] == 3.5,
+          Hook.got[-2:])
+
+    def sess(name):
+        return value(name, 'sessions')
+    check('sessions and flagged sessions counted',
+          sess('txld_pipeline_sessions_total') == 14 and
+          sess('txld_pipeline_session_anomalies_total') == 1 and
+          sess('txld_pipeline_anomalies_total') == 0,
+          (sess('txld_pipeline_sessions_total'), sess('txld_pipeline_session_anomalies_total')))
+    with open(os.path.join(tmp, 'state', 'sessions.jsonl')) as f:
+        out = [json.loads(l) for l in f if l.startswith('{"session"')]
+    check('the output file holds every session, with its time',
+          len(out) == 14 and [o['session'] for o in out if o['flag']] == ['sid=S99'] and
+          all(o['time'] > 1e9 and o['level'] is not None for o in out), out[-2:])
     sent = value('txld_pipeline_alerts_sent_total')
     check('alerts counted as sent', sent is not None and sent >= 2 and
           value('txld_pipeline_alerts_failed_total') == 0, sent)

@@ -5,6 +5,7 @@
 #include "txl_text.h"
 
 #include <libsoup/soup.h>
+#include <math.h>
 #include <string.h>
 
 static SoupSession *session; /* main thread only */
@@ -237,6 +238,34 @@ append_fields(GString *o, const GstStructure *f, const char *const *only)
   }
 }
 
+/* An Alertmanager alert named name for pipeline: o holds the labels that
+ * follow those two; annotations (each "key": "value" pair, the summary
+ * first) are appended, then the times; queued to base's API v2. */
+static GString *
+alertmanager_begin(const char *name, const char *pipeline)
+{
+  GString *o = g_string_new("[{\"labels\": {\"alertname\": ");
+  txl_json_append_string(o, name, strlen(name));
+  g_string_append(o, ", \"pipeline\": ");
+  txl_json_append_string(o, pipeline, strlen(pipeline));
+  return o;
+}
+
+static void
+alertmanager_post(const char *base, GString *o, gint64 time_us,
+                  TxldAlertStats *stats)
+{
+  g_string_append(o, "}, \"startsAt\": ");
+  append_time(o, time_us);
+  g_string_append(o, ", \"endsAt\": ");
+  append_time(o, time_us + (gint64)TXLD_ALERT_HOLD_S * G_USEC_PER_SEC);
+  g_string_append(o, "}]");
+  gchar *url = g_strdup_printf("%s%sapi/v2/alerts", base,
+                               g_str_has_suffix(base, "/") ? "" : "/");
+  queue(url, o, stats);
+  g_free(url);
+}
+
 void
 txld_alert_send(const char *alertmanager, const char *webhook,
                 const TxldAlert *a, TxldAlertStats *stats)
@@ -246,23 +275,13 @@ txld_alert_send(const char *alertmanager, const char *webhook,
     /* one alert per pipeline and source: Alertmanager folds repeats into
      * it, the annotations say the latest line */
     static const char *const labels[] = { "host", "app", "session", NULL };
-    GString *o = g_string_new("[{\"labels\": {\"alertname\": \"TxlAnomaly\", "
-                              "\"pipeline\": ");
-    txl_json_append_string(o, a->pipeline, strlen(a->pipeline));
+    GString *o = alertmanager_begin("TxlAnomaly", a->pipeline);
     append_fields(o, a->fields, labels);
     g_string_append(o, "}, \"annotations\": {\"summary\": ");
     txl_json_append_string(o, text, MIN(strlen(text), 1024));
     g_string_append_printf(o, ", \"line\": \"%" G_GINT64_FORMAT "\", "
-                           "\"bits_per_byte\": \"%.3f\"}, \"startsAt\": ",
-                           a->line, a->worst);
-    append_time(o, a->time_us);
-    g_string_append(o, ", \"endsAt\": ");
-    append_time(o, a->time_us + (gint64)TXLD_ALERT_HOLD_S * G_USEC_PER_SEC);
-    g_string_append(o, "}]");
-    gchar *url = g_strdup_printf("%s%sapi/v2/alerts", alertmanager,
-                                 g_str_has_suffix(alertmanager, "/") ? "" : "/");
-    queue(url, o, stats);
-    g_free(url);
+                           "\"bits_per_byte\": \"%.3f\"", a->line, a->worst);
+    alertmanager_post(alertmanager, o, a->time_us, stats);
   }
   if (webhook && *webhook) {
     GString *o = g_string_new("{\"pipeline\": ");
@@ -281,6 +300,59 @@ txld_alert_send(const char *alertmanager, const char *webhook,
     if (o->len > at)
       g_string_erase(o, (gssize)at, 2); /* the first ", " */
     g_string_append(o, "}}");
+    queue(webhook, o, stats);
+  }
+}
+
+void
+txld_alert_send_session(const char *alertmanager, const char *webhook,
+                        const char *pipeline, const GstStructure *ended,
+                        const char *json, gint64 time_us,
+                        TxldAlertStats *stats)
+{
+  const char *key = gst_structure_get_string(ended, "key");
+  const char *reason = gst_structure_get_string(ended, "reason");
+  gint64 lines = 0;
+  gdouble level = NAN;
+  gboolean is_short = FALSE;
+  gst_structure_get_int64(ended, "lines", &lines);
+  gst_structure_get_double(ended, "level", &level);
+  gst_structure_get_boolean(ended, "short", &is_short);
+  key = key ? key : "";
+  gsize key_len = MIN(strlen(key), TXLD_ALERT_KEY_MAX);
+  /* a session whose score broke has no level, and is flagged */
+  char level_txt[G_ASCII_DTOSTR_BUF_SIZE] = "none";
+  if (isfinite(level))
+    g_snprintf(level_txt, sizeof level_txt, "%.3f", level);
+  if (alertmanager && *alertmanager) {
+    /* one alert per session: its key is a label */
+    GString *o = alertmanager_begin("TxlAnomalousSession", pipeline);
+    g_string_append(o, ", \"session\": ");
+    txl_json_append_string(o, key, key_len);
+    g_autofree char *summary = g_strdup_printf(
+        "session %.*s: %" G_GINT64_FORMAT " lines, level %s%s",
+        (int)key_len, key, lines, level_txt, is_short ? ", short" : "");
+    g_string_append(o, "}, \"annotations\": {\"summary\": ");
+    txl_json_append_string(o, summary, strlen(summary));
+    g_string_append_printf(o, ", \"lines\": \"%" G_GINT64_FORMAT "\", "
+                           "\"level\": \"%s\", \"short\": \"%s\", "
+                           "\"reason\": ", lines, level_txt,
+                           is_short ? "true" : "false");
+    reason = reason ? reason : "";
+    txl_json_append_string(o, reason, strlen(reason));
+    alertmanager_post(alertmanager, o, time_us, stats);
+  }
+  if (webhook && *webhook) {
+    /* the session's JSON line as txlsink and txld's output write it */
+    GString *o = g_string_new("{\"pipeline\": ");
+    txl_json_append_string(o, pipeline, strlen(pipeline));
+    g_string_append_printf(o, ", \"time\": %.6f, \"session\": ",
+                           time_us / 1e6);
+    gsize n = strlen(json);
+    while (n > 0 && json[n - 1] == '\n')
+      n--;
+    g_string_append_len(o, json, (gssize)n);
+    g_string_append(o, "}");
     queue(webhook, o, stats);
   }
 }

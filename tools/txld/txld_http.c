@@ -92,8 +92,11 @@ pipeline_json(GString *o, TxldPipeline *p)
   g_string_append(o, ", \"tokens_per_second\": ");
   json_num(o, p->tokens_per_s);
   g_string_append_printf(o, ", \"state_memory_bytes\": %" G_GUINT64_FORMAT
-                         ", \"learn_rounds\": %" G_GUINT64_FORMAT,
-                         p->state_bytes, p->learn_rounds);
+                         ", \"learn_rounds\": %" G_GUINT64_FORMAT
+                         ", \"sessions\": %" G_GUINT64_FORMAT
+                         ", \"session_anomalies\": %" G_GUINT64_FORMAT,
+                         p->state_bytes, p->learn_rounds, p->sessions,
+                         p->session_anomalies);
   g_string_append(o, ", \"snapshot\": {\"path\": ");
   json_str(o, c->snapshot);
   g_string_append_printf(o, ", \"supported\": %s, \"interval_s\": %u, "
@@ -210,7 +213,7 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
 typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
                M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ENDS, M_ERRORS, M_UP,
                M_ALERTS_SENT, M_ALERTS_FAILED, M_ALERTS_DROPPED, M_ALERTS_RETRIES,
-               M_LEARN,
+               M_LEARN, M_SESSIONS, M_SESSION_ANOMALIES,
                N_METRICS } Metric; /* in the order of metrics[] */
 
 static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
@@ -231,6 +234,8 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_alerts_dropped_total", "counter", "Alerts dropped because too many requests were on their way." },
   { "txld_pipeline_alerts_retries_total", "counter", "Alert requests tried again after no answer, a 5xx or a 429." },
   { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel and txlsessions learn=true elements (restored streams count from their start)." },
+  { "txld_pipeline_sessions_total", "counter", "Sessions txlsessions ended and judged." },
+  { "txld_pipeline_session_anomalies_total", "counter", "Sessions flagged as anomalies (score over its threshold, or far shorter than the stream's)." },
 };
 
 static void
@@ -396,6 +401,8 @@ metrics_text(TxldDaemon *d)
       case M_ERRORS: v = p->errors; break;
       case M_UP: v = p->state == TXLD_RUNNING; break;
       case M_LEARN: v = p->learn_rounds; break;
+      case M_SESSIONS: v = p->sessions; break;
+      case M_SESSION_ANOMALIES: v = p->session_anomalies; break;
       default: break;
       }
       g_mutex_unlock(&p->lock);

@@ -17,6 +17,7 @@
 #include "txld_pipeline.h"
 #include "txld_ingest.h"
 #include "txld_log.h"
+#include "txlsessionjson.h"
 
 #include "txl_formats.h"
 #include "txl.h"
@@ -183,6 +184,42 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
     g_string_free(o, TRUE);
   }
   g_mutex_unlock(&p->lock);
+}
+
+/* txlsink's session-scored signal (txlsessions upstream), on its
+ * streaming thread: counts, the session's JSON line appended to `output`
+ * with the time, and a flagged session as an alert. */
+static void
+on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
+{
+  (void)sink;
+  TxldPipeline *p = data;
+  gboolean flag = FALSE;
+  gst_structure_get_boolean(s, "flag", &flag);
+  gint64 now = g_get_real_time();
+  GString *json = gst_txl_session_json(s);
+  const TxldConf *c = p->conf;
+  g_mutex_lock(&p->lock);
+  p->sessions++;
+  p->session_anomalies += flag;
+  if (flag && (c->alertmanager || c->webhook))
+    txld_alert_send_session(c->alertmanager, c->webhook, c->name, s,
+                            json->str, now, p->alerts);
+  if (p->output) {
+    /* txlsink's line, "time" added as on the scored lines */
+    GString *o = g_string_new_len(json->str, json->len);
+    while (o->len > 0 && (o->str[o->len - 1] == '\n' ||
+                          o->str[o->len - 1] == '}'))
+      g_string_truncate(o, o->len - 1);
+    g_string_append_printf(o, ", \"time\": %.6f}\n", now / 1e6);
+    if (fwrite(o->str, 1, o->len, p->output) != o->len ||
+        fflush(p->output) != 0)
+      txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "writing %s: %s",
+               p->conf->output, g_strerror(errno));
+    g_string_free(o, TRUE);
+  }
+  g_mutex_unlock(&p->lock);
+  g_string_free(json, TRUE);
 }
 
 /* txl-snapshot and txl-restore, on whatever thread posted them. */
@@ -532,8 +569,11 @@ txld_pipeline_start(TxldPipeline *p)
   find_elements(p);
   configure_snapshots(p);
   txld_ingest_prepare(p);
-  if (p->sink)
+  if (p->sink) {
     g_signal_connect(p->sink, "line-scored", G_CALLBACK(on_line_scored), p);
+    g_signal_connect(p->sink, "session-scored",
+                     G_CALLBACK(on_session_scored), p);
+  }
   else
     txld_log(G_LOG_LEVEL_MESSAGE, c->name, "no txlsink or txljson: lines are not counted");
 

@@ -76,6 +76,7 @@ struct TxldPipeline {
   GMutex lock;
   FILE *output;
   guint64 tokens, lines, anomalies, snapshots, restores;
+  guint64 sessions, session_anomalies; /* ended and flagged (txlsessions) */
   double last_ppl, last_bpb;
   gint64 last_snapshot_us;      /* monotonic, 0: none yet */
   gint64 last_snapshot_wall_us; /* wall clock */
