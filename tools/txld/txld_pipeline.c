@@ -83,6 +83,18 @@ txld_pipeline_free(TxldPipeline *p)
 
 /* ---- numbers from the streaming threads --------------------------------- */
 
+/* One line appended to the pipeline's `output` (under its lock); o is
+ * freed. */
+static void
+write_output(TxldPipeline *p, GString *o)
+{
+  if (fwrite(o->str, 1, o->len, p->output) != o->len ||
+      fflush(p->output) != 0)
+    txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "writing %s: %s",
+             p->conf->output, g_strerror(errno));
+  g_string_free(o, TRUE);
+}
+
 /* txlsink's line-scored signal, on its streaming thread: counts, the
  * ring the live page plots, and the line appended to `output` in
  * txlsink's own JSON format (txlsink's location is truncated at every
@@ -177,11 +189,7 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
     else
       g_string_append(o, "null");
     g_string_append(o, "}\n");
-    if (fwrite(o->str, 1, o->len, p->output) != o->len ||
-        fflush(p->output) != 0)
-      txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "writing %s: %s",
-               p->conf->output, g_strerror(errno));
-    g_string_free(o, TRUE);
+    write_output(p, o);
   }
   g_mutex_unlock(&p->lock);
 }
@@ -206,17 +214,12 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
     txld_alert_send_session(c->alertmanager, c->webhook, c->name, s,
                             json->str, now, p->alerts);
   if (p->output) {
-    /* txlsink's line, "time" added as on the scored lines */
+    /* txlsink's line, "time" added as on the scored lines: the object's
+     * closing brace (before the newline) moves after it */
     GString *o = g_string_new_len(json->str, json->len);
-    while (o->len > 0 && (o->str[o->len - 1] == '\n' ||
-                          o->str[o->len - 1] == '}'))
-      g_string_truncate(o, o->len - 1);
+    g_string_truncate(o, o->len >= 2 ? o->len - 2 : 0);
     g_string_append_printf(o, ", \"time\": %.6f}\n", now / 1e6);
-    if (fwrite(o->str, 1, o->len, p->output) != o->len ||
-        fflush(p->output) != 0)
-      txld_log(G_LOG_LEVEL_WARNING, p->conf->name, "writing %s: %s",
-               p->conf->output, g_strerror(errno));
-    g_string_free(o, TRUE);
+    write_output(p, o);
   }
   g_mutex_unlock(&p->lock);
   g_string_free(json, TRUE);
