@@ -7,7 +7,8 @@ Three daemon lifetimes over one configuration directory, a TCP pipeline
 1. configuration errors (unknown key, bad launch) are reported with file and
    key while the good pipelines run; the scores equal an offline run of the
    same chain inside the same daemon (a filesrc pipeline); HTTP endpoints;
-   the live page in headless Chromium shows real lines and anomalies;
+   the live page in headless Chromium shows real lines, anomalies and a
+   flagged session;
    SIGTERM snapshots and exits 0.
 2. restart: the pipeline restores its snapshot, and the stream resumed
    after SIGTERM is bit for bit the uninterrupted run; SIGHUP changes only
@@ -247,7 +248,7 @@ def check_metrics(d, names):
     return values
 
 
-def check_page(d, want_anomalies):
+def check_page(d, want_anomalies, want_sessions):
     chrome = shutil.which('chromium') or shutil.which('chromium-browser') or \
         shutil.which('google-chrome')
     if not chrome:
@@ -266,8 +267,9 @@ def check_page(d, want_anomalies):
         shutil.rmtree(prof, ignore_errors=True)
     dom = r.stdout.decode(errors='replace')
     import re
-    m = re.search(r'<body data-points="(\d+)" data-anomalies="(\d+)" data-polls="(\d+)"', dom)
-    check('live page: the script ran and polled /api/recent', m and int(m.group(3)) >= 1,
+    m = re.search(r'<body data-points="(\d+)" data-anomalies="(\d+)" data-sessions="(\d+)" '
+                  r'data-polls="(\d+)"', dom)
+    check('live page: the script ran and polled /api/recent', m and int(m.group(4)) >= 1,
           dom[:300] + r.stderr.decode(errors='replace')[-300:])
     if not m:
         return
@@ -278,6 +280,13 @@ def check_page(d, want_anomalies):
     check('live page: lists the anomalies', int(m.group(2)) >= 1 and
           all(t.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;') in dom
               for t in want_anomalies), (m.group(2), want_anomalies[:1]))
+    recent = json.loads(d.http('/api/recent?pipeline=flagsess')[2])['pipelines'][0]
+    check('/api/recent: the flagged session, its level and line count',
+          recent['session_anomalies_total'] == 1 and len(recent['sessions']) == 1 and
+          recent['sessions'][0]['session'] == 'sid=S99' and recent['sessions'][0]['lines'] == 3 and
+          recent['sessions'][0]['level'] > 1, recent['sessions'])
+    check('live page: lists the flagged sessions', int(m.group(3)) == len(want_sessions) and
+          all(k in dom for k in want_sessions), (m.group(3), want_sessions))
     check('live page: no external resources',
           not re.search(r'(src|href)="(https?:)?//', d.http('/')[2]))
 
@@ -421,6 +430,17 @@ def configure(tmp, conf, state):
     write(os.path.join(conf, 'sessref.conf'),
           file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'sessref.jsonl'),
                     SESS_CHAIN))
+    # a session txlsessions flags (its lines another program's), for the page
+    g = loggen.Gen(8, loggen.START)
+    with open(os.path.join(tmp, 'flagsess.log'), 'w') as f:
+        for k in range(6):
+            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(4)))
+        f.write(''.join('qzx9 ###### 0xdeadbeef ~~ ]]] zzzzqqq vvvv !!! sid=S99\n'
+                        for _ in range(3)))
+    write(os.path.join(conf, 'flagsess.conf'), file_conf(
+        os.path.join(tmp, 'flagsess.log'), os.path.join(state, 'flagsess.jsonl'),
+        'txltokenizer model={m} ! txlsessions model={m} session-key=sid=S[0-9]+ '
+        'session-threshold=3.5 ! txlsink location=/dev/null'))
     write(os.path.join(conf, 'typo.conf'), '[pipeline]\nlaunch = fakesrc ! fakesink\n'
           'snapshot-intervall = 5\n')
     write(os.path.join(conf, 'broken.pipeline'), '[pipeline]\nlaunch = txlnosuch ! fakesink\n')
@@ -466,7 +486,8 @@ def first_life(x):
     check('tcp: the injected anomalies are flagged', {A[60], A[95]} <= set(flagged), flagged)
 
     ss = first_sessions(x, d)
-    check_page(d, flagged[-3:])
+    wait_for(lambda: d.pipeline('flagsess')['state'] == 'finished')
+    check_page(d, flagged[-3:], ['sid=S99'])
 
     rc = d.stop()
     check('SIGTERM: exit status 0', rc == 0, rc)

@@ -172,7 +172,9 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
     g_mutex_lock(&p->lock);
     g_string_append_printf(o, "\"lines_total\": %" G_GUINT64_FORMAT
                            ", \"anomalies_total\": %" G_GUINT64_FORMAT
-                           ", \"tokens_per_second\": ", p->lines, p->anomalies);
+                           ", \"session_anomalies_total\": %" G_GUINT64_FORMAT
+                           ", \"tokens_per_second\": ", p->lines, p->anomalies,
+                           p->session_anomalies);
     json_num(o, p->tokens_per_s);
     g_string_append(o, ", \"lines\": [");
     guint64 n = MIN(p->ring_count, (guint64)MIN(limit, TXLD_RING_LINES));
@@ -200,6 +202,21 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
       g_string_append(o, ", \"text\": ");
       json_str(o, a->text);
       g_string_append(o, "}");
+    }
+    g_string_append(o, "], \"sessions\": [");
+    guint64 ns = MIN(p->sessions_count, TXLD_RING_SESSIONS);
+    for (guint64 k = p->sessions_count - ns; k < p->sessions_count; k++) {
+      TxldSession *x = &p->sessions_ring[k % TXLD_RING_SESSIONS];
+      g_string_append_printf(o, "%s{\"time\": %.3f, \"session\": ",
+                             k == p->sessions_count - ns ? "" : ", ",
+                             x->time_us / 1e6);
+      json_str(o, x->key);
+      g_string_append_printf(o, ", \"lines\": %" G_GINT64_FORMAT
+                             ", \"last_line\": %" G_GINT64_FORMAT
+                             ", \"level\": ", x->lines, x->last_line);
+      json_num(o, x->level);
+      g_string_append_printf(o, ", \"short\": %s}",
+                             x->is_short ? "true" : "false");
     }
     g_mutex_unlock(&p->lock);
     g_string_append(o, "]}");

@@ -3,9 +3,11 @@
  * script, style or font, so it works on an isolated host and under a
  * strict Content-Security-Policy proxy).  It polls /api/recent every
  * second, plots each pipeline's per-line perplexity over time on a canvas
- * (log scale, flagged lines as red dots) and lists the recent anomalies.
+ * (log scale, flagged lines as red dots) and lists the recent anomalies
+ * and flagged sessions.
  * Log text reaches the DOM only through textContent, never innerHTML.
- * The body's data-* attributes (points plotted, anomalies listed, polls)
+ * The body's data-* attributes (points plotted, anomalies and sessions
+ * listed, polls)
  * let a headless browser test check that real data was drawn. */
 #ifndef TXLD_PAGE_H
 #define TXLD_PAGE_H
@@ -21,11 +23,13 @@ static const char TXLD_PAGE[] =
 "table{border-collapse:collapse;margin:.5em 0}\n"
 "td,th{padding:2px 10px;border-bottom:1px solid #eee;text-align:left}\n"
 "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
-"#anomalies td.t{font-family:monospace;white-space:pre-wrap;word-break:break-all}\n"
+"#anomalies td.t,#sessions td.t{font-family:monospace;white-space:pre-wrap;"
+"word-break:break-all}\n"
 ".sw{display:inline-block;width:10px;height:10px;margin-right:4px}\n"
 "#status{color:#666}\n"
 "</style></head>\n"
-"<body data-points=\"0\" data-anomalies=\"0\" data-polls=\"0\">\n"
+"<body data-points=\"0\" data-anomalies=\"0\" data-sessions=\"0\" "
+"data-polls=\"0\">\n"
 "<h1>txld &mdash; per-line perplexity</h1>\n"
 "<div id=\"status\">loading&hellip;</div>\n"
 "<canvas id=\"plot\" width=\"1000\" height=\"320\"></canvas>\n"
@@ -37,6 +41,10 @@ static const char TXLD_PAGE[] =
 "<table id=\"anomalies\"><thead><tr><th>time</th><th>pipeline</th>"
 "<th>line</th><th>worst bits/byte</th><th>text</th></tr></thead><tbody></tbody>"
 "</table>\n"
+"<h2>Recent flagged sessions</h2>\n"
+"<table id=\"sessions\"><thead><tr><th>time</th><th>pipeline</th>"
+"<th>last line</th><th>lines</th><th>level</th><th>session</th></tr></thead>"
+"<tbody></tbody></table>\n"
 "<script>\n"
 "'use strict';\n"
 "const COLORS=['#1f77b4','#ff7f0e','#2ca02c','#9467bd','#8c564b','#e377c2',"
@@ -78,7 +86,7 @@ static const char TXLD_PAGE[] =
 "}\n"
 "function tables(data){\n"
 "  const pb=document.querySelector('#pipelines tbody');pb.textContent='';\n"
-"  const all=[];\n"
+"  const all=[],ses=[];\n"
 "  data.pipelines.forEach((p,i)=>{\n"
 "    const tr=document.createElement('tr');tr.dataset.pipeline=p.name;\n"
 "    const td=cell(tr,'');const sw=document.createElement('span');"
@@ -89,6 +97,7 @@ static const char TXLD_PAGE[] =
 "    cell(tr,fmt(last,2),'n');cell(tr,fmt(p.tokens_per_second,1),'n');\n"
 "    pb.appendChild(tr);\n"
 "    for(const a of p.anomalies)all.push(Object.assign({pipeline:p.name},a));\n"
+"    for(const x of p.sessions)ses.push(Object.assign({pipeline:p.name},x));\n"
 "  });\n"
 "  all.sort((a,b)=>b.time-a.time);\n"
 "  const ab=document.querySelector('#anomalies tbody');ab.textContent='';\n"
@@ -97,6 +106,15 @@ static const char TXLD_PAGE[] =
 "    cell(tr,new Date(a.time*1000).toLocaleTimeString());cell(tr,a.pipeline);\n"
 "    cell(tr,a.line,'n');cell(tr,fmt(a.worst,3),'n');cell(tr,a.text,'t');\n"
 "    ab.appendChild(tr);}\n"
+"  ses.sort((a,b)=>b.time-a.time);\n"
+"  const sb=document.querySelector('#sessions tbody');sb.textContent='';\n"
+"  for(const x of ses.slice(0,50)){\n"
+"    const tr=document.createElement('tr');tr.className='session';\n"
+"    cell(tr,new Date(x.time*1000).toLocaleTimeString());cell(tr,x.pipeline);\n"
+"    cell(tr,x.last_line,'n');cell(tr,x.lines,'n');\n"
+"    cell(tr,fmt(x.level,2)+(x.short?' (short)':''),'n');cell(tr,x.session,'t');\n"
+"    sb.appendChild(tr);}\n"
+"  document.body.dataset.sessions=Math.min(ses.length,50);\n"
 "  return Math.min(all.length,50);\n"
 "}\n"
 "async function poll(){\n"

@@ -73,6 +73,8 @@ txld_pipeline_free(TxldPipeline *p)
   g_ptr_array_unref(p->models);
   for (guint i = 0; i < TXLD_RING_ANOMALIES; i++)
     g_free(p->anomalies_ring[i].text);
+  for (guint i = 0; i < TXLD_RING_SESSIONS; i++)
+    g_free(p->sessions_ring[i].key);
   txl_free_each(g_free, p->last_error, p->last_snapshot_reason, p->asked_path,
                 p->last_snapshot_path);
   g_mutex_clear(&p->lock);
@@ -210,6 +212,19 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
   g_mutex_lock(&p->lock);
   p->sessions++;
   p->session_anomalies += flag;
+  if (flag) {
+    TxldSession *r =
+        &p->sessions_ring[p->sessions_count++ % TXLD_RING_SESSIONS];
+    const char *key = gst_structure_get_string(s, "key");
+    key = key ? key : "";
+    g_free(r->key);
+    *r = (TxldSession){ .time_us = now, .level = NAN,
+                        .key = g_strndup(key, TXLD_ALERT_KEY_MAX) };
+    gst_structure_get_int64(s, "lines", &r->lines);
+    gst_structure_get_int64(s, "last-line", &r->last_line);
+    gst_structure_get_double(s, "level", &r->level);
+    gst_structure_get_boolean(s, "short", &r->is_short);
+  }
   if (flag && (c->alertmanager || c->webhook))
     txld_alert_send_session(c->alertmanager, c->webhook, c->name, s,
                             json->str, now, p->alerts);

@@ -24,6 +24,7 @@ typedef enum {
 
 #define TXLD_RING_LINES 512
 #define TXLD_RING_ANOMALIES 32
+#define TXLD_RING_SESSIONS 32
 
 typedef struct {
   gint64 time_us; /* wall clock */
@@ -38,6 +39,15 @@ typedef struct {
   double bpb, worst; /* worst: the line's worst part, what flagged it */
   char *text;
 } TxldAnomaly;
+
+/* A session txlsessions flagged, for the live page. */
+typedef struct {
+  gint64 time_us;
+  gint64 lines, last_line;
+  double level; /* how far past its bars (txlsessions.md); NAN: none */
+  gboolean is_short;
+  char *key;    /* at most TXLD_ALERT_KEY_MAX bytes of it */
+} TxldSession;
 
 /* Buckets of the score histogram, bits per byte: the bundled model gives
  * normal log lines 0.1 to 2, anomalies 4 and more. */
@@ -106,6 +116,8 @@ struct TxldPipeline {
   guint64 ring_count;           /* lines ever put in the ring */
   TxldAnomaly anomalies_ring[TXLD_RING_ANOMALIES];
   guint64 anomalies_count;
+  TxldSession sessions_ring[TXLD_RING_SESSIONS]; /* flagged ones */
+  guint64 sessions_count;
   /* tokens per second over the last few seconds (main thread) */
   guint64 rate_tokens[6];
   gint64 rate_us[6];
