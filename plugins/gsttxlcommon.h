@@ -9,7 +9,6 @@
 #include "txl_anomaly.h"
 #include "txl_formats.h"
 #include "txl.h"
-#include "txlsessionjson.h"
 #include "txltokens.h"
 
 G_BEGIN_DECLS
@@ -42,6 +41,9 @@ gboolean gst_txl_part_begin(TxlReader *r, GBytes *bytes, guint32 *version,
                             const gchar *element, guint32 oldest,
                             guint32 newest, const gchar *afresh,
                             GError **error);
+/* txlsink's JSON line (with its '\n') for an ended session's
+ * "txl-session" structure (txlsessionjson.c). */
+GString *gst_txl_session_json(const GstStructure *s);
 
 /* A line scored, waiting for the buffer its meta goes on. */
 typedef struct {

@@ -112,7 +112,8 @@ gst_txl_sink_install_signals(gpointer klass,
    * @sink: the element
    * @session: the "txl-session" structure txlsessions sent (key, reason,
    *   first-line, last-line, lines, tokens, bytes, nll, score, score-kind,
-   *   max-line, max-line-sum, max-token, end-nll, threshold, flag)
+   *   max-line, max-line-sum, max-token, end-nll, threshold, level, flag),
+   *   and json: the session's JSON object as written, without its newline
    *
    * Emitted from the streaming thread for each ended session, after its
    * JSON line is written.
@@ -584,15 +585,20 @@ write_session(GstTxlSink *self, const GstStructure *s)
   if (!write_ready(self, FALSE))
     return FALSE;
   GString *o = gst_txl_session_json(s);
-  gboolean ok = put_out(self, o->str, o->len);
-  g_string_free(o, TRUE);
-  if (!ok) {
+  if (!put_out(self, o->str, o->len)) {
+    g_string_free(o, TRUE);
     GST_ELEMENT_ERROR(self, RESOURCE, WRITE,
                       ("Could not write the session scores."),
                       ("%s", g_strerror(errno)));
     return FALSE;
   }
-  g_signal_emit(self, signals[GST_TXL_SINK_SESSION_SCORED], 0, s);
+  /* the handlers get the line too (txld's output, alerts): one writer */
+  GstStructure *e = gst_structure_copy(s);
+  g_string_truncate(o, o->len - 1); /* its '\n' */
+  gst_structure_set(e, "json", G_TYPE_STRING, o->str, NULL);
+  g_string_free(o, TRUE);
+  g_signal_emit(self, signals[GST_TXL_SINK_SESSION_SCORED], 0, e);
+  gst_structure_free(e);
   return TRUE;
 }
 

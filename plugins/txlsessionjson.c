@@ -4,7 +4,7 @@
  * stays about lines.  A non-finite number is null, never 0, and such a
  * session is flagged: a session whose score broke must not read as a
  * quiet one (docs/line-scores.md). */
-#include "txlsessionjson.h"
+#include "gsttxlcommon.h"
 #include "txl_formats.h"
 
 #include <math.h>

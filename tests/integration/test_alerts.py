@@ -77,6 +77,55 @@ def main():
                 p.kill()
 
 
+def write_sessions_conf(tmp, conf, g, am, hook_port):
+    """A txlsessions pipeline: twelve sessions of normal lines, one of the
+    anomaly (flagged at session-threshold 3.5), one more normal; its lines
+    are not flagged (txlsink's threshold 100)."""
+    slog = os.path.join(tmp, 'sessions.log')
+    with open(slog, 'w') as f:
+        for k in range(12):
+            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(6)))
+        f.write(''.join('%s sid=S99\n' % ANOMALY for _ in range(3)))
+        f.write(''.join('%s sid=S12\n' % g.normal() for _ in range(6)))
+    with open(os.path.join(conf, 'sessions.conf'), 'w') as f:
+        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlsessions model=%s '
+                'session-key=sid=S[0-9]+ session-threshold=3.5 ! txlsink location=/dev/null '
+                'threshold-mode=fixed threshold=100\nrestart = never\nsnapshot = none\n'
+                'alertmanager = %s\nwebhook = http://127.0.0.1:%d/hook\noutput = sessions.jsonl\n'
+                % (slog, MODEL, MODEL, am, hook_port))
+
+
+def check_sessions(tmp, am_alert, value):
+    """The flagged session: its own alert, the webhook's session object,
+    counted, and every session in the output file."""
+    got = wait_for(lambda: am_alert('TxlAnomalousSession'), 30)
+    check('Alertmanager holds the flagged session, its key a label',
+          got and len(got) == 1 and got[0]['labels'].get('pipeline') == 'sessions' and
+          got[0]['labels'].get('session') == 'sid=S99' and
+          got[0]['annotations'].get('lines') == '3' and
+          float(got[0]['annotations'].get('level', 0)) > 1 and
+          'sid=S99: 3 lines' in got[0]['annotations'].get('summary', ''), got)
+    wait_for(lambda: any('session' in h for h in Hook.got), 30)
+    hit = [h['session'] for h in Hook.got if 'session' in h]
+    check('the webhook got the flagged session as txlsink writes it',
+          len(hit) == 1 and hit[0]['session'] == 'sid=S99' and hit[0]['flag'] and
+          hit[0]['lines'] == 3 and hit[0]['level'] > 1 and hit[0]['threshold'] == 3.5,
+          Hook.got[-2:])
+
+    def sess(name):
+        return value(name, 'sessions')
+    check('sessions and flagged sessions counted',
+          sess('txld_pipeline_sessions_total') == 14 and
+          sess('txld_pipeline_session_anomalies_total') == 1 and
+          sess('txld_pipeline_anomalies_total') == 0,
+          (sess('txld_pipeline_sessions_total'), sess('txld_pipeline_session_anomalies_total')))
+    with open(os.path.join(tmp, 'state', 'sessions.jsonl')) as f:
+        out = [json.loads(l) for l in f if l.startswith('{"session"')]
+    check('the output file holds every session, with its time',
+          len(out) == 14 and [o['session'] for o in out if o['flag']] == ['sid=S99'] and
+          all(o['time'] > 1e9 and o['level'] is not None for o in out), out[-2:])
+
+
 def run(tmp, am_bin, prom_bin, procs):
     am_port, hook_port, prom_port = free_port(), free_port(), free_port()
     with open(os.path.join(tmp, 'am.yml'), 'w') as f:
@@ -106,19 +155,7 @@ def run(tmp, am_bin, prom_bin, procs):
                 '! txlsink location=/dev/null threshold-mode=fixed threshold=6.0\n'
                 'restart = never\nsnapshot = none\nalertmanager = %s\n'
                 'webhook = http://127.0.0.1:%d/hook\n' % (log, MODEL, MODEL, am, hook_port))
-    # sessions: twelve of normal lines, one of the anomaly, one more normal
-    slog = os.path.join(tmp, 'sessions.log')
-    with open(slog, 'w') as f:
-        for k in range(12):
-            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(6)))
-        f.write(''.join('%s sid=S99\n' % ANOMALY for _ in range(3)))
-        f.write(''.join('%s sid=S12\n' % g.normal() for _ in range(6)))
-    with open(os.path.join(conf, 'sessions.conf'), 'w') as f:
-        f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlsessions model=%s '
-                'session-key=sid=S[0-9]+ session-threshold=3.5 ! txlsink location=/dev/null '
-                'threshold-mode=fixed threshold=100\nrestart = never\nsnapshot = none\n'
-                'alertmanager = %s\nwebhook = http://127.0.0.1:%d/hook\noutput = sessions.jsonl\n'
-                % (slog, MODEL, MODEL, am, hook_port))
+    write_sessions_conf(tmp, conf, g, am, hook_port)
     sys_port = free_port()
     with open(os.path.join(conf, 'live.conf'), 'w') as f:
         f.write('[pipeline]\nlaunch = txlsyslogsrc port=%d ! txltokenizer model=%s ! txlmodel model=%s '
@@ -195,34 +232,7 @@ def run(tmp, am_bin, prom_bin, procs):
     hit = [h for h in Hook.got if ANOMALY[:10] in h.get('text', '')]
     check('the webhook got the anomaly with its fields', hit and hit[0]['pipeline'] == 'shop' and
           hit[0]['fields'] == {'host': 'web-1', 'app': 'shop'} and hit[0]['worst'] > 6.0, Hook.got[:2])
-    # the flagged session: its own alert, the webhook's session object,
-    # counted, and every session in the output file
-    got = wait_for(lambda: am_alert('TxlAnomalousSession'), 30)
-    check('Alertmanager holds the flagged session, its key a label',
-          got and len(got) == 1 and got[0]['labels'].get('pipeline') == 'sessions' and
-          got[0]['labels'].get('session') == 'sid=S99' and
-          got[0]['annotations'].get('lines') == '3' and
-          float(got[0]['annotations'].get('level', 0)) > 1 and
-          'sid=S99: 3 lines' in got[0]['annotations'].get('summary', ''), got)
-    wait_for(lambda: any('session' in h for h in Hook.got), 30)
-    hit = [h['session'] for h in Hook.got if 'session' in h]
-    check('the webhook got the flagged session as txlsink writes it',
-          len(hit) == 1 and hit[0]['session'] == 'sid=S99' and hit[0]['flag'] and
-          hit[0]['lines'] == 3 and hit[0]['level'] > 1 and hit[0]['threshold'] == 3.5,
-          Hook.got[-2:])
-
-    def sess(name):
-        return value(name, 'sessions')
-    check('sessions and flagged sessions counted',
-          sess('txld_pipeline_sessions_total') == 14 and
-          sess('txld_pipeline_session_anomalies_total') == 1 and
-          sess('txld_pipeline_anomalies_total') == 0,
-          (sess('txld_pipeline_sessions_total'), sess('txld_pipeline_session_anomalies_total')))
-    with open(os.path.join(tmp, 'state', 'sessions.jsonl')) as f:
-        out = [json.loads(l) for l in f if l.startswith('{"session"')]
-    check('the output file holds every session, with its time',
-          len(out) == 14 and [o['session'] for o in out if o['flag']] == ['sid=S99'] and
-          all(o['time'] > 1e9 and o['level'] is not None for o in out), out[-2:])
+    check_sessions(tmp, am_alert, value)
     sent = value('txld_pipeline_alerts_sent_total')
     check('alerts counted as sent', sent is not None and sent >= 2 and
           value('txld_pipeline_alerts_failed_total') == 0, sent)

@@ -348,10 +348,7 @@ txld_alert_send_session(const char *alertmanager, const char *webhook,
     txl_json_append_string(o, pipeline, strlen(pipeline));
     g_string_append_printf(o, ", \"time\": %.6f, \"session\": ",
                            time_us / 1e6);
-    gsize n = strlen(json);
-    while (n > 0 && json[n - 1] == '\n')
-      n--;
-    g_string_append_len(o, json, (gssize)n);
+    g_string_append(o, json);
     g_string_append(o, "}");
     queue(webhook, o, stats);
   }

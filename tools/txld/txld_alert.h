@@ -52,7 +52,7 @@ void txld_alert_send(const char *alertmanager, const char *webhook,
 #define TXLD_ALERT_KEY_MAX 256
 
 /* Queues a flagged session (txlsessions' "txl-session" structure, and
- * json its JSON line) as an Alertmanager alert named TxlAnomalousSession
+ * json its JSON object as txlsink writes it) as an Alertmanager alert named TxlAnomalousSession
  * with the session's key as a label, and/or as the webhook's
  * {"pipeline", "time", "session": json}.  Any thread. */
 void txld_alert_send_session(const char *alertmanager, const char *webhook,

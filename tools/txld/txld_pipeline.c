@@ -17,7 +17,6 @@
 #include "txld_pipeline.h"
 #include "txld_ingest.h"
 #include "txld_log.h"
-#include "txlsessionjson.h"
 
 #include "txl_formats.h"
 #include "txl.h"
@@ -197,8 +196,8 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
 }
 
 /* txlsink's session-scored signal (txlsessions upstream), on its
- * streaming thread: counts, the session's JSON line appended to `output`
- * with the time, and a flagged session as an alert. */
+ * streaming thread: counts, the session's JSON line (the signal's "json")
+ * appended to `output` with the time, and a flagged session as an alert. */
 static void
 on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
 {
@@ -207,7 +206,9 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
   gboolean flag = FALSE;
   gst_structure_get_boolean(s, "flag", &flag);
   gint64 now = g_get_real_time();
-  GString *json = gst_txl_session_json(s);
+  /* the session's JSON object as txlsink wrote it */
+  const char *json = gst_structure_get_string(s, "json");
+  json = json ? json : "{}";
   const TxldConf *c = p->conf;
   g_mutex_lock(&p->lock);
   p->sessions++;
@@ -226,18 +227,15 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
     gst_structure_get_boolean(s, "short", &r->is_short);
   }
   if (flag && (c->alertmanager || c->webhook))
-    txld_alert_send_session(c->alertmanager, c->webhook, c->name, s,
-                            json->str, now, p->alerts);
-  if (p->output) {
-    /* txlsink's line, "time" added as on the scored lines: the object's
-     * closing brace (before the newline) moves after it */
-    GString *o = g_string_new_len(json->str, json->len);
-    g_string_truncate(o, o->len >= 2 ? o->len - 2 : 0);
+    txld_alert_send_session(c->alertmanager, c->webhook, c->name, s, json,
+                            now, p->alerts);
+  if (p->output && g_str_has_suffix(json, "}")) {
+    /* "time" added as on the scored lines, before the closing brace */
+    GString *o = g_string_new_len(json, (gssize)strlen(json) - 1);
     g_string_append_printf(o, ", \"time\": %.6f}\n", now / 1e6);
     write_output(p, o);
   }
   g_mutex_unlock(&p->lock);
-  g_string_free(json, TRUE);
 }
 
 /* txl-snapshot and txl-restore, on whatever thread posted them. */
