@@ -238,9 +238,10 @@ append_fields(GString *o, const GstStructure *f, const char *const *only)
   }
 }
 
-/* An Alertmanager alert named name for pipeline: o holds the labels that
- * follow those two; annotations (each "key": "value" pair, the summary
- * first) are appended, then the times; queued to base's API v2. */
+/* An Alertmanager alert is begun with its name and pipeline as its first
+ * labels; the caller appends its other labels and its annotations
+ * (", \"annotations\": {..." left open), and alertmanager_post closes it
+ * with the times and queues it to base's API v2. */
 static GString *
 alertmanager_begin(const char *name, const char *pipeline)
 {

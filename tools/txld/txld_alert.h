@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Anomalies out as alerts: Alertmanager's API v2 and a generic webhook
- * (docs/alerts.md).  A flagged line or session is turned into a request on the
- * streaming thread and sent from the main loop; at most TXLD_ALERT_INFLIGHT
+ * (docs/alerts.md).  A flagged line or session is turned into a request on
+ * the streaming thread and sent from the main loop; at most TXLD_ALERT_INFLIGHT
  * requests are on their way (retries included), later alerts are dropped
  * and counted, so a slow or dead receiver never holds up scoring nor grows
  * memory. */
@@ -52,9 +52,9 @@ void txld_alert_send(const char *alertmanager, const char *webhook,
 #define TXLD_ALERT_KEY_MAX 256
 
 /* Queues a flagged session (txlsessions' "txl-session" structure, and
- * json its JSON object as txlsink writes it) as an Alertmanager alert named TxlAnomalousSession
- * with the session's key as a label, and/or as the webhook's
- * {"pipeline", "time", "session": json}.  Any thread. */
+ * json its JSON object as txlsink writes it) as an Alertmanager alert
+ * named TxlAnomalousSession with the session's key as a label, and/or as
+ * the webhook's {"pipeline", "time", "session": json}.  Any thread. */
 void txld_alert_send_session(const char *alertmanager, const char *webhook,
                              const char *pipeline, const GstStructure *session,
                              const char *json, gint64 time_us,
