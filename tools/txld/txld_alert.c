@@ -239,9 +239,9 @@ append_fields(GString *o, const GstStructure *f, const char *const *only)
 }
 
 /* An Alertmanager alert is begun with its name and pipeline as its first
- * labels; the caller appends its other labels and its annotations
- * (", \"annotations\": {..." left open), and alertmanager_post closes it
- * with the times and queues it to base's API v2. */
+ * labels; the caller appends its other labels, then its annotations
+ * ("}, \"annotations\": {...", left open), and alertmanager_post closes
+ * them, adds the times and queues it to base's API v2. */
 static GString *
 alertmanager_begin(const char *name, const char *pipeline)
 {
