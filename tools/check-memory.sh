@@ -24,7 +24,7 @@ if [ -n "$have" ]; then
   # a registry written without the ASan runtime lists our plugin as broken
   # for good: let these tests write theirs afresh
   rm -f build-san/tests/*registry*.bin
-  LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+  LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 TXL_TEST_SLOW=3 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     meson test -C build-san --timeout-multiplier 3 --print-errorlogs $have
 fi

@@ -98,10 +98,15 @@ def txld_port(p, portfile, logtext, timeout=15):
     return int(open(portfile).read())
 
 
+# Waits stretch by this factor: tools/check-memory.sh sets it, since
+# sanitized builds run several times slower (a busy machine too).
+SLOW = float(os.environ.get('TXL_TEST_SLOW', '1') or 1)
+
+
 def wait_for(cond, timeout=10, step=0.05):
-    """cond()'s first true value within timeout seconds (polled every step
-    seconds), or its value at the end."""
-    deadline = time.time() + timeout
+    """cond()'s first true value within timeout x SLOW seconds (polled
+    every step seconds), or its value at the end."""
+    deadline = time.time() + timeout * SLOW
     while time.time() < deadline:
         v = cond()
         if v:

@@ -36,7 +36,7 @@ import types
 import urllib.error
 import urllib.request
 
-from checks import check, results, txld_port, wait_for
+from checks import SLOW, check, results, txld_port, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -178,8 +178,9 @@ def rows(path):
 
 
 def wait_rows(path, n, timeout=30, read=rows):
-    """read(path) once it has n rows, or what it has after timeout seconds."""
-    deadline = time.time() + timeout
+    """read(path) once it has n rows, or what it has after timeout x SLOW
+    seconds."""
+    deadline = time.time() + timeout * SLOW
     while time.time() < deadline:
         r = read(path)
         if len(r) >= n:
