@@ -98,6 +98,23 @@ def txld_port(p, portfile, logtext, timeout=15):
     return int(open(portfile).read())
 
 
+# A session log for txlsessions session-key=SESSION_KEY: `before`
+# sessions S0.. of `per` normal lines each (gen: a tools/loggen.py Gen),
+# then 3 lines of `foreign` as session S99, then `after` normal sessions.
+# The default model scores the normal ones under 2 nats per token, S99's
+# foreign lines about 5: session-threshold 3.5 flags S99 alone.
+SESSION_KEY = 'sid=S[0-9]+'
+
+
+def write_session_log(path, gen, before, per, foreign, after=0):
+    with open(path, 'w') as f:
+        for k in range(before):
+            f.write(''.join('%s sid=S%d\n' % (gen.normal(), k) for _ in range(per)))
+        f.write(''.join('%s sid=S99\n' % foreign for _ in range(3)))
+        for k in range(before, before + after):
+            f.write(''.join('%s sid=S%d\n' % (gen.normal(), k) for _ in range(per)))
+
+
 # Waits stretch by this factor: tools/check-memory.sh sets it, since
 # sanitized builds run several times slower (a busy machine too).
 SLOW = float(os.environ.get('TXL_TEST_SLOW', '1') or 1)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import urllib.request
 
-from checks import check, tally, tool_env, wait_for
+from checks import SESSION_KEY, check, tally, tool_env, wait_for, write_session_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -82,17 +82,13 @@ def write_sessions_conf(tmp, conf, g, am, hook_port):
     anomaly (flagged at session-threshold 3.5), one more normal; its lines
     are not flagged (txlsink's threshold 100)."""
     slog = os.path.join(tmp, 'sessions.log')
-    with open(slog, 'w') as f:
-        for k in range(12):
-            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(6)))
-        f.write(''.join('%s sid=S99\n' % ANOMALY for _ in range(3)))
-        f.write(''.join('%s sid=S12\n' % g.normal() for _ in range(6)))
+    write_session_log(slog, g, 12, 6, ANOMALY, after=1)
     with open(os.path.join(conf, 'sessions.conf'), 'w') as f:
         f.write('[pipeline]\nlaunch = filesrc location=%s ! txltokenizer model=%s ! txlsessions model=%s '
-                'session-key=sid=S[0-9]+ session-threshold=3.5 ! txlsink location=/dev/null '
+                'session-key=%s session-threshold=3.5 ! txlsink location=/dev/null '
                 'threshold-mode=fixed threshold=100\nrestart = never\nsnapshot = none\n'
                 'alertmanager = %s\nwebhook = http://127.0.0.1:%d/hook\noutput = sessions.jsonl\n'
-                % (slog, MODEL, MODEL, am, hook_port))
+                % (slog, MODEL, MODEL, SESSION_KEY, am, hook_port))
 
 
 def check_sessions(tmp, am_alert, value):

@@ -205,6 +205,20 @@ def test_replay(tmp):
     rc, out = run('hdfs-live', d, '--from-kept', kept, '--lower-of', other, '--q', '0.95')
     check('hdfs-live --lower-of: the lower score of each session',
           rc == 0 and 'best F1 of any fixed threshold 1.000 (flagged 1, P 1.000 R 1.000)' in out, out)
+    # records with the pipeline's level: blk_8 scores below blk_7 (score
+    # AUROC 2/3) but its level (2.0, short) is the highest; a null level
+    # that is not flagged ranks last: AUROC 1
+    leveled = os.path.join(tmp, 'leveled.jsonl')
+    write_text(leveled, ''.join(
+        '{"session": "%s", "first_line": %d, "lines": 2, "score": %g, "flag": %s, '
+        '"reason": "ended", "threshold": 1, "level": %s}\n'
+        % (b, i, x, 'true' if lv == '2.0' else 'false', lv)
+        for i, ((b, _, _), x, lv) in enumerate(zip(
+            blocks, [0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.5, 0.4],
+            ['null'] * 5 + ['0.5', '0.9', '2.0']))))
+    rc, out = run('hdfs-live', d, '--from-kept', leveled)
+    check('hdfs-live: the AUROC of the level beside the score\'s',
+          rc == 0 and 'AUROC 0.667' in out and 'AUROC of the level 1.0000' in out, out)
     rc, out = run('hdfs-live', d, '--lower-of', other)
     check('hdfs-live --lower-of without --from-kept is refused, not ignored',
           rc != 0 and 'goes with --from-kept' in out, out)

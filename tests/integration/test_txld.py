@@ -36,7 +36,7 @@ import types
 import urllib.error
 import urllib.request
 
-from checks import SLOW, check, results, txld_port, wait_for
+from checks import SESSION_KEY, SLOW, check, results, txld_port, wait_for, write_session_log
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -433,15 +433,12 @@ def configure(tmp, conf, state):
                     SESS_CHAIN))
     # a session txlsessions flags (its lines another program's), for the page
     g = loggen.Gen(8, loggen.START)
-    with open(os.path.join(tmp, 'flagsess.log'), 'w') as f:
-        for k in range(6):
-            f.write(''.join('%s sid=S%d\n' % (g.normal(), k) for _ in range(4)))
-        f.write(''.join('qzx9 ###### 0xdeadbeef ~~ ]]] zzzzqqq vvvv !!! sid=S99\n'
-                        for _ in range(3)))
+    write_session_log(os.path.join(tmp, 'flagsess.log'), g, 6, 4,
+                      'qzx9 ###### 0xdeadbeef ~~ ]]] zzzzqqq vvvv !!!')
     write(os.path.join(conf, 'flagsess.conf'), file_conf(
         os.path.join(tmp, 'flagsess.log'), os.path.join(state, 'flagsess.jsonl'),
-        'txltokenizer model={m} ! txlsessions model={m} session-key=sid=S[0-9]+ '
-        'session-threshold=3.5 ! txlsink location=/dev/null'))
+        'txltokenizer model={m} ! txlsessions model={m} session-key=' + SESSION_KEY +
+        ' session-threshold=3.5 ! txlsink location=/dev/null'))
     write(os.path.join(conf, 'typo.conf'), '[pipeline]\nlaunch = fakesrc ! fakesink\n'
           'snapshot-intervall = 5\n')
     write(os.path.join(conf, 'broken.pipeline'), '[pipeline]\nlaunch = txlnosuch ! fakesink\n')

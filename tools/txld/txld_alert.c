@@ -307,50 +307,38 @@ txld_alert_send(const char *alertmanager, const char *webhook,
 
 void
 txld_alert_send_session(const char *alertmanager, const char *webhook,
-                        const char *pipeline, const GstStructure *ended,
-                        const char *json, gint64 time_us,
-                        TxldAlertStats *stats)
+                        const TxldSessionAlert *a, TxldAlertStats *stats)
 {
-  const char *key = gst_structure_get_string(ended, "key");
-  const char *reason = gst_structure_get_string(ended, "reason");
-  gint64 lines = 0;
-  gdouble level = NAN;
-  gboolean is_short = FALSE;
-  gst_structure_get_int64(ended, "lines", &lines);
-  gst_structure_get_double(ended, "level", &level);
-  gst_structure_get_boolean(ended, "short", &is_short);
-  key = key ? key : "";
+  const char *key = a->key ? a->key : "";
+  const char *reason = a->reason ? a->reason : "";
   gsize key_len = MIN(strlen(key), TXLD_ALERT_KEY_MAX);
   /* a session whose score broke has no level, and is flagged */
   char level_txt[G_ASCII_DTOSTR_BUF_SIZE] = "none";
-  if (isfinite(level))
-    g_snprintf(level_txt, sizeof level_txt, "%.3f", level);
+  if (isfinite(a->level))
+    g_snprintf(level_txt, sizeof level_txt, "%.3f", a->level);
   if (alertmanager && *alertmanager) {
     /* one alert per session: its key is a label */
-    GString *o = alertmanager_begin("TxlAnomalousSession", pipeline);
+    GString *o = alertmanager_begin("TxlAnomalousSession", a->pipeline);
     g_string_append(o, ", \"session\": ");
     txl_json_append_string(o, key, key_len);
     g_autofree char *summary = g_strdup_printf(
         "session %.*s: %" G_GINT64_FORMAT " lines, level %s%s",
-        (int)key_len, key, lines, level_txt, is_short ? ", short" : "");
+        (int)key_len, key, a->lines, level_txt, a->is_short ? ", short" : "");
     g_string_append(o, "}, \"annotations\": {\"summary\": ");
     txl_json_append_string(o, summary, strlen(summary));
     g_string_append_printf(o, ", \"lines\": \"%" G_GINT64_FORMAT "\", "
                            "\"level\": \"%s\", \"short\": \"%s\", "
-                           "\"reason\": ", lines, level_txt,
-                           is_short ? "true" : "false");
-    reason = reason ? reason : "";
+                           "\"reason\": ", a->lines, level_txt,
+                           a->is_short ? "true" : "false");
     txl_json_append_string(o, reason, strlen(reason));
-    alertmanager_post(alertmanager, o, time_us, stats);
+    alertmanager_post(alertmanager, o, a->time_us, stats);
   }
   if (webhook && *webhook) {
-    /* the session's JSON line as txlsink and txld's output write it */
+    /* the session's JSON object as txlsink and txld's output write it */
     GString *o = g_string_new("{\"pipeline\": ");
-    txl_json_append_string(o, pipeline, strlen(pipeline));
-    g_string_append_printf(o, ", \"time\": %.6f, \"session\": ",
-                           time_us / 1e6);
-    g_string_append(o, json);
-    g_string_append(o, "}");
+    txl_json_append_string(o, a->pipeline, strlen(a->pipeline));
+    g_string_append_printf(o, ", \"time\": %.6f, \"session\": %s}",
+                           a->time_us / 1e6, a->json ? a->json : "null");
     queue(webhook, o, stats);
   }
 }

@@ -51,14 +51,23 @@ void txld_alert_send(const char *alertmanager, const char *webhook,
  * the log, whose lines may be long). */
 #define TXLD_ALERT_KEY_MAX 256
 
-/* Queues a flagged session (txlsessions' "txl-session" structure, and
- * json its JSON object as txlsink writes it) as an Alertmanager alert
- * named TxlAnomalousSession with the session's key as a label, and/or as
- * the webhook's {"pipeline", "time", "session": json}.  Any thread. */
+/* A flagged session (txlsessions' "txl-session" structure, as read). */
+typedef struct {
+  const char *pipeline;
+  const char *key;    /* sent as at most TXLD_ALERT_KEY_MAX bytes */
+  const char *reason; /* or NULL */
+  gint64 lines;
+  double level;       /* NAN: none (a score that is not finite) */
+  gboolean is_short;
+  const char *json;   /* its JSON object as txlsink wrote it, or NULL */
+  gint64 time_us;     /* wall clock */
+} TxldSessionAlert;
+
+/* Queues it as an Alertmanager alert named TxlAnomalousSession with the
+ * session's key as a label, and/or as the webhook's {"pipeline", "time",
+ * "session": json}.  Any thread. */
 void txld_alert_send_session(const char *alertmanager, const char *webhook,
-                             const char *pipeline, const GstStructure *session,
-                             const char *json, gint64 time_us,
-                             TxldAlertStats *stats);
+                             const TxldSessionAlert *a, TxldAlertStats *stats);
 
 /* A Retry-After value (RFC 9110 10.2.3) as the wait in milliseconds:
  * delay-seconds, or an HTTP-date compared with now_us (wall clock, as

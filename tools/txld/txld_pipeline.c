@@ -208,28 +208,30 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
   gint64 now = g_get_real_time();
   /* the session's JSON object as txlsink wrote it */
   const char *json = gst_structure_get_string(s, "json");
-  json = json ? json : "{}";
   const TxldConf *c = p->conf;
   g_mutex_lock(&p->lock);
   p->sessions++;
   p->session_anomalies += flag;
   if (flag) {
+    /* read once: the ring for the live page, and the alert */
     TxldSession *r =
         &p->sessions_ring[p->sessions_count++ % TXLD_RING_SESSIONS];
     const char *key = gst_structure_get_string(s, "key");
-    key = key ? key : "";
     g_free(r->key);
     *r = (TxldSession){ .time_us = now, .level = NAN,
-                        .key = g_strndup(key, TXLD_ALERT_KEY_MAX) };
+                        .key = g_strndup(key ? key : "", TXLD_ALERT_KEY_MAX) };
     gst_structure_get_int64(s, "lines", &r->lines);
     gst_structure_get_int64(s, "last-line", &r->last_line);
     gst_structure_get_double(s, "level", &r->level);
     gst_structure_get_boolean(s, "short", &r->is_short);
+    if (c->alertmanager || c->webhook) {
+      TxldSessionAlert a = { c->name, r->key,
+                             gst_structure_get_string(s, "reason"), r->lines,
+                             r->level, r->is_short, json, now };
+      txld_alert_send_session(c->alertmanager, c->webhook, &a, p->alerts);
+    }
   }
-  if (flag && (c->alertmanager || c->webhook))
-    txld_alert_send_session(c->alertmanager, c->webhook, c->name, s, json,
-                            now, p->alerts);
-  if (p->output && g_str_has_suffix(json, "}")) {
+  if (p->output && json && g_str_has_suffix(json, "}")) {
     /* "time" added as on the scored lines, before the closing brace */
     GString *o = g_string_new_len(json, (gssize)strlen(json) - 1);
     g_string_append_printf(o, ", \"time\": %.6f}\n", now / 1e6);
