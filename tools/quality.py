@@ -51,6 +51,12 @@ logs, and regenerates the tables of docs/quality-logs.md.
   tools/quality.py rule LOG... --other LOG...
                                      the grid the label-free rule's constants
                                      were chosen from (docs/anomaly.md)
+  tools/quality.py novelty LOGHUB_DIR --keep DIR
+                                     is a line new to its stream: the
+                                     novelty of its tokens and three rules
+                                     over it, on the corpus (choice), table
+                                     2's and table 1's streams (docs/notes/
+                                     2026-11-29-novelty.md)
   tools/quality.py session-rule DIR...
                                      the session rule's quantile and margin
                                      replayed on `txl eval -o DIR` runs
@@ -63,7 +69,7 @@ learning is measured); the label-free rule is lib/anomaly/baseline.h's,
 re-played here only by `rule`, to see its constants' neighbours."""
 import argparse
 
-from qualitylib import common, hdfs, hdfs_live, inject, loghub
+from qualitylib import common, hdfs, hdfs_live, inject, loghub, novelty
 
 
 def main():
@@ -71,7 +77,7 @@ def main():
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", default=common.MODEL, help="model file (default: the bundled one)")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for m in (loghub, inject, hdfs, hdfs_live):
+    for m in (loghub, inject, hdfs, hdfs_live, novelty):
         m.add_commands(sub)
     a = p.parse_args()
     common.MODEL = a.model

@@ -3,7 +3,8 @@
 answers are worked out here by hand: `hdfs-events` (event types by half
 and label, the F1 bound, the blocks holding a type), `session-rule`'s "either" row, the
 splits `hdfs --dev` and `--reversed` write, `hdfs-live --q`'s replay of
-the session rule and `line-costs`' line summaries.  The numbers in
+the session rule, `line-costs`' line summaries and `novelty`'s estimator
+and windows.  The numbers in
 docs/quality-logs.md and docs/notes/ come from these code paths.  Runs no
 model; under a second."""
 import os
@@ -17,7 +18,7 @@ from checks import check, finish, write_text
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUALITY = os.path.join(HERE, '..', '..', 'tools', 'quality.py')
 sys.path.insert(0, os.path.dirname(QUALITY))
-from qualitylib import common, hdfs, hdfs_live, inject  # noqa: E402  (the tool's functions)
+from qualitylib import common, hdfs, hdfs_live, inject, novelty  # noqa: E402  (the tool's functions)
 
 # an HDFS-like line: date, time, thread, level, component, message
 A = '081109 2036%02d 1 INFO dfs.DataNode: Receiving block %s src: /10.0.0.1:1'
@@ -256,9 +257,38 @@ def test_line_candidates(tmp):
           common.judged({'worst': None, 'ref_bpb': 1.0}) == float('inf'))
 
 
+def test_novelty(tmp):
+    """novelty's pieces (docs/notes/2026-11-29-novelty.md), worked out by
+    hand: with 4 ids, nothing counted costs -log2(0.5 / 2) = 2 bits an id;
+    after ids 0 and 1, id 0 costs -log2(1.5 / 4) and id 3 -log2(0.5 / 4);
+    an id repeated in a line is costed against the counts before it."""
+    import math
+    v = novelty.novelty([[0, 1], [0, 3], [2, 2, 2], []], vocab=4)
+    want = [2.0, (-math.log2(1.5 / 4) - math.log2(0.5 / 4)) / 2, -math.log2(0.5 / 6)]
+    check('novelty: the estimator by hand', all(abs(a - b) < 1e-12 for a, b in zip(v, want)) and
+          math.isnan(v[3]), v)
+    check('novelty: ids no earlier line had', novelty.unseen([[1, 2], [2, 3, 3], []]) == [2, 2, 0])
+    # a window of 3 that tests once it holds 2; the first value is skipped
+    # (learning's warm-up): it neither joins nor is tested
+    novelty.WINDOW, novelty.WARM = 3, 2
+    try:
+        rule = novelty.stream_rule(3.0)  # bar: Q90 + 3 x max(Q90 - median, 0.3)
+        fl = novelty.over_window([9, 1, 1, 1, 2.0, 1], [True] + [False] * 5, rule)
+        # [1, 1] and [1, 1, 1]: bar 1 + 3 x 0.3 = 1.9, 2.0 is flagged; then
+        # [1, 1, 2]: Q90 1.8, median 1, bar 1.8 + 3 x 0.8 = 4.2
+        check('novelty: the rule over a window, skipped values left out',
+              fl == [False, False, False, False, True, False], fl)
+        # medians of [5, 1], [5, 1, 4], [1, 4, 2]: 3, 4, 2
+        med = novelty.over_window([5, 1, 4, 2, 4], [False] * 5, novelty.above_median)
+        check('novelty: above the window\'s median', med == [False, False, True, False, True], med)
+    finally:
+        novelty.WINDOW, novelty.WARM = 1000, 50
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
-    for t in (test_events, test_either, test_splits, test_replay, test_line_candidates):
+    for t in (test_events, test_either, test_splits, test_replay, test_line_candidates,
+              test_novelty):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)

@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Is a line new to its stream?  A line's novelty (the mean surprisal of its
+token ids under the counts of the stream's earlier tokens) and three rules
+over it, replayed on `txl score --learn`'s records against the current
+line rule (docs/notes/2026-11-29-novelty.md).  None of them is built."""
+import collections
+import json
+import math
+import os
+import struct
+import subprocess
+import tempfile
+
+from qualitylib import common
+from qualitylib.common import ROOT, auroc, judged, quantile, read_lines, score
+from qualitylib.inject import found_at_one_percent, injected_stream, replay
+
+# table 2's two directions, and the corpus streams the choices were made on
+TABLE2_A = "Apache HDFS Hadoop OpenSSH Zookeeper Linux".split()
+TABLE2_B = "Android HPC HealthApp Mac OpenStack Proxifier Spark Thunderbird Windows".split()
+CHOICE = "tomcat10 memcached apache2 system".split()
+CHOICE_OTHER = "sshd postfix zookeeper".split()
+WINDOW, WARM = 1000, 50  # the line rule's (lib/anomaly/baseline.h)
+
+
+def token_ids(log):
+    """Each line's token ids under the model's tokenizer, by 1-based line:
+    txltokenizer ! txlmodel's score records (plugins/txltokens.h)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "scores.bin")
+        subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + log, "!",
+                        "txltokenizer", "model=" + common.MODEL, "!", "txlmodel",
+                        "model=" + common.MODEL, "!", "filesink", "location=" + out],
+                       check=True, capture_output=True,
+                       env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
+        with open(out, "rb") as f:
+            b = f.read()
+    ids = {}
+    for off in range(0, len(b) - 39, 40):
+        tid, _, line, _, _, _, _ = struct.unpack_from("<ifqQIIq", b, off)
+        ids.setdefault(line, []).append(tid)
+    return ids
+
+
+def record(keep, name, lines, lab):
+    """txl score --learn's records of the lines, their labels and token ids,
+    kept as keep/name.json (made once)."""
+    path = os.path.join(keep, name + ".json")
+    if not os.path.exists(path):
+        with tempfile.NamedTemporaryFile("w", suffix=".log") as f:
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+            recs, _, _ = score(f.name, learn=True, warmup=1000)
+            ids = token_ids(f.name)
+        with open(path, "w") as f:
+            json.dump({"recs": recs, "lab": lab, "ids": {str(k): v for k, v in ids.items()}}, f)
+    with open(path) as f:
+        d = json.load(f)
+    recs = d["recs"]
+    return recs, d["lab"], [d["ids"].get(str(r["line"]), []) for r in recs]
+
+
+def novelty(ids_by_line, vocab=1024):
+    """Each line's mean surprisal in bits under the Krichevsky-Trofimov
+    estimate (c + 1/2) / (N + V/2) from every earlier line's ids; then its
+    ids are counted.  NaN for a line without ids."""
+    count, total, out = collections.Counter(), 0, []
+    for ids in ids_by_line:
+        bits = [-math.log2((count[i] + 0.5) / (total + 0.5 * vocab)) for i in ids]
+        out.append(sum(bits) / len(bits) if bits else float("nan"))
+        count.update(ids)
+        total += len(ids)
+    return out
+
+
+def unseen(ids_by_line):
+    """How many of each line's ids no earlier line had."""
+    seen, out = set(), []
+    for ids in ids_by_line:
+        out.append(sum(1 for i in ids if i not in seen))
+        seen.update(ids)
+    return out
+
+
+def over_window(values, skip, test):
+    """test(x, window) for each value, the window being the last WINDOW
+    values that were not skipped (False while it holds fewer than WARM);
+    skipped values (learning's warm-up) neither join nor are tested."""
+    ring, out = [], []
+    for x, s in zip(values, skip):
+        if s:
+            out.append(False)
+            continue
+        out.append(len(ring) >= WARM and test(x, ring))
+        ring.append(x)
+        ring = ring[-WINDOW:]
+    return out
+
+
+def stream_rule(margin, q=0.9, floor=0.3):
+    """The line rule's test with another margin."""
+    def test(x, ring):
+        hi, med = quantile(ring, q), quantile(ring, 0.5)
+        return x > hi + margin * max(hi - med, floor)
+    return test
+
+
+def above_median(x, ring):
+    return x > quantile(ring, 0.5)
+
+
+def rules(recs, ids_by_line):
+    """Every rule's flags for one stream, and the index of its first judged
+    line."""
+    first = next(i for i, r in enumerate(recs) if not r["warmup"]) - WARM
+    for i, r in enumerate(recs):
+        r["_gen0"] = i < first  # scored by the model file's weights
+    skip = [r["_gen0"] for r in recs]
+    cur = replay(recs, 0.9, 1.5, 0.3)
+    nov = novelty(ids_by_line)
+    by_nov = over_window(nov, skip, stream_rule(3.0))
+    g1 = [c and m for c, m in zip(cur, over_window(nov, skip, above_median))]
+    u = unseen(ids_by_line)
+    judged_from = first + WARM
+    out = {"current": cur, "1: OR novelty rule": [c or n for c, n in zip(cur, by_nov)],
+           "2: G1 (AND above median)": g1, "G2 (G1 OR novelty rule)": [g or n for g, n in zip(g1, by_nov)]}
+    for k in (1, 2, 3):
+        out["N_%d (OR >= %d unseen)" % (k, k)] = [c or (i >= judged_from and u[i] >= k)
+                                                  for i, c in enumerate(cur)]
+    return out, judged_from, nov
+
+
+def streams(a):
+    """(name, lines, labels) of the choice, table 2 and table 1 streams."""
+    corpus = a.corpus or os.path.join(ROOT, "data", "corpus")
+
+    def corpus_log(name):
+        plain = os.path.join(corpus, name + ".log")
+        if os.path.exists(plain):
+            return plain
+        out = os.path.join(a.keep, name + ".log")
+        if not os.path.exists(out):
+            with open(out, "wb") as f:
+                subprocess.run(["zstd", "-q", "-dc", plain + ".zst"], stdout=f, check=True)
+        return out
+    for n in CHOICE:
+        s, lab = injected_stream(corpus_log(n), [corpus_log(o) for o in CHOICE_OTHER], a.seed)
+        yield "choice", n, s, lab
+    loghub = lambda n: os.path.join(a.loghub, n + "_2k.log")
+    for names, others in ((TABLE2_A, TABLE2_B), (TABLE2_B, TABLE2_A)):
+        for n in names:
+            s, lab = injected_stream(loghub(n), [loghub(o) for o in others], a.seed)
+            yield "table 2", n, s, lab
+    for n in TABLE2_A + TABLE2_B:
+        yield "table 1", n, read_lines(loghub(n))[:2000], [0] * 2000
+
+
+def print_grid(choice):
+    """The first rule (current OR novelty over the stream rule) with other
+    constants, on the choice streams: where its margin was chosen."""
+    print("| Q | margin | floor | found | false alarms |")
+    print("|---|---|---|---|---|")
+    for q in (0.9, 0.95, 0.99):
+        for margin in (1.5, 2.0, 3.0, 4.0):
+            for floor in (0.3, 1.0):
+                tp = fp = 0
+                for recs, lab, ids in choice:
+                    cur, start, nov = rules(recs, ids)
+                    cur = cur["current"]
+                    by = over_window(nov, [r["_gen0"] for r in recs], stream_rule(margin, q, floor))
+                    tp += sum(1 for i in range(start, len(recs)) if (cur[i] or by[i]) and lab[i])
+                    fp += sum(1 for i in range(start, len(recs)) if (cur[i] or by[i]) and not lab[i])
+                print("| %.2f | %.1f | %.1f | %d | %d |" % (q, margin, floor, tp, fp))
+
+
+def cmd_novelty(a):
+    os.makedirs(a.keep, exist_ok=True)
+    if a.grid:
+        for want in ("choice", "table 2"):
+            print("%s:" % want)
+            print_grid([record(a.keep, "%s-%s" % (part.replace(" ", ""), n), lines, lab)
+                        for part, n, lines, lab in streams(a) if part == want])
+        return
+    tot = collections.defaultdict(collections.Counter)
+    per_stream = []
+    for part, name, lines, lab in streams(a):
+        recs, lab, ids = record(a.keep, "%s-%s" % (part.replace(" ", ""), name), lines, lab)
+        flags, start, nov = rules(recs, ids)
+        if any(f != r["flag"] for f, r in zip(flags["current"], recs)):
+            raise SystemExit("%s: the current rule's replay differs from txl score's flags" % name)
+        J = range(start, len(recs))
+        for rule, fl in flags.items():
+            t = tot[part, rule]
+            if part == "table 1":
+                n = sum(fl[-1000:])
+                t["flagged"] += n
+                t["samples <= 1%"] += n <= 10
+            else:
+                t["found"] += sum(1 for i in J if fl[i] and lab[i])
+                t["false alarms"] += sum(1 for i in J if fl[i] and not lab[i])
+        if part == "table 2":
+            pos = [i for i in J if lab[i]]
+            neg = [i for i in J if not lab[i]]
+            row = [name]
+            for v in ([judged(r) for r in recs], nov):
+                p, q = [v[i] for i in pos], [v[i] for i in neg]
+                row += [found_at_one_percent(p, q), auroc(p, q)]
+            row += ["%d / %d" % (sum(1 for i in pos if flags[k][i]), sum(1 for i in neg if flags[k][i]))
+                    for k in ("current", "1: OR novelty rule")]
+            per_stream.append(row)
+    print("| table 2 stream | current | 1: OR novelty rule | at <= 1%, best threshold: "
+          "`worst` less 1/4 of the model file's / novelty | AUROC: the same two |")
+    print("|---|---|---|---|---|")
+    for n, fw, aw, fn, an, c, o in per_stream:
+        print("| %s | %s | %s | %d / %d | %.3f / %.3f |" % (n, c, o, fw, fn, aw, an))
+    print("| all | | | %d / %d | |" % (sum(r[1] for r in per_stream), sum(r[3] for r in per_stream)))
+    print()
+    print("| rule | choice: found / false alarms | table 2: found / false alarms | "
+          "table 1: flagged, samples at <= 1% |")
+    print("|---|---|---|---|")
+    for rule in tot_rules(tot):
+        c, t2, t1 = tot["choice", rule], tot["table 2", rule], tot["table 1", rule]
+        print("| %s | %d / %d | %d / %d | %d, %d |" % (rule, c["found"], c["false alarms"], t2["found"],
+                                                        t2["false alarms"], t1["flagged"],
+                                                        t1["samples <= 1%"]))
+
+
+def tot_rules(tot):
+    seen = []
+    for _, rule in tot:
+        if rule not in seen:
+            seen.append(rule)
+    return seen
+
+
+def add_commands(sub):
+    s = sub.add_parser("novelty")
+    s.add_argument("loghub", help="the Loghub 2k samples' folder")
+    s.add_argument("--corpus", help="the corpus's folder (default: data/corpus, .log.zst)")
+    s.add_argument("--keep", required=True, metavar="DIR",
+                   help="where each stream's records are kept (made once, read again)")
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--grid", action="store_true",
+                   help="only the first rule's constants, on the choice streams (where its "
+                   "margin was chosen) and on table 2's (read after its judgement)")
+    s.set_defaults(func=cmd_novelty)
