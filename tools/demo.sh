@@ -7,9 +7,11 @@
 # second half, so that there is something to find.
 set -e
 cd "$(dirname "$0")/.."
-[ -d build ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-mkdir -p build/demo
+# TXL_BUILD_DIR: a build folder of this tree other than build (the tests')
+B=${TXL_BUILD_DIR:-build}
+[ -d "$B" ] || meson setup "$B" >/dev/null
+ninja -C "$B" >/dev/null
+mkdir -p "$B/demo"
 LOG=${1:-/var/log/dpkg.log}
 [ -r "$LOG" ] || { echo "demo: cannot read $LOG (name a log file)" >&2; exit 1; }
 n=$(head -n 3000 "$LOG" | wc -l)
@@ -17,7 +19,7 @@ n=$(head -n 3000 "$LOG" | wc -l)
 warm=$(( n / 2 < 1000 ? n / 2 : 1000 ))
 # the log's first 3,000 lines, and after the warm-up five lines that no
 # package manager writes (their line numbers go to injected.txt)
-/usr/bin/python3 - "$LOG" "$warm" build/demo/real.log build/demo/injected.txt <<'EOF'
+/usr/bin/python3 - "$LOG" "$warm" "$B/demo/real.log" "$B/demo/injected.txt" <<'EOF'
 import sys
 src, warm, out, marks = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 lines = open(src, encoding="utf-8", errors="replace").read().splitlines()[:3000]
@@ -36,16 +38,16 @@ at = [p + i for i, p in enumerate(at)]  # positions after the insertions
 open(out, "w").write("\n".join(lines) + "\n")
 open(marks, "w").write("\n".join(str(p + 1) for p in at) + "\n")
 EOF
-export GST_PLUGIN_PATH="$PWD/build/plugins"
+export GST_PLUGIN_PATH="$(cd "$B" && pwd)/plugins"
 MODEL=models/default.gguf
-echo "gst-launch-1.0 filesrc location=build/demo/real.log ! txltokenizer model=$MODEL \\"
-echo "    ! txlmodel model=$MODEL learn=true learn-warmup=$warm ! txlsink location=build/demo/scores.jsonl"
+echo "gst-launch-1.0 filesrc location=$B/demo/real.log ! txltokenizer model=$MODEL \\"
+echo "    ! txlmodel model=$MODEL learn=true learn-warmup=$warm ! txlsink location=$B/demo/scores.jsonl"
 t0=$(date +%s)
-gst-launch-1.0 -q filesrc location=build/demo/real.log ! txltokenizer model=$MODEL \
+gst-launch-1.0 -q filesrc location="$B/demo/real.log" ! txltokenizer model=$MODEL \
   ! txlmodel model=$MODEL learn=true learn-warmup=$warm \
-  ! txlsink location=build/demo/scores.jsonl
+  ! txlsink location="$B/demo/scores.jsonl"
 echo "($(( $(date +%s) - t0 )) s: the first $warm lines are the warm-up, learnt from, then scored against the stream's own recent lines)"
-/usr/bin/python3 - build/demo/scores.jsonl build/demo/injected.txt <<'EOF'
+/usr/bin/python3 - "$B/demo/scores.jsonl" "$B/demo/injected.txt" <<'EOF'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 odd = {int(x) for x in open(sys.argv[2]).read().split()}
