@@ -17,7 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, HERE)
-from checks import check, finish  # noqa: E402
+from checks import SLOW, check, finish  # noqa: E402
 
 BUILD = os.environ.get('TXL_BUILD_ROOT', os.path.join(ROOT, 'build'))
 
@@ -30,7 +30,7 @@ def main():
                        stdout=f, check=True)
     env = dict(os.environ, TXL_BUILD_DIR=BUILD, TXL_NUM_THREADS='2')
     p = subprocess.run([os.path.join(ROOT, 'tools', 'demo.sh'), log], capture_output=True,
-                       text=True, env=env, timeout=280)
+                       text=True, env=env, timeout=280 * SLOW)
     out = p.stdout
     check('demo.sh runs', p.returncode == 0, p.stderr[-2000:])
     if p.returncode != 0:
