@@ -147,8 +147,8 @@ def cmd_rule(a):
             print("%5.3f %4.2f %4.2f | %s" % (q, k, floor, " | ".join(cells)))
 
 
-def token_costs(log, model):
-    """-ln P of every scored token of log under model, by 1-based line:
+def token_records(log, model):
+    """(id, logprob, line) of every token of log under model, line 1-based:
     filesrc ! txltokenizer ! txlmodel ! filesink, the score records
     (plugins/txltokens.h: id, logprob, line, byte start, byte length,
     flags, position; 40 bytes each, little-endian)."""
@@ -161,9 +161,13 @@ def token_costs(log, model):
                        env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
         with open(out, "rb") as f:
             b = f.read()
+    return [struct.unpack_from("<ifqQIIq", b, off)[:3] for off in range(0, len(b) - 39, 40)]
+
+
+def token_costs(log, model):
+    """-ln P of every scored token of log under model, by 1-based line."""
     costs = {}
-    for off in range(0, len(b) - 39, 40):
-        _, lp, line, _, _, _, _ = struct.unpack_from("<ifqQIIq", b, off)
+    for _, lp, line in token_records(log, model):
         if lp == lp:  # the stream's first token has none
             costs.setdefault(line, []).append(-lp)
     return costs

@@ -7,13 +7,12 @@ import collections
 import json
 import math
 import os
-import struct
 import subprocess
 import tempfile
 
 from qualitylib import common
 from qualitylib.common import ROOT, auroc, judged, quantile, read_lines, score
-from qualitylib.inject import found_at_one_percent, injected_stream, replay
+from qualitylib.inject import found_at_one_percent, injected_stream, replay, token_records
 
 # table 2's two directions, and the corpus streams the choices were made on
 TABLE2_A = "Apache HDFS Hadoop OpenSSH Zookeeper Linux".split()
@@ -24,20 +23,9 @@ WINDOW, WARM = 1000, 50  # the line rule's (lib/anomaly/baseline.h)
 
 
 def token_ids(log):
-    """Each line's token ids under the model's tokenizer, by 1-based line:
-    txltokenizer ! txlmodel's score records (plugins/txltokens.h)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "scores.bin")
-        subprocess.run(["gst-launch-1.0", "-q", "filesrc", "location=" + log, "!",
-                        "txltokenizer", "model=" + common.MODEL, "!", "txlmodel",
-                        "model=" + common.MODEL, "!", "filesink", "location=" + out],
-                       check=True, capture_output=True,
-                       env=dict(os.environ, GST_PLUGIN_PATH=os.path.join(ROOT, "build", "plugins")))
-        with open(out, "rb") as f:
-            b = f.read()
+    """Each line's token ids under the model's tokenizer, by 1-based line."""
     ids = {}
-    for off in range(0, len(b) - 39, 40):
-        tid, _, line, _, _, _, _ = struct.unpack_from("<ifqQIIq", b, off)
+    for tid, _, line in token_records(log, common.MODEL):
         ids.setdefault(line, []).append(tid)
     return ids
 
