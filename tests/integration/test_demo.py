@@ -10,6 +10,7 @@ lines."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,10 +30,17 @@ def main():
         subprocess.run(['zstd', '-q', '-dc', os.path.join(ROOT, 'data', 'corpus', 'system.log.zst')],
                        stdout=f, check=True)
     env = dict(os.environ, TXL_BUILD_DIR=BUILD, TXL_NUM_THREADS='2')
-    p = subprocess.run([os.path.join(ROOT, 'tools', 'demo.sh'), log], capture_output=True,
-                       text=True, env=env, timeout=280 * SLOW)
-    out = p.stdout
-    check('demo.sh runs', p.returncode == 0, p.stderr[-2000:])
+    # its own process group: a timeout stops the pipeline it started too,
+    # which would otherwise go on writing into the build folder's demo/
+    p = subprocess.Popen([os.path.join(ROOT, 'tools', 'demo.sh'), log], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=280 * SLOW)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        err += '\n(timed out)'
+    check('demo.sh runs', p.returncode == 0, err[-2000:])
     if p.returncode != 0:
         return finish(tmp)
     check('it prints the pipeline it runs', 'gst-launch-1.0 filesrc location=' in out and
