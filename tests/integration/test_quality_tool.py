@@ -110,6 +110,29 @@ def test_either(tmp):
           '| Q95 x 1.75 | 3.3338 | 0.500 | 0.00 | 0.667 |' in out, out)
 
 
+def test_short_part(tmp):
+    """session-rule's short-session line: validation sessions of 10 lines
+    (bar 0.5 x 10 = 5), scores 0.1..2.0 (threshold 3.33375).  Test n1
+    (0.5, 10 lines) and n2 (1, 12) under both; a1 (4, 10) over the
+    threshold; a2 (1.5, 2 lines) under it but short: its level 5/2 = 2.5.
+    With the bar both anomalous sessions are flagged and lead the ranking."""
+    d = os.path.join(tmp, 'eval')
+    os.makedirs(d)
+    rows = ['key,label,split,lines,score,flagged,max_line,max_line_sum,max_token,mean,end_nll']
+    for i in range(1, 21):
+        rows.append('v%d,0,calibration,10,%g,0,1,1,1,%g,-1' % (i, i / 10, i / 10))
+    for key, lab, score, lines in (('n1', 0, 0.5, 10), ('n2', 0, 1, 12), ('a1', 1, 4, 10),
+                                   ('a2', 1, 1.5, 2)):
+        rows.append('%s,%d,test,%d,%g,0,1,1,1,%g,-1' % (key, lab, lines, score, score))
+    write_text(os.path.join(d, 'sessions.csv'), '\n'.join(rows) + '\n')
+    rc, out = run('session-rule', d, '--q', '0.95', '--margin', '0.75')
+    check('session-rule: the short-session bar and the sessions under it',
+          rc == 0 and 'short-session part: bar 5.0 lines; 1 test sessions under it (1 anomalous), '
+          '0 of them already above the threshold' in out, out)
+    check('session-rule: with the short-session part, both anomalous sessions flagged first',
+          'with it: recall 1.000, false alarms 0.00%, F1 1.000; AUROC of the level 1.0000' in out, out)
+
+
 def test_splits(tmp):
     d, blocks = slice_dir(tmp)
     log = os.path.join(d, hdfs.HDFS_LOG)
@@ -287,8 +310,8 @@ def test_novelty(tmp):
 
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
-    for t in (test_events, test_either, test_splits, test_replay, test_line_candidates,
-              test_novelty):
+    for t in (test_events, test_either, test_short_part, test_splits, test_replay,
+              test_line_candidates, test_novelty):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)

@@ -159,6 +159,26 @@ def cmd_session_rule(a):
               % judge(1, either))
         print("  either: AUROC %.4f, best F1 of any threshold %.3f" % (
             auroc([x for x, l in either if l], [x for x, l in either if not l]), best))
+        short_session_part(rows, val, judge)
+
+
+def short_session_part(rows, val, judge):
+    """The pipeline's short-session part (lib/anomaly/baseline.h) on a txl
+    eval run: the bar is half the 5th percentile of the validation
+    sessions' line counts; a test session's level is the larger of its
+    score over the rule in use (Q95 x 1.75) and the bar over its lines."""
+    thr = 1.75 * quantile(val, 0.95)
+    bar = 0.5 * quantile(sorted(int(r["lines"]) for r in rows if r["split"] == "calibration"), 0.05)
+    test = [r for r in rows if r["split"] == "test"]
+    under = [r for r in test if int(r["lines"]) < bar]
+    level = [(max(float(r["score"]) / thr, bar / max(int(r["lines"]), 1)), int(r["label"]))
+             for r in test]
+    print("  short-session part: bar %.1f lines; %d test sessions under it (%d anomalous), "
+          "%d of them already above the threshold" % (
+              bar, len(under), sum(int(r["label"]) for r in under),
+              sum(1 for r in under if float(r["score"]) > thr)))
+    print("  with it: recall %.3f, false alarms %.2f%%, F1 %.3f; AUROC of the level %.4f" % (
+        judge(1, level) + (auroc([x for x, l in level if l], [x for x, l in level if not l]),)))
 
 
 HDFS_LOG, HDFS_LABELS = "HDFS_loglead_dev.log", "HDFS_loglead_dev.block_labels.csv"

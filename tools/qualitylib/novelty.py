@@ -40,8 +40,11 @@ def record(keep, name, lines, lab):
             f.flush()
             recs, _, _ = score(f.name, learn=True, warmup=1000)
             ids = token_ids(f.name)
-        with open(path, "w") as f:
+        # whole or not at all: a run stopped here leaves no half file to
+        # be read again as records
+        with open(path + ".tmp", "w") as f:
             json.dump({"recs": recs, "lab": lab, "ids": {str(k): v for k, v in ids.items()}}, f)
+        os.replace(path + ".tmp", path)
     with open(path) as f:
         d = json.load(f)
     recs = d["recs"]
@@ -100,7 +103,11 @@ def above_median(x, ring):
 def rules(recs, ids_by_line):
     """Every rule's flags for one stream, and the index of its first judged
     line."""
-    first = next(i for i, r in enumerate(recs) if not r["warmup"]) - WARM
+    first = next((i for i, r in enumerate(recs) if not r["warmup"]), None)
+    if first is None:
+        raise SystemExit("novelty: a stream of %d lines ended in the warm-up (learning's 1,000 "
+                         "lines and the rule's %d): nothing was judged" % (len(recs), WARM))
+    first -= WARM
     for i, r in enumerate(recs):
         r["_gen0"] = i < first  # scored by the model file's weights
     skip = [r["_gen0"] for r in recs]
@@ -121,20 +128,26 @@ def rules(recs, ids_by_line):
 def streams(a):
     """(name, lines, labels) of the choice, table 2 and table 1 streams."""
     corpus = a.corpus or os.path.join(ROOT, "data", "corpus")
+    loghub = lambda n: os.path.join(a.loghub, n + "_2k.log")
+    missing = [loghub(n) for n in TABLE2_A + TABLE2_B if not os.path.exists(loghub(n))]
+    if missing:
+        raise SystemExit("novelty: the Loghub samples are not all there: %s" % ", ".join(missing))
 
     def corpus_log(name):
         plain = os.path.join(corpus, name + ".log")
         if os.path.exists(plain):
             return plain
+        if not os.path.exists(plain + ".zst"):
+            raise SystemExit("novelty: no %s(.zst) in the corpus folder %s" % (name + ".log", corpus))
         out = os.path.join(a.keep, name + ".log")
         if not os.path.exists(out):
-            with open(out, "wb") as f:
+            with open(out + ".tmp", "wb") as f:
                 subprocess.run(["zstd", "-q", "-dc", plain + ".zst"], stdout=f, check=True)
+            os.replace(out + ".tmp", out)
         return out
     for n in CHOICE:
         s, lab = injected_stream(corpus_log(n), [corpus_log(o) for o in CHOICE_OTHER], a.seed)
         yield "choice", n, s, lab
-    loghub = lambda n: os.path.join(a.loghub, n + "_2k.log")
     for names, others in ((TABLE2_A, TABLE2_B), (TABLE2_B, TABLE2_A)):
         for n in names:
             s, lab = injected_stream(loghub(n), [loghub(o) for o in others], a.seed)
@@ -148,20 +161,53 @@ def print_grid(choice):
     constants, on the choice streams: where its margin was chosen."""
     print("| Q | margin | floor | found | false alarms |")
     print("|---|---|---|---|---|")
+    ready = [(recs, lab) + rules(recs, ids) for recs, lab, ids in choice]
     for q in (0.9, 0.95, 0.99):
         for margin in (1.5, 2.0, 3.0, 4.0):
             for floor in (0.3, 1.0):
                 tp = fp = 0
-                for recs, lab, ids in choice:
-                    cur, start, nov = rules(recs, ids)
-                    cur = cur["current"]
+                for recs, lab, flags, start, nov in ready:
+                    cur = flags["current"]
                     by = over_window(nov, [r["_gen0"] for r in recs], stream_rule(margin, q, floor))
                     tp += sum(1 for i in range(start, len(recs)) if (cur[i] or by[i]) and lab[i])
                     fp += sum(1 for i in range(start, len(recs)) if (cur[i] or by[i]) and not lab[i])
                 print("| %.2f | %.1f | %.1f | %d | %d |" % (q, margin, floor, tp, fp))
 
 
+def print_demo(d):
+    """tools/demo.sh's run (its folder: real.log, scores.jsonl, injected.txt):
+    each put-in line's novelty and its rank among the other judged lines,
+    and what the first rule (current OR novelty, Q90, margin 3) flags."""
+    with open(os.path.join(d, "scores.jsonl")) as f:
+        recs = [json.loads(line) for line in f]
+    with open(os.path.join(d, "injected.txt")) as f:
+        put_in = {int(x) for x in f.read().split()}
+    ids = token_ids(os.path.join(d, "real.log"))
+    flags, start, nov = rules(recs, [ids.get(r["line"], []) for r in recs])
+    if any(f != r["flag"] for f, r in zip(flags["current"], recs)):
+        raise SystemExit("novelty: the current rule's replay differs from txlsink's flags")
+    normal = sorted((nov[i] for i in range(start, len(recs)) if recs[i]["line"] not in put_in),
+                    reverse=True)
+    print("%d judged lines besides the %d put in: novelty highest %.2f, median %.2f bits per token"
+          % (len(normal), len(put_in), normal[0], normal[len(normal) // 2]))
+    rule = "1: OR novelty rule"
+    for i in range(start, len(recs)):
+        if recs[i]["line"] in put_in:
+            print("line %d: novelty %.2f, %d other lines above it; flagged: current %s, %s %s" % (
+                recs[i]["line"], nov[i], sum(1 for x in normal if x > nov[i]),
+                flags["current"][i], rule, flags[rule][i]))
+    print("others flagged: current %d, %s %d" % tuple(
+        [sum(1 for i in range(start, len(recs)) if flags[k][i] and recs[i]["line"] not in put_in)
+         for k in ("current",)] + [rule] +
+        [sum(1 for i in range(start, len(recs)) if flags[rule][i] and recs[i]["line"] not in put_in)]))
+
+
 def cmd_novelty(a):
+    if a.demo:
+        print_demo(a.demo)
+        return
+    if not a.loghub or not a.keep:
+        raise SystemExit("novelty: give the Loghub samples' folder and --keep DIR (or --demo DIR)")
     os.makedirs(a.keep, exist_ok=True)
     if a.grid:
         for want in ("choice", "table 2"):
@@ -206,29 +252,24 @@ def cmd_novelty(a):
     print("| rule | choice: found / false alarms | table 2: found / false alarms | "
           "table 1: flagged, samples at <= 1% |")
     print("|---|---|---|---|")
-    for rule in tot_rules(tot):
+    for rule in dict.fromkeys(rule for _, rule in tot):
         c, t2, t1 = tot["choice", rule], tot["table 2", rule], tot["table 1", rule]
         print("| %s | %d / %d | %d / %d | %d, %d |" % (rule, c["found"], c["false alarms"], t2["found"],
                                                         t2["false alarms"], t1["flagged"],
                                                         t1["samples <= 1%"]))
 
 
-def tot_rules(tot):
-    seen = []
-    for _, rule in tot:
-        if rule not in seen:
-            seen.append(rule)
-    return seen
-
-
 def add_commands(sub):
     s = sub.add_parser("novelty")
-    s.add_argument("loghub", help="the Loghub 2k samples' folder")
+    s.add_argument("loghub", nargs="?", help="the Loghub 2k samples' folder")
     s.add_argument("--corpus", help="the corpus's folder (default: data/corpus, .log.zst)")
-    s.add_argument("--keep", required=True, metavar="DIR",
+    s.add_argument("--keep", metavar="DIR",
                    help="where each stream's records are kept (made once, read again)")
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--grid", action="store_true",
                    help="only the first rule's constants, on the choice streams (where its "
                    "margin was chosen) and on table 2's (read after its judgement)")
+    s.add_argument("--demo", metavar="DIR",
+                   help="instead, tools/demo.sh's run in DIR (build/demo): the novelty of the "
+                   "lines it puts in")
     s.set_defaults(func=cmd_novelty)
