@@ -57,6 +57,11 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      over it, on the corpus (choice), table
                                      2's and table 1's streams (docs/notes/
                                      2026-11-29-novelty.md)
+  tools/quality.py novelty --held-out data/held-out --keep DIR
+                                     the same, and today's rule, on logs of
+                                     software in neither the corpus nor
+                                     Loghub (docs/notes/2026-11-29-held-out-
+                                     logs.md)
   tools/quality.py session-rule DIR...
                                      the session rule's quantile and margin
                                      replayed on `txl eval -o DIR` runs

@@ -125,28 +125,49 @@ def rules(recs, ids_by_line):
     return out, judged_from, nov
 
 
+def plain_log(folder, name, keep):
+    """folder/name.log, or folder/name.log.zst unpacked into keep (once)."""
+    plain = os.path.join(folder, name + ".log")
+    if os.path.exists(plain):
+        return plain
+    if not os.path.exists(plain + ".zst"):
+        raise SystemExit("novelty: no %s(.zst) in %s" % (name + ".log", folder))
+    out = os.path.join(keep, name + ".log")
+    if not os.path.exists(out):
+        with open(out + ".tmp", "wb") as f:
+            subprocess.run(["zstd", "-q", "-dc", plain + ".zst"], stdout=f, check=True)
+        os.replace(out + ".tmp", out)
+    return out
+
+
 def streams(a):
-    """(name, lines, labels) of the choice, table 2 and table 1 streams."""
+    """(part, name, lines, labels) of the choice, table 2 and table 1
+    streams; with --held-out, of the held-out logs instead: injected with
+    lines of the other held-out logs ("new software") and of the corpus's
+    sshd, postfix and zookeeper ("known software"), and as table 1."""
     corpus = a.corpus or os.path.join(ROOT, "data", "corpus")
+    if a.held_out:
+        names = sorted(f.split(".")[0] for f in os.listdir(a.held_out) if ".log" in f)
+        if len(names) < 2:
+            raise SystemExit("novelty: %s holds fewer than two logs" % a.held_out)
+        logs = {n: plain_log(a.held_out, n, a.keep) for n in names}
+        known = [plain_log(corpus, o, a.keep) for o in CHOICE_OTHER]
+        for n in names:
+            if len(read_lines(logs[n])) < 3000:
+                raise SystemExit("novelty: %s has fewer than 3,000 lines" % logs[n])
+            s, lab = injected_stream(logs[n], [logs[o] for o in names if o != n], a.seed)
+            yield "new software", n, s, lab
+            s, lab = injected_stream(logs[n], known, a.seed)
+            yield "known software", n, s, lab
+            yield "table 1", n, read_lines(logs[n])[:2000], [0] * 2000
+        return
     loghub = lambda n: os.path.join(a.loghub, n + "_2k.log")
     missing = [loghub(n) for n in TABLE2_A + TABLE2_B if not os.path.exists(loghub(n))]
     if missing:
         raise SystemExit("novelty: the Loghub samples are not all there: %s" % ", ".join(missing))
-
-    def corpus_log(name):
-        plain = os.path.join(corpus, name + ".log")
-        if os.path.exists(plain):
-            return plain
-        if not os.path.exists(plain + ".zst"):
-            raise SystemExit("novelty: no %s(.zst) in the corpus folder %s" % (name + ".log", corpus))
-        out = os.path.join(a.keep, name + ".log")
-        if not os.path.exists(out):
-            with open(out + ".tmp", "wb") as f:
-                subprocess.run(["zstd", "-q", "-dc", plain + ".zst"], stdout=f, check=True)
-            os.replace(out + ".tmp", out)
-        return out
     for n in CHOICE:
-        s, lab = injected_stream(corpus_log(n), [corpus_log(o) for o in CHOICE_OTHER], a.seed)
+        s, lab = injected_stream(plain_log(corpus, n, a.keep),
+                                 [plain_log(corpus, o, a.keep) for o in CHOICE_OTHER], a.seed)
         yield "choice", n, s, lab
     for names, others in ((TABLE2_A, TABLE2_B), (TABLE2_B, TABLE2_A)):
         for n in names:
@@ -206,8 +227,9 @@ def cmd_novelty(a):
     if a.demo:
         print_demo(a.demo)
         return
-    if not a.loghub or not a.keep:
-        raise SystemExit("novelty: give the Loghub samples' folder and --keep DIR (or --demo DIR)")
+    if not (a.loghub or a.held_out) or not a.keep:
+        raise SystemExit("novelty: give the Loghub samples' folder or --held-out DIR, and --keep DIR "
+                         "(or --demo DIR)")
     os.makedirs(a.keep, exist_ok=True)
     if a.grid:
         for want in ("choice", "table 2"):
@@ -232,36 +254,40 @@ def cmd_novelty(a):
             else:
                 t["found"] += sum(1 for i in J if fl[i] and lab[i])
                 t["false alarms"] += sum(1 for i in J if fl[i] and not lab[i])
-        if part == "table 2":
+        if part != "table 1" and part != "choice":
             pos = [i for i in J if lab[i]]
             neg = [i for i in J if not lab[i]]
-            row = [name]
+            row = [name if part == "table 2" else "%s (%s)" % (name, part)]
             for v in ([judged(r) for r in recs], nov):
                 p, q = [v[i] for i in pos], [v[i] for i in neg]
                 row += [found_at_one_percent(p, q), auroc(p, q)]
             row += ["%d / %d" % (sum(1 for i in pos if flags[k][i]), sum(1 for i in neg if flags[k][i]))
                     for k in ("current", "1: OR novelty rule")]
             per_stream.append(row)
-    print("| table 2 stream | current | 1: OR novelty rule | at <= 1%, best threshold: "
+    print("| injected stream | current | 1: OR novelty rule | at <= 1%, best threshold: "
           "`worst` less 1/4 of the model file's / novelty | AUROC: the same two |")
     print("|---|---|---|---|---|")
     for n, fw, aw, fn, an, c, o in per_stream:
         print("| %s | %s | %s | %d / %d | %.3f / %.3f |" % (n, c, o, fw, fn, aw, an))
     print("| all | | | %d / %d | |" % (sum(r[1] for r in per_stream), sum(r[3] for r in per_stream)))
     print()
-    print("| rule | choice: found / false alarms | table 2: found / false alarms | "
-          "table 1: flagged, samples at <= 1% |")
-    print("|---|---|---|---|")
+    parts = [p for p in dict.fromkeys(p for p, _ in tot) if p != "table 1"]
+    print("| rule | %s | table 1: flagged, samples at <= 1%% |" %
+          " | ".join("%s: found / false alarms" % p for p in parts))
+    print("|---|" + "---|" * (len(parts) + 1))
     for rule in dict.fromkeys(rule for _, rule in tot):
-        c, t2, t1 = tot["choice", rule], tot["table 2", rule], tot["table 1", rule]
-        print("| %s | %d / %d | %d / %d | %d, %d |" % (rule, c["found"], c["false alarms"], t2["found"],
-                                                        t2["false alarms"], t1["flagged"],
-                                                        t1["samples <= 1%"]))
+        t1 = tot["table 1", rule]
+        print("| %s | %s | %d, %d |" % (rule, " | ".join(
+            "%d / %d" % (tot[p, rule]["found"], tot[p, rule]["false alarms"]) for p in parts),
+            t1["flagged"], t1["samples <= 1%"]))
 
 
 def add_commands(sub):
     s = sub.add_parser("novelty")
     s.add_argument("loghub", nargs="?", help="the Loghub 2k samples' folder")
+    s.add_argument("--held-out", metavar="DIR",
+                   help="instead of Loghub, the held-out logs (data/held-out: software in "
+                   "neither the corpus nor Loghub), injected and as table 1")
     s.add_argument("--corpus", help="the corpus's folder (default: data/corpus, .log.zst)")
     s.add_argument("--keep", metavar="DIR",
                    help="where each stream's records are kept (made once, read again)")
