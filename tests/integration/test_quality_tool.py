@@ -308,10 +308,50 @@ def test_novelty(tmp):
         novelty.WINDOW, novelty.WARM = 1000, 50
 
 
+def test_held_out_streams(tmp):
+    """novelty --held-out's streams: each held-out log injected with lines
+    of the others (new software) and of the corpus's sshd, postfix and
+    zookeeper (known software), then as table 1; a log too short to judge
+    is refused."""
+    import argparse
+    held, corpus, keep = (os.path.join(tmp, d) for d in ('held', 'corpus', 'keep'))
+    for d in (held, corpus, keep):
+        os.makedirs(d)
+    for name, n in (('aa', 3000), ('bb', 3100)):
+        with open(os.path.join(held, name + '.log'), 'w') as f:
+            f.write(''.join('%s x y %s-line %d\n' % (name, name, i) for i in range(n)))
+    for name in novelty.CHOICE_OTHER:
+        with open(os.path.join(corpus, name + '.log'), 'w') as f:
+            f.write(''.join('%s p q %s-known %d\n' % (name, name, i) for i in range(50)))
+    a = argparse.Namespace(held_out=held, corpus=corpus, keep=keep, seed=1, loghub=None)
+    got = list(novelty.streams(a))
+    check('held-out: three streams a log, in order',
+          [(p, n) for p, n, _, _ in got] == [(p, n) for n in ('aa', 'bb')
+                                              for p in ('new software', 'known software', 'table 1')],
+          [(p, n) for p, n, _, _ in got])
+    ok = True
+    for part, name, lines, lab in got:
+        other = {'new software': ('bb' if name == 'aa' else 'aa',), 'table 1': (),
+                 'known software': tuple(novelty.CHOICE_OTHER)}[part]
+        put = [l for l, y in zip(lines, lab) if y]
+        ok &= len(lines) == len(lab) and sum(1 for y in lab if not y) == (2000 if part == 'table 1' else 3000)
+        # whole lines of another log, or this log's first fields and another's message
+        ok &= all(any(o + '-' in l for o in other) for l in put) and (part == 'table 1') == (not put)
+        ok &= all(l.startswith(name) for l, y in zip(lines, lab) if not y)
+    check('held-out: injected lines come from the other logs, the rest is the log itself', ok)
+    with open(os.path.join(held, 'bb.log'), 'w') as f:
+        f.write('bb short\n' * 2999)
+    try:
+        list(novelty.streams(a))
+        check('held-out: a log under 3,000 lines is refused', False)
+    except SystemExit as e:
+        check('held-out: a log under 3,000 lines is refused', 'fewer than 3,000' in str(e), str(e))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
     for t in (test_events, test_either, test_short_part, test_splits, test_replay,
-              test_line_candidates, test_novelty):
+              test_line_candidates, test_novelty, test_held_out_streams):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)
