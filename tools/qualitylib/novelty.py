@@ -258,18 +258,18 @@ def cmd_novelty(a):
             pos = [i for i in J if lab[i]]
             neg = [i for i in J if not lab[i]]
             row = [name if part == "table 2" else "%s (%s)" % (name, part)]
-            for v in ([judged(r) for r in recs], nov):
+            for v in ([judged(r) for r in recs], nov, [r["worst"] for r in recs]):
                 p, q = [v[i] for i in pos], [v[i] for i in neg]
                 row += [found_at_one_percent(p, q), auroc(p, q)]
             row += ["%d / %d" % (sum(1 for i in pos if flags[k][i]), sum(1 for i in neg if flags[k][i]))
                     for k in ("current", "1: OR novelty rule")]
             per_stream.append(row)
     print("| injected stream | current | 1: OR novelty rule | at <= 1%, best threshold: "
-          "`worst` less 1/4 of the model file's / novelty | AUROC: the same two |")
+          "`worst` less 1/4 of the model file's / novelty / plain `worst` | AUROC: the same three |")
     print("|---|---|---|---|---|")
-    for n, fw, aw, fn, an, c, o in per_stream:
-        print("| %s | %s | %s | %d / %d | %.3f / %.3f |" % (n, c, o, fw, fn, aw, an))
-    print("| all | | | %d / %d | |" % (sum(r[1] for r in per_stream), sum(r[3] for r in per_stream)))
+    for n, fw, aw, fn, an, fp, ap, c, o in per_stream:
+        print("| %s | %s | %s | %d / %d / %d | %.3f / %.3f / %.3f |" % (n, c, o, fw, fn, fp, aw, an, ap))
+    print("| all | | | %d / %d / %d | |" % tuple(sum(r[k] for r in per_stream) for k in (1, 3, 5)))
     print()
     parts = [p for p in dict.fromkeys(p for p, _ in tot) if p != "table 1"]
     print("| rule | %s | table 1: flagged, samples at <= 1%% |" %
