@@ -16,7 +16,9 @@
 #
 # For experiments that need logs the model has never seen, EXCLUDE names
 # corpus sources to leave out (e.g. EXCLUDE="apache2 nginx"); the bundled
-# model is made without it.
+# model is made without it. SCRAMBLE=P passes --scramble P to
+# tools/corpus/mix.py (docs/notes/2026-11-29-copying.md); the bundled model
+# is made without it.
 #
 # Deterministic: the same build, inputs and TXL_NUM_THREADS give the same
 # file.  About 17 minutes on 2 cores.
@@ -42,7 +44,7 @@ done
 ./tools/corpus/fail2ban.sh "$tmp/src"
 rm -f "$tmp/src/fail2ban.copyright"
 /usr/bin/python3 tools/loggen.py --lines 4000 --seed 101 > "$tmp/src/synthetic.log"
-/usr/bin/python3 tools/corpus/mix.py "$tmp/train.log" "$tmp/val.log" \
+/usr/bin/python3 tools/corpus/mix.py ${SCRAMBLE:+--scramble "$SCRAMBLE"} "$tmp/train.log" "$tmp/val.log" \
   $(ls "$tmp"/src/*.log | LC_ALL=C sort)
 TXL_NUM_THREADS=${TXL_NUM_THREADS:-2} build/tools/txl train -o "$tmp/model.gguf" \
   --val "$tmp/val.log" --tokenizer bpe --vocab 1024 --normalize \
