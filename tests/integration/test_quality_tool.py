@@ -339,6 +339,20 @@ def test_held_out_streams(tmp):
         ok &= all(any(o + '-' in l for o in other) for l in put) and (part == 'table 1') == (not put)
         ok &= all(l.startswith(name) for l, y in zip(lines, lab) if not y)
     check('held-out: injected lines come from the other logs, the rest is the log itself', ok)
+    # records kept with another model are not read as the bundled one's
+    # (the model's id set here: no txl runs)
+    import json
+    novelty._MODEL_IDS[common.MODEL] = 'this'
+    with open(os.path.join(keep, 'r.json'), 'w') as f:
+        json.dump({'recs': [], 'lab': [], 'ids': {}, 'model': 'another'}, f)
+    try:
+        novelty.record(keep, 'r', [], [])
+        check('held-out: records of another model refused', False)
+    except SystemExit as e:
+        check('held-out: records of another model refused', 'another model' in str(e), str(e))
+    with open(os.path.join(keep, 'r.json'), 'w') as f:
+        json.dump({'recs': [], 'lab': [], 'ids': {}, 'model': novelty.model_id()}, f)
+    check('held-out: records of this model read', novelty.record(keep, 'r', [], []) == ([], [], []))
     with open(os.path.join(held, 'bb.log'), 'w') as f:
         f.write('bb short\n' * 2999)
     try:

@@ -30,6 +30,19 @@ def token_ids(log):
     return ids
 
 
+_MODEL_IDS = {}
+
+
+def model_id():
+    """The model file's id (`txl info`), kept in each record: records made
+    with another model are not read as this one's."""
+    if common.MODEL not in _MODEL_IDS:
+        info = subprocess.run([common.TXL, "info", common.MODEL], check=True,
+                              capture_output=True, text=True).stdout
+        _MODEL_IDS[common.MODEL] = json.loads(info)["model_id"]
+    return _MODEL_IDS[common.MODEL]
+
+
 def record(keep, name, lines, lab):
     """txl score --learn's records of the lines, their labels and token ids,
     kept as keep/name.json (made once)."""
@@ -43,10 +56,15 @@ def record(keep, name, lines, lab):
         # whole or not at all: a run stopped here leaves no half file to
         # be read again as records
         with open(path + ".tmp", "w") as f:
-            json.dump({"recs": recs, "lab": lab, "ids": {str(k): v for k, v in ids.items()}}, f)
+            json.dump({"recs": recs, "lab": lab, "ids": {str(k): v for k, v in ids.items()},
+                       "model": model_id()}, f)
         os.replace(path + ".tmp", path)
     with open(path) as f:
         d = json.load(f)
+    # (records kept before 2026-11-29's held-out logs name no model)
+    if d.get("model", model_id()) != model_id():
+        raise SystemExit("novelty: %s was recorded with another model than %s: give another "
+                         "--keep folder" % (path, common.MODEL))
     recs = d["recs"]
     return recs, d["lab"], [d["ids"].get(str(r["line"]), []) for r in recs]
 
@@ -147,7 +165,7 @@ def streams(a):
     sshd, postfix and zookeeper ("known software"), and as table 1."""
     corpus = a.corpus or os.path.join(ROOT, "data", "corpus")
     if a.held_out:
-        names = sorted(f.split(".")[0] for f in os.listdir(a.held_out) if ".log" in f)
+        names = sorted({f.split(".")[0] for f in os.listdir(a.held_out) if ".log" in f})
         if len(names) < 2:
             raise SystemExit("novelty: %s holds fewer than two logs" % a.held_out)
         logs = {n: plain_log(a.held_out, n, a.keep) for n in names}
