@@ -17,8 +17,9 @@
 # For experiments that need logs the model has never seen, EXCLUDE names
 # corpus sources to leave out (e.g. EXCLUDE="apache2 nginx"); the bundled
 # model is made without it. SCRAMBLE=P passes --scramble P to
-# tools/corpus/mix.py (docs/notes/2026-11-29-copying.md); the bundled model
-# is made without it.
+# tools/corpus/mix.py and STEPS=N trains N steps instead of 2,400
+# (docs/notes/2026-11-29-copying.md); the bundled model is made without
+# either.
 #
 # Deterministic: the same build, inputs and TXL_NUM_THREADS give the same
 # file.  About 17 minutes on 2 cores.
@@ -50,7 +51,7 @@ TXL_NUM_THREADS=${TXL_NUM_THREADS:-2} build/tools/txl train -o "$tmp/model.gguf"
   --val "$tmp/val.log" --tokenizer bpe --vocab 1024 --normalize \
   --layers 4 --d-model 256 --heads 8 --d-head 32 --d-inner 1024 \
   --mem-len 128 --segment 64 --batch 16 --dropout 0.1 \
-  --steps 2400 --warmup 150 --lr 1e-3 --min-lr 1e-4 --seed 1 \
+  --steps "${STEPS:-2400}" --warmup 150 --lr 1e-3 --min-lr 1e-4 --seed 1 \
   --eval-every 600 --eval-tokens 60000 --checkpoint-every 0 --log-every 200 \
   "$tmp/train.log"
 mkdir -p "$(dirname "$OUT")"
