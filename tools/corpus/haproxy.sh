@@ -20,8 +20,18 @@ backend() { # port
 }
 backend 18081; B1=$LASTPID
 backend 18082
-# a backend that accepts and never answers
-bg sh -c 'while :; do nc -l 127.0.0.1 18084 >/dev/null 2>&1 < /dev/null; done'
+# a backend that accepts and never answers (one process, so that the
+# cleanup stops it whole)
+bg python3 -c '
+import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 18084))
+s.listen(64)
+held = []
+while True:
+    held.append(s.accept()[0])
+'
 wait_port 18081; wait_port 18082
 cat > "$WORK/haproxy.cfg" <<CFG
 global
