@@ -362,10 +362,30 @@ def test_held_out_streams(tmp):
         check('held-out: a log under 3,000 lines is refused', 'fewer than 3,000' in str(e), str(e))
 
 
+def test_scramble(tmp):
+    """mix.py --scramble (docs/notes/2026-11-29-copying.md): a word of 4 or
+    more letters is replaced the same way throughout its block, keeping its
+    length and capitals; shorter words, digits and punctuation stay."""
+    import random
+    sys.path.insert(0, os.path.join(os.path.dirname(QUALITY), 'corpus'))
+    import mix
+    block = ['Proxy web stopped: conns 12', 'proxy Proxy web', 'Stopped again 7']
+    got = mix.scramble(block, 1.0, random.Random(3))
+    w = [l.split() for l in got]
+    check('scramble: every long word replaced, the same way in the block',
+          w[0][0] == w[1][1] and w[0][0] != 'Proxy' and w[1][0] != 'proxy' and
+          w[0][2].rstrip(':') != 'stopped' and w[2][1] != 'again', got)
+    check('scramble: length and capitals kept, short words and numbers untouched',
+          [len(x) for x in w[0]] == [5, 3, 8, 5, 2] and w[0][0][0].isupper() and w[1][0][0].islower()
+          and w[0][1] == 'web' and w[0][4] == '12' and w[2][2] == '7' and w[0][2].endswith(':'), got)
+    check('scramble: probability 0 changes nothing', mix.scramble(block, 0.0, random.Random(3)) == block)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
     for t in (test_events, test_either, test_short_part, test_splits, test_replay,
-              test_line_candidates, test_novelty, test_held_out_streams):
+              test_line_candidates, test_novelty, test_held_out_streams,
+              test_scramble):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)

@@ -49,7 +49,12 @@ def main():
     args = sys.argv[1:]
     p = 0.0
     if args[:1] == ["--scramble"]:
-        p, args = float(args[1]), args[2:]
+        try:
+            p, args = float(args[1]), args[2:]
+        except (IndexError, ValueError):
+            p = -1.0
+        if not 0.0 <= p <= 1.0:
+            sys.exit("mix.py: --scramble takes a probability from 0 to 1")
     if len(args) < 3:
         sys.exit(__doc__)
     out_train, out_val, files = args[0], args[1], args[2:]

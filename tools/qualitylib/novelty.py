@@ -165,6 +165,8 @@ def streams(a):
     sshd, postfix and zookeeper ("known software"), and as table 1."""
     corpus = a.corpus or os.path.join(ROOT, "data", "corpus")
     if a.held_out:
+        if not os.path.isdir(a.held_out):
+            raise SystemExit("novelty: --held-out %s is not a folder" % a.held_out)
         names = sorted({f.split(".")[0] for f in os.listdir(a.held_out) if ".log" in f})
         if len(names) < 2:
             raise SystemExit("novelty: %s holds fewer than two logs" % a.held_out)
@@ -200,9 +202,9 @@ def print_grid(part, streams_of_part):
     constants, on one part's streams: found / false alarms on injected
     streams, lines flagged (of the last 1,000) and samples at <= 1% on
     table 1's.  Its margin was chosen on the choice streams' grid."""
-    print("| Q | margin | floor | %s |" % ("flagged, samples at <= 1%" if part == "table 1"
+    print("| Q | margin | floor | %s |" % ("flagged | samples at <= 1%" if part == "table 1"
                                         else "found | false alarms"))
-    print("|---|---|---|---|" + ("" if part == "table 1" else "---|"))
+    print("|---|---|---|---|---|")
     ready = [(recs, lab) + rules(recs, ids) for recs, lab, ids in streams_of_part]
     for q in (0.9, 0.95, 0.98, 0.99):
         for margin in (0.0, 1.0, 1.5, 2.0, 3.0, 4.0):
