@@ -62,6 +62,10 @@ logs, and regenerates the tables of docs/quality-logs.md.
                                      software in neither the corpus nor
                                      Loghub (docs/notes/2026-11-29-held-out-
                                      logs.md)
+  tools/quality.py repeats DIR...     the line rule with a burst of one kind
+                                     of line flagged once, replayed on
+                                     `novelty --keep` records (docs/notes/
+                                     2026-11-29-repeats.md)
   tools/quality.py session-rule DIR...
                                      the session rule's quantile and margin
                                      replayed on `txl eval -o DIR` runs
@@ -74,7 +78,7 @@ learning is measured); the label-free rule is lib/anomaly/baseline.h's,
 re-played here only by `rule`, to see its constants' neighbours."""
 import argparse
 
-from qualitylib import common, hdfs, hdfs_live, inject, loghub, novelty
+from qualitylib import common, hdfs, hdfs_live, inject, loghub, novelty, repeats
 
 
 def main():
@@ -82,7 +86,7 @@ def main():
                                 formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--model", default=common.MODEL, help="model file (default: the bundled one)")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for m in (loghub, inject, hdfs, hdfs_live, novelty):
+    for m in (loghub, inject, hdfs, hdfs_live, novelty, repeats):
         m.add_commands(sub)
     a = p.parse_args()
     common.MODEL = a.model
