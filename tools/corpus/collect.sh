@@ -5,12 +5,13 @@
 # a private config, drives traffic and faults, stops it), then compress each
 # source's log with zstd -19 into data/corpus/<source>.log.zst.
 #
-#   tools/corpus/collect.sh [--held-out] [RAWDIR] [SOURCE...]
+#   tools/corpus/collect.sh [--held-out | --held-out-2] [RAWDIR] [SOURCE...]
 #
 # RAWDIR (default /tmp/txl-corpus-raw) receives the uncompressed logs.
 # --held-out collects instead the logs of software that is in neither the
 # corpus nor Loghub, into data/held-out/: judging data, never trained on
-# (data/held-out/README.md).
+# (data/held-out/README.md). --held-out-2 collects a second such set, of
+# other software, into data/held-out-2/ (data/held-out-2/README.md).
 # Must run as root (packages, users, daemons). Takes about 10 minutes.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +21,10 @@ SOURCES="zookeeper tomcat10 nginx apache2 postgresql redis memcached squid sshd 
 if [ "${1:-}" = --held-out ]; then
     DEST=held-out
     SOURCES="named haproxy mosquitto slapd"
+    shift
+elif [ "${1:-}" = --held-out-2 ]; then
+    DEST=held-out-2
+    SOURCES="freeradius rsyncd cups unbound"
     shift
 fi
 RAW=${1:-/tmp/txl-corpus-raw}
