@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target: the tokenizer and baseline states that snapshots carry.
- * The first byte picks the tokenizer (byte, word, BPE, BPE with field
- * normalisation) or the baseline; the rest is the state.  A state that is
+/* libFuzzer target: the tokenizer, baseline and repeats states that
+ * snapshots carry.  The first byte picks the tokenizer (byte, word, BPE,
+ * BPE with field normalisation), the baseline, or (0xf0 and over) the
+ * kinds of line flagged lately; the rest is the state.  A state that is
  * accepted must then work: text goes through the restored encoder, values
- * through the restored baseline. */
+ * through the restored baseline, lines through the restored repeats. */
 #include "baseline.h"
+#include "repeats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -60,11 +62,37 @@ encoder_case(const TxlTokenizer *tok, const uint8_t *data, size_t size)
   txl_encoder_free(e);
 }
 
+static void
+repeats_case(const uint8_t *data, size_t size)
+{
+  TxlReader r;
+  txl_reader_init_data(&r, data, size);
+  TxlRepeats rp;
+  if (!txl_repeats_get(&r, &rp) || !txl_reader_done(&r))
+    return;
+  /* accepted: saved back as it came, then lines of every kind go on */
+  GByteArray *b = g_byte_array_new();
+  txl_repeats_put(b, &rp);
+  if (b->len != size || memcmp(b->data, data, size) != 0)
+    abort();
+  g_byte_array_unref(b);
+  for (int i = 0; i < 300; i++) {
+    const char *line = sample + i % (sizeof sample - 1);
+    txl_repeats_line(&rp, line, strlen(line) % 40, i % 3 != 0);
+    if (rp.n > TXL_REPEAT_HORIZON + 1)
+      abort();
+  }
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   if (size < 1)
     return 0;
+  if (data[0] >= 0xf0) {
+    repeats_case(data + 1, size - 1);
+    return 0;
+  }
   int which = data[0] % 4;
   data++;
   size--;

@@ -368,8 +368,17 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   double worst = txl_line_worst(sc); /* what is judged (lib/anomaly/lines.h) */
   double anomaly = NAN;
   gboolean warm = FALSE;
-  gboolean flag = judge(self, l, sc, threshold, &anomaly, &warm);
+  gboolean rule_flag = judge(self, l, sc, threshold, &anomaly, &warm);
   gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
+  /* by the stream's rule, a burst of one kind of line is flagged once
+   * (lib/anomaly/repeats.h; the whole line, a record's fields too, as
+   * txl score reads it); a non-finite score always is */
+  gboolean flag = rule_flag;
+  if (by_stream && self->have_text)
+    flag = txl_repeats_line(&self->repeats, l->text->str, l->text->len,
+                            rule_flag) ||
+           (rule_flag && !isfinite(worst));
+  gboolean repeat = rule_flag && !flag;
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
@@ -381,6 +390,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   g_string_append_printf(o, ", \"flag\": %s", flag ? "true" : "false");
   if (by_stream)
     g_string_append_printf(o, ", \"warmup\": %s", warm ? "true" : "false");
+  if (repeat)
+    g_string_append(o, ", \"repeat\": true");
   if (by_stream && l->has_meta)
     txl_line_append_ref_json(o, sc, l->meta_ref); /* as txl score */
   if (sc->nonfinite)
@@ -419,6 +430,7 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "ppl", G_TYPE_DOUBLE, exp(mean),
       "nonfinite", G_TYPE_UINT, sc->nonfinite,
       "flag", G_TYPE_BOOLEAN, flag,
+      "repeat", G_TYPE_BOOLEAN, repeat,
       "warmup", G_TYPE_BOOLEAN, warm,
       "text", G_TYPE_STRING, text,
       "latency", GST_TYPE_CLOCK_TIME, line_latency(self), NULL);
@@ -481,6 +493,7 @@ reset_lines(GstTxlSink *self)
   self->closed_upto = 0;
   self->text_line = 1;
   self->have_text = FALSE;
+  txl_repeats_init(&self->repeats);
   self->last_pts = GST_CLOCK_TIME_NONE;
 }
 

@@ -84,6 +84,8 @@ struct _GstTxlSink {
   gint64 closed_upto;  /* every line up to this one is complete */
   gint64 text_line;    /* line of the next text byte */
   gboolean have_text;  /* the stream carries text metas */
+  TxlRepeats repeats;  /* stream mode with text: kinds flagged lately, a
+                        * burst of one kind reported once */
   GstClockTime last_pts;
   /* snapshots: the state above is also read by txlmodel's queries, maybe
    * from another thread (recursive: a signal handler may ask for one) */

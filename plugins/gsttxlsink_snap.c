@@ -4,10 +4,11 @@
  * that a resumed stream writes what an uninterrupted one would. */
 #include "gsttxlsink.h"
 
-#define STATE_VERSION 4u /* 2: line scores of lib/anomaly/lines.h,
+#define STATE_VERSION 5u /* 2: line scores of lib/anomaly/lines.h,
                           * 3: their metas' flags, 4: their metas' model
                           * file's cost (older: none, judged by the worst
-                          * part alone) */
+                          * part alone), 5: the kinds flagged lately
+                          * (older: none) */
 
 #include <math.h>
 
@@ -43,6 +44,7 @@ gst_txl_sink_save_state(GstTxlSink *self)
     txl_put_u32(b, l->meta_flags);
     txl_put_f64(b, l->meta_ref);
   }
+  txl_repeats_put(b, &self->repeats);
   return g_byte_array_free_to_bytes(b);
 }
 
@@ -97,6 +99,10 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
       r.ok = FALSE;
     prev = l->line;
   }
+  TxlRepeats repeats;
+  txl_repeats_init(&repeats);
+  if (version > 4)
+    txl_repeats_get(&r, &repeats);
   if (!txl_reader_done(&r))
     goto bad;
   if (self->baseline) {
@@ -127,6 +133,7 @@ restore_state(GstTxlSink *self, GBytes *state, gboolean apply, GError **error)
   self->closed_upto = closed;
   self->text_line = text_line;
   self->have_text = have_text;
+  self->repeats = repeats;
   return TRUE;
 bad:
   g_queue_clear_full(&lines, gst_txl_sink_line_free);

@@ -7,5 +7,6 @@
 #include "baseline.h"
 #include "lines.h"
 #include "reference.h"
+#include "repeats.h"
 
 #endif

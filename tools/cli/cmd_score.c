@@ -218,7 +218,7 @@ print_line(TextScore *t, const Line *l)
                          ", \"tokens\": %" G_GINT64_FORMAT
                          ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
   txl_line_append_json(o, s);
-  gboolean warm = FALSE, flag = FALSE;
+  gboolean warm = FALSE, flag = FALSE, shown;
   double ref = NAN;
   if (t->flag_bpb > 0) {
     flag = txl_line_flag(s, t->flag_bpb);
@@ -234,10 +234,16 @@ print_line(TextScore *t, const Line *l)
       ref = line_ref(t, l);
       warm = !txl_baseline_judge(t->recent, txl_line_judged(s, ref), &flag);
     }
-    t->flagged += flag;
+    /* a burst of one kind of line is flagged once (lib/anomaly/repeats.h);
+     * a non-finite score always is */
+    shown = txl_repeats_line(&t->repeats, l->text->str, l->text->len, flag) ||
+            (flag && !isfinite(txl_line_worst(s)));
+    t->flagged += shown;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
-                           flag ? "true" : "false", warm ? "true" : "false");
+                           shown ? "true" : "false", warm ? "true" : "false");
+    if (flag && !shown)
+      g_string_append(o, ", \"repeat\": true");
     txl_line_append_ref_json(o, s, ref);
   }
   if (s->nonfinite)
@@ -247,6 +253,7 @@ print_line(TextScore *t, const Line *l)
   txl_json_append_string(o, l->text->str, l->text->len);
   g_string_append(o, "}\n");
   fputs(o->str, stdout);
+  /* the rule's own flag: a repeat stays out of learning too */
   if (t->learner)
     learn_line(t, l, flag);
 }
@@ -349,6 +356,18 @@ learn_save(TextScore *t)
   return g_bytes_new_take(b, n);
 }
 
+/* The kinds flagged lately (section "score-repeats"); refused when no
+ * stream of lines could have written them. */
+static void
+repeats_restore(TextScore *t, GBytes *state)
+{
+  TxlReader r;
+  txl_reader_init(&r, state);
+  if (!txl_repeats_get(&r, &t->repeats) || !txl_reader_done(&r))
+    g_set_error_literal(&t->c.error, TXL_ERROR, TXL_ERROR_FORMAT,
+                        "snapshot section score-repeats: malformed");
+}
+
 static void
 learn_restore(TextScore *t, GBytes *state)
 {
@@ -389,6 +408,10 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
       GBytes *rs = g_hash_table_lookup(loaded, "score-recent");
       if (rs)
         txl_baseline_restore(t->recent, rs, &t->c.error);
+      /* the kinds flagged lately (absent before 2026-11-29: none) */
+      GBytes *ks = g_hash_table_lookup(loaded, "score-repeats");
+      if (ks && !t->c.error)
+        repeats_restore(t, ks);
       if (!t->c.error && ls)
         learn_restore(t, ls);
     }
@@ -428,6 +451,9 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
     g_hash_table_insert(sect, "tokenizer", txl_encoder_save(enc));
     g_hash_table_insert(sect, "score-text", txl_score_state_save(t));
     g_hash_table_insert(sect, "score-recent", txl_baseline_save(t->recent));
+    GByteArray *kb = g_byte_array_new();
+    txl_repeats_put(kb, &t->repeats);
+    g_hash_table_insert(sect, "score-repeats", g_byte_array_free_to_bytes(kb));
     if (t->learner)
       g_hash_table_insert(sect, "learner", learn_save(t));
     txl_scorer_save_full(t->c.scorer, save, t->c.snap_opts, sect, NULL,
@@ -752,6 +778,7 @@ txl_cmd_score(int argc, char **argv)
   txl_score_lines_init(&t);
   t.recent = txl_baseline_new(TXL_BASELINE_MAD, TXL_STREAM_RULE_WINDOW,
                               TXL_STREAM_RULE_WARMUP, 0, NULL);
+  txl_repeats_init(&t.repeats);
   gboolean ok = FALSE;
   GHashTable *loaded = NULL;
   t.c.scorer = open_scorer(&t, m, &o, segment, ids, load_snap, &loaded);

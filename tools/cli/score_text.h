@@ -50,6 +50,8 @@ typedef struct {
   TxlLearner *learner;
   const char *learn_out; /* the adapted model file, rewritten per round */
   TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
+  TxlRepeats repeats;    /* kinds of line flagged lately: a burst of one
+                          * kind is reported once (lib/anomaly/repeats.h) */
   TxlLineRef *ref;       /* the model file's cost of a line, which a judged
                           * line's score is taken relative to */
   int gen;               /* adapted weights in use (0: none yet) */
