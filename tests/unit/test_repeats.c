@@ -85,14 +85,6 @@ TU_TEST("/repeats/many-kinds", test_many_kinds)
   }
 }
 
-static GBytes *
-save(const TxlRepeats *r)
-{
-  GByteArray *b = g_byte_array_new();
-  txl_repeats_put(b, r);
-  return g_byte_array_free_to_bytes(b);
-}
-
 /* Resumed from its bytes, a run reports exactly what the uninterrupted
  * one does; bytes no run could write are refused, the target untouched. */
 TU_TEST("/repeats/state", test_state)
@@ -102,7 +94,9 @@ TU_TEST("/repeats/state", test_state)
   feed(&a, "x 1", 5, FALSE);
   feed(&a, "burst 1", 3, TRUE);
   feed(&a, "other 1", 2, TRUE);
-  GBytes *st = save(&a);
+  GByteArray *saved = g_byte_array_new();
+  txl_repeats_put(saved, &a);
+  GBytes *st = g_byte_array_free_to_bytes(saved);
   TxlReader rd;
   txl_reader_init(&rd, st);
   g_assert_true(txl_repeats_get(&rd, &b));
