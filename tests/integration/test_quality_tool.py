@@ -18,7 +18,7 @@ from checks import check, finish, write_text
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUALITY = os.path.join(HERE, '..', '..', 'tools', 'quality.py')
 sys.path.insert(0, os.path.dirname(QUALITY))
-from qualitylib import common, hdfs, hdfs_live, inject, novelty  # noqa: E402  (the tool's functions)
+from qualitylib import common, hdfs, hdfs_live, inject, novelty, repeats  # noqa: E402  (the tool's functions)
 
 # an HDFS-like line: date, time, thread, level, component, message
 A = '081109 2036%02d 1 INFO dfs.DataNode: Receiving block %s src: /10.0.0.1:1'
@@ -381,11 +381,62 @@ def test_scramble(tmp):
     check('scramble: probability 0 changes nothing', mix.scramble(block, 0.0, random.Random(3)) == block)
 
 
+def test_repeats(tmp):
+    """repeats (docs/notes/2026-11-29-repeats.md): what a kind is, a burst
+    as one alert, and the totals over kept records, worked out by hand."""
+    import json
+    check('repeats: a kind masks runs of hex digits that hold a digit',
+          repeats.kind('Link-1N01 ok 0x1f dead beef12 at 12:00') == 'Link-#N# ok #x# dead # at #:#')
+    recs = [{'text': t} for t in ('a 1', 'a 2', 'b 1', 'a 3', 'x', 'a 4', 'a 5')]
+    got = repeats.without_repeats(recs, [True, True, True, True, False, False, True], horizon=3)
+    # a 2 and a 3 repeat a 1 (a 3 within 3 lines of a 2, a repeat too);
+    # a 5 is 3 lines after a 3: still the burst
+    check('repeats: a burst flagged once, a repeat remembered',
+          got == [True, False, True, False, False, False, False], got)
+    got = repeats.without_repeats(recs, [True, False, False, False, False, False, True], horizon=3)
+    check('repeats: the kind flags again after the horizon', got[6] is True, got)
+
+    # kept records: 60 lines (10 of learning's warm-up), the rule's flags
+    # recorded as txl score writes them
+    def stream(costly, lab=None):
+        rs = []
+        for i in range(70):
+            rs.append({'line': i + 1, 'warmup': i < 10, 'worst': 1.0 + (i % 7) * 0.01,
+                       'text': 'normal %d' % i})
+        for i in costly:
+            rs[i]['worst'], rs[i]['text'] = 9.0, 'odd %d' % i
+        for r, f in zip(rs, inject.replay([dict(r, _gen0=r['warmup']) for r in rs], 0.9, 1.5, 0.3,
+                                          warm=repeats.WARM)):
+            r['flag'] = f
+        return {'recs': rs, 'lab': lab or [0] * 70, 'ids': {}}
+    keep = os.path.join(tmp, 'keep')
+    os.makedirs(keep)
+    lab = [1 if i in (66, 68) else 0 for i in range(70)]
+    for name, d in (('table1-x', stream([61, 62, 63])), ('newsoftware-x', stream([64, 66, 68], lab))):
+        with open(os.path.join(keep, name + '.json'), 'w') as f:
+            json.dump(d, f)
+    rc, out = run('repeats', keep)
+    # table 1: 3 flagged, 1 without repeats; injected: the odd lines 64
+    # (normal), 66 and 68 (injected) flagged, only 64 without repeats
+    check('repeats: the totals of the current rule and R',
+          rc == 0 and '| current | 3 / 1 of 1 | 2 of 2 / 1 of' in out and
+          '| R (repeats) | 1 / 1 of 1 | 0 of 2 / 1 of' in out, out)
+    rc, out = run('repeats', os.path.join(tmp, 'nothing'))
+    check('repeats: a folder without records refused', rc != 0 and 'no records' in out, out)
+    d = stream([61])
+    d['recs'][61]['flag'] = False
+    with open(os.path.join(keep, 'table1-y.json'), 'w') as f:
+        json.dump(d, f)
+    rc, out = run('repeats', keep)
+    check('repeats: records the current rule does not replay refused',
+          rc != 0 and 'differs' in out, out)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='txl-quality-tool-')
     for t in (test_events, test_either, test_short_part, test_splits, test_replay,
               test_line_candidates, test_novelty, test_held_out_streams,
-              test_scramble):
+              test_scramble, test_repeats):
         sub = os.path.join(tmp, t.__name__)
         os.makedirs(sub)
         t(sub)

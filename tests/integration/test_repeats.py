@@ -21,6 +21,8 @@ ROOT = os.path.join(HERE, '..', '..')
 MODEL = os.path.join(ROOT, 'models', 'default.gguf')
 TXL = os.environ.get('TXL_BIN', os.path.join(ROOT, 'build', 'tools', 'txl'))
 HORIZON = 100  # TXL_REPEAT_HORIZON
+sys.path.insert(0, os.path.join(ROOT, 'tools'))
+from qualitylib import repeats as replayed  # noqa: E402  (quality.py's replay of the rule)
 
 
 def normal(n, seed):
@@ -84,6 +86,9 @@ def main():
     check('the kind flags again after %d lines without it' % HORIZON,
           by[again[0]]['flag'] is True and all(by[n].get('repeat') for n in again[1:]),
           [(n, by[n]['flag'], by[n].get('repeat')) for n in again])
+    raw = [r['flag'] or r.get('repeat', False) for r in rs]
+    check('quality.py repeats replays the rule as txl score applies it',
+          replayed.without_repeats(rs, raw) == [r['flag'] for r in rs])
     flagged = sum(r['flag'] for r in rs)
     check('the summary counts the lines reported flagged',
           '%d lines flagged' % flagged in err, (flagged, err[-300:]))
