@@ -14,7 +14,7 @@ ninja -C build-san
 # every test but those that run the system's gst-launch-1.0 with our
 # (instrumented) plugin: they need the ASan runtime preloaded, and
 # GStreamer's own exit-time allocations are not ours to report
-launch='test_txlsink test_pipelines_net test_snapshot_pipeline test_sessions_snapshot_pipeline test_txlsessions test_txld test_txld_hostile test_line_scores test_learn_pipeline test_old_snapshots test_session_rule test_sessions_learn test_syslog_clients test_records test_journal test_alerts test_txljson test_ingest test_otlp_sdk test_alert_retry test_default_model test_demo' # these run the system gst-launch-1.0 (or gst-plugin-scanner)
+launch='test_txlsink test_bursts test_pipelines_net test_snapshot_pipeline test_sessions_snapshot_pipeline test_txlsessions test_txld test_txld_hostile test_line_scores test_learn_pipeline test_old_snapshots test_session_rule test_sessions_learn test_syslog_clients test_records test_journal test_alerts test_txljson test_ingest test_otlp_sdk test_alert_retry test_default_model test_demo' # these run the system gst-launch-1.0 (or gst-plugin-scanner)
 tests=$(meson test -C build-san --list 2>/dev/null | grep -E '^test_[a-z0-9_]+$' |
         grep -vxE "$(echo $launch | tr ' ' '|')")
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
