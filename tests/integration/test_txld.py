@@ -237,7 +237,7 @@ def check_metrics(d, names):
         if l and not l.startswith('#'):
             k, v = l.rsplit(' ', 1)
             values[k] = float(v)
-    need = ['tokens_total', 'lines_total', 'anomalies_total', 'perplexity',
+    need = ['tokens_total', 'lines_total', 'anomalies_total', 'repeats_total', 'perplexity',
             'tokens_per_second', 'state_memory_bytes', 'seconds_since_snapshot',
             'restarts_total', 'snapshots_total', 'up']
     missing = ['txld_pipeline_%s{pipeline="%s"}' % (m, n) for n in names for m in need

@@ -230,7 +230,7 @@ recent_json(TxldDaemon *d, const char *only, guint limit)
 typedef enum { M_TOKENS, M_LINES, M_ANOMALIES, M_PPL, M_RATE, M_STATE,
                M_SINCE, M_SNAPSHOTS, M_RESTARTS, M_ENDS, M_ERRORS, M_UP,
                M_ALERTS_SENT, M_ALERTS_FAILED, M_ALERTS_DROPPED, M_ALERTS_RETRIES,
-               M_LEARN, M_SESSIONS, M_SESSION_ANOMALIES,
+               M_LEARN, M_SESSIONS, M_SESSION_ANOMALIES, M_REPEATS,
                N_METRICS } Metric; /* in the order of metrics[] */
 
 static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
@@ -253,6 +253,7 @@ static const struct { const char *name, *type, *help; } metrics[N_METRICS] = {
   { "txld_pipeline_learn_rounds", "gauge", "Rounds of learning on the stream whose weights took over in the pipeline's txlmodel and txlsessions learn=true elements (restored streams count from their start)." },
   { "txld_pipeline_sessions_total", "counter", "Sessions txlsessions ended and judged." },
   { "txld_pipeline_session_anomalies_total", "counter", "Sessions flagged as anomalies (score over its threshold, or far shorter than the stream's)." },
+  { "txld_pipeline_repeats_total", "counter", "Lines over the bar that repeat the kind of a line flagged within the last 100 lines: a burst is one anomaly and one alert, its other lines count here." },
 };
 
 static void
@@ -420,6 +421,7 @@ metrics_text(TxldDaemon *d)
       case M_LEARN: v = p->learn_rounds; break;
       case M_SESSIONS: v = p->sessions; break;
       case M_SESSION_ANOMALIES: v = p->session_anomalies; break;
+      case M_REPEATS: v = p->repeats; break;
       default: break;
       }
       g_mutex_unlock(&p->lock);

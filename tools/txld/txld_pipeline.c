@@ -108,7 +108,8 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
   guint64 bytes = 0;
   double nll = NAN, ppl = NAN, bpb = NAN, worst = NAN, anomaly = NAN;
   guint nonfinite = 0;
-  gboolean flag = FALSE;
+  gboolean flag = FALSE, repeat = FALSE;
+  gst_structure_get_boolean(s, "repeat", &repeat);
   gst_structure_get(s, "line", G_TYPE_INT64, &line, "tokens", G_TYPE_INT64,
                     &tokens, "bytes", G_TYPE_UINT64, &bytes, "nll",
                     G_TYPE_DOUBLE, &nll, "ppl", G_TYPE_DOUBLE, &ppl, "bpb",
@@ -146,6 +147,7 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
   }
   TxldLine *r = &p->ring[p->ring_count++ % TXLD_RING_LINES];
   *r = (TxldLine){ now, line, ppl, bpb, flag };
+  p->repeats += repeat;
   if (flag) {
     p->anomalies++;
     TxldAnomaly *a =

@@ -86,6 +86,7 @@ struct TxldPipeline {
   GMutex lock;
   FILE *output;
   guint64 tokens, lines, anomalies, snapshots, restores;
+  guint64 repeats; /* lines the rule flagged within a burst of their kind */
   guint64 sessions, session_anomalies; /* ended and flagged (txlsessions) */
   double last_ppl, last_bpb;
   gint64 last_snapshot_us;      /* monotonic, 0: none yet */
