@@ -372,13 +372,11 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
   gboolean by_stream = self->mode == TXL_THRESHOLD_STREAM;
   /* by the stream's rule, a burst of one kind of line is flagged once
    * (lib/anomaly/repeats.h; the whole line, a record's fields too, as
-   * txl score reads it); a non-finite score always is */
-  gboolean flag = rule_flag;
+   * txl score reads it) */
+  gboolean flag = rule_flag, repeat = FALSE;
   if (by_stream && self->have_text)
-    flag = txl_repeats_line(&self->repeats, l->text->str, l->text->len,
-                            rule_flag) ||
-           (rule_flag && !isfinite(worst));
-  gboolean repeat = rule_flag && !flag;
+    flag = txl_repeats_report(&self->repeats, l->text->str, l->text->len, sc,
+                              rule_flag, &repeat);
 
   GString *o = g_string_new(NULL);
   g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"

@@ -2,6 +2,7 @@
 /* Repeats of a flagged kind of line (repeats.h). */
 #include "repeats.h"
 
+#include <math.h>
 #include <string.h>
 
 void
@@ -68,6 +69,16 @@ txl_repeats_line(TxlRepeats *r, const char *text, gsize len,
   r->kind[r->n] = k;
   r->at[r->n++] = now;
   return TRUE;
+}
+
+gboolean
+txl_repeats_report(TxlRepeats *r, const char *text, gsize len,
+                   const TxlLineScore *s, gboolean flagged, gboolean *repeat)
+{
+  gboolean shown = txl_repeats_line(r, text, len, flagged) ||
+                   (flagged && !isfinite(txl_line_worst(s)));
+  *repeat = flagged && !shown;
+  return shown;
 }
 
 void

@@ -15,6 +15,7 @@
 #define TXL_REPEATS_H
 
 #include "bytes.h"
+#include "lines.h"
 #include "txl.h"
 
 #define TXL_REPEAT_HORIZON 100
@@ -35,6 +36,13 @@ guint64 txl_line_kind(const char *text, gsize len);
  * FALSE for a repeat. */
 gboolean txl_repeats_line(TxlRepeats *r, const char *text, gsize len,
                           gboolean flagged);
+/* What `txl score` and txlsink report for a line the stream's rule judged
+ * (flagged: its flag): txl_repeats_line's flag, except that a line with a
+ * non-finite score is always flagged (lines.h); *repeat: flagged by the
+ * rule, reported as a repeat. */
+gboolean txl_repeats_report(TxlRepeats *r, const char *text, gsize len,
+                            const TxlLineScore *s, gboolean flagged,
+                            gboolean *repeat);
 
 /* Snapshot fields (little-endian, lib/formats/bytes.h); get refuses (FALSE,
  * r->ok too) what no stream of lines could produce. */

@@ -5,16 +5,19 @@ txlmodel ! txlsink` flag a burst's first line and mark the others
 `"repeat": true`, not flagged; the same kind flags again after 100 lines
 without it; both agree line for line; and a run cut inside the burst and
 resumed from a snapshot in a new process (txl score, and the pipeline)
-writes what the uninterrupted one does.  The bundled model, lines of
+writes what the uninterrupted one does; a snapshot whose kinds are
+malformed is refused by name.  The bundled model, lines of
 tools/loggen.py with bursts of lines it never writes."""
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
 
 from checks import check, tally
 from gstlaunch import ENV, cut_and_resume, run as gst_run, through, whole_run
+from test_snapshot_limits import Snap  # a snapshot taken apart and put back
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, '..', '..')
@@ -101,6 +104,26 @@ def main():
         rc2, o2, e2 = score(['--load-snapshot', snap], data[cut:])
         check('txl score cut in the burst and resumed: the same rows',
               rc1 == 0 and rc2 == 0 and rows(o1) + rows(o2) == rs, (e1 + e2)[-300:])
+        # the snapshot's kinds (section score-repeats: u64 lines, u32 kinds)
+        # claiming more kinds than there are slots: refused by name, the
+        # file left as it was
+        s = Snap(snap)
+        printed = len(rows(o1))
+        # a section: its name, u64 size, then its bytes
+        name = s.raw.find(b'score-repeats')
+        at = name + len('score-repeats') + 8
+        if check('the snapshot holds the kinds after the lines printed', name > 0 and
+                 struct.unpack_from('<QQ', s.raw, at - 8) ==
+                 (12 + 16 * struct.unpack_from('<I', s.raw, at + 8)[0], printed),
+                 s.raw[name:name + 40]):
+            bad = os.path.join(tmp, 'bad.snap')
+            struct.pack_into('<I', s.raw, at + 8, HORIZON + 2)
+            s.write(bad)
+            before = open(bad, 'rb').read()
+            rc3, o3, e3 = score(['--load-snapshot', bad], data[cut:])
+            check('a malformed score-repeats section refused, the file kept',
+                  rc3 == 1 and 'score-repeats: malformed' in e3 and not o3 and
+                  open(bad, 'rb').read() == before, (rc3, e3[-300:]))
 
         # the pipeline: the same marks as txl score
         def launch(src, out, snap=None, extra=''):

@@ -4,6 +4,7 @@
  * could have written refused. */
 #include "repeats.h"
 
+#include <math.h>
 #include <string.h>
 #include "tu_test.h"
 
@@ -67,6 +68,28 @@ TU_TEST("/repeats/burst", test_burst)
   g_assert_cmpint(feed(&r, "quiet kind 2", 1, TRUE), ==, 1);
   g_assert_cmpuint(r.lines, ==, 10 + 50 + 1 + 1 + TXL_REPEAT_HORIZON - 1 + 1 +
                    TXL_REPEAT_HORIZON + 1 + 3 + 1);
+}
+
+/* What txl score and txlsink report: a repeat, unless its score is not
+ * finite (such a line is always flagged, lines.h). */
+TU_TEST("/repeats/report", test_report)
+{
+  TxlRepeats r;
+  txl_repeats_init(&r);
+  TxlLineAcc ok, broken;
+  txl_line_acc_init(&ok);
+  txl_line_acc_init(&broken);
+  txl_line_acc_add(&ok, 9.0, 4);
+  txl_line_acc_add(&broken, NAN, 4);
+  gboolean repeat;
+  g_assert_true(txl_repeats_report(&r, "err 1", 5, &ok.s, TRUE, &repeat));
+  g_assert_false(repeat);
+  g_assert_false(txl_repeats_report(&r, "err 2", 5, &ok.s, TRUE, &repeat));
+  g_assert_true(repeat);
+  g_assert_true(txl_repeats_report(&r, "err 3", 5, &broken.s, TRUE, &repeat));
+  g_assert_false(repeat);
+  g_assert_false(txl_repeats_report(&r, "fine 1", 6, &ok.s, FALSE, &repeat));
+  g_assert_false(repeat);
 }
 
 /* A different kind on every line, all flagged: each is an alert, and the

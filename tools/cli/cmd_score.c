@@ -218,7 +218,7 @@ print_line(TextScore *t, const Line *l)
                          ", \"tokens\": %" G_GINT64_FORMAT
                          ", \"bytes\": %zu, ", l->line, s->tokens, l->bytes);
   txl_line_append_json(o, s);
-  gboolean warm = FALSE, flag = FALSE, shown;
+  gboolean warm = FALSE, flag = FALSE, shown, repeat = FALSE;
   double ref = NAN;
   if (t->flag_bpb > 0) {
     flag = txl_line_flag(s, t->flag_bpb);
@@ -234,15 +234,14 @@ print_line(TextScore *t, const Line *l)
       ref = line_ref(t, l);
       warm = !txl_baseline_judge(t->recent, txl_line_judged(s, ref), &flag);
     }
-    /* a burst of one kind of line is flagged once (lib/anomaly/repeats.h);
-     * a non-finite score always is */
-    shown = txl_repeats_line(&t->repeats, l->text->str, l->text->len, flag) ||
-            (flag && !isfinite(txl_line_worst(s)));
+    /* a burst of one kind of line is flagged once (lib/anomaly/repeats.h) */
+    shown = txl_repeats_report(&t->repeats, l->text->str, l->text->len, s,
+                               flag, &repeat);
     t->flagged += shown;
     t->warm += warm;
     g_string_append_printf(o, ", \"flag\": %s, \"warmup\": %s",
                            shown ? "true" : "false", warm ? "true" : "false");
-    if (flag && !shown)
+    if (repeat)
       g_string_append(o, ", \"repeat\": true");
     txl_line_append_ref_json(o, s, ref);
   }
