@@ -156,7 +156,7 @@ parse_opts(Opts *o, int argc, char **argv)
     { "key", 'k', 0, G_OPTION_ARG_STRING, &o->key_re, "Regex whose match is a line's session key (default: HDFS block id blk_-?[0-9]+)", "REGEX" },
     { "key-group", 0, 0, G_OPTION_ARG_INT, &o->key_group, "Capture group of the key (default 0: the whole match)", "N" },
     { "train-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o->train_fraction, "Sessions (by first line) in the training part (default 0.5)", "F" },
-    { "calib-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o->calib_fraction, "Last fraction of the training part's normal sessions kept for the threshold (default 0.2)", "F" },
+    { "calib-fraction", 0, 0, G_OPTION_ARG_DOUBLE, &o->calib_fraction, "Last fraction of the training part's sessions kept to validate and set the thresholds (default 0.2)", "F" },
     { "model", 'm', 0, G_OPTION_ARG_FILENAME, &o->model_path, "Score with this model instead of training one (it must have been trained on the training part)", "MODEL" },
     { "score", 0, 0, G_OPTION_ARG_STRING, &o->score, "Session score: mean (default: mean NLL per token), max-line, max-line-sum, max-token", "KIND" },
     { "margin", 0, 0, G_OPTION_ARG_STRING, &o->margin_s, "The threshold is the validation scores' 95th percentile x (1 + M) (default 0.75, chosen on a development split of the HDFS slice: docs/anomaly.md)", "M" },
@@ -171,10 +171,11 @@ parse_opts(Opts *o, int argc, char **argv)
   };
   g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(GOptionContext) ctx = txl_cmd_options("LOG",
-    "Train on the normal sessions of the first part of a labelled log,\n"
-    "calibrate a threshold on held-out normal sessions, score the rest one\n"
-    "stream per session, and report precision, recall, F1 and AUROC per\n"
-    "session and per line (docs/anomaly.md).",
+    "Train on the sessions of the first part of a log without reading their\n"
+    "labels (the most surprising tenth left out), set the thresholds on its\n"
+    "last sessions, score the rest one stream per session, and judge them\n"
+    "with the labels: precision, recall, F1 and AUROC per session and per\n"
+    "line (docs/anomaly.md).",
     entries);
   train_options_add_entries(ctx, &o->train, keep);
   if (!txl_cmd_parse("txl eval", ctx, NULL, &argc, &argv))
