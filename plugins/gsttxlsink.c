@@ -405,8 +405,8 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
     g_string_append(o, "null");
   g_string_append(o, "}\n");
   gboolean ok = put_out(self, o->str, o->len);
-  g_string_free(o, TRUE);
   if (!ok) {
+    g_string_free(o, TRUE);
     GST_OBJECT_LOCK(self);
     gchar *where = g_strdup(self->location ? self->location : "stdout");
     GST_OBJECT_UNLOCK(self);
@@ -434,6 +434,10 @@ write_line(GstTxlSink *self, Line *l, gdouble threshold)
       "latency", GST_TYPE_CLOCK_TIME, line_latency(self), NULL);
   if (fields)
     gst_structure_set(s, "fields", GST_TYPE_STRUCTURE, fields, NULL);
+  /* the handlers get the line as written too (txld's output): one writer */
+  g_string_truncate(o, o->len - 1); /* its '\n' */
+  gst_structure_set(s, "json", G_TYPE_STRING, o->str, NULL);
+  g_string_free(o, TRUE);
   g_signal_emit(self, signals[GST_TXL_SINK_LINE_SCORED], 0, s);
   gst_structure_free(s);
   GST_OBJECT_LOCK(self);

@@ -424,6 +424,12 @@ def configure(tmp, conf, state):
         'restart-delay = 0.2\n' % SNAP_TOKENS))
     write(os.path.join(conf, 'ref.conf'),
           file_conf(os.path.join(tmp, 'ab.log'), os.path.join(state, 'ref.jsonl')))
+    # the default line rule, txlsink writing its own file: txld's output
+    # must be that file's lines with the time added
+    write(os.path.join(conf, 'own.conf'), file_conf(
+        os.path.join(tmp, 'ab.log'), os.path.join(state, 'own.jsonl'),
+        'txltokenizer model={m} ! txlmodel model={m} ! txlsink location=' +
+        os.path.join(state, 'own-sink.jsonl')))
     x.sport = free_port()
     x.sout = os.path.join(state, 'sess.jsonl')
     write(os.path.join(conf, 'sess.conf'), tcp_conf(
@@ -471,6 +477,15 @@ def first_life(x):
           len(ref) == len(A) + len(B) and
           wait_for(lambda: d.pipeline('ref')['state'] == 'finished'),
           (len(ref), d.pipeline('ref')['state']))
+
+    own = wait_rows(os.path.join(state, 'own.jsonl'), len(A) + len(B))
+    wait_for(lambda: d.pipeline('own')['state'] == 'finished')
+    sink = rows(os.path.join(state, 'own-sink.jsonl'))
+    check("output: txlsink's own lines, each with the time added",
+          len(own) == len(A) + len(B) and
+          all(isinstance(r.get('time'), float) and 'warmup' in r for r in own) and
+          [{k: v for k, v in r.items() if k != 'time'} for r in own] == sink,
+          (len(own), len(sink), own[:1], sink[:1]))
 
     s = connect(x.port)
     send_lines(s, A)

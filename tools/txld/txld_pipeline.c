@@ -96,27 +96,36 @@ write_output(TxldPipeline *p, GString *o)
   g_string_free(o, TRUE);
 }
 
+/* txlsink's JSON object for a line or a session (the signals' "json"),
+ * with the time it was scored added before its closing brace, appended to
+ * `output` (under the pipeline's lock). */
+static void
+append_output(TxldPipeline *p, const char *json, gint64 now_us)
+{
+  gsize n = strlen(json);
+  if (n == 0 || json[n - 1] != '}')
+    return;
+  GString *o = g_string_new_len(json, (gssize)n - 1);
+  g_string_append_printf(o, ", \"time\": %.6f}\n", now_us / 1e6);
+  write_output(p, o);
+}
+
 /* txlsink's line-scored signal, on its streaming thread: counts, the
- * ring the live page plots, and the line appended to `output` in
- * txlsink's own JSON format (txlsink's location is truncated at every
+ * ring the live page plots, and the line appended to `output` as txlsink
+ * wrote it, with the time (txlsink's location is truncated at every
  * start; this file survives restarts). */
 static void
 on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
 {
   TxldPipeline *p = data;
   gint64 line = 0, tokens = 0;
-  guint64 bytes = 0;
-  double nll = NAN, ppl = NAN, bpb = NAN, worst = NAN, anomaly = NAN;
-  guint nonfinite = 0;
+  double ppl = NAN, bpb = NAN, worst = NAN;
   gboolean flag = FALSE, repeat = FALSE;
   gst_structure_get_boolean(s, "repeat", &repeat);
   gst_structure_get(s, "line", G_TYPE_INT64, &line, "tokens", G_TYPE_INT64,
-                    &tokens, "bytes", G_TYPE_UINT64, &bytes, "nll",
-                    G_TYPE_DOUBLE, &nll, "ppl", G_TYPE_DOUBLE, &ppl, "bpb",
-                    G_TYPE_DOUBLE, &bpb, "worst", G_TYPE_DOUBLE, &worst,
-                    "nonfinite", G_TYPE_UINT, &nonfinite, "anomaly",
-                    G_TYPE_DOUBLE, &anomaly, "flag", G_TYPE_BOOLEAN, &flag,
-                    NULL);
+                    &tokens, "ppl", G_TYPE_DOUBLE, &ppl, "bpb", G_TYPE_DOUBLE,
+                    &bpb, "worst", G_TYPE_DOUBLE, &worst, "flag",
+                    G_TYPE_BOOLEAN, &flag, NULL);
   const char *text = gst_structure_get_string(s, "text");
   gint64 now = g_get_real_time();
   GstClockTime latency = GST_CLOCK_TIME_NONE;
@@ -165,35 +174,9 @@ on_line_scored(GstElement *sink, GstStructure *s, gpointer data)
     if (fields)
       gst_structure_free(fields);
   }
-  if (p->output) {
-    GString *o = g_string_new(NULL);
-    g_string_append_printf(o, "{\"line\": %" G_GINT64_FORMAT ", \"tokens\": %"
-                           G_GINT64_FORMAT ", \"bytes\": %" G_GUINT64_FORMAT
-                           ", ", line, tokens, bytes);
-    /* a line without tokens, or with a non-finite score, has null
-     * numbers: the output stays RFC 8259 JSON */
-    const double none = NAN;
-    g_string_append(o, "\"nll\": ");
-    txl_json_append_double(o, "%.6f", tokens > 0 ? nll : none);
-    g_string_append(o, ", \"ppl\": ");
-    txl_json_append_double(o, "%.6g", tokens > 0 ? ppl : none);
-    g_string_append(o, ", \"bpb\": ");
-    txl_json_append_double(o, "%.6f", tokens > 0 ? bpb : none);
-    g_string_append(o, ", \"worst\": ");
-    txl_json_append_double(o, "%.6f", tokens > 0 ? worst : none);
-    g_string_append(o, ", \"anomaly\": ");
-    txl_json_append_double(o, "%.6f", tokens > 0 ? anomaly : none);
-    if (nonfinite)
-      g_string_append_printf(o, ", \"nonfinite\": %u", nonfinite);
-    g_string_append_printf(o, ", \"flag\": %s, \"time\": %.6f, \"text\": ",
-                           flag ? "true" : "false", now / 1e6);
-    if (text)
-      txl_json_append_string(o, text, strlen(text));
-    else
-      g_string_append(o, "null");
-    g_string_append(o, "}\n");
-    write_output(p, o);
-  }
+  const char *json = gst_structure_get_string(s, "json");
+  if (p->output && json)
+    append_output(p, json, now);
   g_mutex_unlock(&p->lock);
 }
 
@@ -233,12 +216,8 @@ on_session_scored(GstElement *sink, GstStructure *s, gpointer data)
       txld_alert_send_session(c->alertmanager, c->webhook, &a, p->alerts);
     }
   }
-  if (p->output && json && g_str_has_suffix(json, "}")) {
-    /* "time" added as on the scored lines, before the closing brace */
-    GString *o = g_string_new_len(json, (gssize)strlen(json) - 1);
-    g_string_append_printf(o, ", \"time\": %.6f}\n", now / 1e6);
-    write_output(p, o);
-  }
+  if (p->output && json)
+    append_output(p, json, now);
   g_mutex_unlock(&p->lock);
 }
 
