@@ -179,6 +179,13 @@ def check_nonfinite(tmp):
                          for r in broken), rows[:2])
     check('txl score: a non-finite score fails the run, with a message',
           rc == 1 and 'not finite' in err, (rc, err))
+    for extra in ([], ['--learn', '--learn-warmup', '4']):
+        rc, out, err = run([TXL, 'score', '-m', model] + extra + [log])
+        rows, bad = strict_rows(out)
+        broken = [r for r in rows if r.get('nonfinite')]
+        check('txl score %s: non-finite lines flagged, warm-up included' % ' '.join(extra),
+              rc == 1 and not bad and broken and any(r['warmup'] for r in broken) and
+              all(r['flag'] is True for r in broken), (rc, rows[:2]))
     rc, out, err = run([TXL, 'score', '-m', model, '--ids'], b'2 3 4 5 6 7 2 3 0 4')
     rows, bad = strict_rows(out)
     check('txl score --ids: strict JSON, null log-probs, exit 1',

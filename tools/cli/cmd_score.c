@@ -234,6 +234,9 @@ print_line(TextScore *t, const Line *l)
       ref = line_ref(t, l);
       warm = !txl_baseline_judge(t->recent, txl_line_judged(s, ref), &flag);
     }
+    /* a non-finite score is flagged, warm-up included (as txlsink does):
+     * it must never pass for a normal line */
+    flag |= s->tokens > 0 && !isfinite(txl_line_worst(s));
     /* a burst of one kind of line is flagged once (lib/anomaly/repeats.h) */
     shown = txl_repeats_report(&t->repeats, l->text->str, l->text->len, s,
                                flag, &repeat);
