@@ -123,3 +123,29 @@ txl_fail(GError **error, int code, const char *fmt, ...)
   g_free(msg);
   return FALSE;
 }
+
+gboolean
+txl_path_replaceable(const char *path, GError **error)
+{
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT)
+      return TRUE; /* a new file (a missing folder fails when it is made) */
+    int e = errno;
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", path,
+                g_strerror(e));
+    return FALSE;
+  }
+  if (S_ISREG(st.st_mode))
+    return TRUE;
+  g_set_error(error, TXL_ERROR, TXL_ERROR_IO,
+              "%s: not a regular file (%s): a file written here would "
+              "replace it", path,
+              S_ISDIR(st.st_mode)    ? "a directory"
+              : S_ISCHR(st.st_mode)  ? "a character device"
+              : S_ISBLK(st.st_mode)  ? "a block device"
+              : S_ISFIFO(st.st_mode) ? "a FIFO"
+              : S_ISSOCK(st.st_mode) ? "a socket"
+                                     : "not a file");
+  return FALSE;
+}

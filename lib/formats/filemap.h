@@ -24,6 +24,12 @@ int txl_open_nonblock(const char *path, GError **error);
 char *txl_read_small_file(const char *path, const char *what, gsize max,
                           gsize *len, GError **error);
 
+/* Whether an atomic write (a temporary beside path, then rename) may put
+ * a file at path: nothing there yet, or a regular file.  A device, FIFO,
+ * socket or directory is refused with an error naming it: renaming over
+ * /dev/null as root would replace the device with a file. */
+gboolean txl_path_replaceable(const char *path, GError **error);
+
 /* Sets error (TXL_ERROR, code) to the formatted message and returns FALSE,
  * so that a parser can end a check with `return txl_fail(...)`: the GGUF
  * reader, the BPE loader and the Hugging Face config reader each kept a

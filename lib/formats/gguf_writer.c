@@ -6,6 +6,7 @@
  * nothing.  Everything the writer accepts is something the strict reader
  * accepts too. */
 #include "bytes.h"
+#include "filemap.h"
 #include "freeeach.h"
 #include "gguf.h"
 
@@ -503,6 +504,8 @@ gguf_writer_write(GgufWriter *w, const char *path, GError **error)
                 w->error);
     return FALSE;
   }
+  if (!txl_path_replaceable(path, error))
+    return FALSE;
   /* A temporary in the same directory, so rename() stays atomic.  Mode
    * 0666 goes through the umask, as a plain creat() would. */
   g_autofree char *tmp = g_strconcat(path, ".XXXXXX", NULL);

@@ -559,6 +559,8 @@ find_weights(const char *dir, char **st_path, GError **error)
 static gboolean
 write_checked(GgufWriter *w, const char *out_path, GError **error)
 {
+  if (!txl_path_replaceable(out_path, error))
+    return FALSE;
   g_autofree char *tmp = g_strconcat(out_path, ".check-XXXXXX", NULL);
   int fd = g_mkstemp(tmp);
   if (fd < 0) {

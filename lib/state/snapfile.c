@@ -128,6 +128,8 @@ txl_snapfile_write_atomic(const char *path, const guint8 *data, gsize len,
                           GError **error)
 {
   g_autofree char *tmp = NULL;
+  if (!txl_path_replaceable(path, error))
+    return FALSE;
   int fd = create_locked_temp(path, &tmp, error);
   if (fd < 0)
     return FALSE;

@@ -137,6 +137,13 @@ txl_cmd_bench(int argc, char **argv)
     entries);
   if (!txl_cmd_parse("txl bench", ctx, &model_path, &argc, &argv))
     return 2;
+  /* the peak run holds three N x N matrices of floats: 4096 is 192 MiB */
+  if (peak_n < 16 || peak_n > 4096 || segments < 0 || threads < 0 ||
+      threads > 256) {
+    fprintf(stderr, "txl bench: --peak-size takes 16 to 4096, --segments a "
+                    "count >= 0 (0: about 3 s worth), --threads 0 to 256\n");
+    return 2;
+  }
   g_autoptr(GError) err = NULL;
   gboolean hidden = memory && !strcmp(memory, "hidden");
   if (memory && !hidden && strcmp(memory, "kv") != 0) {

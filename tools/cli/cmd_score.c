@@ -185,8 +185,11 @@ learn_line(TextScore *t, const Line *l, gboolean flag)
             "%.1f s)\n", st.rounds, l->line, st.steps, st.loss_first,
             st.loss_last, st.seconds);
     if (t->learn_out &&
-        !txl_learner_write_model(t->learner, t->learn_out, &err))
+        !txl_learner_write_model(t->learner, t->learn_out, &err)) {
+      /* scoring goes on; the run fails at its end */
       fprintf(stderr, "txl score: %s: %s\n", t->learn_out, err->message);
+      t->learn_out_failed = TRUE;
+    }
   } else if (err) {
     fprintf(stderr, "txl score: %s; scoring goes on with the last good "
             "weights\n", err->message);
@@ -571,6 +574,11 @@ report(TextScore *t, gboolean ok, gboolean ids, const char *path)
                 ids ? "" : ", their lines marked \"nonfinite\" (and flagged)");
     ok = FALSE;
   }
+  if (ok && t->learn_out_failed) {
+    g_set_error(&t->c.error, TXL_ERROR, TXL_ERROR_IO, "the adapted model "
+                "could not be written to %s (above)", t->learn_out);
+    ok = FALSE;
+  }
   if (!ok) {
     fprintf(stderr, "txl score: %s%s%s\n", path[0] == '-' ? "" : path,
             path[0] == '-' ? "" : ": ", t->c.error->message);
@@ -630,7 +638,7 @@ static gboolean
 check_learn(gboolean learn, int warmup, double seconds, const char *out,
             gboolean ids)
 {
-  if (!learn && (warmup || seconds != 0 || out)) {
+  if (!learn && (warmup != -1 || seconds != 0 || out)) {
     fprintf(stderr, "txl score: --learn-warmup, --learn-warmup-seconds and "
                     "--learn-model go with --learn\n");
     return FALSE;
@@ -644,8 +652,16 @@ check_learn(gboolean learn, int warmup, double seconds, const char *out,
     fprintf(stderr, "txl score: --learn learns from text, not --ids\n");
     return FALSE;
   }
-  if (warmup < 0) {
-    fprintf(stderr, "txl score: --learn-warmup takes a number of lines\n");
+  g_autoptr(GError) err = NULL;
+  g_autofree char *dir = out ? g_path_get_dirname(out) : NULL;
+  if (out && (!txl_path_replaceable(out, &err) ||
+              !g_file_test(dir, G_FILE_TEST_IS_DIR))) {
+    fprintf(stderr, "txl score: --learn-model: %s\n",
+            err ? err->message : "its folder does not exist");
+    return FALSE;
+  }
+  if (warmup == 0 || warmup < -1) {
+    fprintf(stderr, "txl score: --learn-warmup takes a number of lines >= 1\n");
     return FALSE;
   }
   return TRUE;
@@ -675,7 +691,7 @@ txl_cmd_score(int argc, char **argv)
   double flag_bpb = 0;
   g_autofree char *save_snap = NULL, *load_snap = NULL, *snap_prec = NULL;
   gboolean learn = FALSE;
-  int learn_warmup = 0;
+  int learn_warmup = -1; /* the learner's default */
   double learn_seconds = 0;
   g_autofree char *learn_out = NULL;
   GOptionEntry entries[] = {
@@ -730,7 +746,7 @@ txl_cmd_score(int argc, char **argv)
     fprintf(stderr, "txl score: at most one input FILE\n");
     return 2;
   }
-  if (flag_bpb < 0) {
+  if (!(flag_bpb >= 0 && isfinite(flag_bpb))) {
     fprintf(stderr, "txl score: --flag-bpb takes a positive number\n");
     return 2;
   }

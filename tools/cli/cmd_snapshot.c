@@ -97,8 +97,9 @@ cmd_bench(int argc, char **argv)
       txl_cmd_options("- snapshot size and speed", NULL, entries);
   if (!txl_cmd_parse("txl snapshot bench", ctx, &model_path, &argc, &argv))
     return 2;
-  if (after < 1) {
-    fprintf(stderr, "txl snapshot bench: --after takes a count >= 1\n");
+  if (after < 1 || after > 1 << 20) {
+    fprintf(stderr, "txl snapshot bench: --after takes a count from 1 to "
+                    "1048576\n");
     return 2;
   }
   g_autoptr(GError) err = NULL;

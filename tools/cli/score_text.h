@@ -49,6 +49,7 @@ typedef struct {
   /* --learn (docs/learning.md) */
   TxlLearner *learner;
   const char *learn_out; /* the adapted model file, rewritten per round */
+  gboolean learn_out_failed; /* a round's model could not be written */
   TxlBaseline *recent;   /* scores of recent unflagged lines: the threshold */
   TxlRepeats repeats;    /* kinds of line flagged lately: a burst of one
                           * kind is reported once (lib/anomaly/repeats.h) */

@@ -158,6 +158,40 @@ typedef struct {
   float *m, *v;
 } OptState;
 
+/* What the end of a run would refuse, refused before its first step: an
+ * output that is not a file, a folder that cannot be written, a model no
+ * stream could open (lengths over the memory budget).  The initial weights
+ * are written beside the output, loaded and removed. */
+static gboolean
+check_output(TrainCore *core, const TrainData *d, const char *output,
+             GError **error)
+{
+  if (!txl_path_replaceable(output, error))
+    return FALSE;
+  g_autofree char *probe = g_strconcat(output, ".check-XXXXXX", NULL);
+  int fd = g_mkstemp(probe);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot write beside "
+                "it: %s", output, g_strerror(e));
+    return FALSE;
+  }
+  close(fd);
+  gboolean ok = train_data_save_model(core, d, probe, error);
+  TxlModel *m = ok ? txl_model_load(probe, error) : NULL;
+  txl_model_unref(m);
+  unlink(probe);
+  if (!m && error && *error) {
+    /* the message names the file asked for, not the probe */
+    GString *msg = g_string_new((*error)->message);
+    g_string_replace(msg, probe, output, 0);
+    g_free((*error)->message);
+    (*error)->message = g_string_free(msg, FALSE);
+    g_prefix_error(error, "the model would be refused: ");
+  }
+  return m != NULL;
+}
+
 static char *
 state_path(const char *model)
 {
@@ -353,7 +387,7 @@ train_run(const TrainOptions *o)
   core = train_core_new(&setup, o->resume ? o->output : o->init, &err);
   if (o->resume && o->init)
     fprintf(stderr, "txl train: --resume takes the weights from %s; --init is ignored\n", o->output);
-  if (!core)
+  if (!core || !check_output(core, d, o->output, &err))
     goto out;
   b = txl_batcher_new(d->ids, d->n_train, o->batch, o->segment, &err);
   if (!b) {
