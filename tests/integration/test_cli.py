@@ -5,10 +5,12 @@ import json
 import math
 import os
 import random
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 from checks import check, tally
 
@@ -155,8 +157,58 @@ def main():
     expect_fail('generate: bad top-p', ['generate', '-m', wm, '--top-p', '0'], b'', 1, 'top-p')
 
     hostile_models(tmp)
+    bad_values(tmp, wm)
 
     sys.exit(1 if tally() else 0)
+
+
+def bad_values(tmp, wm):
+    """Values no command may take silently: non-finite numbers, sizes past
+    their bounds, an output that is not a regular file (a device or FIFO
+    renamed over would be replaced by a file), conflicting labels."""
+    txt = os.path.join(tmp, 'w.txt')
+    with open(txt, 'w') as f:
+        f.write('the cat sat on the mat\nthe dog ran\n' * 40)
+    fifo = os.path.join(tmp, 'fifo')
+    os.mkfifo(fifo)
+    folder = os.path.join(tmp, 'folder')
+    os.mkdir(folder)
+    expect_fail('score: --flag-bpb nan', ['score', '-m', wm, '--flag-bpb', 'nan', txt], b'', 2, 'flag-bpb')
+    expect_fail('score: --learn-warmup 0', ['score', '-m', wm, '--learn', '--learn-warmup', '0', txt],
+                b'', 2, 'learn-warmup')
+    expect_fail('score: --learn-model a folder', ['score', '-m', wm, '--learn', '--learn-model', folder, txt],
+                b'', 2, 'not a regular file')
+    expect_fail('score: --save-snapshot a FIFO', ['score', '-m', wm, '--save-snapshot', fifo, txt],
+                b'', 1, 'not a regular file')
+    expect_fail('bench: --peak-size past its bound', ['bench', '-m', wm, '--peak-size', '2147483647'],
+                b'', 2, 'peak-size')
+    expect_fail('snapshot bench: --after past its bound', ['snapshot', 'bench', '-m', wm, '--after',
+                                                          '2147483647'], b'', 2, 'after')
+    out = os.path.join(tmp, 'cal.gguf')
+    expect_fail('calibrate: a nan threshold', ['calibrate', '--session-threshold', 'nan', '-o', out, wm],
+                b'', 2, 'nan')
+    expect_fail('calibrate: --key-group -1', ['calibrate', '--session-key', 'x', '--key-group', '-1',
+                                             '-o', out, wm], b'', 2, 'key-group')
+    expect_fail('calibrate: -o a FIFO', ['calibrate', '--line-threshold', '2', '-o', fifo, wm],
+                b'', 1, 'not a regular file')
+    check('a refused output is left as it was', stat.S_ISFIFO(os.stat(fifo).st_mode) and
+          not os.path.exists(out) and os.listdir(tmp).count('fifo') == 1)
+    tiny = ['--steps', '2', '--layers', '1', '--d-model', '16', '--heads', '2', '--d-head', '8',
+            '--d-inner', '16', '--batch', '2', '--segment', '8', '--tokenizer', 'byte']
+    t0 = time.monotonic()
+    rc, _, err = run(['train'] + tiny + ['--steps', '100000', '-o', fifo, txt])
+    check('train: -o a FIFO refused before the first step', rc == 1 and 'not a regular file' in err
+          and time.monotonic() - t0 < 60 and not os.path.exists(fifo + '.train'), (rc, err[-300:]))
+    log = os.path.join(tmp, 'e.log')
+    with open(log, 'w') as f:
+        f.write('blk_1 a\nblk_2 b\n')
+    lab = os.path.join(tmp, 'e.csv')
+    with open(lab, 'w') as f:
+        f.write('blk_1,Normal\nblk_2,Normal\nblk_1,Anomaly\n')
+    expect_fail('eval: a key labelled both ways', ['eval', log, '-l', lab, '-o', os.path.join(tmp, 'ev')],
+                b'', 1, 'both normal and anomalous')
+    expect_fail('eval: --margin nan', ['eval', log, '-l', lab, '-o', os.path.join(tmp, 'ev'), '--margin',
+                                       'nan'], b'', 2, 'margin')
 
 
 def run_measured(args, stdin=b'', env=None):

@@ -16,7 +16,8 @@ int
 txl_cmd_calibrate(int argc, char **argv)
 {
   g_autofree char *out = NULL, *key = NULL, *score = NULL, *rule = NULL;
-  int group = -1;
+  int group = G_MININT; /* not given */
+  g_autofree char *st_s = NULL, *lt_s = NULL;
   double st = NAN, lt = NAN; /* NAN: not given */
   gboolean single = FALSE, end = FALSE, no_end = FALSE, clear = FALSE;
   GOptionEntry entries[] = {
@@ -28,8 +29,8 @@ txl_cmd_calibrate(int argc, char **argv)
     { "score", 0, 0, G_OPTION_ARG_STRING, &score, "Session score: mean, max-line, max-line-sum, max-token", "KIND" },
     { "end-marker", 0, 0, G_OPTION_ARG_NONE, &end, "The end marker is scored", NULL },
     { "no-end-marker", 0, 0, G_OPTION_ARG_NONE, &no_end, "The end marker is not scored", NULL },
-    { "session-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &st, "Session threshold (0: none)", "X" },
-    { "line-threshold", 0, 0, G_OPTION_ARG_DOUBLE, &lt, "Line threshold, bits per byte (0: none)", "X" },
+    { "session-threshold", 0, 0, G_OPTION_ARG_STRING, &st_s, "Session threshold (0: none)", "X" },
+    { "line-threshold", 0, 0, G_OPTION_ARG_STRING, &lt_s, "Line threshold, bits per byte (0: none)", "X" },
     { "rule", 0, 0, G_OPTION_ARG_STRING, &rule, "How the thresholds were chosen (free text)", "TEXT" },
     { NULL },
   };
@@ -46,16 +47,28 @@ txl_cmd_calibrate(int argc, char **argv)
     return 2;
   }
   g_autoptr(GError) err = NULL;
+  /* a threshold given must be a finite number >= 0 (nan is not "unset") */
+  const char *given[] = { st_s, lt_s };
+  double *to[] = { &st, &lt };
+  for (int i = 0; i < 2; i++) {
+    char *end_p = NULL;
+    if (given[i])
+      *to[i] = g_ascii_strtod(given[i], &end_p);
+    if (given[i] && (end_p == given[i] || *end_p || !isfinite(*to[i]) ||
+                     *to[i] < 0)) {
+      fprintf(stderr, "txl calibrate: thresholds take numbers >= 0, not "
+                      "'%s'\n", given[i]);
+      return 2;
+    }
+  }
   if ((key && single) || (end && no_end) ||
       (clear && (key || single || score || end || no_end || !isnan(st) ||
-                 !isnan(lt) || rule || group >= 0))) {
+                 !isnan(lt) || rule || group != G_MININT))) {
     fprintf(stderr, "txl calibrate: contradictory options\n");
     return 2;
   }
-  if (st < 0 || lt < 0 || !isfinite(isnan(st) ? 0 : st) ||
-      !isfinite(isnan(lt) ? 0 : lt) || group > 99) {
-    fprintf(stderr, "txl calibrate: thresholds take numbers >= 0, "
-                    "--key-group 0..99\n");
+  if (group != G_MININT && (group < 0 || group > 99)) {
+    fprintf(stderr, "txl calibrate: --key-group takes 0..99\n");
     return 2;
   }
   TxlModel *m = txl_cmd_load_model("txl calibrate", argv[1]);
@@ -69,12 +82,12 @@ txl_cmd_calibrate(int argc, char **argv)
   if (key) {
     c.sessions = TRUE;
     c.session_key = key;
-    c.session_key_group = group >= 0 ? group : 0;
+    c.session_key_group = group != G_MININT ? group : 0;
   } else if (single) {
     c.sessions = FALSE;
     c.session_key = NULL;
   }
-  if (group >= 0)
+  if (group != G_MININT)
     c.session_key_group = group;
   if (score) {
     c.session_score = -1;

@@ -100,6 +100,17 @@ run_train(const Opts *o, const char *model, const char *train_txt,
   }
   return train_run(&t);
 }
+/* An AUROC for people: "n/a" where it has no value (no anomalous or no
+ * normal session to rank), never "nan". */
+static const char *
+auroc_text(char buf[16], double v)
+{
+  if (isnan(v))
+    return "n/a";
+  g_snprintf(buf, 16, "%.4f", v);
+  return buf;
+}
+
 /* The option values after parsing; 2 (usage) on a bad one. */
 static int
 check_opts(Opts *o)
@@ -127,10 +138,12 @@ check_opts(Opts *o)
   }
   if (!(o->train_fraction > 0 && o->train_fraction < 1) ||
       !(o->calib_fraction > 0 && o->calib_fraction < 1) ||
-      o->rule.margin < 0 || o->max_bytes_mib < 0 || o->rule.fixed < 0) {
+      !(o->rule.margin >= 0 && isfinite(o->rule.margin)) ||
+      o->max_bytes_mib < 0 ||
+      !(o->rule.fixed >= 0 && isfinite(o->rule.fixed))) {
     fprintf(stderr, "txl eval: --train-fraction and --calib-fraction take "
                     "numbers in (0, 1), --margin, --threshold and "
-                    "--max-session-mib non-negative ones\n");
+                    "--max-session-mib finite non-negative ones\n");
     return 2;
   }
   return 0;
@@ -316,10 +329,11 @@ session_step(const Eval *ev, const Opts *o, Result *r)
                              eval_agg_names[a], we ? "true" : "false");
       eval_metrics_json(abl, "session", &m);
       g_string_append(abl, "}");
+      char ab[16];
       fprintf(stderr, "txl eval:   %-13s %-8s end %-3s threshold %8.4f  P %.3f  "
-              "R %.3f  F1 %.3f  AUROC %.4f%s\n", eval_agg_names[a], "whole",
-              we ? "yes" : "no", t, m.precision, m.recall, m.f1, m.auroc,
-              chosen ? "  <- chosen" : "");
+              "R %.3f  F1 %.3f  AUROC %s%s\n", eval_agg_names[a], "whole",
+              we ? "yes" : "no", t, m.precision, m.recall, m.f1,
+              auroc_text(ab, m.auroc), chosen ? "  <- chosen" : "");
     }
   /* the chosen kind again, so that sc/lab hold it for the outputs */
   gsize nt = 0;
@@ -425,11 +439,13 @@ print_table(const Opts *o, const Result *r)
          "flagged", "precision", "recall", "F1", "AUROC", "n");
   const EvalMetrics *ms[2] = { &r->sess_m, &r->line_m };
   const char *lv[2] = { "session", "line" };
-  for (int k = 0; k < 2; k++)
-    printf("  %-8s %10.4f %10" G_GINT64_FORMAT " %9.4f %9.4f %9.4f %9.4f %8"
+  for (int k = 0; k < 2; k++) {
+    char ab[16];
+    printf("  %-8s %10.4f %10" G_GINT64_FORMAT " %9.4f %9.4f %9.4f %9s %8"
            G_GINT64_FORMAT "\n", lv[k], ms[k]->threshold,
            ms[k]->tp + ms[k]->fp, ms[k]->precision, ms[k]->recall, ms[k]->f1,
-           ms[k]->auroc, ms[k]->n);
+           auroc_text(ab, ms[k]->auroc), ms[k]->n);
+  }
   printf("  scoring: %" G_GINT64_FORMAT " lines in %.1f s, %.0f lines/s\n",
          r->n_scored, r->score_s, r->n_scored / MAX(r->score_s, 1e-9));
 }
@@ -591,9 +607,10 @@ write_reports(const Eval *ev, const Opts *o, const Result *r, GError **error)
     return FALSE;
   g_autofree char *svg = g_build_filename(o->out_dir, "scores.svg", NULL);
   g_autofree char *log_base = g_path_get_basename(o->log_path);
+  char ab[16];
   g_autofree char *title = g_strdup_printf(
-    "%s: test sessions by %s score (F1 %.3f, AUROC %.4f)", log_base,
-    o->score, r->sess_m.f1, r->sess_m.auroc);
+    "%s: test sessions by %s score (F1 %.3f, AUROC %s)", log_base,
+    o->score, r->sess_m.f1, auroc_text(ab, r->sess_m.auroc));
   if (!eval_write_svg(svg, r->sc, r->lab, r->sess_m.n, r->thr, title, error) ||
       !write_summary(ev, o, r, error) ||
       (o->lines_out && !write_lines(ev, o, r, error)) ||

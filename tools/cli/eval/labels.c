@@ -2,6 +2,7 @@
 /* The labels file of txl eval (labels.h). */
 #include "labels.h"
 #include "txl.h"
+#include "txl_formats.h"
 
 #include <string.h>
 
@@ -23,12 +24,12 @@ eval_parse_label(const char *v, int *out)
 GHashTable *
 eval_read_labels(const char *path, GError **error)
 {
-  g_autofree char *text = NULL;
   gsize len;
-  GError *e = NULL;
-  if (!g_file_get_contents(path, &text, &len, &e)) {
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "labels: %s", e->message);
-    g_error_free(e);
+  /* a regular file within a budget: HDFS's 575,061 blocks take 17 MB */
+  g_autofree char *text =
+      txl_read_small_file(path, "a labels file", (gsize)1 << 30, &len, error);
+  if (!text) {
+    g_prefix_error(error, "labels: ");
     return NULL;
   }
   GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -53,6 +54,13 @@ eval_read_labels(const char *path, GError **error)
       g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                   "%s:%d: label '%s' is neither normal (Normal, 0, false) "
                   "nor anomalous (Anomaly, 1, true)", path, i + 1, val);
+      goto fail;
+    }
+    gpointer had = g_hash_table_lookup(h, key);
+    if (had && GPOINTER_TO_INT(had) != label + 1) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s:%d: '%s' is labelled both normal and anomalous", path,
+                  i + 1, key);
       goto fail;
     }
     g_hash_table_replace(h, g_strdup(key), GINT_TO_POINTER(label + 1));
