@@ -4,12 +4,14 @@
 #include "model_internal.h"
 #include "stream_state.h"
 
+#include <math.h>
 #include <string.h>
 
 struct _TxlGenerator {
   TxlStream *s;
   TxlSampler *smp;
   float *lp;
+  int n;      /* the vocabulary's size: lp's length */
   gint64 fed; /* tokens through the memory, sampled ones included */
 };
 
@@ -25,6 +27,7 @@ txl_generator_new(TxlModel *m, const TxlStreamOptions *so,
     return NULL;
   }
   g->lp = g_new(float, n);
+  g->n = n;
   return g;
 }
 
@@ -58,6 +61,16 @@ txl_generator_next(TxlGenerator *g, int32_t *id, GError **error)
 {
   if (!txl_stream_next_logprobs(g->s, g->lp, error))
     return FALSE;
+  /* a distribution with NaN or +inf in it samples nonsense: weights that
+   * are finite can still overflow the arithmetic (txl score reports the
+   * same as scores that were not finite) */
+  for (int i = 0; i < g->n; i++)
+    if (isnan(g->lp[i]) || g->lp[i] == INFINITY) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "the model's next-token distribution is not finite (NaN "
+                  "or infinite: its weights or its arithmetic overflowed)");
+      return FALSE;
+    }
   *id = txl_sampler_sample(g->smp, g->lp);
   if (!txl_stream_forward(g->s, id, 1, NULL, NULL, error))
     return FALSE;
@@ -138,6 +151,7 @@ txl_generator_load(TxlModel *m, const char *path,
   g->fed = txl_scorer_tokens_seen(sc);
   g->s = txl_scorer_steal_stream(sc);
   g->lp = g_new(float, n);
+  g->n = n;
   /* the size was checked above: this cannot fail */
   txl_sampler_state_set_data(g->smp, g_bytes_get_data(rng, NULL), 8, NULL);
   g_hash_table_remove(sect, "sampler");

@@ -184,6 +184,11 @@ def bad_values(tmp, wm):
                 b'', 2, 'peak-size')
     expect_fail('snapshot bench: --after past its bound', ['snapshot', 'bench', '-m', wm, '--after',
                                                           '2147483647'], b'', 2, 'after')
+    expect_fail('generate: --top-k -1', ['generate', '-m', wm, '--top-k', '-1'], b'', 2, 'top-k')
+    expect_fail('generate: --prompt and --prompt-file', ['generate', '-m', wm, '-p', 'the', '--prompt-file',
+                                                        txt], b'', 2, 'not both')
+    expect_fail('generate: --prompt-file a FIFO', ['generate', '-m', wm, '--prompt-file', fifo], b'', 1,
+                'fifo')
     out = os.path.join(tmp, 'cal.gguf')
     expect_fail('calibrate: a nan threshold', ['calibrate', '--session-threshold', 'nan', '-o', out, wm],
                 b'', 2, 'nan')

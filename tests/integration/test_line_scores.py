@@ -163,6 +163,22 @@ def overflow_model(tmp):
     return model
 
 
+def nan_model(tmp):
+    """A word model whose feed-forward output weights are 3e38: finite,
+    but the activations overflow to inf and the logits to NaN."""
+    d = os.path.join(tmp, 'nan')
+    hf_checkpoint.make_word_checkpoint(d, 5)
+    st = os.path.join(d, 'model.safetensors')
+    w = read_safetensors(st)
+    k = 'transformer.layers.0.pos_ff.CoreNet.3.weight'
+    w[k] = np.full(w[k].shape, 3e38, dtype=np.float32)
+    write_safetensors(st, w, metadata={'format': 'pt'})
+    model = os.path.join(tmp, 'nan.gguf')
+    rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
+    check('NaN model converts (its weights are finite)', rc == 0, err)
+    return model
+
+
 def check_nonfinite(tmp):
     model = overflow_model(tmp)
     text = 'the cat sat on the mat\nthe dog ran\nk1 the cat\na cat sat on a mat\n' * 3
@@ -186,6 +202,9 @@ def check_nonfinite(tmp):
         check('txl score %s: non-finite lines flagged, warm-up included' % ' '.join(extra),
               rc == 1 and not bad and broken and any(r['warmup'] for r in broken) and
               all(r['flag'] is True for r in broken), (rc, rows[:2]))
+    rc, out, err = run([TXL, 'generate', '-m', nan_model(tmp), '-p', 'the cat', '-n', '5'])
+    check('txl generate: a distribution that is not finite fails with a message, no text',
+          rc == 1 and 'not finite' in err and not out.strip(), (rc, out[:80], err[-200:]))
     rc, out, err = run([TXL, 'score', '-m', model, '--ids'], b'2 3 4 5 6 7 2 3 0 4')
     rows, bad = strict_rows(out)
     check('txl score --ids: strict JSON, null log-probs, exit 1',

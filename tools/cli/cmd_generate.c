@@ -4,6 +4,7 @@
  * text continues coherently from everything before it. */
 #include "cmd.h"
 #include "txl_engine.h"
+#include "txl_formats.h"
 #include "txl.h"
 
 #include <errno.h>
@@ -65,14 +66,20 @@ txl_cmd_generate(int argc, char **argv)
     return 2;
   }
   g_autoptr(GError) err = NULL;
-  if (tokens < 0) {
-    fprintf(stderr, "txl generate: --tokens must be >= 0\n");
+  if (tokens < 0 || top_k < 0 || (stop_at_eos != 0 && stop_at_eos != 1) ||
+      mem_len < -1 || (prompt && prompt_file)) {
+    fprintf(stderr, "txl generate: --tokens, --top-k and --mem-len take "
+                    "counts >= 0, --stop-at-eos 0 or 1, and the prompt comes "
+                    "from --prompt or --prompt-file, not both\n");
     return 2;
   }
   g_autofree char *text = NULL;
   gsize text_len = 0;
   if (prompt_file) {
-    if (!g_file_get_contents(prompt_file, &text, &text_len, &err)) {
+    /* a regular file within a budget: a prompt, not a corpus */
+    text = txl_read_small_file(prompt_file, "a prompt file", 16 << 20,
+                               &text_len, &err);
+    if (!text) {
       fprintf(stderr, "txl generate: %s\n", err->message);
       return 1;
     }
