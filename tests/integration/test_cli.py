@@ -60,6 +60,7 @@ def main():
     expect_fail('non-numeric id', ['score', '-m', nm, '--ids'], b'1 2x 3', 1, "'2x'")
     expect_fail('huge id', ['score', '-m', nm, '--ids'], b'1 99999999999999999999999 3', 1, 'out of range')
     expect_fail('empty input', ['score', '-m', nm, '--ids'], b'  \n ', 1, 'no token ids')
+    expect_fail('a NUL byte inside an id', ['score', '-m', nm, '--ids'], b'5\x007 9', 1, 'not a token id')
     expect_fail('single id', ['score', '-m', nm, '--ids'], b'3', 1, 'only one token')
     expect_fail('unreadable input', ['score', '-m', nm, '--ids', os.path.join(tmp, 'nope.txt')], b'', 1, 'cannot open')
     expect_fail('missing model', ['score', '-m', os.path.join(tmp, 'nope.gguf'), '--ids'], b'1 2', 1, 'nope.gguf')

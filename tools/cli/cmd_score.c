@@ -66,13 +66,23 @@ flush_id(Common *c, IdParser *p)
   char *end = NULL;
   errno = 0;
   long long v = strtoll(p->word, &end, 10);
-  gboolean numeric = p->len > 0 && *end == '\0' &&
+  /* the whole word, a NUL byte in it included, must be the number */
+  gboolean numeric = p->len > 0 && end == p->word + p->len &&
                      (g_ascii_isdigit(p->word[0]) ||
                       (p->word[0] == '-' && p->len > 1));
   if (!numeric) {
+    /* shown as it is, bytes that are not printable escaped */
+    g_autoptr(GString) shown = g_string_new(NULL);
+    for (gsize i = 0; i < p->len; i++) {
+      guchar ch = (guchar)p->word[i];
+      if (g_ascii_isprint(ch))
+        g_string_append_c(shown, (char)ch);
+      else
+        g_string_append_printf(shown, "\\x%02x", ch);
+    }
     g_set_error(&c->error, TXL_ERROR, TXL_ERROR_INVALID,
                 "input word %" G_GINT64_FORMAT " ('%s%s') is not a token id",
-                p->index + 1, p->word, p->overlong ? "..." : "");
+                p->index + 1, shown->str, p->overlong ? "..." : "");
     return FALSE;
   }
   if (p->overlong || errno == ERANGE || v < 0 || v > G_MAXINT32) {
