@@ -44,7 +44,7 @@ txl_cmd_train(int argc, char **argv)
     fprintf(stderr, "txl train: need -o MODEL and at least one input FILE\n");
     return 2;
   }
-  if (o->val_fraction < 0)
+  if (o->val_fraction == -1) /* not given */
     o->val_fraction = o->val_path ? 0.0 : 0.1;
   g_autoptr(GError) err = NULL;
   if (!train_options_check(o, &err)) {

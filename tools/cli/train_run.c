@@ -69,6 +69,7 @@ train_options_check(const TrainOptions *o, GError **error)
     { "--checkpoint-every", o->checkpoint_every, 0, 1e9 },
     { "--log-every", o->log_every, 1, 1e9 },
     { "--time-limit", o->time_limit_min, 0, 1e6 },
+    { "--stop-after", (double)o->stop_after, 0, 1e18 },
   };
   for (gsize i = 0; i < G_N_ELEMENTS(r); i++) {
     if (!(r[i].v >= r[i].lo && r[i].v <= r[i].hi)) {
