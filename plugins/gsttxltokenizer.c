@@ -258,10 +258,17 @@ ensure_caps(GstTxlTokenizer *self)
   return self->caps_sent;
 }
 
-/* Pushes the records gathered so far, with the input bytes read so far.
- * Without records, the bytes wait for the next buffer unless force. */
+/* Tokens a buffer carries at most.  A scorer notices that its pad is
+ * flushing (a pipeline stopping, a seek) only between buffers: one buffer
+ * for a 2 MB line would hold a service's shutdown for minutes.  Tokens not
+ * pushed yet wait in `records`, where a snapshot finds them. */
+#define MAX_PUSH_TOKENS 1024
+
+/* Pushes up to MAX_PUSH_TOKENS of the records gathered so far, the first
+ * with the input bytes read so far.  Without records, the bytes wait for
+ * the next buffer unless force. */
 static GstFlowReturn
-push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
+push_one(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
 {
   g_mutex_lock(&self->state_lock);
   guint n = self->records->len / TXL_TOKEN_RECORD_SIZE;
@@ -274,23 +281,24 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
     return GST_FLOW_NOT_NEGOTIATED;
   g_mutex_lock(&self->state_lock);
   n = self->records->len / TXL_TOKEN_RECORD_SIZE;
-  gsize size = self->records->len;
+  guint m = MIN(n, MAX_PUSH_TOKENS);
+  gsize size = (gsize)m * TXL_TOKEN_RECORD_SIZE;
   GstBuffer *out = gst_buffer_new_allocate(NULL, size, NULL);
   if (size)
     gst_buffer_fill(out, 0, self->records->data, size);
-  g_byte_array_set_size(self->records, 0);
+  g_byte_array_remove_range(self->records, 0, (guint)size);
   GBytes *text = g_bytes_new(self->text->data, self->text->len);
   gst_buffer_add_txl_text_meta(out, self->text_offset, text);
   g_bytes_unref(text);
   self->text_offset += self->text->len;
   g_byte_array_set_size(self->text, 0);
   GST_BUFFER_OFFSET(out) = self->n_tokens - n;
-  GST_BUFFER_OFFSET_END(out) = self->n_tokens;
+  GST_BUFFER_OFFSET_END(out) = self->n_tokens - n + m;
   if (inbuf && self->time_segment) {
     GST_BUFFER_PTS(out) = GST_BUFFER_PTS(inbuf);
     GST_BUFFER_DTS(out) = GST_BUFFER_DTS(inbuf);
   }
-  GST_LOG_OBJECT(self, "pushing %u tokens", n);
+  GST_LOG_OBJECT(self, "pushing %u of %u tokens", m, n);
   self->inflight = gst_buffer_ref(out);
   self->inflight_stale = FALSE;
   g_mutex_unlock(&self->state_lock);
@@ -315,6 +323,22 @@ push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
   }
   g_mutex_unlock(&self->state_lock);
   gst_buffer_unref(back);
+  return ret;
+}
+
+/* Pushes every record gathered so far, in buffers of MAX_PUSH_TOKENS,
+ * until one is not delivered. */
+static GstFlowReturn
+push_pending(GstTxlTokenizer *self, GstBuffer *inbuf, gboolean force)
+{
+  GstFlowReturn ret;
+  gboolean more;
+  do {
+    ret = push_one(self, inbuf, force);
+    g_mutex_lock(&self->state_lock);
+    more = self->records->len > 0;
+    g_mutex_unlock(&self->state_lock);
+  } while (ret == GST_FLOW_OK && more);
   return ret;
 }
 

@@ -24,11 +24,15 @@
 import gzip
 import json
 import os
+import random
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
 import zlib
 
-from checks import check
+from checks import check, tally
 from ingest_util import (MODEL, _varint, finish, get, pb_len, pb_request, pb_str_any, peak_rss, post,
                          scored, scoring_conf, start_txld, wait_for, zstd_compress)
 
@@ -82,6 +86,46 @@ def main():
         run_partial(base, os.path.join(tmp, 'enc.jsonl'))
     finally:
         finish(proc, tmp)
+    run_stop_while_scoring()
+
+
+def run_stop_while_scoring():
+    """SIGTERM while a pipeline scores one 1.5 MB line (about a million
+    tokens: minutes of work on two cores): txld stops within a minute, with
+    its snapshot written.  The tokenizer hands the line on in buffers of
+    1,024 tokens, and the scorer sees the stop between two of them; one
+    buffer for the whole line held the stop until every token was scored."""
+    tmp = tempfile.mkdtemp(prefix='txl-ingest-stop-')
+    snap = os.path.join(tmp, 'big.snap')
+    conf = scoring_conf('big', os.path.join(tmp, 'big.jsonl'), 'ingest = true\n').replace(
+        'snapshot = none', 'snapshot = ' + snap)
+    proc, base = start_txld(tmp, {'big.conf': conf})
+    try:
+        wait_for(lambda: json.loads(get(base + '/pipelines/big'))['state'] == 'running', 30)
+        rnd = random.Random(7)
+        words = ' '.join(''.join(rnd.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(rnd.randint(2, 9)))
+                         for _ in range(250000))[:1500000]
+        st = post(base + '/pipelines/big/lines', words.encode() + b'\n')[0]
+        time.sleep(2)  # the line is in the pipeline, its scoring begun
+        t0 = time.monotonic()
+        proc.terminate()
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        took = time.monotonic() - t0
+        log = open(os.path.join(tmp, 'txld.log'), errors='replace').read()
+        check('SIGTERM while scoring a 1.5 MB line: txld stops within a minute, status 0, its snapshot '
+              'written', st == 200 and rc == 0 and took < 60 and os.path.exists(snap) and
+              'snapshot' in log, (st, rc, round(took, 1), log[-600:]))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if tally():
+        sys.exit(1)
+    shutil.rmtree(tmp)
 
 
 def run_lines(base, out_lines):
