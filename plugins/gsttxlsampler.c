@@ -248,6 +248,10 @@ generate(GstTxlSampler *self)
     goto fail;
   }
   gsize len = text->len;
+  if (len == 0) { /* an empty continuation (max-tokens=0, <eos> first) */
+    g_byte_array_unref(text);
+    return GST_FLOW_OK;
+  }
   GstBuffer *buf = gst_buffer_new_wrapped(g_byte_array_free(text, FALSE),
                                           len);
   return gst_pad_push(self->srcpad, buf);

@@ -376,6 +376,21 @@ start(GstTxlScorerBase *self)
   GST_OBJECT_LOCK(self);
   gboolean restore = self->restore;
   GST_OBJECT_UNLOCK(self);
+  /* a snapshot that cannot be written is found now, not at the end of
+   * the stream, where hold-at-eos leaves the last lines to it */
+  g_autofree gchar *dir = loc ? g_path_get_dirname(loc) : NULL;
+  if (loc && (!txl_path_replaceable(loc, &err) ||
+              !g_file_test(dir, G_FILE_TEST_IS_DIR))) {
+    GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
+                      ("Snapshots cannot be written to \"%s\": %s", loc,
+                       err ? err->message : "its folder does not exist"),
+                      ("snapshot-location names a file in an existing "
+                       "folder"));
+    g_clear_error(&err);
+    g_free(loc);
+    free_stream(self);
+    return FALSE;
+  }
   if (loc) /* what a writer killed mid-write left beside the file */
     txl_parts_remove_stale(GST_ELEMENT(self), loc);
   if (loc && restore && g_file_test(loc, G_FILE_TEST_EXISTS) &&

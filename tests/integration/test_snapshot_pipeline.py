@@ -135,6 +135,21 @@ def main():
     check('generation resumed in a new process samples the same text (%d bytes)' % len(want),
           r0 == r1 == r2 == 0 and len(want) > 50 and got == want, (e0 + e1 + e2)[-300:])
 
+    # an empty continuation pushes nothing (it pushed a NULL buffer: a crash)
+    e_out = os.path.join(tmp, 'empty.txt')
+    r_e, e_e = run(['gst-launch-1.0', '-q', 'filesrc', 'location=' + p_all, '!', 'txltokenizer',
+                    'model=' + MODEL, '!', 'txlsampler', 'model=' + MODEL, 'max-tokens=0', '!',
+                    'filesink', 'location=' + e_out])
+    check('generation: max-tokens=0 writes nothing, no critical, status 0',
+          r_e == 0 and 'CRITICAL' not in e_e and os.path.getsize(e_out) == 0, e_e[-300:])
+
+    # a snapshot-location no snapshot can be written to is refused at start
+    # (with hold-at-eos the last lines are left to the end-of-stream one)
+    for bad in (os.path.join(tmp, 'no', 'such', 'x.snap'), tmp, '/dev/null'):
+        r_b, e_b = run(launch(a, os.path.join(tmp, 'bad.jsonl'), bad, extra='restore=false'))
+        check('snapshot-location %s: refused at start with a message' % bad,
+              r_b != 0 and 'Snapshots cannot be written' in e_b, (r_b, e_b[-300:]))
+
     # kill -9 while snapshots are written every few tokens
     big = os.path.join(tmp, 'big.txt')
     g = loggen.Gen(8, loggen.START)
