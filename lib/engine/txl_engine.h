@@ -6,6 +6,7 @@
 #define TXL_LAYER_ENGINE_H
 
 #include "generate.h"
+#include "model_write.h"
 #include "params.h"
 /* a scorer's pending tokens, which txlmodel's own snapshot section must
  * match (txl_scorer_pending) */

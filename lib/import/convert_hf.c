@@ -19,6 +19,7 @@
 #include "filemap.h"
 #include "gguf.h"
 #include "model_check.h"
+#include "model_write.h"
 #include "safetensors.h"
 
 #include <errno.h>
@@ -557,43 +558,15 @@ find_weights(const char *dir, char **st_path, GError **error)
  * refuses (the loader's memory budget, say, which depends on the weights
  * and the lengths together). */
 static gboolean
+write_gguf(const char *path, gpointer w, GError **error)
+{
+  return gguf_writer_write(w, path, error);
+}
+
+static gboolean
 write_checked(GgufWriter *w, const char *out_path, GError **error)
 {
-  if (!txl_path_replaceable(out_path, error))
-    return FALSE;
-  g_autofree char *tmp = g_strconcat(out_path, ".check-XXXXXX", NULL);
-  int fd = g_mkstemp(tmp);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", tmp, g_strerror(e));
-    return FALSE;
-  }
-  close(fd);
-  gboolean ok = gguf_writer_write(w, tmp, error);
-  if (ok) {
-    TxlModel *m = txl_model_load(tmp, error);
-    if (!m) {
-      /* the message names the file the user asked for, not the temporary */
-      if (error && *error) {
-        GString *msg = g_string_new((*error)->message);
-        g_string_replace(msg, tmp, out_path, 0);
-        g_free((*error)->message);
-        (*error)->message = g_string_free(msg, FALSE);
-      }
-      g_prefix_error(error, "the converted model would be refused: ");
-      ok = FALSE;
-    }
-    txl_model_unref(m);
-  }
-  if (ok && rename(tmp, out_path) != 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: %s", out_path,
-                g_strerror(e));
-    ok = FALSE;
-  }
-  if (!ok)
-    g_unlink(tmp);
-  return ok;
+  return txl_model_write_checked(out_path, write_gguf, w, TRUE, error);
 }
 
 gboolean

@@ -146,37 +146,38 @@ def check_padding(tmp):
                   lines_only=True)
 
 
-def overflow_model(tmp):
-    """A word model whose output bias is +3e38 for one word and -3e38 for
-    every other id: finite weights whose log-softmax overflows to -inf."""
-    d = os.path.join(tmp, 'overflow')
+def tweaked_model(tmp, name, change):
+    """A word model with finite weights changed by change(weights, config),
+    converted; the conversion must take it (its weights are finite)."""
+    d = os.path.join(tmp, name)
     cfg = hf_checkpoint.make_word_checkpoint(d, 5)
     st = os.path.join(d, 'model.safetensors')
     w = read_safetensors(st)
-    bias = np.full(cfg['vocab_size'], -3e38, dtype=np.float32)
-    bias[2] = 3e38
-    w['crit.out_layers.0.bias'] = bias
+    change(w, cfg)
     write_safetensors(st, w, metadata={'format': 'pt'})
-    model = os.path.join(tmp, 'overflow.gguf')
+    model = os.path.join(tmp, name + '.gguf')
     rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
-    check('overflow model converts (its weights are finite)', rc == 0, err)
+    check('%s model converts (its weights are finite)' % name, rc == 0, err)
     return model
+
+
+def overflow_model(tmp):
+    """The output bias +3e38 for one word and -3e38 for every other id:
+    the log-softmax overflows to -inf."""
+    def change(w, cfg):
+        bias = np.full(cfg['vocab_size'], -3e38, dtype=np.float32)
+        bias[2] = 3e38
+        w['crit.out_layers.0.bias'] = bias
+    return tweaked_model(tmp, 'overflow', change)
 
 
 def nan_model(tmp):
-    """A word model whose feed-forward output weights are 3e38: finite,
-    but the activations overflow to inf and the logits to NaN."""
-    d = os.path.join(tmp, 'nan')
-    hf_checkpoint.make_word_checkpoint(d, 5)
-    st = os.path.join(d, 'model.safetensors')
-    w = read_safetensors(st)
-    k = 'transformer.layers.0.pos_ff.CoreNet.3.weight'
-    w[k] = np.full(w[k].shape, 3e38, dtype=np.float32)
-    write_safetensors(st, w, metadata={'format': 'pt'})
-    model = os.path.join(tmp, 'nan.gguf')
-    rc, _, err = run([TXL, 'convert', '--hf', d, '-o', model])
-    check('NaN model converts (its weights are finite)', rc == 0, err)
-    return model
+    """Feed-forward output weights of 3e38: the activations overflow to inf
+    and the logits to NaN."""
+    def change(w, cfg):
+        k = 'transformer.layers.0.pos_ff.CoreNet.3.weight'
+        w[k] = np.full(w[k].shape, 3e38, dtype=np.float32)
+    return tweaked_model(tmp, 'nan', change)
 
 
 def check_nonfinite(tmp):

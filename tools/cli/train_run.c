@@ -7,6 +7,7 @@
  * together with MODEL.train, which holds what --resume needs to continue
  * bit for bit: optimiser moments, step, data position, memory and the
  * dropout generator. */
+#include "txl_engine.h"
 #include "txl_train.h"
 #include "txl_formats.h"
 #include "train_core.h"
@@ -159,6 +160,18 @@ typedef struct {
   float *m, *v;
 } OptState;
 
+typedef struct {
+  TrainCore *core;
+  const TrainData *d;
+} Initial;
+
+static gboolean
+write_initial(const char *path, gpointer data, GError **error)
+{
+  Initial *i = data;
+  return train_data_save_model(i->core, i->d, path, error);
+}
+
 /* What the end of a run would refuse, refused before its first step: an
  * output that is not a file, a folder that cannot be written, a model no
  * stream could open (lengths over the memory budget).  The initial weights
@@ -167,30 +180,8 @@ static gboolean
 check_output(TrainCore *core, const TrainData *d, const char *output,
              GError **error)
 {
-  if (!txl_path_replaceable(output, error))
-    return FALSE;
-  g_autofree char *probe = g_strconcat(output, ".check-XXXXXX", NULL);
-  int fd = g_mkstemp(probe);
-  if (fd < 0) {
-    int e = errno;
-    g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: cannot write beside "
-                "it: %s", output, g_strerror(e));
-    return FALSE;
-  }
-  close(fd);
-  gboolean ok = train_data_save_model(core, d, probe, error);
-  TxlModel *m = ok ? txl_model_load(probe, error) : NULL;
-  txl_model_unref(m);
-  unlink(probe);
-  if (!m && error && *error) {
-    /* the message names the file asked for, not the probe */
-    GString *msg = g_string_new((*error)->message);
-    g_string_replace(msg, probe, output, 0);
-    g_free((*error)->message);
-    (*error)->message = g_string_free(msg, FALSE);
-    g_prefix_error(error, "the model would be refused: ");
-  }
-  return m != NULL;
+  Initial i = { core, d };
+  return txl_model_write_checked(output, write_initial, &i, FALSE, error);
 }
 
 static char *
