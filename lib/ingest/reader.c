@@ -40,15 +40,26 @@ struct _TxlRecordReader {
   TxlRecordReaderStats stats;
 };
 
+/* names of letters, digits, '_', '@', '-', joined by single dots: "a.b",
+ * never ".", "a..b" or a dot at either end (a name that matches nothing) */
 static gboolean
 path_ok(const char *p)
 {
   if (!p || !*p)
     return TRUE;
-  for (; *p; p++)
-    if (!g_ascii_isalnum(*p) && !strchr("_.@-", *p))
+  gboolean name = FALSE; /* a name since the last dot */
+  for (; *p; p++) {
+    if (*p == '.') {
+      if (!name)
+        return FALSE;
+      name = FALSE;
+    } else if (g_ascii_isalnum(*p) || strchr("_@-", *p)) {
+      name = TRUE;
+    } else {
       return FALSE;
-  return TRUE;
+    }
+  }
+  return name;
 }
 
 TxlRecordReader *

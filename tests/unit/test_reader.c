@@ -113,6 +113,14 @@ TU_TEST("/reader/json-fields-set", test_json_fields_set)
       "{\"other\":\"no message here\"}\n";
   /* then a field name that is not one */
   check_then_refused(&o, in, want, &o.message_field, "a b");
+  /* nor are dots without a name between, before or after them */
+  const char *dots[] = { ".", "..", "a..b", ".a", "a." };
+  for (guint i = 0; i < G_N_ELEMENTS(dots); i++) {
+    o.message_field = dots[i];
+    g_autoptr(GError) err = NULL;
+    g_assert_null(txl_record_reader_new(&o, &err));
+    g_assert_nonnull(err);
+  }
 }
 
 TU_TEST("/reader/text-continuation", test_text_continuation)
