@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 gboolean
-txl_model_write_checked(const char *path, TxlModelWriteFunc write,
+txl_model_write_checked(const char *path, TxlModelWriteFunc write_fn,
                         gpointer data, gboolean keep, GError **error)
 {
   if (!txl_path_replaceable(path, error))
@@ -23,7 +23,7 @@ txl_model_write_checked(const char *path, TxlModelWriteFunc write,
   }
   close(fd);
   GError *err = NULL;
-  gboolean ok = write(tmp, data, &err);
+  gboolean ok = write_fn(tmp, data, &err);
   TxlModel *m = ok ? txl_model_load(tmp, &err) : NULL;
   if (ok && !m) {
     g_prefix_error(&err, "the model would be refused: ");

@@ -13,11 +13,11 @@
 typedef gboolean (*TxlModelWriteFunc)(const char *path, gpointer data,
                                       GError **error);
 
-/* write(tmp) for a temporary beside path, loaded; then renamed over path
+/* write_fn(tmp) for a temporary beside path, loaded; then renamed over path
  * (keep) or removed.  path must be missing or a regular file.  Errors name
  * path, never the temporary. */
-gboolean txl_model_write_checked(const char *path, TxlModelWriteFunc write,
-                                 gpointer data, gboolean keep,
-                                 GError **error);
+gboolean txl_model_write_checked(const char *path,
+                                 TxlModelWriteFunc write_fn, gpointer data,
+                                 gboolean keep, GError **error);
 
 #endif
