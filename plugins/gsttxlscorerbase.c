@@ -378,12 +378,10 @@ start(GstTxlScorerBase *self)
   GST_OBJECT_UNLOCK(self);
   /* a snapshot that cannot be written is found now, not at the end of
    * the stream, where hold-at-eos leaves the last lines to it */
-  g_autofree gchar *dir = loc ? g_path_get_dirname(loc) : NULL;
-  if (loc && (!txl_path_replaceable(loc, &err) ||
-              !g_file_test(dir, G_FILE_TEST_IS_DIR))) {
+  if (loc && !txl_path_writable_later(loc, &err)) {
     GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE,
                       ("Snapshots cannot be written to \"%s\": %s", loc,
-                       err ? err->message : "its folder does not exist"),
+                       err->message),
                       ("snapshot-location names a file in an existing "
                        "folder"));
     g_clear_error(&err);

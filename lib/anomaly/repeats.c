@@ -75,8 +75,11 @@ gboolean
 txl_repeats_report(TxlRepeats *r, const char *text, gsize len,
                    const TxlLineScore *s, gboolean flagged, gboolean *repeat)
 {
-  gboolean shown = txl_repeats_line(r, text, len, flagged) ||
-                   (flagged && !isfinite(txl_line_worst(s)));
+  /* a non-finite score is flagged whatever the rule said (its warm-up
+   * too): it must never pass for a normal line */
+  gboolean broken = s->tokens > 0 && !isfinite(txl_line_worst(s));
+  gboolean shown =
+      txl_repeats_line(r, text, len, flagged || broken) || broken;
   *repeat = flagged && !shown;
   return shown;
 }

@@ -37,9 +37,10 @@ guint64 txl_line_kind(const char *text, gsize len);
 gboolean txl_repeats_line(TxlRepeats *r, const char *text, gsize len,
                           gboolean flagged);
 /* What `txl score` and txlsink report for a line the stream's rule judged
- * (flagged: its flag): txl_repeats_line's flag, except that a line with a
- * non-finite score is always flagged (lines.h); *repeat: flagged by the
- * rule, reported as a repeat. */
+ * (flagged: its flag, FALSE in the warm-up): txl_repeats_line's flag,
+ * except that a line with a non-finite score is always flagged, warm-up
+ * included (lines.h); *repeat: flagged by the rule, reported as a
+ * repeat. */
 gboolean txl_repeats_report(TxlRepeats *r, const char *text, gsize len,
                             const TxlLineScore *s, gboolean flagged,
                             gboolean *repeat);

@@ -10,8 +10,7 @@
 struct _TxlGenerator {
   TxlStream *s;
   TxlSampler *smp;
-  float *lp;
-  int n;      /* the vocabulary's size: lp's length */
+  float *lp; /* the next token's log-probabilities, n_token of them */
   gint64 fed; /* tokens through the memory, sampled ones included */
 };
 
@@ -27,7 +26,6 @@ txl_generator_new(TxlModel *m, const TxlStreamOptions *so,
     return NULL;
   }
   g->lp = g_new(float, n);
-  g->n = n;
   return g;
 }
 
@@ -64,7 +62,8 @@ txl_generator_next(TxlGenerator *g, int32_t *id, GError **error)
   /* a distribution with NaN or +inf in it samples nonsense: weights that
    * are finite can still overflow the arithmetic (txl score reports the
    * same as scores that were not finite) */
-  for (int i = 0; i < g->n; i++)
+  int n = txl_model_config(txl_stream_model(g->s))->n_token;
+  for (int i = 0; i < n; i++)
     if (isnan(g->lp[i]) || g->lp[i] == INFINITY) {
       g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
                   "the model's next-token distribution is not finite (NaN "
@@ -151,7 +150,6 @@ txl_generator_load(TxlModel *m, const char *path,
   g->fed = txl_scorer_tokens_seen(sc);
   g->s = txl_scorer_steal_stream(sc);
   g->lp = g_new(float, n);
-  g->n = n;
   /* the size was checked above: this cannot fail */
   txl_sampler_state_set_data(g->smp, g_bytes_get_data(rng, NULL), 8, NULL);
   g_hash_table_remove(sect, "sampler");

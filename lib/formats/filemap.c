@@ -149,3 +149,16 @@ txl_path_replaceable(const char *path, GError **error)
                                      : "not a file");
   return FALSE;
 }
+
+gboolean
+txl_path_writable_later(const char *path, GError **error)
+{
+  if (!txl_path_replaceable(path, error))
+    return FALSE;
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (g_file_test(dir, G_FILE_TEST_IS_DIR))
+    return TRUE;
+  g_set_error(error, TXL_ERROR, TXL_ERROR_IO, "%s: its folder does not exist",
+              path);
+  return FALSE;
+}

@@ -29,6 +29,10 @@ char *txl_read_small_file(const char *path, const char *what, gsize max,
  * socket or directory is refused with an error naming it: renaming over
  * /dev/null as root would replace the device with a file. */
 gboolean txl_path_replaceable(const char *path, GError **error);
+/* The same, and its folder exists: for a path given now and written later
+ * (a snapshot at the end of a stream, a model after a learning round), so
+ * that a bad one is refused before any work depends on it. */
+gboolean txl_path_writable_later(const char *path, GError **error);
 
 /* Sets error (TXL_ERROR, code) to the formatted message and returns FALSE,
  * so that a parser can end a check with `return txl_fail(...)`: the GGUF

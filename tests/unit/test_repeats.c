@@ -90,6 +90,9 @@ TU_TEST("/repeats/report", test_report)
   g_assert_false(repeat);
   g_assert_false(txl_repeats_report(&r, "fine 1", 6, &ok.s, FALSE, &repeat));
   g_assert_false(repeat);
+  /* unflagged by the rule (its warm-up): a non-finite line still is */
+  g_assert_true(txl_repeats_report(&r, "warm 1", 6, &broken.s, FALSE, &repeat));
+  g_assert_false(repeat);
 }
 
 /* A different kind on every line, all flagged: each is an alert, and the

@@ -30,6 +30,10 @@ GOptionContext *txl_cmd_options(const char *params, const char *summary,
 gboolean txl_cmd_parse(const char *who, GOptionContext *ctx, char **model,
                        int *argc, char ***argv);
 
+/* A finite number >= 0 that is the whole of s (options read as strings
+ * where NaN cannot mark "not given"); FALSE for anything else. */
+gboolean txl_cmd_number(const char *s, double *v);
+
 /* Encodes the whole of text[0..len) with tok at once: each token to func. */
 void txl_cmd_encode(const TxlTokenizer *tok, const char *text, gsize len,
                     TxlTokenFunc func, gpointer data);

@@ -50,17 +50,12 @@ txl_cmd_calibrate(int argc, char **argv)
   /* a threshold given must be a finite number >= 0 (nan is not "unset") */
   const char *given[] = { st_s, lt_s };
   double *to[] = { &st, &lt };
-  for (int i = 0; i < 2; i++) {
-    char *end_p = NULL;
-    if (given[i])
-      *to[i] = g_ascii_strtod(given[i], &end_p);
-    if (given[i] && (end_p == given[i] || *end_p || !isfinite(*to[i]) ||
-                     *to[i] < 0)) {
+  for (int i = 0; i < 2; i++)
+    if (given[i] && !txl_cmd_number(given[i], to[i])) {
       fprintf(stderr, "txl calibrate: thresholds take numbers >= 0, not "
                       "'%s'\n", given[i]);
       return 2;
     }
-  }
   if ((key && single) || (end && no_end) ||
       (clear && (key || single || score || end || no_end || !isnan(st) ||
                  !isnan(lt) || rule || group != G_MININT))) {

@@ -120,15 +120,11 @@ check_opts(Opts *o)
   if (!o->score)
     o->score = g_strdup("mean");
   o->rule.margin = TXL_SESSION_RULE_MARGIN; /* chosen on a development split */
-  if (o->margin_s) {
-    char *endp = NULL;
-    o->rule.margin = g_ascii_strtod(o->margin_s, &endp);
-    if (!endp || *endp || endp == o->margin_s) {
-      fprintf(stderr, "txl eval: --margin takes a number, not '%s' (auto, "
-              "tail and dev lost their experiments and were removed: "
-              "docs/notes/anomaly-experiments.md)\n", o->margin_s);
-      return 2;
-    }
+  if (o->margin_s && !txl_cmd_number(o->margin_s, &o->rule.margin)) {
+    fprintf(stderr, "txl eval: --margin takes a number >= 0, not '%s' (auto, "
+            "tail and dev lost their experiments and were removed: "
+            "docs/notes/anomaly-experiments.md)\n", o->margin_s);
+    return 2;
   }
   o->agg = eval_agg_index(o->score);
   if (o->agg < 0) {
@@ -138,12 +134,11 @@ check_opts(Opts *o)
   }
   if (!(o->train_fraction > 0 && o->train_fraction < 1) ||
       !(o->calib_fraction > 0 && o->calib_fraction < 1) ||
-      !(o->rule.margin >= 0 && isfinite(o->rule.margin)) ||
       o->max_bytes_mib < 0 ||
       !(o->rule.fixed >= 0 && isfinite(o->rule.fixed))) {
     fprintf(stderr, "txl eval: --train-fraction and --calib-fraction take "
-                    "numbers in (0, 1), --margin, --threshold and "
-                    "--max-session-mib finite non-negative ones\n");
+                    "numbers in (0, 1), --threshold and --max-session-mib "
+                    "finite non-negative ones\n");
     return 2;
   }
   return 0;

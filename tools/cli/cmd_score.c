@@ -247,9 +247,6 @@ print_line(TextScore *t, const Line *l)
       ref = line_ref(t, l);
       warm = !txl_baseline_judge(t->recent, txl_line_judged(s, ref), &flag);
     }
-    /* a non-finite score is flagged, warm-up included (as txlsink does):
-     * it must never pass for a normal line */
-    flag |= s->tokens > 0 && !isfinite(txl_line_worst(s));
     /* a burst of one kind of line is flagged once (lib/anomaly/repeats.h) */
     shown = txl_repeats_report(&t->repeats, l->text->str, l->text->len, s,
                                flag, &repeat);
@@ -663,11 +660,8 @@ check_learn(gboolean learn, int warmup, double seconds, const char *out,
     return FALSE;
   }
   g_autoptr(GError) err = NULL;
-  g_autofree char *dir = out ? g_path_get_dirname(out) : NULL;
-  if (out && (!txl_path_replaceable(out, &err) ||
-              !g_file_test(dir, G_FILE_TEST_IS_DIR))) {
-    fprintf(stderr, "txl score: --learn-model: %s\n",
-            err ? err->message : "its folder does not exist");
+  if (out && !txl_path_writable_later(out, &err)) {
+    fprintf(stderr, "txl score: --learn-model: %s\n", err->message);
     return FALSE;
   }
   if (warmup == 0 || warmup < -1) {

@@ -4,6 +4,7 @@
 #include "txl.h"
 
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,14 @@ txl_cmd_options(const char *params, const char *summary,
   if (entries)
     g_option_context_add_main_entries(ctx, entries, NULL);
   return ctx;
+}
+
+gboolean
+txl_cmd_number(const char *s, double *v)
+{
+  char *end = NULL;
+  *v = s ? g_ascii_strtod(s, &end) : NAN;
+  return s && end != s && *end == '\0' && isfinite(*v) && *v >= 0;
 }
 
 gboolean
