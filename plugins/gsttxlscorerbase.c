@@ -124,6 +124,7 @@ new_stream(GstTxlScorerBase *self, GError **error)
   self->in_tokens = 0;
   self->out_count = 0;
   self->expect_offset = -1;
+  self->pause = GST_TXL_PAUSE_NONE;
   return CLASS(self)->new_stream(self, error);
 }
 
@@ -191,38 +192,71 @@ gst_txl_scorer_base_chain(GstPad *pad, GstObject *parent, GstBuffer *buf)
   return ret;
 }
 
+/* The stream paused in a snapshot instead of ended (hold-at-eos): its
+ * partial segment (or open sessions), the tokenizer's held-back bytes and
+ * the sink's unfinished lines go into the snapshot, and the next run
+ * continues them.  FALSE when it could not be written: the caller then
+ * ends the stream instead, everything scored, so that no line is lost. */
+static gboolean
+pause_stream(GstTxlScorerBase *self)
+{
+  gchar *loc = txl_snap_sched_path(&self->snap, NULL);
+  TxlSnapResult r = TXL_SNAP_FAIL;
+  if (loc && gst_txl_scorer_base_holds_at_eos(self) &&
+      CLASS(self)->live(self)) {
+    quiet(self);
+    txl_parts_give_sink_pending(GST_ELEMENT(self), self->srcpad,
+                                self->restored);
+    CLASS(self)->push_out(self);
+    r = gst_txl_scorer_base_snapshot(self, loc, "eos");
+    if (r != TXL_SNAP_OK)
+      GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
+          ("No snapshot at end of stream%s: the stream ends here instead, "
+           "its last lines scored",
+           r == TXL_SNAP_DEFER ? " (buffers were still queued between the "
+                                 "txl elements)" : ""),
+          (NULL));
+  }
+  g_free(loc);
+  return r == TXL_SNAP_OK;
+}
+
+/* txltokenizer, at the end of its input, before EOS: the pause now, while
+ * it can still finish the stream (its held-back bytes) should the
+ * snapshot fail; the event's result tells it which. */
+static gboolean
+on_pause(GstTxlScorerBase *self)
+{
+  gboolean ok = pause_stream(self);
+  self->pause = ok ? GST_TXL_PAUSE_DONE : GST_TXL_PAUSE_FAILED;
+  return ok;
+}
+
 /* The end of the stream: with hold-at-eos, only a pause kept in the
- * snapshot; else everything is scored, then snapshot. */
+ * snapshot (on_pause, or here when no txltokenizer asked for it); else,
+ * or when the pause could not be written, everything is scored, then
+ * snapshot. */
 static void
 on_eos(GstTxlScorerBase *self)
 {
   quiet(self);
-  gchar *loc = txl_snap_sched_path(&self->snap, NULL);
+  GstTxlPause asked = self->pause;
+  self->pause = GST_TXL_PAUSE_NONE;
   gboolean live = CLASS(self)->live(self);
-  if (loc && gst_txl_scorer_base_holds_at_eos(self) && live) {
-    /* the stream is not over, only paused: its partial segment (or open
-     * sessions), the tokenizer's held-back bytes and the sink's
-     * unfinished lines go into the snapshot, and the next run continues
-     * them */
-    txl_parts_give_sink_pending(GST_ELEMENT(self), self->srcpad,
-                                self->restored);
-    CLASS(self)->push_out(self);
-    if (gst_txl_scorer_base_snapshot(self, loc, "eos") == TXL_SNAP_DEFER)
-      GST_ELEMENT_WARNING(self, RESOURCE, WRITE,
-                          ("No snapshot at end of stream: buffers were "
-                           "still queued between the txl elements"),
-                          (NULL));
+  if (asked == GST_TXL_PAUSE_DONE ||
+      (asked == GST_TXL_PAUSE_NONE && pause_stream(self))) {
     gst_pad_push_event(self->srcpad, gst_event_new_custom(
         GST_EVENT_CUSTOM_DOWNSTREAM, gst_structure_new_empty(TXL_PARTS_HOLD)));
-  } else {
-    GstFlowReturn ret = live ? CLASS(self)->finish(self) : GST_FLOW_OK;
-    if (ret != GST_FLOW_OK)
-      GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
-    if (loc && live)
-      gst_txl_scorer_base_snapshot(self, loc, "eos");
-    if (live)
-      gst_txl_learn_ended(self->learning);
+    return;
   }
+  GstFlowReturn ret = live ? CLASS(self)->finish(self) : GST_FLOW_OK;
+  if (ret != GST_FLOW_OK)
+    GST_DEBUG_OBJECT(self, "ending at EOS: %s", gst_flow_get_name(ret));
+  gchar *loc = txl_snap_sched_path(&self->snap, NULL);
+  if (loc && live)
+    gst_txl_scorer_base_snapshot(self, loc, "eos");
+  if (live)
+    gst_txl_learn_ended(self->learning);
   g_free(loc);
 }
 
@@ -274,6 +308,12 @@ gst_txl_scorer_base_sink_event(GstPad *pad, GstObject *parent,
     break;
   case GST_EVENT_EOS:
     on_eos(self);
+    break;
+  case GST_EVENT_CUSTOM_DOWNSTREAM:
+    if (gst_event_has_name(event, TXL_PARTS_PAUSE)) {
+      gst_event_unref(event);
+      return on_pause(self);
+    }
     break;
   case GST_EVENT_FLUSH_STOP:
     if (CLASS(self)->live(self) && !new_stream(self, &err)) {

@@ -103,6 +103,14 @@ struct _GstTxlScorerBaseClass {
   const gchar *not_ours;
 };
 
+/* What became of txltokenizer's request to pause the stream in the
+ * end-of-stream snapshot (TXL_PARTS_PAUSE), for the EOS that follows. */
+typedef enum {
+  GST_TXL_PAUSE_NONE,   /* not asked: EOS pauses by itself (hold-at-eos) */
+  GST_TXL_PAUSE_DONE,   /* written: EOS only tells the sink to hold */
+  GST_TXL_PAUSE_FAILED, /* not written: EOS ends the stream */
+} GstTxlPause;
+
 struct _GstTxlScorerBase {
   GstElement parent;
   GstPad *sinkpad, *srcpad;
@@ -140,6 +148,7 @@ struct _GstTxlScorerBase {
   gboolean restored_fresh;    /* the next STREAM_START continues the stream */
   gint64 expect_offset;       /* after a live restore: first token of the
                                * next input buffer (-1: any) */
+  GstTxlPause pause;          /* txltokenizer's pause before EOS */
 };
 
 /* The hooks every scorer implements, by the convention that its file names

@@ -704,8 +704,12 @@ gst_txl_tokenizer_sink_event(GstPad *pad, GstObject *parent, GstEvent *event)
     return gst_pad_event_default(pad, parent, event);
   case GST_EVENT_EOS: {
     /* txlmodel may keep the stream open in a snapshot (hold-at-eos): then
-     * the held-back bytes stay held, for the next run to continue */
-    if (!downstream_holds(self)) {
+     * the held-back bytes stay held, for the next run to continue, once
+     * that snapshot is written (else the stream ends here, all of it
+     * scored) */
+    if (!downstream_holds(self) || !gst_pad_push_event(self->srcpad,
+            gst_event_new_custom(GST_EVENT_CUSTOM_DOWNSTREAM,
+                                 gst_structure_new_empty(TXL_PARTS_PAUSE)))) {
       GstFlowReturn ret = finish_stream(self);
       if (ret != GST_FLOW_OK)
         GST_DEBUG_OBJECT(self, "flushing at EOS: %s", gst_flow_get_name(ret));

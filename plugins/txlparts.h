@@ -75,6 +75,11 @@ gboolean txl_parts_answer(GstElement *e, const TxlPart *part, GstQuery *q);
 /* downstream custom event before EOS: the stream goes on in a snapshot, so
  * the sink keeps its unfinished lines rather than writing them */
 #define TXL_PARTS_HOLD "txl-state-hold"
+/* downstream custom event from txltokenizer at the end of its input, when
+ * the scorer below holds at EOS: write the end-of-stream snapshot now.  Its
+ * result says whether it was written; when not, the tokenizer finishes the
+ * stream (its held-back bytes scored) before EOS, and nothing is lost */
+#define TXL_PARTS_PAUSE "txl-state-pause"
 
 GstQuery *txl_parts_query_new(const gchar *name);
 

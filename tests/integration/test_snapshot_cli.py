@@ -73,6 +73,7 @@ def main():
     rc, _, err = run(['score', '-m', models[1], '--ids', '--segment', '4', '--load-snapshot', snap], b'1 2')
     check('options that a snapshot fixes are refused with it', rc == 2 and '--segment' in err, err[-200:])
     text_mode(tmp, snap)
+    ids_save_fails(models[0], snap)
     sys.exit(1 if tally() else 0)
 
 
@@ -104,6 +105,43 @@ def text_mode(tmp, snap):
     rc, _, err = run(['score', '-m', model, '--load-snapshot', snap], b'hello')
     check('an id snapshot is not continued as text', rc == 1 and 'with --ids' in err, err[-200:])
 
+    # the snapshot fails at the end after the start's check passed (a
+    # directory put in its place; a full disk is the same): the run fails,
+    # and the lines it would have kept in it are printed, not lost
+    gone = os.path.join(tmp, 'gone.snap')
+    p = subprocess.Popen([TXL, 'score', '-m', model, '--save-snapshot', gone] + opts + ['-'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    half = text.rindex(b'\n', 0, len(text) // 2) + 1
+    p.stdin.write(text[:half])
+    p.stdin.flush()
+    first = b''
+    while not first.endswith(b'\n'):  # a line printed: the start's check is behind
+        first += os.read(p.stdout.fileno(), 1) or b'\n'
+    os.mkdir(gone)
+    out, err = p.communicate(text[half:], timeout=120)
+    os.rmdir(gone)
+    check('text: the snapshot fails at the end: exit 1, a message, all %d lines printed' % full.count(b'\n'),
+          p.returncode == 1 and first + out == full and b'the stream ended instead' in err, err.decode()[-300:])
+
+
+def ids_save_fails(model, snap):
+    """--ids: the snapshot fails at the end; the pending tokens are scored."""
+    r = random.Random(3)
+    ids = ' '.join(str(r.randrange(120)) for _ in range(40000)).encode()
+    rc, want, err = run(['score', '-m', model, '--ids'], ids)
+    gone = snap + '.gone'
+    p = subprocess.Popen([TXL, 'score', '-m', model, '--ids', '--save-snapshot', gone, '-'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cut = ids.index(b' ', 100000)
+    # more than a pipe holds: the write returns once txl reads, past its check
+    p.stdin.write(ids[:cut])
+    p.stdin.flush()
+    os.mkdir(gone)
+    out, err = p.communicate(ids[cut:], timeout=120)
+    os.rmdir(gone)
+    check('ids: the snapshot fails at the end: exit 1, a message, all %d tokens printed' % want.count(b'\n'),
+          rc == 0 and p.returncode == 1 and out == want and b'the stream ended instead' in err,
+          err.decode()[-300:])
 
 if __name__ == '__main__':
     main()

@@ -150,6 +150,34 @@ def main():
         check('snapshot-location %s: refused at start with a message' % bad,
               r_b != 0 and 'Snapshots cannot be written' in e_b, (r_b, e_b[-300:]))
 
+    # the end-of-stream snapshot fails after the start's check passed (here
+    # a directory takes the file's place; a full disk is the same): the
+    # stream ends instead of pausing, and every line is scored, the
+    # tokenizer's unterminated last one and the sink's unfinished ones too
+    for element in ('txlmodel model=%s segment=32' % MODEL,
+                    'txlsessions model=%s session-key=blk_-?[0-9]+' % MODEL):
+        def fails_at_eos(src, out, snap=None, extra=''):
+            return through(src, 997, MODEL, element + ' ' + extra, out, snap,
+                           'threshold-mode=mad window=50 warmup=10')
+        w_rc, w_err = run(fails_at_eos(src, os.path.join(tmp, 'w.jsonl')))
+        want = open(os.path.join(tmp, 'w.jsonl'), 'rb').read()
+        fifo, gone = os.path.join(tmp, 'in.fifo'), os.path.join(tmp, 'gone.snap')
+        os.mkfifo(fifo)
+        args = [a for a in fails_at_eos(fifo, os.path.join(tmp, 'f.jsonl'), gone, 'restore=false')
+                if a != '-q']  # -q would hide the warning
+        p = subprocess.Popen(args, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with open(fifo, 'wb') as f:  # opened: every element has started
+            os.mkdir(gone)
+            f.write(data)
+        f_out, f_err = p.communicate(timeout=120)
+        got = open(os.path.join(tmp, 'f.jsonl'), 'rb').read()
+        check('%s: end-of-stream snapshot fails: %d of %d lines scored, a warning, status 0'
+              % (element.split()[0], got.count(b'\n'), want.count(b'\n')),
+              w_rc == 0 and p.returncode == 0 and want.count(b"\n") >= 261 and got == want and
+              b'the stream ends here instead' in f_out + f_err, (w_err + (f_out + f_err).decode())[-400:])
+        os.remove(fifo)
+        os.rmdir(gone)
+
     # kill -9 while snapshots are written every few tokens
     big = os.path.join(tmp, 'big.txt')
     g = loggen.Gen(8, loggen.START)

@@ -130,7 +130,17 @@ score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
     gboolean ok = txl_scorer_save_full(c->scorer, save, c->snap_opts, sect,
                                        NULL, &c->error);
     g_hash_table_unref(sect);
-    return ok;
+    if (ok)
+      return TRUE;
+    /* not written (a full disk): the pending tokens are scored rather
+     * than lost; the run still fails */
+    GError *save_err = g_steal_pointer(&c->error);
+    txl_scorer_finish(c->scorer, NULL);
+    g_set_error(&c->error, save_err->domain, save_err->code,
+                "no snapshot (%s): the stream ended instead, its last "
+                "tokens printed", save_err->message);
+    g_error_free(save_err);
+    return FALSE;
   }
   if (resumed)
     return txl_scorer_finish(c->scorer, &c->error);
@@ -435,6 +445,7 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
   char buf[CHUNK];
   gssize got;
   gboolean any = FALSE;
+  GError *save_err = NULL;
   while (!t->c.error && (got = read_some(in, buf, sizeof buf)) > 0) {
     any = TRUE;
     t->now = g_get_monotonic_time() / (double)G_USEC_PER_SEC;
@@ -468,11 +479,17 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
     g_hash_table_insert(sect, "score-repeats", g_byte_array_free_to_bytes(kb));
     if (t->learner)
       g_hash_table_insert(sect, "learner", learn_save(t));
-    txl_scorer_save_full(t->c.scorer, save, t->c.snap_opts, sect, NULL,
-                         &t->c.error);
+    gboolean saved = txl_scorer_save_full(t->c.scorer, save,
+                                          t->c.snap_opts, sect, NULL,
+                                          &t->c.error);
     g_hash_table_unref(sect);
-    txl_encoder_free(enc);
-    return t->c.error == NULL;
+    if (saved) {
+      txl_encoder_free(enc);
+      return TRUE;
+    }
+    /* not written (a full disk): the stream ends here instead, its last
+     * lines printed rather than lost; the run still fails */
+    save_err = g_steal_pointer(&t->c.error);
   }
   if (!t->c.error)
     txl_encoder_finish(enc);
@@ -483,14 +500,21 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
                         "predict");
   if (!t->c.error)
     txl_scorer_finish(t->c.scorer, &t->c.error);
-  if (t->c.error)
-    return FALSE;
-  for (GList *it = t->lines.head; it; it = it->next) {
-    Line *l = it->data;
-    l->closed = TRUE;
+  if (!t->c.error) {
+    for (GList *it = t->lines.head; it; it = it->next) {
+      Line *l = it->data;
+      l->closed = TRUE;
+    }
+    print_ready_lines(t, TRUE);
   }
-  print_ready_lines(t, TRUE);
-  return TRUE;
+  if (save_err) {
+    g_clear_error(&t->c.error);
+    g_set_error(&t->c.error, save_err->domain, save_err->code,
+                "no snapshot (%s): the stream ended instead, its last lines "
+                "printed", save_err->message);
+    g_error_free(save_err);
+  }
+  return t->c.error == NULL;
 }
 
 /* --snapshot-precision and --memory; FALSE (a message printed) when bad. */
