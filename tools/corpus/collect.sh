@@ -5,13 +5,14 @@
 # a private config, drives traffic and faults, stops it), then compress each
 # source's log with zstd -19 into data/corpus/<source>.log.zst.
 #
-#   tools/corpus/collect.sh [--held-out | --held-out-2] [RAWDIR] [SOURCE...]
+#   tools/corpus/collect.sh [--held-out | --held-out-2 | --held-out-3] [RAWDIR] [SOURCE...]
 #
 # RAWDIR (default /tmp/txl-corpus-raw) receives the uncompressed logs.
 # --held-out collects instead the logs of software that is in neither the
 # corpus nor Loghub, into data/held-out/: judging data, never trained on
 # (data/held-out/README.md). --held-out-2 collects a second such set, of
-# other software, into data/held-out-2/ (data/held-out-2/README.md).
+# other software, into data/held-out-2/ (data/held-out-2/README.md), and
+# --held-out-3 a third, into data/held-out-3/ (data/held-out-3/README.md).
 # Must run as root (packages, users, daemons). Takes about 10 minutes.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +26,10 @@ if [ "${1:-}" = --held-out ]; then
 elif [ "${1:-}" = --held-out-2 ]; then
     DEST=held-out-2
     SOURCES="freeradius rsyncd cups unbound"
+    shift
+elif [ "${1:-}" = --held-out-3 ]; then
+    DEST=held-out-3
+    SOURCES="mariadb lighttpd supervisor spamd"
     shift
 fi
 RAW=${1:-/tmp/txl-corpus-raw}
