@@ -22,11 +22,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   guint64 records = 0;
   TxlOtlpRejected rej = { 0, NULL };
   GError *error = NULL;
+  /* a small bound on the lines too, so that refusing past it is fuzzed */
+  gsize max_out = data[0] & 4 ? 256 : G_MAXSIZE;
   gboolean ok = data[0] & 1
-      ? txl_otlp_logs_json((const char *)data + 1, size - 1, session, out,
-                           &records, &rej, &error)
-      : txl_otlp_logs_protobuf(data + 1, size - 1, session, out, &records,
-                               &rej, &error);
+      ? txl_otlp_logs_json((const char *)data + 1, size - 1, session,
+                           max_out, out, &records, &rej, &error)
+      : txl_otlp_logs_protobuf(data + 1, size - 1, session, max_out, out,
+                               &records, &rej, &error);
   CHECK(ok == (error == NULL));
   /* a record refused on its own always says why */
   CHECK((rej.count == 0) == (rej.first == NULL));

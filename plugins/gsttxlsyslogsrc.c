@@ -36,7 +36,9 @@
 GST_DEBUG_CATEGORY_STATIC(gst_txl_syslog_src_debug);
 #define GST_CAT_DEFAULT gst_txl_syslog_src_debug
 
-/* What the queue holds at most before TCP reads pause and datagrams drop. */
+/* What the queue holds at most before TCP reads pause and datagrams drop:
+ * memory, not message bytes (record_cost), or one client sending two-byte
+ * messages could queue a hundred times this. */
 #define QUEUE_BYTES (16u << 20)
 /* What one buffer downstream carries at most. */
 #define BUFFER_BYTES (64u << 10)
@@ -122,6 +124,14 @@ count(GstTxlSyslogSrc *self, guint64 *counter, guint64 n)
   GST_OBJECT_UNLOCK(self);
 }
 
+/* What one queued record holds in memory: its string's allocation, the
+ * GString and the queue's link, and the allocator's headers. */
+static gsize
+record_cost(const GString *rec)
+{
+  return rec->allocated_len + sizeof(GString) + sizeof(GList) + 32;
+}
+
 /* Queues one message as a record line.  FALSE when the queue is full and
  * the message was dropped (datagrams only: TCP reads pause before). */
 static gboolean
@@ -138,7 +148,7 @@ enqueue(GstTxlSyslogSrc *self, const char *frame, gsize len, gboolean may_drop)
     g_string_free(rec, TRUE);
     return FALSE;
   }
-  self->queued += rec->len;
+  self->queued += record_cost(rec);
   g_queue_push_tail(&self->queue, rec);
   g_cond_broadcast(&self->cond); /* create(), or a drain waiting */
   g_mutex_unlock(&self->lock);
@@ -558,7 +568,7 @@ gst_txl_syslog_src_create(GstPushSrc *src, GstBuffer **out)
               BUFFER_BYTES)) {
     GString *rec = g_queue_pop_head(&self->queue);
     g_string_append_len(all, rec->str, (gssize)rec->len);
-    self->queued -= rec->len;
+    self->queued -= record_cost(rec);
     g_string_free(rec, TRUE);
   }
   gboolean resume = self->paused_reads && self->queued < QUEUE_BYTES;

@@ -32,6 +32,8 @@
 
 typedef struct {
   GString *app, *host, *session; /* from the resource */
+  gsize limit;    /* the request's lines may not grow out past this */
+  gboolean *over; /* set when a record did not fit under limit */
 } Res;
 
 typedef struct {
@@ -75,12 +77,22 @@ emit(GString *out, const Res *res, const Rec *r)
     { "time", when, -1 },
     { "session", sess->str, (gssize)sess->len },
   };
-  txl_record_append(out, f, G_N_ELEMENTS(f), r->body->str, r->body->len);
+  /* each record repeats its resource's fields (up to 8 KiB): a small
+   * request of many tiny records would otherwise decode to gigabytes */
+  gsize before = out->len;
+  if (!*res->over)
+    txl_record_append(out, f, G_N_ELEMENTS(f), r->body->str, r->body->len);
+  if (out->len > res->limit) {
+    g_string_truncate(out, before);
+    *res->over = TRUE;
+  }
 }
 
 static void
-res_init(Res *r)
+res_init(Res *r, gsize limit, gboolean *over)
 {
+  r->limit = limit;
+  r->over = over;
   r->app = g_string_new(NULL);
   r->host = g_string_new(NULL);
   r->session = g_string_new(NULL);
@@ -413,12 +425,12 @@ pb_log_record(Pb b, const Res *res, Rec *rec, const char *session_attr,
 /* One ResourceLogs: the resource first (it may come after its logs on
  * the wire), then every LogRecord of every ScopeLogs. */
 static gboolean
-pb_resource_logs(Pb b, const char *session_attr, GString *out,
-                 guint64 *records, TxlOtlpRejected *rej)
+pb_resource_logs(Pb b, const char *session_attr, GString *out, gsize limit,
+                 gboolean *over, guint64 *records, TxlOtlpRejected *rej)
 {
   Res res;
   Rec rec;
-  res_init(&res);
+  res_init(&res, limit, over);
   rec_init(&rec);
   gboolean ok = TRUE;
   PbField f, g, h;
@@ -456,12 +468,25 @@ pb_resource_logs(Pb b, const char *session_attr, GString *out,
   return ok;
 }
 
+/* The lines decoded past max_out: nothing taken, and why. */
+static gboolean
+too_large(GString *out, gsize start, gsize max_out, GError **error)
+{
+  g_string_truncate(out, start);
+  g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID, "OTLP logs: the records "
+              "decode to more than %" G_GSIZE_FORMAT " bytes of lines",
+              max_out);
+  return FALSE;
+}
+
 gboolean
 txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
-                       GString *out, guint64 *records,
+                       gsize max_out, GString *out, guint64 *records,
                        TxlOtlpRejected *rejected, GError **error)
 {
   gsize start = out->len;
+  gsize limit = max_out > G_MAXSIZE - start ? G_MAXSIZE : start + max_out;
+  gboolean over = FALSE;
   guint64 n = 0;
   TxlOtlpRejected rej = { 0, NULL };
   Pb b = { data, data + len };
@@ -470,7 +495,8 @@ txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
   while ((r = pb_next(&b, &f)) > 0) {
     if (f.num != 1)
       continue;
-    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, out, &n, &rej)) {
+    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, out, limit,
+                                         &over, &n, &rej)) {
       r = -1;
       break;
     }
@@ -479,6 +505,8 @@ txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
     g_string_truncate(out, start);
     return fail(error, "not a well-formed protobuf ExportLogsServiceRequest");
   }
+  if (over)
+    return too_large(out, start, max_out, error);
   *records += n;
   if (rejected)
     *rejected = rej;
@@ -663,9 +691,13 @@ json_log_record(JsonObject *o, const Res *res, Rec *rec,
 
 gboolean
 txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
-                   GString *out, guint64 *records, TxlOtlpRejected *rejected,
-                   GError **error)
+                   gsize max_out, GString *out, guint64 *records,
+                   TxlOtlpRejected *rejected, GError **error)
 {
+  gsize start = out->len;
+  gsize limit = max_out > G_MAXSIZE - start ? G_MAXSIZE : start + max_out;
+  gboolean over = FALSE;
+  guint64 n = 0;
   if (!txl_json_check_depth(data, len, TXL_JSON_MAX_DEPTH, "OTLP logs", error))
     return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
@@ -680,7 +712,7 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
   TxlOtlpRejected rej = { 0, NULL };
   rec_init(&rec);
   FOR_OBJECTS(json_node_get_object(root), "resourceLogs", rl) {
-    res_init(&res);
+    res_init(&res, limit, &over);
     json_attrs(member_array(member_object(rl, "resource"), "attributes"),
                &res, NULL, session_attr);
     FOR_OBJECTS(rl, "scopeLogs", sl) {
@@ -694,12 +726,15 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
         if (why)
           reject(&rej, why);
         else
-          (*records)++;
+          n++;
       }
     }
     res_clear(&res);
   }
   rec_clear(&rec);
+  if (over)
+    return too_large(out, start, max_out, error);
+  *records += n;
   if (rejected)
     *rejected = rej;
   return TRUE;

@@ -39,15 +39,17 @@ typedef struct {
 /* Appends one record line per LogRecord taken to out and counts them in
  * *records, those refused in *rejected (may be NULL).  A malformed request
  * around the records (its ResourceLogs, Resource or ScopeLogs, or JSON
- * that does not parse) is all or nothing: FALSE, an error, out as it was
- * and nothing counted. */
+ * that does not parse: TXL_ERROR_FORMAT), or one whose lines come to more
+ * than max_out bytes (each line repeats its resource's fields, so a small
+ * request can decode to far more: TXL_ERROR_INVALID), is all or nothing:
+ * FALSE, an error, out as it was and nothing counted. */
 gboolean txl_otlp_logs_protobuf(const guint8 *data, gsize len,
-                                const char *session_attr, GString *out,
-                                guint64 *records, TxlOtlpRejected *rejected,
-                                GError **error);
+                                const char *session_attr, gsize max_out,
+                                GString *out, guint64 *records,
+                                TxlOtlpRejected *rejected, GError **error);
 gboolean txl_otlp_logs_json(const char *data, gsize len,
-                            const char *session_attr, GString *out,
-                            guint64 *records, TxlOtlpRejected *rejected,
-                            GError **error);
+                            const char *session_attr, gsize max_out,
+                            GString *out, guint64 *records,
+                            TxlOtlpRejected *rejected, GError **error);
 
 #endif

@@ -66,7 +66,7 @@ decode_rej(const GString *req, guint64 *n, TxlOtlpRejected *rej)
   GError *e = NULL;
   *n = 0;
   if (!txl_otlp_logs_protobuf((const guint8 *)req->str, req->len, "sid",
-                              out, n, rej, &e)) {
+                              G_MAXSIZE, out, n, rej, &e)) {
     g_assert_nonnull(e);
     g_assert_cmpuint(out->len, ==, 0);
     g_error_free(e);
@@ -183,7 +183,7 @@ TU_TEST("/otlp/json", test_json)
   GString *out = g_string_new(NULL);
   guint64 n = 0;
   TxlOtlpRejected rej = { 0, NULL };
-  g_assert_true(txl_otlp_logs_json(j, strlen(j), "sid", out, &n, &rej, NULL));
+  g_assert_true(txl_otlp_logs_json(j, strlen(j), "sid", G_MAXSIZE, out, &n, &rej, NULL));
   /* {} has no body, "junk" is no record: both refused on their own */
   g_assert_cmpuint(n, ==, 1);
   g_assert_cmpuint(rej.count, ==, 2);
@@ -193,7 +193,7 @@ TU_TEST("/otlp/json", test_json)
   tu_assert_field(out->str, h, "severity", "FATAL");
   tu_assert_field(out->str, h, "time", "2554-07-21T23:34:33.709551615Z");
   GError *e = NULL;
-  g_assert_false(txl_otlp_logs_json("[", 1, NULL, out, &n, NULL, &e));
+  g_assert_false(txl_otlp_logs_json("[", 1, NULL, G_MAXSIZE, out, &n, NULL, &e));
   g_clear_error(&e);
   g_string_free(out, TRUE);
 }
@@ -238,3 +238,72 @@ TU_TEST("/otlp/partial", test_partial)
 }
 
 TU_MAIN()
+
+/* Each record repeats its resource's fields: 2,000 records of a few bytes
+ * under a 4,000-byte service.name decode to 8 MB.  Past max_out the request
+ * is refused whole (TXL_ERROR_INVALID), out as it was; under it, taken. */
+TU_TEST("/otlp/decoded-bound", test_decoded_bound)
+{
+  GString *kv = g_string_new(NULL), *res = g_string_new(NULL);
+  GString *key = g_string_new("service.name");
+  GString *long_name = g_string_new(NULL);
+  for (int i = 0; i < 4000; i++)
+    g_string_append_c(long_name, 'a' + i % 26);
+  GString *val = str_any(long_name->str, long_name->len);
+  len_field(kv, 1, key);
+  len_field(kv, 2, val);
+  len_field(res, 1, kv);
+  GString *scope = g_string_new(NULL), *rl = g_string_new(NULL);
+  GString *body = str_any("x", 1), *rec = g_string_new(NULL);
+  len_field(rec, 5, body);
+  for (int i = 0; i < 2000; i++)
+    len_field(scope, 2, rec);
+  len_field(rl, 1, res);
+  len_field(rl, 2, scope);
+  GString *req = g_string_new(NULL);
+  len_field(req, 1, rl);
+  g_assert_cmpuint(req->len, <, 40000);
+  for (int json = 0; json < 2; json++) {
+    GString *in = req;
+    g_autofree char *j = NULL;
+    if (json) { /* the same request in OTLP/JSON */
+      GString *t = g_string_new("{\"resourceLogs\":[{\"resource\":{\"attributes\":"
+                                "[{\"key\":\"service.name\",\"value\":"
+                                "{\"stringValue\":\"");
+      g_string_append(t, long_name->str);
+      g_string_append(t, "\"}}]},\"scopeLogs\":[{\"logRecords\":[");
+      for (int i = 0; i < 2000; i++)
+        g_string_append(t, i ? ",{\"body\":{\"stringValue\":\"x\"}}"
+                             : "{\"body\":{\"stringValue\":\"x\"}}");
+      g_string_append(t, "]}]}]}");
+      j = g_string_free(t, FALSE);
+    }
+    for (int big = 0; big < 2; big++) {
+      gsize max = big ? 10000000 : 1000000;
+      GString *out = g_string_new("kept\n");
+      guint64 n = 0;
+      GError *e = NULL;
+      gboolean ok = json
+          ? txl_otlp_logs_json(j, strlen(j), NULL, max, out, &n, NULL, &e)
+          : txl_otlp_logs_protobuf((const guint8 *)in->str, in->len, NULL,
+                                   max, out, &n, NULL, &e);
+      if (big) {
+        g_assert_no_error(e);
+        g_assert_true(ok);
+        g_assert_cmpuint(n, ==, 2000);
+        g_assert_cmpuint(out->len, >, 8000000);
+        g_assert_cmpuint(out->len, <=, 5 + max);
+      } else {
+        g_assert_false(ok);
+        g_assert_error(e, TXL_ERROR, TXL_ERROR_INVALID);
+        g_assert_cmpstr(out->str, ==, "kept\n");
+        g_assert_cmpuint(n, ==, 0);
+        g_clear_error(&e);
+      }
+      g_string_free(out, TRUE);
+    }
+  }
+  GString *all[] = { kv, res, key, long_name, val, scope, rl, body, rec, req };
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++)
+    g_string_free(all[i], TRUE);
+}

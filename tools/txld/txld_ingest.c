@@ -26,6 +26,10 @@
 #define TOKEN_MAX 4096
 
 guint64 txld_ingest_max_body = TXLD_HTTP_DEFAULT_MAX_INGEST_BODY;
+/* An OTLP request's lines may come to this many times --ingest-max-body
+ * (records of a few bytes each repeat their resource's fields): 413 past
+ * it.  Real batches stay under twice their body. */
+#define DECODED_PER_BODY 4
 
 /* What a request came to, for /metrics. */
 enum { C_OK, C_BAD, C_AUTH, C_LARGE, C_TYPE, C_BUSY, C_DOWN, N_CODES };
@@ -323,12 +327,17 @@ decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
 {
   gsize len;
   const char *data = g_bytes_get_data(body, &len);
+  /* each OTLP record repeats its resource's fields: the lines may come
+   * to more than the body, but not to more than this */
+  gsize max_out = txld_ingest_max_body > G_MAXSIZE / DECODED_PER_BODY
+                      ? G_MAXSIZE : txld_ingest_max_body * DECODED_PER_BODY;
   if (form == FORM_OTLP_PROTO)
     return txl_otlp_logs_protobuf((const guint8 *)data, len,
-                                  p->conf->otlp_session, out, n, rej, error);
+                                  p->conf->otlp_session, max_out, out, n, rej,
+                                  error);
   if (form == FORM_OTLP_JSON)
-    return txl_otlp_logs_json(data, len, p->conf->otlp_session, out, n, rej,
-                              error);
+    return txl_otlp_logs_json(data, len, p->conf->otlp_session, max_out, out,
+                              n, rej, error);
   if (!to_lines(type, data, len, out, error))
     return FALSE;
   for (gsize i = 0; i < out->len; i++)
@@ -431,8 +440,9 @@ serve(TxldDaemon *d, TxldPipeline *p, SoupServerMessage *msg, gboolean otlp)
   g_bytes_unref(body);
   if (!ok) {
     g_string_free(lines, TRUE);
-    c->requests[C_BAD]++;
-    refuse(msg, form, 400, e->message);
+    gboolean large = g_error_matches(e, TXL_ERROR, TXL_ERROR_INVALID);
+    c->requests[large ? C_LARGE : C_BAD]++;
+    refuse(msg, form, large ? 413 : 400, e->message);
     return;
   }
   gsize bytes = lines->len;
