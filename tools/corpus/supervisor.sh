@@ -437,7 +437,8 @@ startretries=2
 
 [program:thumbnailer]
 command=$B/thumbnailer.sh
-autostart=false
+autostart=true
+startretries=1
 CFG
 
 cat > "$C/pipeline.conf" <<CFG
@@ -631,7 +632,7 @@ round() {
     done
 }
 
-round 12
+round 9
 faults 1
 # a new program appears in the configuration
 cat > "$C/billing.conf" <<CFG
@@ -646,7 +647,7 @@ startsecs=2
 environment=QUEUE="billing"
 CFG
 ctl reread; ctl update
-round 10
+round 8
 # a typo in a new file: reread refuses it
 cat > "$C/zz-search.conf" <<CFG
 [program:search]
@@ -667,23 +668,23 @@ user=searchd
 CFG
 ctl reread; ctl avail
 rm -f "$C/zz-search.conf"
-round 8
+round 6
 # cron_sync changes its target; the group is restarted by update
 sed -i 's/SYNC_TARGET="inventory",INTERVAL="6"/SYNC_TARGET="pricing",INTERVAL="4"/' "$C/workers.conf"
 ctl reread; ctl update cron_sync
 # remove and re-add by hand
 ctl stop billing:*; ctl remove billing; ctl avail; ctl add billing; ctl start billing:*
-round 8
+round 6
 # a second supervisord started by mistake: socket and port are taken
 timeout 15 supervisord -n -c "$WORK/supervisord.conf" >/dev/null 2>&1 || true
-round 6
+round 5
 # logrotate asks for a log reopen
 kill -USR2 "$SPID"
-round 6
+round 5
 # SIGHUP: supervisord restarts with everything under it
 kill -HUP "$SPID"
 sleep 8
-round 8
+round 7
 faults 2
 # a debugging session at loglevel debug
 write_main debug
@@ -693,16 +694,16 @@ round 8
 faults 3
 rm -f "$C/billing.conf"
 ctl reread; ctl update
-round 6
+round 4
 write_main info
 ctl reload
 sleep 5
-round 10
+round 8
 faults 4
 ctl stop all
 ctl status
 ctl start all
-round 8
+round 6
 # shutdown
 ctl shutdown
 i=0; while kill -0 "$SPID" 2>/dev/null && [ $i -lt 60 ]; do sleep 0.5; i=$((i + 1)); done

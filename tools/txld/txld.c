@@ -328,8 +328,10 @@ main(int argc, char **argv)
     }
   }
 
-  g_unix_signal_add(SIGTERM, on_term, &d);
-  g_unix_signal_add(SIGINT, on_term, &d);
+  /* ahead of every request waiting in the loop: a stop is served before
+   * the next one, however many clients keep it busy */
+  g_unix_signal_add_full(G_PRIORITY_HIGH, SIGTERM, on_term, &d, NULL);
+  g_unix_signal_add_full(G_PRIORITY_HIGH, SIGINT, on_term, &d, NULL);
   g_unix_signal_add(SIGHUP, on_hup, &d);
   signal(SIGPIPE, SIG_IGN);
   g_timeout_add_seconds(1, on_tick, &d);

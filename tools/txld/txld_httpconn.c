@@ -27,6 +27,7 @@
 
 #define CONN_KEY "txld-conn"
 #define ACCEPT_BATCH 64         /* accepts per wake-up, so others run too */
+#define ACCEPT_BATCH_US 20000   /* and at most this long (µs) */
 #define ACCEPT_RETRY_MS 100     /* after EMFILE and the like */
 #define LOG_EVERY_US (10 * G_USEC_PER_SEC)
 
@@ -342,7 +343,12 @@ on_acceptable(GSocket *s, GIOCondition cond, gpointer data)
 {
   (void)cond;
   (void)data;
-  for (int i = 0; i < ACCEPT_BATCH; i++) {
+  /* soup may serve a request whose bytes are all there inside
+   * hand_over(): a batch ends once it has taken a while, so that a stop
+   * (SIGTERM) or a timer waiting in the loop comes before the next
+   * connection, however many clients keep the queue full */
+  gint64 until = g_get_monotonic_time() + ACCEPT_BATCH_US;
+  for (int i = 0; i < ACCEPT_BATCH && g_get_monotonic_time() < until; i++) {
     g_autoptr(GError) e = NULL;
     GSocket *c = g_socket_accept(s, NULL, &e);
     if (!c) {

@@ -22,9 +22,12 @@
 #include "txl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* a run longer than this resets the back-off */
 #define STABLE_US (10 * G_USEC_PER_SEC)
@@ -531,6 +534,35 @@ configure_snapshots(TxldPipeline *p)
   }
 }
 
+/* The output file, appended to: a regular file or none yet.  Opened
+ * without blocking (a FIFO with no reader would hold the main loop in
+ * open(), and one with a reader in every write), then checked. */
+static FILE *
+open_output(const char *path, const char **why)
+{
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    *why = "not a regular file";
+    return NULL;
+  }
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC,
+                0644);
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    *why = g_strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    *why = "not a regular file";
+  } else {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "a");
+    if (f)
+      return f;
+    *why = g_strerror(errno);
+  }
+  if (fd >= 0)
+    close(fd);
+  return NULL;
+}
+
 gboolean
 txld_pipeline_start(TxldPipeline *p)
 {
@@ -538,10 +570,11 @@ txld_pipeline_start(TxldPipeline *p)
   teardown(p, FALSE);
   g_mutex_lock(&p->lock);
   if (c->output && !p->output) {
-    p->output = fopen(c->output, "a");
+    const char *why = NULL;
+    p->output = open_output(c->output, &why);
     if (!p->output)
       txld_log(G_LOG_LEVEL_WARNING, c->name, "%s: key 'output': cannot "
-               "open %s: %s", c->file, c->output, g_strerror(errno));
+               "open %s: %s", c->file, c->output, why);
   }
   p->restored_tokens = -1;
   g_mutex_unlock(&p->lock);
