@@ -60,8 +60,10 @@ deflate_format(const guint8 *in, gsize n)
   return G_ZLIB_COMPRESSOR_FORMAT_RAW;
 }
 
-/* gzip and deflate through GIO's zlib converter; the first gzip member
- * only, as before (what follows it is ignored). */
+/* gzip and deflate through GIO's zlib converter.  A gzip body may hold
+ * several members, one after the other (RFC 1952, as `cat a.gz b.gz`
+ * makes): each is decoded, as gzip -d does.  Bytes after the end that
+ * start no member make the body corrupt: a request is all or nothing. */
 static gboolean
 inflate_zlib(const guint8 *in, gsize n, GZlibCompressorFormat format, Out *o,
              guint *status, const char **why)
@@ -83,8 +85,16 @@ inflate_zlib(const guint8 *in, gsize n, GZlibCompressorFormat format, Out *o,
                   : "the deflate body is corrupt or cut short");
     if (!out_append(o, chunk, wr))
       return fail(status, why, 413, TOO_LARGE);
-    if (r == G_CONVERTER_FINISHED)
-      return TRUE;
+    if (r == G_CONVERTER_FINISHED) {
+      if (done == n)
+        return TRUE;
+      if (format != G_ZLIB_COMPRESSOR_FORMAT_GZIP || n - done < 2 ||
+          in[done] != 0x1f || in[done + 1] != 0x8b)
+        return fail(status, why, 400, "bytes follow the end of the "
+                    "compressed body");
+      g_converter_reset(z);
+      continue;
+    }
     if (rd == 0 && wr == 0)
       return fail(status, why, 400, "the compressed body is cut short");
   }
