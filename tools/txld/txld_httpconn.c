@@ -190,6 +190,13 @@ on_got_headers(SoupServerMessage *msg, gpointer data)
                 "realm=\"txld\"\r\n" : "", why);
     return;
   }
+  /* libsoup reads "Content-Length: -5" as no body and the request goes
+   * on without it: a length that is not a number is a bad request */
+  const char *cl = soup_message_headers_get_one(h, "Content-Length");
+  if (k && cl && (!*cl || strspn(cl, "0123456789") != strlen(cl))) {
+    conn_refuse(k, msg, 400, "", "a Content-Length that is not one number");
+    return;
+  }
   if (k && uri && txld_ingest_path(g_uri_get_path(uri))) {
     k->max = lim.max_ingest_body;
     k->ingest = TRUE;
