@@ -1,0 +1,239 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""txld against clients that flood its inputs (docs/ingest.md, docs/syslog.md):
+each case was found by an adversarial audit on 2026-11-29 and failed before
+its fix.
+
+1. OTLP amplification: a 1 MB protobuf request of 150,000 tiny records
+   under a 4,000-byte service.name decodes to about 1.3 GB of lines; it
+   gets 413 (decoded past 4 x --ingest-max-body) and txld's peak memory
+   stays small.  (Before: 1.3 GB resident; 4 MB of it aborted txld.)
+2. Tiny syslog messages: "x\\n" over TCP into a slow pipeline until the
+   source stops reading; the 16 MiB queue counts memory, so txld stays
+   under 200 MB.  (Before: 1.8 GB.)
+3. SIGTERM while eight clients keep posting 4 MB JSON arrays: txld stops
+   within 10 s.  (Before: never; one accept wake-up served dozens of them.)
+4. An `output` that is a FIFO: refused with a warning, nothing blocks,
+   SIGTERM exits at once.  (Before: blocked in open() for good.)
+5. A gzip body of two members: both read; bytes after a gzip body: 400.
+   (Before: the second member dropped with 200.)
+6. Content-Length: -5: 400.  (Before: 200, the body dropped.)
+
+About 40 s."""
+import gzip
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from checks import check, results, txld_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, '..', '..')
+TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
+PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
+SINK = '[pipeline]\nlaunch = appsrc name=ingest ! fakesink\nsnapshot = none\n'
+
+
+class Daemon:
+    def __init__(self, tmp, confs):
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(os.path.join(tmp, 'conf'))
+        os.makedirs(os.path.join(tmp, 'state'))
+        for name, text in confs.items():
+            with open(os.path.join(tmp, 'conf', name), 'w') as f:
+                f.write(text)
+        self.log = os.path.join(tmp, 'txld.log')
+        portfile = os.path.join(tmp, 'port')
+        env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
+        self.p = subprocess.Popen([TXLD, '--config', os.path.join(tmp, 'conf'), '--state-dir',
+                                   os.path.join(tmp, 'state'), '--port', '0', '--port-file', portfile],
+                                  stdout=open(self.log, 'wb'), stderr=subprocess.STDOUT, env=env)
+        self.port = txld_port(self.p, portfile, self.logtext)
+
+    def logtext(self):
+        return open(self.log, errors='replace').read()
+
+    def post(self, path, body, headers=(), timeout=30.0, length=None):
+        h = 'POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n' % (
+            path, len(body) if length is None else length)
+        for k, v in headers:
+            h += '%s: %s\r\n' % (k, v)
+        s = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
+        data = b''
+        try:
+            s.sendall(h.encode() + b'\r\n' + body)
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+        except OSError:
+            pass
+        finally:
+            s.close()
+        try:
+            return int(data.split(b' ', 2)[1]), data.split(b'\r\n\r\n', 1)[-1]
+        except (IndexError, ValueError):
+            return None, data
+
+    def peak_mb(self):
+        for l in open('/proc/%d/status' % self.p.pid):
+            if l.startswith('VmHWM:'):
+                return int(l.split()[1]) // 1024
+        return 0
+
+    def stop(self, timeout=10):
+        self.p.send_signal(signal.SIGTERM)
+        t = time.time()
+        try:
+            rc = self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            rc = None
+        return rc, time.time() - t
+
+
+def pb_len(field, data):
+    n, out = len(data), b''
+    while True:
+        out += bytes([(n & 0x7f) | (0x80 if n > 0x7f else 0)])
+        n >>= 7
+        if not n:
+            break
+    return bytes([field << 3 | 2]) + out + data
+
+
+def amplification(tmp):
+    d = Daemon(tmp, {'sink.conf': SINK + 'otlp = true\n'})
+    try:
+        kv = pb_len(1, b'service.name') + pb_len(2, pb_len(1, b'A' * 4000))
+        rec = pb_len(2, pb_len(5, b'\x18\x00'))  # a LogRecord whose body is the integer 0
+        body = pb_len(1, pb_len(1, pb_len(1, kv)) + pb_len(2, rec * 150000))
+        st, answer = d.post('/v1/logs', body, [('Content-Type', 'application/x-protobuf')])
+        peak = d.peak_mb()
+        check('OTLP: %d KB of tiny records under a 4,000-byte service.name: 413, peak memory %d MB'
+              % (len(body) // 1000, peak), st == 413 and peak < 200, (st, answer[:200], peak))
+    finally:
+        check('  and txld stops', d.stop()[0] == 0)
+
+
+def tiny_syslog(tmp):
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    launch = ('txlsyslogsrc address=127.0.0.1 port=%d udp=false ! identity sleep-time=200000 '
+              '! fakesink' % port)
+    d = Daemon(tmp, {'sl.conf': '[pipeline]\nlaunch = %s\nsnapshot = none\n' % launch})
+    try:
+        deadline = time.time() + 15
+        while True:
+            try:
+                c = socket.create_connection(('127.0.0.1', port), timeout=3)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
+        sent, t = 0, time.time()
+        block = b'x\n' * 32768
+        try:
+            while time.time() - t < 60:
+                c.sendall(block)
+                sent += len(block)
+        except socket.timeout:
+            pass  # the source stopped reading: back-pressure
+        c.close()
+        peak = d.peak_mb()
+        check('syslog: %.1f MB of two-byte messages until the source stopped reading: peak memory %d MB'
+              % (sent / 1e6, peak), sent > 1e6 and peak < 200, (sent, peak))
+    finally:
+        rc, dt = d.stop()
+        check('  and txld stops (%.1f s)' % dt, rc == 0, rc)
+
+
+def term_under_json(tmp):
+    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    body = b'[' + b'{},' * ((4194000 - 2) // 3)
+    body = body[:-1] + b']'
+    stop = threading.Event()
+    posts = [0]
+
+    def poster():
+        while not stop.is_set():
+            try:
+                d.post('/pipelines/sink/lines', body, [('Content-Type', 'application/json')], timeout=60)
+                posts[0] += 1
+            except OSError:
+                time.sleep(0.1)
+    threads = [threading.Thread(target=poster) for _ in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(4)
+    rc, dt = d.stop(timeout=30)
+    stop.set()
+    for t in threads:
+        t.join()
+    check('SIGTERM while 8 clients post 4 MB JSON arrays (%d answered): exit 0 in %.1f s'
+          % (posts[0], dt), rc == 0 and dt < 10, (rc, dt, d.logtext()[-500:]))
+
+
+def fifo_output(tmp):
+    fifo = os.path.join(tmp + '-x', 'out.fifo')
+    os.makedirs(os.path.dirname(fifo), exist_ok=True)
+    os.mkfifo(fifo)
+    d = Daemon(tmp, {'a.conf': '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nrestart = never\n'
+                               'snapshot = none\noutput = %s\n' % fifo})
+    try:
+        t = time.time()
+        while 'not a regular file' not in d.logtext() and time.time() - t < 10:
+            time.sleep(0.1)
+        check('an output that is a FIFO: refused with a warning', 'not a regular file' in d.logtext(),
+              d.logtext()[-500:])
+    finally:
+        rc, dt = d.stop()
+        check('  and SIGTERM exits at once (%.2f s)' % dt, rc == 0 and dt < 5, (rc, dt))
+        shutil.rmtree(tmp + '-x', ignore_errors=True)
+
+
+def bodies(tmp):
+    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    try:
+        two = gzip.compress(b'one\ntwo\n') + gzip.compress(b'three\nfour\n')
+        st, answer = d.post('/pipelines/sink/lines', two, [('Content-Encoding', 'gzip')])
+        check('gzip of two members: 200, 4 lines', st == 200 and b'"lines": 4' in answer, (st, answer))
+        st, answer = d.post('/pipelines/sink/lines', gzip.compress(b'one\n') + b'trailing junk',
+                            [('Content-Encoding', 'gzip')])
+        check('bytes after a gzip body: 400', st == 400, (st, answer))
+        st, answer = d.post('/pipelines/sink/lines', b'abc\ndef\n', length=-5)
+        check('Content-Length: -5: 400', st == 400, (st, answer))
+    finally:
+        check('  and txld stops', d.stop()[0] == 0)
+
+
+def main():
+    if not os.path.exists(TXLD):
+        print('SKIP: no txld at %s' % TXLD)
+        return 77
+    tmp = tempfile.mkdtemp(prefix='txld-flood-')
+    t0 = time.time()
+    try:
+        amplification(os.path.join(tmp, 'a'))
+        tiny_syslog(os.path.join(tmp, 's'))
+        term_under_json(os.path.join(tmp, 't'))
+        fifo_output(os.path.join(tmp, 'f'))
+        bodies(os.path.join(tmp, 'b'))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    failed = results.count(False)
+    print('%d checks, %d failed, %.1f s' % (len(results), failed, time.time() - t0))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
