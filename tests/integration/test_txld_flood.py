@@ -17,6 +17,9 @@ its fix.
 5. A gzip body of two members: both read; bytes after a gzip body: 400.
    (Before: the second member dropped with 200.)
 6. Content-Length: -5: 400.  (Before: 200, the body dropped.)
+7. 60 connections each holding most of a 4 MiB ingest body: past 16 x
+   --ingest-max-body in all they get 503 with Retry-After, and txld stays
+   under 150 MB.  (Before: all held, a gigabyte at 250.)
 
 About 40 s."""
 import gzip
@@ -216,6 +219,34 @@ def bodies(tmp):
         check('  and txld stops', d.stop()[0] == 0)
 
 
+def held_bodies(tmp):
+    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    try:
+        chunk = (b'x' * 1023 + b'\n') * 64
+        socks, refused = [], 0
+        for i in range(60):
+            s = socket.create_connection(('127.0.0.1', d.port), timeout=10)
+            try:
+                s.sendall(b'POST /pipelines/sink/lines HTTP/1.1\r\nHost: x\r\n'
+                          b'Content-Length: 4194304\r\n\r\n')
+                for _ in range(56):  # all but the last 512 KiB
+                    s.sendall(chunk)
+                socks.append(s)
+            except OSError:
+                refused += 1
+                s.close()
+        time.sleep(1)
+        peak = d.peak_mb()
+        for s in socks:
+            s.close()
+        check('60 connections holding 3.5 MB of ingest bodies: %d refused (503), peak memory %d MB'
+              % (refused, peak), refused >= 40 and peak < 150, (refused, peak))
+        st, answer = d.post('/pipelines/sink/lines', b'after\n')
+        check('  then a small batch: 200', st == 200, (st, answer))
+    finally:
+        check('  and txld stops', d.stop()[0] == 0)
+
+
 def main():
     if not os.path.exists(TXLD):
         print('SKIP: no txld at %s' % TXLD)
@@ -228,6 +259,7 @@ def main():
         term_under_json(os.path.join(tmp, 't'))
         fifo_output(os.path.join(tmp, 'f'))
         bodies(os.path.join(tmp, 'b'))
+        held_bodies(os.path.join(tmp, 'h'))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     failed = results.count(False)

@@ -30,6 +30,11 @@
 #define ACCEPT_BATCH_US 20000   /* and at most this long (µs) */
 #define ACCEPT_RETRY_MS 100     /* after EMFILE and the like */
 #define LOG_EVERY_US (10 * G_USEC_PER_SEC)
+/* The ingest bodies being read, all connections together, may hold this
+ * many times --ingest-max-body (64 MiB by default); a body that would
+ * pass it gets 503 with Retry-After, or 256 connections of 4 MiB each
+ * would hold a gigabyte. */
+#define INGEST_HELD_BODIES 16
 
 typedef struct {
   GSocket *sock;           /* not a reference: the Conn dies with it */
@@ -39,6 +44,7 @@ typedef struct {
   guint64 max;             /* its limit */
   gboolean ingest;         /* an ingest endpoint's (--ingest-max-body) */
   gboolean rejected;
+  guint64 held;            /* its part of ingest_held */
 } Conn;
 
 /* At most one log record per LOG_EVERY_US for each kind of event, with
@@ -55,6 +61,7 @@ static guint retry_id;
 static TxldHttpLimits lim;
 static TxldHttpStats stats;
 static RateLimit rl_full, rl_accept, rl_timeout, rl_large;
+static guint64 ingest_held; /* bytes of ingest bodies being read */
 
 static gboolean
 may_log(RateLimit *r, guint64 *quiet)
@@ -83,11 +90,20 @@ also(guint64 quiet)
 
 /* ---- one connection ---------------------------------------------------------- */
 
+/* The connection's body no longer held (answered, or gone). */
+static void
+conn_release(Conn *k)
+{
+  ingest_held -= k->held;
+  k->held = 0;
+}
+
 static void
 conn_gone(gpointer data, GObject *was_socket)
 {
   Conn *k = data;
   (void)was_socket;
+  conn_release(k);
   if (k->timer)
     g_source_remove(k->timer);
   g_object_set_data(G_OBJECT(k->remote), CONN_KEY, NULL);
@@ -154,6 +170,41 @@ conn_refuse(Conn *k, SoupServerMessage *msg, guint status, const char *headers,
   g_socket_shutdown(k->sock, TRUE, TRUE, NULL);
 }
 
+/* Holds `more` bytes of an ingest body against the shared budget, or
+ * answers 503 (the client may try again in a moment). */
+static gboolean
+conn_hold(Conn *k, SoupServerMessage *msg, guint64 more)
+{
+  if (k->rejected || !k->ingest || !more)
+    return !k->rejected;
+  guint64 budget = lim.max_ingest_body * INGEST_HELD_BODIES;
+  if (ingest_held + more > budget) {
+    stats.too_large++;
+    conn_refuse(k, msg, SOUP_STATUS_SERVICE_UNAVAILABLE, "Retry-After: 1\r\n",
+                "other clients' bodies fill what txld reads at once; try "
+                "again");
+    guint64 quiet;
+    if (may_log(&rl_large, &quiet))
+      txld_log(G_LOG_LEVEL_MESSAGE, NULL, "HTTP: refused an ingest body for "
+               "now: %" G_GUINT64_FORMAT " bytes of bodies being read, at "
+               "most %" G_GUINT64_FORMAT " (%d x --ingest-max-body)%s",
+               ingest_held, budget, INGEST_HELD_BODIES, also(quiet));
+    return FALSE;
+  }
+  ingest_held += more;
+  k->held += more;
+  return TRUE;
+}
+
+static void
+on_finished(SoupServerMessage *msg, gpointer data)
+{
+  (void)data;
+  Conn *k = conn_of(msg);
+  if (k)
+    conn_release(k);
+}
+
 /* 413 before the body is read */
 static void
 conn_reject_body(Conn *k, SoupServerMessage *msg, guint64 declared)
@@ -207,6 +258,8 @@ on_got_headers(SoupServerMessage *msg, gpointer data)
     goffset n = soup_message_headers_get_content_length(h);
     if (n > 0 && (guint64)n > k->max)
       conn_reject_body(k, msg, (guint64)n);
+    else if (n > 0)
+      conn_hold(k, msg, (guint64)n);
   }
 }
 
@@ -221,6 +274,8 @@ on_got_chunk(SoupServerMessage *msg, GBytes *chunk, gpointer data)
   k->body += g_bytes_get_size(chunk);
   if (k->body > k->max)
     conn_reject_body(k, msg, 0);
+  else if (k->body > k->held)
+    conn_hold(k, msg, k->body - k->held);
 }
 
 static void
@@ -240,6 +295,7 @@ on_request_started(SoupServer *server, SoupServerMessage *msg, gpointer data)
                                    FALSE);
   g_signal_connect(msg, "got-headers", G_CALLBACK(on_got_headers), NULL);
   g_signal_connect(msg, "got-chunk", G_CALLBACK(on_got_chunk), NULL);
+  g_signal_connect(msg, "finished", G_CALLBACK(on_finished), NULL);
 }
 
 /* The whole request is in: the handler runs, and the answer must be out
