@@ -6,7 +6,16 @@ gboolean
 txl_json_check_depth(const char *text, gsize len, int max_depth,
                      const char *label, GError **error)
 {
+  return txl_json_check_bounds(text, len, max_depth, G_MAXUINT64, label,
+                               error);
+}
+
+gboolean
+txl_json_check_bounds(const char *text, gsize len, int max_depth,
+                      guint64 max_values, const char *label, GError **error)
+{
   int depth = 0;
+  guint64 values = 1; /* each ',' and each container adds one */
   gboolean in_string = FALSE;
   for (gsize i = 0; i < len; i++) {
     char ch = text[i];
@@ -16,6 +25,13 @@ txl_json_check_depth(const char *text, gsize len, int max_depth,
       else if (ch == '"')
         in_string = FALSE;
       continue;
+    }
+    if ((ch == ',' || ch == '[' || ch == '{') && ++values > max_values) {
+      g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID,
+                  "%s: JSON of more than %" G_GUINT64_FORMAT " values "
+                  "(at byte %zu); refused before parsing: send smaller "
+                  "batches", label, max_values, i);
+      return FALSE;
     }
     if (ch == '"') {
       in_string = TRUE;

@@ -16,5 +16,12 @@
  * in the message.  Does not validate the JSON otherwise (the parser does). */
 gboolean txl_json_check_depth(const char *text, gsize len, int max_depth,
                               const char *label, GError **error);
+/* The same, and a bound on the values (elements, members, containers)
+ * the document holds, which is what json-glib's tree costs: a few hundred
+ * bytes each, so 4 MB of "{}," would take over 500 MB.  More than
+ * max_values: TXL_ERROR_INVALID (deeper than max_depth: TXL_ERROR_FORMAT). */
+gboolean txl_json_check_bounds(const char *text, gsize len, int max_depth,
+                               guint64 max_values, const char *label,
+                               GError **error);
 
 #endif
