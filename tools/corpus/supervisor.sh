@@ -85,6 +85,19 @@ echo "task $name#$n: done"
 exit 0
 SH
 
+cat > "$B/healthcheck.sh" <<'SH'
+#!/bin/bash
+# probes the web app, then exits; supervisord runs it again
+. "$(dirname "$0")/seed.sh"
+sleep 1.$(( RANDOM % 9 ))
+if ! curl -s -f -o /dev/null -m 3 "http://127.0.0.1:$WEBP/${PROBE:-}"; then
+    echo "healthcheck: http://127.0.0.1:$WEBP/${PROBE:-} failed" >&2
+    exit 1
+fi
+sleep 0.$(( RANDOM % 9 ))
+exit 0
+SH
+
 cat > "$B/mailer.py" <<'PY'
 #!/usr/bin/python3
 """outgoing mail relay worker: crashes with a traceback now and then"""
@@ -284,7 +297,7 @@ while True:
         sys.stdout.write("RESULT 2\nOK"); sys.stdout.flush()
 PY
 chmod 755 "$B"/*.py "$B"/queue_worker.sh "$B"/task_runner.sh "$B"/cron_sync.sh \
-    "$B"/logrotate_job.sh "$B"/legacy_daemon.sh "$B"/gateway.sh "$B"/pipeline.sh \
+    "$B"/logrotate_job.sh "$B"/legacy_daemon.sh "$B"/healthcheck.sh "$B"/gateway.sh "$B"/pipeline.sh \
     "$WORK/private/indexer.sh"
 chmod 755 "$B"
 for f in index.html about.html static/app.js static/style.css robots.txt; do
@@ -359,12 +372,22 @@ environment=QUEUE="default"
 [program:task_runner]
 command=$B/task_runner.sh
 process_name=%(program_name)s_%(process_num)d
-numprocs=3
+numprocs=5
 autostart=true
 autorestart=true
 exitcodes=0
 startsecs=1
 startretries=5
+
+[program:healthcheck]
+command=$B/healthcheck.sh
+process_name=%(program_name)s_%(process_num)d
+numprocs=2
+autostart=true
+autorestart=true
+startsecs=1
+startretries=10
+environment=WEBP="$WEBP"
 
 [program:mailer]
 command=$PY $B/mailer.py
@@ -566,7 +589,7 @@ action() {
         6) ctl start logrotate_job ;;
         7) ctl signal USR1 "queue_worker:queue_worker_0$((RANDOM % 4))" ;;
         8) ctl signal HUP pipeline:* ; ctl signal HUP legacy_daemon ;;
-        9) ctl signal USR1 scheduler; ctl signal TERM "task_runner:task_runner_$((RANDOM % 3))" ;;
+        9) ctl signal USR1 scheduler; ctl signal TERM "task_runner:task_runner_$((RANDOM % 5))" ;;
         10) ctl pid "$p"; ctl pid all; ctl pid ;;
         11) ctl tail "$p"; ctl tail -2000 "$p" stderr ;;
         12) ctl clear "$p" ;;
@@ -684,21 +707,22 @@ round 5
 # SIGHUP: supervisord restarts with everything under it
 kill -HUP "$SPID"
 sleep 8
-round 7
+round 9
 faults 2
 # a debugging session at loglevel debug
 write_main debug
 ctl reload
-sleep 5
-round 8
-faults 3
+sleep 3
+round 5
 rm -f "$C/billing.conf"
 ctl reread; ctl update
-round 4
+round 1
 write_main info
 ctl reload
 sleep 5
-round 8
+round 6
+faults 3
+round 6
 faults 4
 ctl stop all
 ctl status
