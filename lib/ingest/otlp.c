@@ -30,10 +30,39 @@
 
 /* ---- what one LogRecord becomes ------------------------------------------- */
 
+/* The lines one request appends to out, within max bytes. */
+typedef struct {
+  GString *out;
+  gsize start;    /* out's length before the request */
+  gsize limit;    /* out may not grow past this */
+  gsize max;
+  gboolean over;  /* a record did not fit */
+} Lines;
+
+static void
+lines_init(Lines *l, GString *out, gsize max)
+{
+  l->out = out;
+  l->start = out->len;
+  l->limit = max > G_MAXSIZE - out->len ? G_MAXSIZE : out->len + max;
+  l->max = max;
+  l->over = FALSE;
+}
+
+/* Past the bound: nothing taken, and why. */
+static gboolean
+too_large(Lines *l, GError **error)
+{
+  g_string_truncate(l->out, l->start);
+  g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID, "OTLP logs: the records "
+              "decode to more than %" G_GSIZE_FORMAT " bytes of lines",
+              l->max);
+  return FALSE;
+}
+
 typedef struct {
   GString *app, *host, *session; /* from the resource */
-  gsize limit;    /* the request's lines may not grow out past this */
-  gboolean *over; /* set when a record did not fit under limit */
+  Lines *lines;
 } Res;
 
 typedef struct {
@@ -80,19 +109,18 @@ emit(GString *out, const Res *res, const Rec *r)
   /* each record repeats its resource's fields (up to 8 KiB): a small
    * request of many tiny records would otherwise decode to gigabytes */
   gsize before = out->len;
-  if (!*res->over)
+  if (!res->lines->over)
     txl_record_append(out, f, G_N_ELEMENTS(f), r->body->str, r->body->len);
-  if (out->len > res->limit) {
+  if (out->len > res->lines->limit) {
     g_string_truncate(out, before);
-    *res->over = TRUE;
+    res->lines->over = TRUE;
   }
 }
 
 static void
-res_init(Res *r, gsize limit, gboolean *over)
+res_init(Res *r, Lines *lines)
 {
-  r->limit = limit;
-  r->over = over;
+  r->lines = lines;
   r->app = g_string_new(NULL);
   r->host = g_string_new(NULL);
   r->session = g_string_new(NULL);
@@ -425,12 +453,13 @@ pb_log_record(Pb b, const Res *res, Rec *rec, const char *session_attr,
 /* One ResourceLogs: the resource first (it may come after its logs on
  * the wire), then every LogRecord of every ScopeLogs. */
 static gboolean
-pb_resource_logs(Pb b, const char *session_attr, GString *out, gsize limit,
-                 gboolean *over, guint64 *records, TxlOtlpRejected *rej)
+pb_resource_logs(Pb b, const char *session_attr, Lines *lines,
+                 guint64 *records, TxlOtlpRejected *rej)
 {
   Res res;
   Rec rec;
-  res_init(&res, limit, over);
+  res_init(&res, lines);
+  GString *out = lines->out;
   rec_init(&rec);
   gboolean ok = TRUE;
   PbField f, g, h;
@@ -468,25 +497,13 @@ pb_resource_logs(Pb b, const char *session_attr, GString *out, gsize limit,
   return ok;
 }
 
-/* The lines decoded past max_out: nothing taken, and why. */
-static gboolean
-too_large(GString *out, gsize start, gsize max_out, GError **error)
-{
-  g_string_truncate(out, start);
-  g_set_error(error, TXL_ERROR, TXL_ERROR_INVALID, "OTLP logs: the records "
-              "decode to more than %" G_GSIZE_FORMAT " bytes of lines",
-              max_out);
-  return FALSE;
-}
-
 gboolean
 txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
                        gsize max_out, GString *out, guint64 *records,
                        TxlOtlpRejected *rejected, GError **error)
 {
-  gsize start = out->len;
-  gsize limit = max_out > G_MAXSIZE - start ? G_MAXSIZE : start + max_out;
-  gboolean over = FALSE;
+  Lines lines;
+  lines_init(&lines, out, max_out);
   guint64 n = 0;
   TxlOtlpRejected rej = { 0, NULL };
   Pb b = { data, data + len };
@@ -495,18 +512,18 @@ txl_otlp_logs_protobuf(const guint8 *data, gsize len, const char *session_attr,
   while ((r = pb_next(&b, &f)) > 0) {
     if (f.num != 1)
       continue;
-    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, out, limit,
-                                         &over, &n, &rej)) {
+    if (f.wire != 2 || !pb_resource_logs(f.sub, session_attr, &lines, &n,
+                                         &rej)) {
       r = -1;
       break;
     }
   }
   if (r < 0) {
-    g_string_truncate(out, start);
+    g_string_truncate(out, lines.start);
     return fail(error, "not a well-formed protobuf ExportLogsServiceRequest");
   }
-  if (over)
-    return too_large(out, start, max_out, error);
+  if (lines.over)
+    return too_large(&lines, error);
   *records += n;
   if (rejected)
     *rejected = rej;
@@ -694,10 +711,6 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
                    gsize max_out, GString *out, guint64 *records,
                    TxlOtlpRejected *rejected, GError **error)
 {
-  gsize start = out->len;
-  gsize limit = max_out > G_MAXSIZE - start ? G_MAXSIZE : start + max_out;
-  gboolean over = FALSE;
-  guint64 n = 0;
   if (!txl_json_check_depth(data, len, TXL_JSON_MAX_DEPTH, "OTLP logs", error))
     return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
@@ -709,10 +722,13 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
     return fail(error, "not a JSON ExportLogsServiceRequest object");
   Res res;
   Rec rec;
+  Lines lines;
+  lines_init(&lines, out, max_out);
+  guint64 n = 0;
   TxlOtlpRejected rej = { 0, NULL };
   rec_init(&rec);
   FOR_OBJECTS(json_node_get_object(root), "resourceLogs", rl) {
-    res_init(&res, limit, &over);
+    res_init(&res, &lines);
     json_attrs(member_array(member_object(rl, "resource"), "attributes"),
                &res, NULL, session_attr);
     FOR_OBJECTS(rl, "scopeLogs", sl) {
@@ -732,8 +748,8 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
     res_clear(&res);
   }
   rec_clear(&rec);
-  if (over)
-    return too_large(out, start, max_out, error);
+  if (lines.over)
+    return too_large(&lines, error);
   *records += n;
   if (rejected)
     *rejected = rej;

@@ -27,81 +27,27 @@ About 40 s."""
 import gzip
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from checks import check, results, txld_port
+from checks import check
+from txld_daemon import ROOT, Daemon, run_cases
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..', '..')
-TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
 PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
 SINK = '[pipeline]\nlaunch = appsrc name=ingest ! fakesink\nsnapshot = none\n'
 
 
-class Daemon:
-    def __init__(self, tmp, confs):
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(os.path.join(tmp, 'conf'))
-        os.makedirs(os.path.join(tmp, 'state'))
-        for name, text in confs.items():
-            with open(os.path.join(tmp, 'conf', name), 'w') as f:
-                f.write(text)
-        self.log = os.path.join(tmp, 'txld.log')
-        portfile = os.path.join(tmp, 'port')
-        env = dict(os.environ, GST_PLUGIN_PATH=PLUGINS, TXL_NUM_THREADS='1')
-        self.p = subprocess.Popen([TXLD, '--config', os.path.join(tmp, 'conf'), '--state-dir',
-                                   os.path.join(tmp, 'state'), '--port', '0', '--port-file', portfile],
-                                  stdout=open(self.log, 'wb'), stderr=subprocess.STDOUT, env=env)
-        self.port = txld_port(self.p, portfile, self.logtext)
-
-    def logtext(self):
-        return open(self.log, errors='replace').read()
-
-    def post(self, path, body, headers=(), timeout=30.0, length=None):
-        h = 'POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n' % (
-            path, len(body) if length is None else length)
-        for k, v in headers:
-            h += '%s: %s\r\n' % (k, v)
-        s = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
-        data = b''
-        try:
-            s.sendall(h.encode() + b'\r\n' + body)
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                data += b
-        except OSError:
-            pass
-        finally:
-            s.close()
-        try:
-            return int(data.split(b' ', 2)[1]), data.split(b'\r\n\r\n', 1)[-1]
-        except (IndexError, ValueError):
-            return None, data
-
-    def peak_mb(self):
-        for l in open('/proc/%d/status' % self.p.pid):
-            if l.startswith('VmHWM:'):
-                return int(l.split()[1]) // 1024
-        return 0
-
-    def stop(self, timeout=10):
-        self.p.send_signal(signal.SIGTERM)
-        t = time.time()
-        try:
-            rc = self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-            rc = None
-        return rc, time.time() - t
+def daemon(tmp, confs):
+    """txld over the configuration files confs (name: text) in tmp."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, 'conf'))
+    os.makedirs(os.path.join(tmp, 'state'))
+    for name, text in confs.items():
+        with open(os.path.join(tmp, 'conf', name), 'w') as f:
+            f.write(text)
+    return Daemon(tmp, 'flood', env={'GST_PLUGIN_PATH': PLUGINS, 'TXL_NUM_THREADS': '1'})
 
 
 def pb_len(field, data):
@@ -115,7 +61,7 @@ def pb_len(field, data):
 
 
 def amplification(tmp):
-    d = Daemon(tmp, {'sink.conf': SINK + 'otlp = true\n'})
+    d = daemon(tmp, {'sink.conf': SINK + 'otlp = true\n'})
     try:
         kv = pb_len(1, b'service.name') + pb_len(2, pb_len(1, b'A' * 4000))
         rec = pb_len(2, pb_len(5, b'\x18\x00'))  # a LogRecord whose body is the integer 0
@@ -134,7 +80,7 @@ def tiny_syslog(tmp):
         port = s.getsockname()[1]
     launch = ('txlsyslogsrc address=127.0.0.1 port=%d udp=false ! identity sleep-time=2000000 '
               '! fakesink' % port)
-    d = Daemon(tmp, {'sl.conf': '[pipeline]\nlaunch = %s\nsnapshot = none\n' % launch})
+    d = daemon(tmp, {'sl.conf': '[pipeline]\nlaunch = %s\nsnapshot = none\n' % launch})
     try:
         deadline = time.time() + 15
         while True:
@@ -163,7 +109,7 @@ def tiny_syslog(tmp):
 
 
 def term_under_json(tmp):
-    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    d = daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
     # just under the values a JSON body may hold (500,000): each costs the
     # main loop the most a body can
     body = b'[' + b'{},' * 249000
@@ -194,7 +140,7 @@ def fifo_output(tmp):
     fifo = os.path.join(tmp + '-x', 'out.fifo')
     os.makedirs(os.path.dirname(fifo), exist_ok=True)
     os.mkfifo(fifo)
-    d = Daemon(tmp, {'a.conf': '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nrestart = never\n'
+    d = daemon(tmp, {'a.conf': '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nrestart = never\n'
                                'snapshot = none\noutput = %s\n' % fifo})
     try:
         t = time.time()
@@ -209,7 +155,7 @@ def fifo_output(tmp):
 
 
 def bodies(tmp):
-    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    d = daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
     try:
         two = gzip.compress(b'one\ntwo\n') + gzip.compress(b'three\nfour\n')
         st, answer = d.post('/pipelines/sink/lines', two, [('Content-Encoding', 'gzip')])
@@ -229,7 +175,7 @@ def bodies(tmp):
 
 
 def held_bodies(tmp):
-    d = Daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
+    d = daemon(tmp, {'sink.conf': SINK + 'ingest = true\n'})
     try:
         chunk = (b'x' * 1023 + b'\n') * 64
         socks, refused = [], 0
@@ -257,23 +203,7 @@ def held_bodies(tmp):
 
 
 def main():
-    if not os.path.exists(TXLD):
-        print('SKIP: no txld at %s' % TXLD)
-        return 77
-    tmp = tempfile.mkdtemp(prefix='txld-flood-')
-    t0 = time.time()
-    try:
-        amplification(os.path.join(tmp, 'a'))
-        tiny_syslog(os.path.join(tmp, 's'))
-        term_under_json(os.path.join(tmp, 't'))
-        fifo_output(os.path.join(tmp, 'f'))
-        bodies(os.path.join(tmp, 'b'))
-        held_bodies(os.path.join(tmp, 'h'))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    failed = results.count(False)
-    print('%d checks, %d failed, %.1f s' % (len(results), failed, time.time() - t0))
-    return 1 if failed else 0
+    return run_cases('txld-flood-', [amplification, tiny_syslog, term_under_json, fifo_output, bodies, held_bodies])
 
 
 if __name__ == '__main__':

@@ -20,105 +20,18 @@
 
 The pipelines here are fakesrc ! fakesink: nothing scores, the checks are
 about txld itself.  About 20 s."""
-import json
 import os
-import resource
 import shutil
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-from checks import check, results, txld_port
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, '..', '..')
-TXLD = os.environ.get('TXLD_BIN', os.path.join(ROOT, 'build', 'tools', 'txld'))
-
-
+from checks import check
+from txld_daemon import Daemon, run_cases
 
 LIGHT = '[pipeline]\nlaunch = fakesrc num-buffers=1 ! fakesink\nrestart = never\n'
-
-
-class Daemon:
-    def __init__(self, tmp, tag, args=(), nofile=None):
-        self.tmp = tmp
-        self.log = os.path.join(tmp, 'txld-%s.log' % tag)
-        portfile = os.path.join(tmp, 'port-%s' % tag)
-        env = dict(os.environ, G_MESSAGES_DEBUG='')
-
-        def limit():
-            if nofile:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        self.p = subprocess.Popen(
-            [TXLD, '--config', os.path.join(tmp, 'conf'),
-             '--state-dir', os.path.join(tmp, 'state'),
-             '--port', '0', '--port-file', portfile] + list(args),
-            stdout=open(self.log, 'ab'), stderr=subprocess.STDOUT, env=env,
-            preexec_fn=limit)
-        self.port = txld_port(self.p, portfile, self.logtext)
-
-    def logtext(self):
-        return open(self.log, errors='replace').read()
-
-    def request(self, raw, timeout=3.0):
-        """Sends raw bytes, returns (status or None, whole answer)."""
-        try:
-            s = socket.create_connection(('127.0.0.1', self.port), timeout=timeout)
-        except OSError as e:
-            return None, repr(e).encode()
-        data = b''
-        try:
-            s.sendall(raw)
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                data += b
-        except OSError as e:
-            if not data:
-                return None, repr(e).encode()
-        finally:
-            s.close()
-        try:
-            return int(data.split(b' ', 2)[1]), data
-        except (IndexError, ValueError):
-            return None, data
-
-    def get(self, path, timeout=3.0):
-        return self.request(('GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path).encode(),
-                            timeout)
-
-    def json(self, path):
-        st, data = self.get(path)
-        return json.loads(data.split(b'\r\n\r\n', 1)[1]) if st == 200 else None
-
-    def metric(self, name):
-        st, data = self.get('/metrics')
-        for l in data.decode(errors='replace').splitlines():
-            if l.startswith(name + ' '):
-                return float(l.split()[1])
-        return None
-
-    def rss_kb(self):
-        for l in open('/proc/%d/status' % self.p.pid):
-            if l.startswith('VmRSS:'):
-                return int(l.split()[1])
-        return 0
-
-    def stop(self, timeout=10):
-        self.p.send_signal(signal.SIGTERM)
-        t = time.time()
-        try:
-            rc = self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
-            rc = None
-        return rc, time.time() - t
 
 
 def closed_within(s, seconds, t):
@@ -432,21 +345,7 @@ def test_config(tmp):
 
 
 def main():
-    if not os.path.exists(TXLD):
-        print('SKIP: no txld at %s' % TXLD)
-        return 77
-    tmp = tempfile.mkdtemp(prefix='txld-hostile-')
-    t0 = time.time()
-    try:
-        test_exhaustion(tmp)
-        test_cap_and_timeouts(tmp)
-        test_bodies(tmp)
-        test_config(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    failed = results.count(False)
-    print('%d checks, %d failed, %.1f s' % (len(results), failed, time.time() - t0))
-    return 1 if failed else 0
+    return run_cases('txld-hostile-', [test_exhaustion, test_cap_and_timeouts, test_bodies, test_config])
 
 
 if __name__ == '__main__':
