@@ -433,24 +433,21 @@ scanner() {
     printf 'SELECT 1;\n' | tcp blog blogpw shop
     printf 'SELECT 1;\n' | tcp report "" shop
 }
+# transfer FROM TO AMOUNT, in the background: locks FROM's row, waits a
+# second, then locks TO's
+transfer() {
+    tcp app apppw shop <<SQL &
+START TRANSACTION;
+UPDATE accounts SET balance = balance - $3 WHERE id = $1;
+SELECT SLEEP(1);
+UPDATE accounts SET balance = balance + $3 WHERE id = $2;
+COMMIT;
+SQL
+}
 # two clients locking rows in opposite order
 deadlock() {
-    tcp app apppw shop <<'SQL' &
-START TRANSACTION;
-UPDATE accounts SET balance = balance - 10 WHERE id = 1;
-SELECT SLEEP(1);
-UPDATE accounts SET balance = balance + 10 WHERE id = 2;
-COMMIT;
-SQL
-    d1=$!
-    tcp app apppw shop <<'SQL' &
-START TRANSACTION;
-UPDATE accounts SET balance = balance - 5 WHERE id = 2;
-SELECT SLEEP(1);
-UPDATE accounts SET balance = balance + 5 WHERE id = 1;
-COMMIT;
-SQL
-    d2=$!
+    transfer 1 2 10; d1=$!
+    transfer 2 1 5; d2=$!
     wait $d1 || true; wait $d2 || true
 }
 lockwait() {

@@ -464,34 +464,19 @@ autostart=true
 startretries=1
 CFG
 
-cat > "$C/pipeline.conf" <<CFG
-[group:pipeline]
-programs=ingest,transform,export
-priority=200
-
-[program:ingest]
-command=$B/pipeline.sh ingest
-autostart=true
-autorestart=true
-priority=10
-stopwaitsecs=4
-
-[program:transform]
-command=$B/pipeline.sh transform
-autostart=true
-autorestart=true
-exitcodes=0
-startsecs=2
-priority=20
-stopwaitsecs=4
-
-[program:export]
-command=$B/pipeline.sh export
-autostart=true
-autorestart=true
-priority=30
-stopwaitsecs=4
-CFG
+# stage NAME PRIORITY [SETTING...]: one program of the pipeline group
+stage() {
+    printf '\n[program:%s]\ncommand=%s/pipeline.sh %s\nautostart=true\n' "$1" "$B" "$1"
+    printf 'autorestart=true\n'
+    for l in "${@:3}"; do printf '%s\n' "$l"; done
+    printf 'priority=%s\nstopwaitsecs=4\n' "$2"
+}
+{
+    printf '[group:pipeline]\nprograms=ingest,transform,export\npriority=200\n'
+    stage ingest 10
+    stage transform 20 exitcodes=0 startsecs=2
+    stage export 30
+} > "$C/pipeline.conf"
 
 cat > "$C/listeners.conf" <<CFG
 [eventlistener:alerts]
