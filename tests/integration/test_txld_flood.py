@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-from checks import check
+from checks import check, wait_for
 from txld_daemon import ROOT, Daemon, run_cases
 
 PLUGINS = os.environ.get('TXL_PLUGIN_DIR', os.path.join(ROOT, 'build', 'plugins'))
@@ -82,15 +82,14 @@ def tiny_syslog(tmp):
               '! fakesink' % port)
     d = daemon(tmp, {'sl.conf': '[pipeline]\nlaunch = %s\nsnapshot = none\n' % launch})
     try:
-        deadline = time.time() + 15
-        while True:
+        def connect():
             try:
-                c = socket.create_connection(('127.0.0.1', port), timeout=3)
-                break
+                return socket.create_connection(('127.0.0.1', port), timeout=3)
             except OSError:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.2)
+                return None
+        c = wait_for(connect, timeout=15, step=0.2)
+        if not check('syslog: the source listens', c is not None):
+            return
         sent, t = 0, time.time()
         block = b'x\n' * 32768
         try:

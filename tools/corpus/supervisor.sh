@@ -227,10 +227,24 @@ while :; do sleep 2; echo indexed; done
 SH
 
 # event listeners (supervisor's eventlistener protocol on stdin/stdout)
+cat > "$B/evproto.py" <<'PY'
+"""supervisor's eventlistener protocol: READY, then each event's header
+line and body; the listener answers RESULT itself"""
+import sys
+def events():
+    while True:
+        sys.stdout.write("READY\n"); sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            return
+        headers = dict(x.split(":", 1) for x in line.split())
+        yield headers, sys.stdin.read(int(headers["len"]))
+PY
 cat > "$B/alerts.py" <<'PY'
 #!/usr/bin/python3
 """crashmail-like listener: acks events, rejects some, dies after a while"""
 import os, sys
+from evproto import events
 name = os.environ.get("SUPERVISOR_PROCESS_NAME", "alerts")
 cf = os.path.join(os.environ["TXL_RUN"], name + ".starts")
 n = int(open(cf).read()) + 1 if os.path.exists(cf) else 1
@@ -239,13 +253,7 @@ limit = 25 + (n * 13) % 30
 def log(m):
     sys.stderr.write(m + "\n"); sys.stderr.flush()
 count = 0
-while True:
-    sys.stdout.write("READY\n"); sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
-        break
-    headers = dict(x.split(":", 1) for x in line.split())
-    body = sys.stdin.read(int(headers["len"]))
+for headers, body in events():
     count += 1
     ev = headers["eventname"]
     if count % 9 == 0:   # the mail relay refused it: supervisord sends it again
@@ -262,13 +270,8 @@ cat > "$B/watchdog.py" <<'PY'
 #!/usr/bin/python3
 """a slow listener: takes its time over every event (its pool falls behind)"""
 import sys, time
-while True:
-    sys.stdout.write("READY\n"); sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
-        break
-    headers = dict(x.split(":", 1) for x in line.split())
-    sys.stdin.read(int(headers["len"]))
+from evproto import events
+for headers, body in events():
     time.sleep(0.5)
     sys.stdout.write("RESULT 2\nOK"); sys.stdout.flush()
 PY
@@ -277,13 +280,8 @@ cat > "$B/hooks.py" <<'PY'
 #!/usr/bin/python3
 """deploy hooks listener: on a malformed remote command it breaks the protocol"""
 import os, sys
-while True:
-    sys.stdout.write("READY\n"); sys.stdout.flush()
-    line = sys.stdin.readline()
-    if not line:
-        break
-    headers = dict(x.split(":", 1) for x in line.split())
-    body = sys.stdin.read(int(headers["len"]))
+from evproto import events
+for headers, body in events():
     seen = os.path.join(os.environ["TXL_RUN"], "hooks.seen")
     if ("garbage" in body or "chatty" in body) and headers["serial"] in open(seen).read().split():
         body = "again"   # a redelivered event: handled normally this time
