@@ -11,6 +11,13 @@
  * may have (config.json, tokenizer_config.json, safetensors headers). */
 #define TXL_JSON_MAX_DEPTH 64
 
+/* Most values a batch of records received over the network (txld's JSON
+ * ingest, OTLP/JSON) may hold: json-glib's tree costs a few hundred bytes
+ * a value (4 MB of "{}," took 530 MB and seconds to parse), so this keeps
+ * one batch near 200 MB at most.  A 4 MiB batch of real records, at 20
+ * bytes a value or more with keys and punctuation, holds fewer. */
+#define TXL_JSON_MAX_BATCH_VALUES 500000
+
 /* Scans text (len bytes) for '[' and '{' outside string literals and
  * refuses it when they nest deeper than max_depth; label names the input
  * in the message.  Does not validate the JSON otherwise (the parser does). */

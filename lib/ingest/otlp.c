@@ -34,8 +34,7 @@
 typedef struct {
   GString *out;
   gsize start;    /* out's length before the request */
-  gsize limit;    /* out may not grow past this */
-  gsize max;
+  gsize max;      /* the most the request may append */
   gboolean over;  /* a record did not fit */
 } Lines;
 
@@ -44,7 +43,6 @@ lines_init(Lines *l, GString *out, gsize max)
 {
   l->out = out;
   l->start = out->len;
-  l->limit = max > G_MAXSIZE - out->len ? G_MAXSIZE : out->len + max;
   l->max = max;
   l->over = FALSE;
 }
@@ -111,7 +109,7 @@ emit(GString *out, const Res *res, const Rec *r)
   gsize before = out->len;
   if (!res->lines->over)
     txl_record_append(out, f, G_N_ELEMENTS(f), r->body->str, r->body->len);
-  if (out->len > res->lines->limit) {
+  if (out->len - res->lines->start > res->lines->max) {
     g_string_truncate(out, before);
     res->lines->over = TRUE;
   }
@@ -711,7 +709,8 @@ txl_otlp_logs_json(const char *data, gsize len, const char *session_attr,
                    gsize max_out, GString *out, guint64 *records,
                    TxlOtlpRejected *rejected, GError **error)
 {
-  if (!txl_json_check_depth(data, len, TXL_JSON_MAX_DEPTH, "OTLP logs", error))
+  if (!txl_json_check_bounds(data, len, TXL_JSON_MAX_DEPTH,
+                             TXL_JSON_MAX_BATCH_VALUES, "OTLP logs", error))
     return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
   g_autoptr(GError) e = NULL;

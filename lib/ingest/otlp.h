@@ -41,7 +41,8 @@ typedef struct {
  * around the records (its ResourceLogs, Resource or ScopeLogs, or JSON
  * that does not parse: TXL_ERROR_FORMAT), or one whose lines come to more
  * than max_out bytes (each line repeats its resource's fields, so a small
- * request can decode to far more: TXL_ERROR_INVALID), is all or nothing:
+ * request can decode to far more) or whose JSON holds more than
+ * TXL_JSON_MAX_BATCH_VALUES values (TXL_ERROR_INVALID), is all or nothing:
  * FALSE, an error, out as it was and nothing counted. */
 gboolean txl_otlp_logs_protobuf(const guint8 *data, gsize len,
                                 const char *session_attr, gsize max_out,

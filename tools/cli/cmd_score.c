@@ -99,6 +99,22 @@ flush_id(Common *c, IdParser *p)
   return txl_scorer_push(c->scorer, &id, 1, &c->error);
 }
 
+/* --save-snapshot could not be written at the end (save_err, taken): the
+ * stream was ended instead, and c->error says so, and whether its last
+ * lines (or tokens) went out (printed) or why not (c->error before). */
+static void
+ended_instead(Common *c, GError *save_err, gboolean printed,
+              const char *what)
+{
+  GError *e = g_steal_pointer(&c->error);
+  g_set_error(&c->error, save_err->domain, save_err->code,
+              "no snapshot (%s): the stream ended instead, %s%s%s",
+              save_err->message, printed ? "its last " : "and then: ",
+              printed ? what : e->message, printed ? " printed" : "");
+  g_clear_error(&e);
+  g_error_free(save_err);
+}
+
 static gboolean
 score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
 {
@@ -135,11 +151,8 @@ score_ids(Common *c, FILE *in, const char *save, gboolean resumed)
     /* not written (a full disk): the pending tokens are scored rather
      * than lost; the run still fails */
     GError *save_err = g_steal_pointer(&c->error);
-    txl_scorer_finish(c->scorer, NULL);
-    g_set_error(&c->error, save_err->domain, save_err->code,
-                "no snapshot (%s): the stream ended instead, its last "
-                "tokens printed", save_err->message);
-    g_error_free(save_err);
+    ended_instead(c, save_err, txl_scorer_finish(c->scorer, &c->error),
+                  "tokens");
     return FALSE;
   }
   if (resumed)
@@ -507,13 +520,8 @@ score_text(TextScore *t, const TxlTokenizer *tok, FILE *in, const char *save,
     }
     print_ready_lines(t, TRUE);
   }
-  if (save_err) {
-    g_clear_error(&t->c.error);
-    g_set_error(&t->c.error, save_err->domain, save_err->code,
-                "no snapshot (%s): the stream ended instead, its last lines "
-                "printed", save_err->message);
-    g_error_free(save_err);
-  }
+  if (save_err)
+    ended_instead(&t->c, save_err, t->c.error == NULL, "lines");
   return t->c.error == NULL;
 }
 

@@ -172,11 +172,11 @@ conn_refuse(Conn *k, SoupServerMessage *msg, guint status, const char *headers,
 
 /* Holds `more` bytes of an ingest body against the shared budget, or
  * answers 503 (the client may try again in a moment). */
-static gboolean
+static void
 conn_hold(Conn *k, SoupServerMessage *msg, guint64 more)
 {
   if (k->rejected || !k->ingest || !more)
-    return !k->rejected;
+    return;
   guint64 budget = lim.max_ingest_body * INGEST_HELD_BODIES;
   if (ingest_held + more > budget) {
     stats.too_large++;
@@ -189,11 +189,10 @@ conn_hold(Conn *k, SoupServerMessage *msg, guint64 more)
                "now: %" G_GUINT64_FORMAT " bytes of bodies being read, at "
                "most %" G_GUINT64_FORMAT " (%d x --ingest-max-body)%s",
                ingest_held, budget, INGEST_HELD_BODIES, also(quiet));
-    return FALSE;
+    return;
   }
   ingest_held += more;
   k->held += more;
-  return TRUE;
 }
 
 static void

@@ -28,13 +28,9 @@
 guint64 txld_ingest_max_body = TXLD_HTTP_DEFAULT_MAX_INGEST_BODY;
 /* An OTLP request's lines may come to this many times --ingest-max-body
  * (records of a few bytes each repeat their resource's fields): 413 past
- * it.  Real batches stay under twice their body. */
+ * it.  Ordinary records come to 1.1 to 1.7 times their protobuf
+ * (docs/notes/2026-11-29-txld-floods.md). */
 #define DECODED_PER_BODY 4
-/* A JSON body of more values than this gets 413 (jsondepth.h: what the
- * parser's tree costs; about 200 MB at most, where 4 MB of "{}," took
- * 530 MB and seconds of the main loop).  A 4 MiB batch of real records,
- * at 20 bytes a value or more, holds fewer. */
-#define JSON_MAX_VALUES 500000
 
 /* What a request came to, for /metrics. */
 enum { C_OK, C_BAD, C_AUTH, C_LARGE, C_TYPE, C_BUSY, C_DOWN, N_CODES };
@@ -286,8 +282,8 @@ request_body(SoupServerMessage *msg, guint64 max, guint *status,
 static gboolean
 json_array_lines(const char *data, gsize len, GString *out, GError **error)
 {
-  if (!txl_json_check_bounds(data, len, TXL_JSON_MAX_DEPTH, JSON_MAX_VALUES,
-                             "body", error))
+  if (!txl_json_check_bounds(data, len, TXL_JSON_MAX_DEPTH,
+                             TXL_JSON_MAX_BATCH_VALUES, "body", error))
     return FALSE;
   g_autoptr(JsonParser) parser = json_parser_new_immutable();
   if (!json_parser_load_from_data(parser, data, (gssize)len, error))
@@ -342,9 +338,7 @@ decode(Form form, TxldPipeline *p, const char *type, GBytes *body,
                                   p->conf->otlp_session, max_out, out, n, rej,
                                   error);
   if (form == FORM_OTLP_JSON)
-    return txl_json_check_bounds(data, len, TXL_JSON_MAX_DEPTH,
-                                 JSON_MAX_VALUES, "OTLP logs", error) &&
-           txl_otlp_logs_json(data, len, p->conf->otlp_session, max_out, out,
+    return txl_otlp_logs_json(data, len, p->conf->otlp_session, max_out, out,
                               n, rej, error);
   if (!to_lines(type, data, len, out, error))
     return FALSE;
